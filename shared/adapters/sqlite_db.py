@@ -1,0 +1,82 @@
+"""A SQLite database file shared by threads and processes: WAL mode, one connection per thread."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from shared.errors import ConfigurationError, Transient
+
+
+def sqlite_path(url: str) -> Path:
+    """``sqlite:///relative/file.db`` or ``sqlite:////absolute/file.db`` → the file's path."""
+    parts = urlsplit(url)
+    if parts.scheme != "sqlite" or parts.netloc or not parts.path.startswith("/"):
+        raise ConfigurationError(f"not a sqlite URL: {url!r} (use sqlite:///path/to/file.db)")
+    path = parts.path[1:]
+    if not path:
+        raise ConfigurationError(f"sqlite URL without a file: {url!r}")
+    return Path(path)
+
+
+class SqliteDatabase:
+    """Connections to one database file, one per thread, all in autocommit mode.
+
+    Writes go through ``write()``, which takes SQLite's write lock up front (``BEGIN IMMEDIATE``)
+    so a read-then-write inside it is atomic across threads and processes.
+    """
+
+    def __init__(self, path: Path, busy_timeout_seconds: float = 30.0) -> None:
+        self.path = path
+        self.busy_timeout_seconds = busy_timeout_seconds
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        with self.write() as connection:
+            connection.execute("PRAGMA user_version")
+        self.connection().execute("PRAGMA journal_mode=WAL")
+
+    def connection(self) -> sqlite3.Connection:
+        connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
+        if connection is None:
+            connection = sqlite3.connect(
+                self.path,
+                timeout=self.busy_timeout_seconds,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+            connection.row_factory = sqlite3.Row
+            # NORMAL is durable against a killed process in WAL mode; only an OS crash can
+            # lose the last transactions.
+            connection.execute("PRAGMA synchronous=NORMAL")
+            self._local.connection = connection
+            with self._lock:
+                self._connections.append(connection)
+        return connection
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        connection = self.connection()
+        try:
+            connection.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise Transient(f"sqlite busy: {exc}") from exc
+        try:
+            yield connection
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+        else:
+            connection.execute("COMMIT")
+
+    def close(self) -> None:
+        with self._lock:
+            for connection in self._connections:
+                connection.close()
+            self._connections.clear()
+        self._local = threading.local()

@@ -1,0 +1,154 @@
+"""The embedded queue on SQLite, with SQS's semantics (delay, visibility, receive count, DLQ)."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+
+from shared.adapters.sqlite_db import SqliteDatabase
+from shared.ports import MessageQueue, OutgoingMessage, QueueDepth, ReceivedMessage
+from shared.timeutil import from_epoch_ms
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS queue_messages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    queue TEXT NOT NULL,
+    body TEXT NOT NULL,
+    visible_ms INTEGER NOT NULL,
+    sent_ms INTEGER NOT NULL,
+    receive_count INTEGER NOT NULL DEFAULT 0,
+    receipt TEXT
+);
+CREATE INDEX IF NOT EXISTS queue_messages_visible ON queue_messages (queue, visible_ms);
+"""
+
+# How often an empty long poll looks again; a read, not a write lock.
+POLL_STEP_SECONDS = 0.01
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class SqliteQueue(MessageQueue):
+    def __init__(
+        self,
+        database: SqliteDatabase,
+        name: str,
+        dead_letter_queue: str | None = None,
+        max_receives: int = 20,
+    ) -> None:
+        self.db = database
+        self.name = name
+        self.dead_letter_queue = dead_letter_queue
+        self.max_receives = max_receives
+        self._stop = threading.Event()
+
+    def create(self) -> None:
+        self.db.connection().executescript(SCHEMA)
+
+    def send(self, messages: Sequence[OutgoingMessage]) -> None:
+        if not messages:
+            return
+        now = _now_ms()
+        with self.db.write() as connection:
+            connection.executemany(
+                "INSERT INTO queue_messages (queue, body, visible_ms, sent_ms) VALUES (?, ?, ?, ?)",
+                [
+                    (self.name, message.body, now + int(message.delay_seconds * 1000), now)
+                    for message in messages
+                ],
+            )
+
+    def receive(
+        self, max_messages: int, wait_seconds: float, visibility_timeout: float
+    ) -> list[ReceivedMessage]:
+        deadline = time.monotonic() + wait_seconds
+        while True:
+            received = self._receive_now(max_messages, visibility_timeout)
+            remaining = deadline - time.monotonic()
+            if received or remaining <= 0 or self._stop.is_set():
+                return received
+            self._stop.wait(min(POLL_STEP_SECONDS, remaining))
+
+    def _receive_now(self, max_messages: int, visibility_timeout: float) -> list[ReceivedMessage]:
+        now = _now_ms()
+        connection = self.db.connection()
+        # A cheap read first: most polls find nothing and need no write lock.
+        if (
+            connection.execute(
+                "SELECT 1 FROM queue_messages WHERE queue = ? AND visible_ms <= ? LIMIT 1",
+                (self.name, now),
+            ).fetchone()
+            is None
+        ):
+            return []
+        received: list[ReceivedMessage] = []
+        with self.db.write() as connection:
+            rows = connection.execute(
+                "SELECT id, body, receive_count, sent_ms FROM queue_messages"
+                " WHERE queue = ? AND visible_ms <= ? ORDER BY visible_ms LIMIT ?",
+                (self.name, now, max_messages),
+            ).fetchall()
+            for row in rows:
+                if self.dead_letter_queue is not None and row["receive_count"] >= self.max_receives:
+                    connection.execute(
+                        "UPDATE queue_messages SET queue = ?, receive_count = 0, visible_ms = ?,"
+                        " receipt = NULL WHERE id = ?",
+                        (self.dead_letter_queue, now, row["id"]),
+                    )
+                    continue
+                receipt = uuid.uuid4().hex
+                connection.execute(
+                    "UPDATE queue_messages SET visible_ms = ?, receive_count = receive_count + 1,"
+                    " receipt = ? WHERE id = ?",
+                    (now + int(visibility_timeout * 1000), receipt, row["id"]),
+                )
+                received.append(
+                    ReceivedMessage(
+                        message_id=str(row["id"]),
+                        body=row["body"],
+                        receipt_handle=f"{row['id']}:{receipt}",
+                        receive_count=row["receive_count"] + 1,
+                        sent_at=from_epoch_ms(row["sent_ms"]),
+                    )
+                )
+        return received
+
+    def delete(self, receipt_handles: Sequence[str]) -> None:
+        if not receipt_handles:
+            return
+        with self.db.write() as connection:
+            connection.executemany(
+                "DELETE FROM queue_messages WHERE id = ? AND receipt = ?",
+                [tuple(handle.split(":", 1)) for handle in receipt_handles],
+            )
+
+    def change_visibility(self, receipt_handle: str, timeout_seconds: float) -> None:
+        message_id, receipt = receipt_handle.split(":", 1)
+        with self.db.write() as connection:
+            connection.execute(
+                "UPDATE queue_messages SET visible_ms = ? WHERE id = ? AND receipt = ?",
+                (_now_ms() + int(timeout_seconds * 1000), message_id, receipt),
+            )
+
+    def depth(self) -> QueueDepth:
+        now = _now_ms()
+        row = (
+            self.db.connection()
+            .execute(
+                "SELECT"
+                " coalesce(sum(visible_ms <= ?), 0) AS visible,"
+                " coalesce(sum(visible_ms > ? AND receipt IS NOT NULL), 0) AS in_flight,"
+                " coalesce(sum(visible_ms > ? AND receipt IS NULL), 0) AS delayed"
+                " FROM queue_messages WHERE queue = ?",
+                (now, now, now, self.name),
+            )
+            .fetchone()
+        )
+        return QueueDepth(row["visible"], row["in_flight"], row["delayed"])
+
+    def close(self) -> None:
+        self._stop.set()

@@ -1,0 +1,539 @@
+"""The embedded schedule and execution store on SQLite (used by ``scheduler dev`` and tests)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from shared.adapters.sqlite_db import SqliteDatabase
+from shared.errors import Transient
+from shared.model import (
+    AttemptOutcome,
+    Execution,
+    ExecutionStatus,
+    Occurrence,
+    Schedule,
+    ScheduleDefinition,
+    ScheduleStatus,
+)
+from shared.ports import Page, ScheduleFilter, Store
+from shared.timeutil import from_epoch_ms, to_epoch_ms
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS schedules (
+    tenant TEXT NOT NULL,
+    schedule_id TEXT NOT NULL,
+    revision INTEGER NOT NULL,
+    state_revision INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    definition TEXT,
+    name TEXT NOT NULL DEFAULT '',
+    tags TEXT NOT NULL DEFAULT '[]',
+    next_ms INTEGER,
+    accepted_ms INTEGER NOT NULL,
+    created_ms INTEGER NOT NULL,
+    updated_ms INTEGER NOT NULL,
+    occurrence_count INTEGER NOT NULL DEFAULT 0,
+    run_count INTEGER NOT NULL DEFAULT 0,
+    failure_count INTEGER NOT NULL DEFAULT 0,
+    consecutive_failures INTEGER NOT NULL DEFAULT 0,
+    last_run_ms INTEGER,
+    last_status TEXT,
+    lease_owner TEXT,
+    lease_until_ms INTEGER,
+    PRIMARY KEY (tenant, schedule_id)
+) WITHOUT ROWID;
+-- The poller's claim reads only active schedules in time order: it costs what is due, not
+-- what is stored.
+CREATE INDEX IF NOT EXISTS schedules_due ON schedules (next_ms) WHERE status = 'active';
+CREATE TABLE IF NOT EXISTS executions (
+    tenant TEXT NOT NULL,
+    occurrence_id TEXT NOT NULL,
+    schedule_id TEXT NOT NULL,
+    scheduled_ms INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    attempts INTEGER NOT NULL,
+    revision INTEGER NOT NULL,
+    started_ms INTEGER,
+    finished_ms INTEGER,
+    http_status INTEGER,
+    duration_ms REAL,
+    lateness_ms REAL,
+    error TEXT,
+    next_attempt_ms INTEGER,
+    lease_owner TEXT,
+    lease_until_ms INTEGER,
+    manual INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (tenant, occurrence_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS executions_by_schedule
+    ON executions (tenant, schedule_id, scheduled_ms DESC, occurrence_id DESC);
+"""
+
+
+def _ms(moment: datetime | None) -> int | None:
+    return None if moment is None else to_epoch_ms(moment)
+
+
+def _time(epoch_ms: int | None) -> datetime | None:
+    return None if epoch_ms is None else from_epoch_ms(epoch_ms)
+
+
+class SqliteStore(Store):
+    def __init__(self, database: SqliteDatabase) -> None:
+        self.db = database
+
+    def ensure_indexes(self) -> None:
+        self.db.connection().executescript(SCHEMA)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def ping(self) -> None:
+        try:
+            self.db.connection().execute("SELECT 1").fetchone()
+        except sqlite3.Error as exc:
+            raise Transient(f"sqlite unavailable: {exc}") from exc
+
+    # -- schedules -----------------------------------------------------------------------
+
+    def get_schedule(self, tenant: str, schedule_id: str) -> Schedule | None:
+        row = (
+            self.db.connection()
+            .execute(
+                "SELECT * FROM schedules WHERE tenant = ? AND schedule_id = ?",
+                (tenant, schedule_id),
+            )
+            .fetchone()
+        )
+        return None if row is None else _schedule(row)
+
+    def apply_definition(
+        self,
+        tenant: str,
+        schedule_id: str,
+        revision: int,
+        definition: ScheduleDefinition,
+        next_schedule_time: datetime | None,
+        accepted_at: datetime,
+    ) -> bool:
+        document = json.dumps(definition.to_document(), separators=(",", ":"))
+        tags = json.dumps(list(definition.tags))
+        accepted = to_epoch_ms(accepted_at)
+        next_ms = _ms(next_schedule_time)
+        with self.db.write() as connection:
+            row = connection.execute(
+                "SELECT revision, state_revision, status FROM schedules"
+                " WHERE tenant = ? AND schedule_id = ?",
+                (tenant, schedule_id),
+            ).fetchone()
+            if row is None:
+                status = ScheduleStatus.ACTIVE if next_ms is not None else ScheduleStatus.COMPLETED
+                connection.execute(
+                    "INSERT INTO schedules (tenant, schedule_id, revision, state_revision, status,"
+                    " definition, name, tags, next_ms, accepted_ms, created_ms, updated_ms)"
+                    " VALUES (?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        tenant,
+                        schedule_id,
+                        revision,
+                        status.value,
+                        document,
+                        definition.name,
+                        tags,
+                        next_ms,
+                        accepted,
+                        accepted,
+                        accepted,
+                    ),
+                )
+                return True
+            if revision <= row["revision"]:
+                return False
+            current = ScheduleStatus(row["status"])
+            if current is ScheduleStatus.DELETED:
+                if revision <= row["state_revision"]:
+                    return False
+                current = ScheduleStatus.ACTIVE
+            if current is not ScheduleStatus.PAUSED:
+                current = ScheduleStatus.ACTIVE if next_ms is not None else ScheduleStatus.COMPLETED
+            connection.execute(
+                "UPDATE schedules SET revision = ?, status = ?, definition = ?, name = ?,"
+                " tags = ?, next_ms = ?, accepted_ms = ?, updated_ms = ?, occurrence_count = 0,"
+                " lease_owner = NULL, lease_until_ms = NULL"
+                " WHERE tenant = ? AND schedule_id = ?",
+                (
+                    revision,
+                    current.value,
+                    document,
+                    definition.name,
+                    tags,
+                    next_ms,
+                    accepted,
+                    accepted,
+                    tenant,
+                    schedule_id,
+                ),
+            )
+            return True
+
+    def apply_state(
+        self,
+        tenant: str,
+        schedule_id: str,
+        state_revision: int,
+        status: ScheduleStatus,
+        next_schedule_time: datetime | None,
+        now: datetime,
+    ) -> bool:
+        now_ms = to_epoch_ms(now)
+        with self.db.write() as connection:
+            row = connection.execute(
+                "SELECT state_revision, status FROM schedules WHERE tenant = ? AND schedule_id = ?",
+                (tenant, schedule_id),
+            ).fetchone()
+            if row is None:
+                if status is ScheduleStatus.DELETED:
+                    connection.execute(
+                        "INSERT INTO schedules (tenant, schedule_id, revision, state_revision,"
+                        " status, accepted_ms, created_ms, updated_ms)"
+                        " VALUES (?, ?, 0, ?, 'deleted', ?, ?, ?)",
+                        (tenant, schedule_id, state_revision, now_ms, now_ms, now_ms),
+                    )
+                return False
+            current = ScheduleStatus(row["status"])
+            if state_revision <= row["state_revision"] or current is ScheduleStatus.DELETED:
+                return False
+            if status is ScheduleStatus.ACTIVE and current is not ScheduleStatus.PAUSED:
+                return False
+            if status is ScheduleStatus.PAUSED and current is not ScheduleStatus.ACTIVE:
+                return False
+            next_ms = _ms(next_schedule_time) if status is ScheduleStatus.ACTIVE else None
+            if status is ScheduleStatus.PAUSED:
+                next_ms = connection.execute(
+                    "SELECT next_ms FROM schedules WHERE tenant = ? AND schedule_id = ?",
+                    (tenant, schedule_id),
+                ).fetchone()["next_ms"]
+            if status is ScheduleStatus.ACTIVE and next_ms is None:
+                status = ScheduleStatus.COMPLETED
+            connection.execute(
+                "UPDATE schedules SET state_revision = ?, status = ?, next_ms = ?, updated_ms = ?,"
+                " lease_owner = NULL, lease_until_ms = NULL"
+                " WHERE tenant = ? AND schedule_id = ?",
+                (state_revision, status.value, next_ms, now_ms, tenant, schedule_id),
+            )
+            return True
+
+    def claim_due_schedules(
+        self, horizon: datetime, now: datetime, limit: int, owner: str, lease_until: datetime
+    ) -> list[Schedule]:
+        with self.db.write() as connection:
+            rows = connection.execute(
+                "SELECT * FROM schedules WHERE status = 'active' AND next_ms <= ?"
+                " AND (lease_until_ms IS NULL OR lease_until_ms < ?)"
+                " ORDER BY next_ms LIMIT ?",
+                (to_epoch_ms(horizon), to_epoch_ms(now), limit),
+            ).fetchall()
+            until = to_epoch_ms(lease_until)
+            connection.executemany(
+                "UPDATE schedules SET lease_owner = ?, lease_until_ms = ?"
+                " WHERE tenant = ? AND schedule_id = ?",
+                [(owner, until, row["tenant"], row["schedule_id"]) for row in rows],
+            )
+        return [
+            _schedule(row).evolve(lease_owner=owner, lease_until=lease_until) for row in rows
+        ]
+
+    def advance_schedule(
+        self,
+        claimed: Schedule,
+        owner: str,
+        next_schedule_time: datetime | None,
+        occurrence_count: int,
+        now: datetime,
+    ) -> bool:
+        status = ScheduleStatus.ACTIVE if next_schedule_time is not None else ScheduleStatus.COMPLETED
+        with self.db.write() as connection:
+            cursor = connection.execute(
+                "UPDATE schedules SET next_ms = ?, occurrence_count = ?, status = ?,"
+                " updated_ms = ?, lease_owner = NULL, lease_until_ms = NULL"
+                " WHERE tenant = ? AND schedule_id = ? AND lease_owner = ? AND revision = ?"
+                " AND state_revision = ? AND status = 'active'",
+                (
+                    _ms(next_schedule_time),
+                    occurrence_count,
+                    status.value,
+                    to_epoch_ms(now),
+                    claimed.tenant,
+                    claimed.schedule_id,
+                    owner,
+                    claimed.revision,
+                    claimed.state_revision,
+                ),
+            )
+            return cursor.rowcount == 1
+
+    def record_run(self, tenant: str, schedule_id: str, succeeded: bool, at: datetime) -> None:
+        with self.db.write() as connection:
+            connection.execute(
+                "UPDATE schedules SET run_count = run_count + 1,"
+                " failure_count = failure_count + ?,"
+                " consecutive_failures = CASE WHEN ? THEN 0 ELSE consecutive_failures + 1 END,"
+                " last_run_ms = ?, last_status = ?"
+                " WHERE tenant = ? AND schedule_id = ?",
+                (
+                    0 if succeeded else 1,
+                    succeeded,
+                    to_epoch_ms(at),
+                    "succeeded" if succeeded else "failed",
+                    tenant,
+                    schedule_id,
+                ),
+            )
+
+    def list_schedules(
+        self, tenant: str, query: ScheduleFilter, limit: int, cursor: str | None
+    ) -> Page[Schedule]:
+        clauses = ["tenant = ?", "status != 'deleted'"]
+        params: list[Any] = [tenant]
+        if query.status is not None:
+            clauses.append("status = ?")
+            params.append(query.status.value)
+        if query.name_prefix:
+            clauses.append("substr(name, 1, ?) = ?")
+            params += [len(query.name_prefix), query.name_prefix]
+        if query.tag:
+            clauses.append("EXISTS (SELECT 1 FROM json_each(tags) WHERE value = ?)")
+            params.append(query.tag)
+        if query.next_after is not None:
+            clauses.append("next_ms >= ?")
+            params.append(to_epoch_ms(query.next_after))
+        if query.next_before is not None:
+            clauses.append("next_ms <= ?")
+            params.append(to_epoch_ms(query.next_before))
+        if cursor is not None:
+            clauses.append("schedule_id > ?")
+            params.append(cursor)
+        rows = (
+            self.db.connection()
+            .execute(
+                f"SELECT * FROM schedules WHERE {' AND '.join(clauses)}"
+                " ORDER BY schedule_id LIMIT ?",
+                (*params, limit + 1),
+            )
+            .fetchall()
+        )
+        items = [_schedule(row) for row in rows[:limit]]
+        more = len(rows) > limit
+        return Page(items, items[-1].schedule_id if more and items else None)
+
+    def count_schedules(self) -> Mapping[str, int]:
+        rows = (
+            self.db.connection()
+            .execute(
+                "SELECT status, count(*) AS n FROM schedules WHERE status != 'deleted'"
+                " GROUP BY status"
+            )
+            .fetchall()
+        )
+        return {row["status"]: row["n"] for row in rows}
+
+    # -- executions ----------------------------------------------------------------------
+
+    def begin_attempt(
+        self, occurrence: Occurrence, owner: str, now: datetime, lease_until: datetime
+    ) -> Execution | None:
+        now_ms = to_epoch_ms(now)
+        until = to_epoch_ms(lease_until)
+        key = (occurrence.tenant, occurrence.occurrence_id)
+        with self.db.write() as connection:
+            row = connection.execute(
+                "SELECT status, attempts, lease_until_ms FROM executions"
+                " WHERE tenant = ? AND occurrence_id = ?",
+                key,
+            ).fetchone()
+            if row is None:
+                attempts = 1
+                connection.execute(
+                    "INSERT INTO executions (tenant, occurrence_id, schedule_id, scheduled_ms,"
+                    " status, attempts, revision, started_ms, lease_owner, lease_until_ms, manual)"
+                    " VALUES (?, ?, ?, ?, 'running', 1, ?, ?, ?, ?, ?)",
+                    (
+                        *key,
+                        occurrence.schedule_id,
+                        to_epoch_ms(occurrence.scheduled_time),
+                        occurrence.revision,
+                        now_ms,
+                        owner,
+                        until,
+                        occurrence.manual,
+                    ),
+                )
+            else:
+                status = ExecutionStatus(row["status"])
+                if status.is_final:
+                    return None
+                if status is ExecutionStatus.RUNNING and row["lease_until_ms"] >= now_ms:
+                    return None
+                attempts = row["attempts"] + 1
+                connection.execute(
+                    "UPDATE executions SET status = 'running', attempts = ?, revision = ?,"
+                    " started_ms = ?, lease_owner = ?, lease_until_ms = ?, next_attempt_ms = NULL"
+                    " WHERE tenant = ? AND occurrence_id = ?",
+                    (attempts, occurrence.revision, now_ms, owner, until, *key),
+                )
+        return Execution(
+            tenant=occurrence.tenant,
+            occurrence_id=occurrence.occurrence_id,
+            schedule_id=occurrence.schedule_id,
+            scheduled_time=occurrence.scheduled_time,
+            status=ExecutionStatus.RUNNING,
+            attempts=attempts,
+            revision=occurrence.revision,
+            started_at=now,
+            lease_owner=owner,
+            lease_until=lease_until,
+            manual=occurrence.manual,
+        )
+
+    def finish_attempt(self, execution: Execution, owner: str, outcome: AttemptOutcome) -> bool:
+        started = execution.started_at
+        lateness = (
+            None
+            if started is None
+            else (started - execution.scheduled_time).total_seconds() * 1000.0
+        )
+        with self.db.write() as connection:
+            cursor = connection.execute(
+                "UPDATE executions SET status = ?, finished_ms = ?, http_status = ?,"
+                " duration_ms = ?, lateness_ms = ?, error = ?, next_attempt_ms = ?,"
+                " lease_owner = NULL, lease_until_ms = NULL"
+                " WHERE tenant = ? AND occurrence_id = ? AND lease_owner = ?"
+                " AND status = 'running'",
+                (
+                    outcome.status.value,
+                    to_epoch_ms(outcome.finished_at),
+                    outcome.http_status,
+                    outcome.duration_ms,
+                    lateness,
+                    outcome.error,
+                    _ms(outcome.next_attempt_at),
+                    execution.tenant,
+                    execution.occurrence_id,
+                    owner,
+                ),
+            )
+            return cursor.rowcount == 1
+
+    def record_skips(self, skips: Sequence[tuple[Occurrence, str]], now: datetime) -> int:
+        now_ms = to_epoch_ms(now)
+        written = 0
+        with self.db.write() as connection:
+            for occurrence, reason in skips:
+                cursor = connection.execute(
+                    "INSERT INTO executions (tenant, occurrence_id, schedule_id, scheduled_ms,"
+                    " status, attempts, revision, finished_ms, error, manual)"
+                    " VALUES (?, ?, ?, ?, 'skipped', 0, ?, ?, ?, ?)"
+                    " ON CONFLICT (tenant, occurrence_id) DO UPDATE SET status = 'skipped',"
+                    " finished_ms = excluded.finished_ms, error = excluded.error,"
+                    " next_attempt_ms = NULL WHERE status = 'retrying'",
+                    (
+                        occurrence.tenant,
+                        occurrence.occurrence_id,
+                        occurrence.schedule_id,
+                        to_epoch_ms(occurrence.scheduled_time),
+                        occurrence.revision,
+                        now_ms,
+                        reason,
+                        occurrence.manual,
+                    ),
+                )
+                written += cursor.rowcount
+        return written
+
+    def get_execution(self, tenant: str, occurrence_id: str) -> Execution | None:
+        row = (
+            self.db.connection()
+            .execute(
+                "SELECT * FROM executions WHERE tenant = ? AND occurrence_id = ?",
+                (tenant, occurrence_id),
+            )
+            .fetchone()
+        )
+        return None if row is None else _execution(row)
+
+    def list_executions(
+        self, tenant: str, schedule_id: str, limit: int, cursor: str | None
+    ) -> Page[Execution]:
+        params: list[Any] = [tenant, schedule_id]
+        after = ""
+        if cursor is not None:
+            scheduled_ms, _, occurrence = cursor.partition("|")
+            after = " AND (scheduled_ms, occurrence_id) < (?, ?)"
+            params += [int(scheduled_ms), occurrence]
+        rows = (
+            self.db.connection()
+            .execute(
+                "SELECT * FROM executions WHERE tenant = ? AND schedule_id = ?"
+                f"{after} ORDER BY scheduled_ms DESC, occurrence_id DESC LIMIT ?",
+                (*params, limit + 1),
+            )
+            .fetchall()
+        )
+        items = [_execution(row) for row in rows[:limit]]
+        next_cursor = None
+        if len(rows) > limit and items:
+            last = items[-1]
+            next_cursor = f"{to_epoch_ms(last.scheduled_time)}|{last.occurrence_id}"
+        return Page(items, next_cursor)
+
+
+def _schedule(row: sqlite3.Row) -> Schedule:
+    definition = row["definition"]
+    return Schedule(
+        tenant=row["tenant"],
+        schedule_id=row["schedule_id"],
+        revision=row["revision"],
+        state_revision=row["state_revision"],
+        status=ScheduleStatus(row["status"]),
+        definition=None
+        if definition is None
+        else ScheduleDefinition.from_document(json.loads(definition)),
+        next_schedule_time=_time(row["next_ms"]),
+        accepted_at=from_epoch_ms(row["accepted_ms"]),
+        created_at=from_epoch_ms(row["created_ms"]),
+        updated_at=from_epoch_ms(row["updated_ms"]),
+        occurrence_count=row["occurrence_count"],
+        run_count=row["run_count"],
+        failure_count=row["failure_count"],
+        consecutive_failures=row["consecutive_failures"],
+        last_run_at=_time(row["last_run_ms"]),
+        last_status=row["last_status"],
+        lease_owner=row["lease_owner"],
+        lease_until=_time(row["lease_until_ms"]),
+    )
+
+
+def _execution(row: sqlite3.Row) -> Execution:
+    return Execution(
+        tenant=row["tenant"],
+        occurrence_id=row["occurrence_id"],
+        schedule_id=row["schedule_id"],
+        scheduled_time=from_epoch_ms(row["scheduled_ms"]),
+        status=ExecutionStatus(row["status"]),
+        attempts=row["attempts"],
+        revision=row["revision"],
+        started_at=_time(row["started_ms"]),
+        finished_at=_time(row["finished_ms"]),
+        http_status=row["http_status"],
+        duration_ms=row["duration_ms"],
+        lateness_ms=row["lateness_ms"],
+        error=row["error"],
+        next_attempt_at=_time(row["next_attempt_ms"]),
+        lease_owner=row["lease_owner"],
+        lease_until=_time(row["lease_until_ms"]),
+        manual=bool(row["manual"]),
+    )

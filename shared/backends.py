@@ -1,0 +1,92 @@
+"""Opening the store and the queues a process's settings name, and closing what was opened."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from urllib.parse import parse_qs, urlsplit
+
+from shared.adapters.sqlite_db import SqliteDatabase, sqlite_path
+from shared.errors import ConfigurationError
+from shared.ports import Queues, Store
+from shared.settings import Settings
+
+DatabaseOpener = Callable[[str], SqliteDatabase]
+
+
+@dataclass
+class Backends:
+    store: Store
+    queues: Queues
+    databases: list[SqliteDatabase] = field(default_factory=list)
+
+    def close(self) -> None:
+        self.queues.close()
+        self.store.close()
+        for database in self.databases:
+            database.close()
+
+
+def open_backends(settings: Settings, *, create: bool = True) -> Backends:
+    """The store and queues of ``settings``; with ``create``, missing tables/queues are made."""
+    databases: dict[str, SqliteDatabase] = {}
+
+    def database(url: str) -> SqliteDatabase:
+        path = sqlite_path(url)
+        key = str(path.resolve())
+        if key not in databases:
+            databases[key] = SqliteDatabase(path)
+        return databases[key]
+
+    store = _open_store(settings, database)
+    queues = _open_queues(settings, database)
+    if create:
+        store.ensure_indexes()
+        for queue in (queues.dead_letters, queues.mutations, queues.occurrences):
+            queue.create()
+    return Backends(store, queues, list(databases.values()))
+
+
+def _open_store(settings: Settings, database: DatabaseOpener) -> Store:
+    url = settings.store_url
+    if url.startswith("sqlite://"):
+        from shared.adapters.sqlite_store import SqliteStore
+
+        return SqliteStore(database(url))
+    if url.startswith(("mongodb://", "mongodb+srv://")):
+        from shared.adapters.mongo_store import MongoStore
+
+        return MongoStore.from_url(url, settings.mongo_database)
+    raise ConfigurationError(f"SCHEDULER_STORE_URL: unsupported store {url!r}")
+
+
+def _open_queues(settings: Settings, database: DatabaseOpener) -> Queues:
+    url = settings.queue_url
+    names = (settings.mutations_queue, settings.occurrences_queue)
+    if url.startswith("sqlite://"):
+        from shared.adapters.sqlite_queue import SqliteQueue
+
+        db = database(url)
+        mutations, occurrences = (
+            SqliteQueue(db, name, settings.dead_letter_queue, settings.max_receives)
+            for name in names
+        )
+        return Queues(mutations, occurrences, SqliteQueue(db, settings.dead_letter_queue))
+    if url.startswith("sqs"):
+        from shared.adapters.sqs_queue import SqsQueue, sqs_client
+
+        parts = urlsplit(url)
+        region = parse_qs(parts.query).get("region", [settings.aws_region])[0]
+        if parts.scheme == "sqs":
+            endpoint = None
+        elif parts.scheme in ("sqs+http", "sqs+https"):
+            endpoint = f"{parts.scheme[4:]}://{parts.netloc}"
+        else:
+            raise ConfigurationError(f"SCHEDULER_QUEUE_URL: unsupported queue URL {url!r}")
+        client = sqs_client(endpoint, region)
+        mutations, occurrences = (
+            SqsQueue(client, name, settings.dead_letter_queue, settings.max_receives)
+            for name in names
+        )
+        return Queues(mutations, occurrences, SqsQueue(client, settings.dead_letter_queue))
+    raise ConfigurationError(f"SCHEDULER_QUEUE_URL: unsupported queue {url!r}")

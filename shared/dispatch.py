@@ -1,0 +1,113 @@
+"""The poller's decision for one claimed schedule: which occurrences to send, which were missed.
+
+Pure domain logic: given the schedule, the current time and the look-ahead horizon, it walks the
+occurrences from ``next_schedule_time`` and says what to enqueue, what to record as skipped and
+where ``next_schedule_time`` moves to.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from shared.model import MisfirePolicy, Occurrence, Schedule
+from shared.recurrence import build_recurrence
+
+# How many missed occurrences one claim walks through; a longer outage is worked off over
+# several polls.
+MAX_MISSED_WALK = 10_000
+
+
+@dataclass(frozen=True)
+class SkippedOccurrence:
+    occurrence: Occurrence
+    reason: str
+
+
+@dataclass(frozen=True)
+class DispatchPlan:
+    to_send: list[Occurrence]
+    skipped: list[SkippedOccurrence]
+    next_schedule_time: datetime | None
+    occurrence_count: int
+    missed_count: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def plan_dispatch(
+    schedule: Schedule,
+    now: datetime,
+    horizon: datetime,
+    max_to_send: int,
+    misfire_threshold: timedelta,
+) -> DispatchPlan:
+    """Walk the occurrences of a due schedule up to ``horizon``.
+
+    An occurrence is *missed* when it is more than ``misfire_threshold`` overdue (every worker
+    was down, or the backlog was long) and it was not the first time of a one-time schedule
+    accepted after it had passed (that one fires, whatever the policy). Missed occurrences
+    follow the schedule's misfire policy: ``fire_all`` sends each, ``fire_once`` sends the most
+    recent and skips the others, ``skip`` skips them all. At most ``max_to_send`` occurrences
+    are sent per claim; the rest wait for the next poll.
+    """
+    definition = schedule.live_definition
+    recurrence = build_recurrence(definition.timing, schedule.accepted_at)
+    limit = definition.timing.max_occurrences
+    policy = definition.misfire.policy
+    missed_before = now - misfire_threshold
+
+    def occurrence(moment: datetime) -> Occurrence:
+        return Occurrence(
+            tenant=schedule.tenant,
+            schedule_id=schedule.schedule_id,
+            revision=schedule.revision,
+            scheduled_time=moment,
+            priority=definition.priority,
+        )
+
+    to_send: list[Occurrence] = []
+    missed: list[Occurrence] = []
+    count = schedule.occurrence_count
+    moment = schedule.next_schedule_time
+    walked = 0
+    while (
+        moment is not None
+        and moment <= horizon
+        and len(to_send) < max_to_send
+        and (limit is None or count + len(to_send) < limit)
+        and walked < MAX_MISSED_WALK
+    ):
+        walked += 1
+        if moment < missed_before and moment >= schedule.accepted_at:
+            missed.append(occurrence(moment))
+        else:
+            if missed:
+                break
+            to_send.append(occurrence(moment))
+        moment = recurrence.next_after(moment)
+
+    skipped: list[SkippedOccurrence] = []
+    if missed:
+        if policy is MisfirePolicy.FIRE_ALL:
+            to_send = missed[:max_to_send]
+            moment = (
+                missed[len(to_send)].scheduled_time
+                if len(to_send) < len(missed)
+                else moment
+            )
+        elif policy is MisfirePolicy.FIRE_ONCE:
+            to_send = [missed[-1]]
+            reason = f"missed; fire_once ran {missed[-1].occurrence_id} instead"
+            skipped = [SkippedOccurrence(item, reason) for item in missed[:-1]]
+        else:
+            skipped = [SkippedOccurrence(item, "missed; misfire policy is skip") for item in missed]
+    count += len(to_send)
+    if limit is not None and count >= limit:
+        moment = None
+    return DispatchPlan(
+        to_send=to_send,
+        skipped=skipped,
+        next_schedule_time=moment,
+        occurrence_count=count,
+        missed_count=len(missed),
+    )

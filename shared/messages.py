@@ -1,0 +1,113 @@
+"""What travels on the queues, and the one way to decode it.
+
+A message that cannot be decoded raises ``PoisonMessage``: the worker dead-letters it and goes on.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from shared.errors import PoisonMessage
+from shared.model import Occurrence, ScheduleDefinition
+from shared.timeutil import iso_z, parse_iso
+
+FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class DefinitionMutation:
+    """Queue 1: create or replace the definition of a schedule, as accepted by the API."""
+
+    tenant: str
+    schedule_id: str
+    revision: int
+    accepted_at: datetime
+    definition: ScheduleDefinition
+
+
+def encode_mutation(mutation: DefinitionMutation) -> str:
+    return json.dumps(
+        {
+            "v": FORMAT_VERSION,
+            "kind": "definition",
+            "tenant": mutation.tenant,
+            "schedule_id": mutation.schedule_id,
+            "revision": mutation.revision,
+            "accepted_at": iso_z(mutation.accepted_at),
+            "definition": mutation.definition.to_document(),
+        },
+        separators=(",", ":"),
+    )
+
+
+def decode_mutation(body: str) -> DefinitionMutation:
+    try:
+        data = _load(body, "definition")
+        return DefinitionMutation(
+            tenant=data["tenant"],
+            schedule_id=data["schedule_id"],
+            revision=int(data["revision"]),
+            accepted_at=_instant(data["accepted_at"]),
+            definition=ScheduleDefinition.from_document(data["definition"]),
+        )
+    except PoisonMessage:
+        raise
+    except (KeyError, TypeError, ValueError) as exc:
+        raise PoisonMessage(f"undecodable mutation: {exc!r}") from exc
+
+
+def encode_occurrence(occurrence: Occurrence) -> str:
+    return json.dumps(
+        {
+            "v": FORMAT_VERSION,
+            "kind": "occurrence",
+            "tenant": occurrence.tenant,
+            "schedule_id": occurrence.schedule_id,
+            "occurrence_id": occurrence.occurrence_id,
+            "revision": occurrence.revision,
+            "scheduled_time": iso_z(occurrence.scheduled_time),
+            "priority": occurrence.priority,
+            "manual": occurrence.manual,
+        },
+        separators=(",", ":"),
+    )
+
+
+def decode_occurrence(body: str) -> Occurrence:
+    try:
+        data = _load(body, "occurrence")
+        return Occurrence(
+            tenant=data["tenant"],
+            schedule_id=data["schedule_id"],
+            occurrence_id=data["occurrence_id"],
+            revision=int(data["revision"]),
+            scheduled_time=_instant(data["scheduled_time"]),
+            priority=int(data.get("priority", 5)),
+            manual=bool(data.get("manual", False)),
+        )
+    except PoisonMessage:
+        raise
+    except (KeyError, TypeError, ValueError) as exc:
+        raise PoisonMessage(f"undecodable occurrence: {exc!r}") from exc
+
+
+def _load(body: str, kind: str) -> dict[str, Any]:
+    try:
+        data = json.loads(body)
+    except (TypeError, ValueError) as exc:
+        raise PoisonMessage(f"not JSON: {body[:80]!r}") from exc
+    if not isinstance(data, dict) or data.get("kind") != kind:
+        raise PoisonMessage(f"not a {kind} message: {body[:80]!r}")
+    if data.get("v") != FORMAT_VERSION:
+        raise PoisonMessage(f"unknown message format version {data.get('v')!r}")
+    return data
+
+
+def _instant(text: str) -> datetime:
+    moment = parse_iso(text)
+    if moment.tzinfo is None:
+        raise ValueError(f"naive time {text!r} in a message")
+    return moment

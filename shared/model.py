@@ -1,0 +1,360 @@
+"""The domain model: frozen, typed values. Raw JSON is turned into these at the edges only."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from shared.timeutil import iso_z, parse_iso, utc_ms
+
+JSON = Any
+
+
+class Unit(StrEnum):
+    SECOND = "second"
+    MINUTE = "minute"
+    HOUR = "hour"
+    DAY = "day"
+    WEEK = "week"
+    MONTH = "month"
+    YEAR = "year"
+
+    @classmethod
+    def parse(cls, text: str) -> Unit:
+        """``"Minutes"``, ``"minute"`` → ``Unit.MINUTE``; ``ValueError`` for anything else."""
+        if isinstance(text, str):
+            word = text.strip().lower()
+            word = word[:-1] if word.endswith("s") else word
+            for unit in cls:
+                if unit.value == word:
+                    return unit
+        names = ", ".join(unit.value for unit in cls)
+        raise ValueError(f"unknown unit {text!r}; use one of {names} (singular or plural)")
+
+    @property
+    def is_exact(self) -> bool:
+        """Seconds, minutes and hours are elapsed time; longer units follow the local calendar."""
+        return self in (Unit.SECOND, Unit.MINUTE, Unit.HOUR)
+
+
+@dataclass(frozen=True)
+class Every:
+    number: int
+    unit: Unit
+
+    def __post_init__(self) -> None:
+        if self.number <= 0:
+            raise ValueError("an interval must be a positive whole number")
+
+
+@dataclass(frozen=True)
+class Timing:
+    """When a schedule fires: exactly one of ``at``, ``interval``, ``cron``, ``rrule``.
+
+    ``start``, ``end`` and ``at`` are naive when they are local wall times in ``timezone`` and
+    aware when they name an instant. ``end`` is inclusive: no occurrence after it.
+    """
+
+    timezone: str
+    at: datetime | None = None
+    interval: Every | None = None
+    cron: str | None = None
+    rrule: str | None = None
+    start: datetime | None = None
+    end: datetime | None = None
+    max_occurrences: int | None = None
+
+    @property
+    def kind(self) -> str:
+        for name in ("at", "interval", "cron", "rrule"):
+            if getattr(self, name) is not None:
+                return name
+        raise ValueError("a timing needs one of at, interval, cron, rrule")
+
+    def to_document(self) -> dict[str, JSON]:
+        document: dict[str, JSON] = {"timezone": self.timezone}
+        for name in ("at", "start", "end"):
+            value = getattr(self, name)
+            if value is not None:
+                document[name] = value.isoformat()
+        if self.interval is not None:
+            document["interval"] = {
+                "number": self.interval.number,
+                "unit": self.interval.unit.value,
+            }
+        if self.cron is not None:
+            document["cron"] = self.cron
+        if self.rrule is not None:
+            document["rrule"] = self.rrule
+        if self.max_occurrences is not None:
+            document["max_occurrences"] = self.max_occurrences
+        return document
+
+    @classmethod
+    def from_document(cls, document: Mapping[str, JSON]) -> Timing:
+        interval = document.get("interval")
+        return cls(
+            timezone=document["timezone"],
+            at=_optional_iso(document.get("at")),
+            interval=Every(interval["number"], Unit(interval["unit"])) if interval else None,
+            cron=document.get("cron"),
+            rrule=document.get("rrule"),
+            start=_optional_iso(document.get("start")),
+            end=_optional_iso(document.get("end")),
+            max_occurrences=document.get("max_occurrences"),
+        )
+
+
+def _optional_iso(value: str | None) -> datetime | None:
+    return parse_iso(value) if value is not None else None
+
+
+@dataclass(frozen=True)
+class Payload:
+    """The HTTP call an occurrence makes."""
+
+    method: str
+    url: str
+    headers: Mapping[str, str] = field(default_factory=dict)
+    query: Mapping[str, str | list[str]] = field(default_factory=dict)
+    body: JSON = None
+    timeout_seconds: float = 10.0
+
+    def to_document(self) -> dict[str, JSON]:
+        return {
+            "method": self.method,
+            "url": self.url,
+            "headers": dict(self.headers),
+            "queryParameters": dict(self.query),
+            "body": self.body,
+            "timeout_seconds": self.timeout_seconds,
+        }
+
+    @classmethod
+    def from_document(cls, document: Mapping[str, JSON]) -> Payload:
+        return cls(
+            method=document["method"],
+            url=document["url"],
+            headers=dict(document.get("headers") or {}),
+            query=dict(document.get("queryParameters") or {}),
+            body=document.get("body"),
+            timeout_seconds=float(document.get("timeout_seconds", 10.0)),
+        )
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Exponential backoff with full jitter: attempt n waits up to ``min(cap, base * 2**(n-1))``."""
+
+    max_attempts: int = 5
+    backoff_seconds: float = 1.0
+    max_backoff_seconds: float = 300.0
+
+    def to_document(self) -> dict[str, JSON]:
+        return {
+            "max_attempts": self.max_attempts,
+            "backoff_seconds": self.backoff_seconds,
+            "max_backoff_seconds": self.max_backoff_seconds,
+        }
+
+    @classmethod
+    def from_document(cls, document: Mapping[str, JSON]) -> RetryPolicy:
+        return cls(**document)
+
+
+class MisfirePolicy(StrEnum):
+    FIRE_ALL = "fire_all"
+    FIRE_ONCE = "fire_once"
+    SKIP = "skip"
+
+
+@dataclass(frozen=True)
+class Misfire:
+    """What to do with occurrences that were missed (every worker down, a backlog).
+
+    ``grace_seconds`` is how late an occurrence may still run; ``None`` is better late than never.
+    """
+
+    policy: MisfirePolicy = MisfirePolicy.FIRE_ONCE
+    grace_seconds: float | None = None
+
+    def to_document(self) -> dict[str, JSON]:
+        return {"policy": self.policy.value, "grace_seconds": self.grace_seconds}
+
+    @classmethod
+    def from_document(cls, document: Mapping[str, JSON]) -> Misfire:
+        return cls(MisfirePolicy(document["policy"]), document.get("grace_seconds"))
+
+
+@dataclass(frozen=True)
+class ScheduleDefinition:
+    """What a client asked for, validated. ``request`` keeps the body as the client sent it."""
+
+    timing: Timing
+    payload: Payload
+    name: str = ""
+    description: str = ""
+    type: str = "API"
+    priority: int = 5
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    misfire: Misfire = field(default_factory=Misfire)
+    tags: tuple[str, ...] = ()
+    metadata: Mapping[str, JSON] = field(default_factory=dict)
+    request: Mapping[str, JSON] = field(default_factory=dict)
+
+    def to_document(self) -> dict[str, JSON]:
+        return {
+            "timing": self.timing.to_document(),
+            "payload": self.payload.to_document(),
+            "name": self.name,
+            "description": self.description,
+            "type": self.type,
+            "priority": self.priority,
+            "retry": self.retry.to_document(),
+            "misfire": self.misfire.to_document(),
+            "tags": list(self.tags),
+            "metadata": dict(self.metadata),
+            "request": dict(self.request),
+        }
+
+    @classmethod
+    def from_document(cls, document: Mapping[str, JSON]) -> ScheduleDefinition:
+        return cls(
+            timing=Timing.from_document(document["timing"]),
+            payload=Payload.from_document(document["payload"]),
+            name=document.get("name", ""),
+            description=document.get("description", ""),
+            type=document.get("type", "API"),
+            priority=document.get("priority", 5),
+            retry=RetryPolicy.from_document(document.get("retry") or {}),
+            misfire=Misfire.from_document(document.get("misfire") or {"policy": "fire_once"}),
+            tags=tuple(document.get("tags") or ()),
+            metadata=dict(document.get("metadata") or {}),
+            request=dict(document.get("request") or {}),
+        )
+
+
+class ScheduleStatus(StrEnum):
+    ACTIVE = "active"
+    PAUSED = "paused"
+    COMPLETED = "completed"
+    DELETED = "deleted"
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A stored schedule.
+
+    Two revisions order the mutations that queue 1 may deliver out of order: ``revision`` for
+    the definition (create / replace), ``state_revision`` for pause, resume and delete. A
+    mutation older than the one applied is ignored; a delete leaves a tombstone (``DELETED``).
+    """
+
+    tenant: str
+    schedule_id: str
+    revision: int
+    state_revision: int
+    status: ScheduleStatus
+    definition: ScheduleDefinition | None
+    next_schedule_time: datetime | None
+    accepted_at: datetime
+    created_at: datetime
+    updated_at: datetime
+    occurrence_count: int = 0
+    run_count: int = 0
+    failure_count: int = 0
+    consecutive_failures: int = 0
+    last_run_at: datetime | None = None
+    last_status: str | None = None
+    lease_owner: str | None = None
+    lease_until: datetime | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("next_schedule_time", "accepted_at", "created_at", "updated_at"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, utc_ms(value))
+
+    @property
+    def live_definition(self) -> ScheduleDefinition:
+        if self.definition is None:
+            raise ValueError(f"schedule {self.schedule_id} is a tombstone without a definition")
+        return self.definition
+
+    def evolve(self, **changes: Any) -> Schedule:
+        return replace(self, **changes)
+
+
+def occurrence_id(schedule_id: str, scheduled_time: datetime) -> str:
+    """``<schedule_id>:<UTC time to the millisecond>``: the same for every delivery of it."""
+    return f"{schedule_id}:{iso_z(scheduled_time)}"
+
+
+@dataclass(frozen=True)
+class Occurrence:
+    """One firing of a schedule, as carried on queue 2."""
+
+    tenant: str
+    schedule_id: str
+    revision: int
+    scheduled_time: datetime
+    priority: int = 5
+    occurrence_id: str = ""
+    manual: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "scheduled_time", utc_ms(self.scheduled_time))
+        if not self.occurrence_id:
+            object.__setattr__(
+                self, "occurrence_id", occurrence_id(self.schedule_id, self.scheduled_time)
+            )
+
+
+class ExecutionStatus(StrEnum):
+    RUNNING = "running"
+    RETRYING = "retrying"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+
+    @property
+    def is_final(self) -> bool:
+        return self in (ExecutionStatus.SUCCEEDED, ExecutionStatus.FAILED)
+
+
+@dataclass(frozen=True)
+class Execution:
+    """The lasting record of one occurrence: one document, updated by each attempt."""
+
+    tenant: str
+    occurrence_id: str
+    schedule_id: str
+    scheduled_time: datetime
+    status: ExecutionStatus
+    attempts: int
+    revision: int
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    http_status: int | None = None
+    duration_ms: float | None = None
+    lateness_ms: float | None = None
+    error: str | None = None
+    next_attempt_at: datetime | None = None
+    lease_owner: str | None = None
+    lease_until: datetime | None = None
+    manual: bool = False
+
+
+@dataclass(frozen=True)
+class AttemptOutcome:
+    """What one HTTP attempt ended with, as the executor records it."""
+
+    status: ExecutionStatus
+    finished_at: datetime
+    http_status: int | None = None
+    duration_ms: float | None = None
+    error: str | None = None
+    next_attempt_at: datetime | None = None

@@ -1,0 +1,312 @@
+"""The ports: small interfaces between the domain and the outside world.
+
+Every port has a production adapter (MongoDB, SQS, HTTP) and an embedded one (SQLite) in
+``shared.adapters``. One contract test suite runs over all adapters of a port, so the docstrings
+here are the specification both must meet.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Generic, TypeVar
+
+from shared.model import (
+    AttemptOutcome,
+    Execution,
+    Occurrence,
+    Schedule,
+    ScheduleDefinition,
+    ScheduleStatus,
+)
+from shared.timeutil import UTC, utc_ms
+
+
+class Clock(ABC):
+    @abstractmethod
+    def now(self) -> datetime:
+        """The current instant, aware UTC, to the millisecond."""
+
+    @abstractmethod
+    def monotonic(self) -> float:
+        """Seconds from an arbitrary origin, never going back; for measuring durations."""
+
+
+class SystemClock(Clock):
+    def now(self) -> datetime:
+        return utc_ms(datetime.now(UTC))
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+
+@dataclass(frozen=True)
+class ScheduleFilter:
+    """What ``list_schedules`` selects; empty fields select everything of the tenant."""
+
+    status: ScheduleStatus | None = None
+    name_prefix: str | None = None
+    tag: str | None = None
+    next_before: datetime | None = None
+    next_after: datetime | None = None
+
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    items: list[T]
+    next_cursor: str | None = None
+
+
+class ScheduleStore(ABC):
+    """Durable schedules, keyed by ``(tenant, schedule_id)``: tenants never share a key."""
+
+    @abstractmethod
+    def ensure_indexes(self) -> None:
+        """Create the tables/collections and indexes the other methods rely on (idempotent)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the clients this adapter created."""
+
+    @abstractmethod
+    def ping(self) -> None:
+        """Return if the backend answers; raise ``Transient`` otherwise."""
+
+    @abstractmethod
+    def get_schedule(self, tenant: str, schedule_id: str) -> Schedule | None:
+        """The stored schedule, tombstones included (``status == DELETED``); ``None`` if unknown."""
+
+    @abstractmethod
+    def apply_definition(
+        self,
+        tenant: str,
+        schedule_id: str,
+        revision: int,
+        definition: ScheduleDefinition,
+        next_schedule_time: datetime | None,
+        accepted_at: datetime,
+    ) -> bool:
+        """Create or replace a schedule's definition, atomically, if ``revision`` is newer.
+
+        Applied only when ``revision`` is greater than the stored ``revision`` and, for a
+        tombstone, greater than its ``state_revision`` (a create older than a delete never
+        resurrects it). A replace keeps the pause state and the run counters, sets
+        ``next_schedule_time`` (``None`` completes the schedule) and drops any poller lease.
+        Returns whether it was applied.
+        """
+
+    @abstractmethod
+    def apply_state(
+        self,
+        tenant: str,
+        schedule_id: str,
+        state_revision: int,
+        status: ScheduleStatus,
+        next_schedule_time: datetime | None,
+        now: datetime,
+    ) -> bool:
+        """Pause, resume or delete, atomically, if ``state_revision`` is newer than the stored one.
+
+        ``DELETED`` on an unknown id stores a tombstone (so a create still in flight on queue 1
+        cannot land) and returns ``False``. Pausing or resuming an unknown or deleted schedule
+        changes nothing and returns ``False``. Resume sets ``next_schedule_time`` as given.
+        """
+
+    @abstractmethod
+    def claim_due_schedules(
+        self, horizon: datetime, now: datetime, limit: int, owner: str, lease_until: datetime
+    ) -> list[Schedule]:
+        """Claim at most ``limit`` active schedules with ``next_schedule_time <= horizon``.
+
+        Earliest first. A claimed schedule is invisible to other claims until ``lease_until``
+        or until the owner advances it; schedules whose lease expired (their poller died) are
+        claimable again. Two concurrent callers never receive the same schedule.
+        """
+
+    @abstractmethod
+    def advance_schedule(
+        self,
+        claimed: Schedule,
+        owner: str,
+        next_schedule_time: datetime | None,
+        occurrence_count: int,
+        now: datetime,
+    ) -> bool:
+        """Move a claimed schedule on and release its lease.
+
+        Applied only if ``owner`` still holds the lease and neither revision changed since the
+        claim (a replace or pause that landed meanwhile wins). ``next_schedule_time=None``
+        completes the schedule. Returns whether it was applied.
+        """
+
+    @abstractmethod
+    def record_run(self, tenant: str, schedule_id: str, succeeded: bool, at: datetime) -> None:
+        """Count a finished occurrence: runs, failures and consecutive failures (reset on success)."""
+
+    @abstractmethod
+    def list_schedules(
+        self, tenant: str, query: ScheduleFilter, limit: int, cursor: str | None
+    ) -> Page[Schedule]:
+        """Live schedules of a tenant (no tombstones), ordered by id, ``limit`` at most per page."""
+
+    @abstractmethod
+    def count_schedules(self) -> Mapping[str, int]:
+        """Live schedules by status, over all tenants (for metrics)."""
+
+
+class ExecutionStore(ABC):
+    """The lasting record of every occurrence, one record per ``(tenant, occurrence_id)``."""
+
+    @abstractmethod
+    def begin_attempt(
+        self, occurrence: Occurrence, owner: str, now: datetime, lease_until: datetime
+    ) -> Execution | None:
+        """Atomically take the right to make the next attempt of an occurrence.
+
+        Creates the record (``RUNNING``, attempt 1) or moves a ``RETRYING``/``SKIPPED`` one, or a
+        ``RUNNING`` one whose lease expired (its executor died), to ``RUNNING`` with one more
+        attempt. Returns ``None`` when the occurrence is final (``SUCCEEDED``/``FAILED``) or
+        another executor holds a live lease: the caller must not fire.
+        """
+
+    @abstractmethod
+    def finish_attempt(self, execution: Execution, owner: str, outcome: AttemptOutcome) -> bool:
+        """Record how the attempt ended, if ``owner`` still holds it. Returns whether recorded."""
+
+    @abstractmethod
+    def record_skips(self, skips: Sequence[tuple[Occurrence, str]], now: datetime) -> int:
+        """Record occurrences as ``SKIPPED``, each with its reason.
+
+        A record that exists is changed only while it is ``RETRYING``; a running, succeeded or
+        failed occurrence keeps its record. Returns how many records were written.
+        """
+
+    @abstractmethod
+    def get_execution(self, tenant: str, occurrence_id: str) -> Execution | None:
+        """One occurrence's record."""
+
+    @abstractmethod
+    def list_executions(
+        self, tenant: str, schedule_id: str, limit: int, cursor: str | None
+    ) -> Page[Execution]:
+        """A schedule's records, newest scheduled time first."""
+
+
+class Store(ScheduleStore, ExecutionStore):
+    """Both store ports over one backend: every store adapter implements this."""
+
+
+@dataclass(frozen=True)
+class OutgoingMessage:
+    body: str
+    delay_seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class ReceivedMessage:
+    message_id: str
+    body: str
+    receipt_handle: str
+    receive_count: int
+    sent_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class QueueDepth:
+    visible: int
+    in_flight: int
+    delayed: int
+
+
+class MessageQueue(ABC):
+    """A queue with SQS's semantics.
+
+    A received message is invisible for its visibility timeout and comes back if it is not
+    deleted; ``receive_count`` counts its deliveries; a delayed message is invisible until its
+    delay passes; a message received more than the queue's ``max_receives`` goes to its
+    dead-letter queue instead. Delivery is at least once; order is not guaranteed.
+    """
+
+    name: str
+
+    @abstractmethod
+    def send(self, messages: Sequence[OutgoingMessage]) -> None:
+        """Enqueue messages (in batches as the backend allows); all or an exception."""
+
+    @abstractmethod
+    def receive(
+        self, max_messages: int, wait_seconds: float, visibility_timeout: float
+    ) -> list[ReceivedMessage]:
+        """Up to ``max_messages`` visible messages, waiting at most ``wait_seconds`` for one."""
+
+    @abstractmethod
+    def delete(self, receipt_handles: Sequence[str]) -> None:
+        """Remove received messages for good. Unknown or stale receipts are ignored."""
+
+    @abstractmethod
+    def change_visibility(self, receipt_handle: str, timeout_seconds: float) -> None:
+        """Make a received message visible again ``timeout_seconds`` from now."""
+
+    @abstractmethod
+    def create(self) -> None:
+        """Create the queue, and its link to the dead-letter queue, if missing (idempotent)."""
+
+    @abstractmethod
+    def depth(self) -> QueueDepth:
+        """Approximate counts of visible, in-flight and delayed messages."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the clients this adapter created."""
+
+
+@dataclass(frozen=True)
+class Queues:
+    """The queues of the pipeline: mutations (queue 1), occurrences (queue 2), dead letters."""
+
+    mutations: MessageQueue
+    occurrences: MessageQueue
+    dead_letters: MessageQueue
+
+    def close(self) -> None:
+        for queue in (self.mutations, self.occurrences, self.dead_letters):
+            queue.close()
+
+
+@dataclass(frozen=True)
+class WebhookRequest:
+    method: str
+    url: str
+    headers: Mapping[str, str]
+    body: bytes | None
+    timeout_seconds: float
+
+
+@dataclass(frozen=True)
+class WebhookResponse:
+    status: int
+    headers: Mapping[str, str]
+    duration_ms: float
+
+
+class WebhookSender(ABC):
+    @abstractmethod
+    def send(self, request: WebhookRequest) -> WebhookResponse:
+        """Make the call. Raises ``WebhookError`` for a timeout or connection failure."""
+
+    def close(self) -> None:
+        """Release connections."""
+
+
+class WebhookError(Exception):
+    """The call produced no HTTP response: timeout, refused connection, refused target."""
+
+    def __init__(self, message: str, *, retryable: bool = True) -> None:
+        super().__init__(message)
+        self.retryable = retryable

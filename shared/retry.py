@@ -1,0 +1,69 @@
+"""What a webhook's answer means for the occurrence: success, retry later, or give up."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from email.utils import parsedate_to_datetime
+
+from shared.model import RetryPolicy
+
+RETRYABLE_STATUSES = frozenset({408, 429})
+
+
+@dataclass(frozen=True)
+class Verdict:
+    succeeded: bool
+    retryable: bool
+    reason: str | None = None
+    retry_after_seconds: float | None = None
+
+
+def judge_response(status: int, headers: Mapping[str, str], now: datetime) -> Verdict:
+    """2xx succeeds; 5xx, 408 and 429 are worth retrying (honouring ``Retry-After``); the rest fail.
+
+    Redirects are not followed (a redirect could lead anywhere, SSRF guard included), so a 3xx
+    is a failure.
+    """
+    if 200 <= status < 300:
+        return Verdict(succeeded=True, retryable=False)
+    reason = f"HTTP {status}"
+    if status >= 500 or status in RETRYABLE_STATUSES:
+        return Verdict(False, True, reason, retry_after(headers, now))
+    return Verdict(False, False, reason)
+
+
+def retry_after(headers: Mapping[str, str], now: datetime) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header (delta-seconds or an HTTP date)."""
+    value = next((v for k, v in headers.items() if k.lower() == "retry-after"), None)
+    if value is None:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, (when - now).total_seconds())
+
+
+def backoff_delay(
+    policy: RetryPolicy,
+    attempt: int,
+    retry_after_seconds: float | None = None,
+    rand: Callable[[float, float], float] = random.uniform,
+) -> timedelta:
+    """Delay before attempt ``attempt + 1``: full jitter over an exponential ceiling.
+
+    A ``Retry-After`` from the server is a floor (still capped by ``max_backoff_seconds``).
+    """
+    ceiling = min(policy.max_backoff_seconds, policy.backoff_seconds * 2 ** (attempt - 1))
+    delay = rand(0.0, ceiling)
+    if retry_after_seconds is not None:
+        delay = max(delay, min(retry_after_seconds, policy.max_backoff_seconds))
+    return timedelta(seconds=delay)

@@ -1,0 +1,90 @@
+"""Time helpers: every instant inside the service is an aware UTC datetime with millisecond precision.
+
+Milliseconds because BSON keeps no more: an instant that went through MongoDB must compare equal
+to the one that did not, and an occurrence id must not depend on dropped microseconds.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, tzinfo
+
+import pendulum
+from pendulum.tz.exceptions import InvalidTimezone
+
+__all__ = [
+    "UTC",
+    "from_epoch_ms",
+    "iso_local",
+    "iso_z",
+    "load_zone",
+    "parse_iso",
+    "resolve_local",
+    "to_epoch_ms",
+    "utc_ms",
+]
+
+
+def utc_ms(moment: datetime) -> datetime:
+    """The same instant in UTC, truncated to the millisecond. Naive datetimes are refused."""
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        raise ValueError(f"naive datetime {moment!r}: every instant must carry its time zone")
+    moment = moment.astimezone(UTC)
+    return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
+
+
+def to_epoch_ms(moment: datetime) -> int:
+    moment = utc_ms(moment)
+    return (moment - _EPOCH) // timedelta(milliseconds=1)
+
+
+def from_epoch_ms(epoch_ms: int) -> datetime:
+    return _EPOCH + timedelta(milliseconds=epoch_ms)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def iso_z(moment: datetime) -> str:
+    """``2026-03-08T07:30:00.000Z``: the form of every time the API answers and of occurrence ids."""
+    moment = utc_ms(moment)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def iso_local(moment: datetime, zone: tzinfo) -> str:
+    """The local wall time with its offset, e.g. ``2026-03-08T03:30:00-04:00``."""
+    return moment.astimezone(zone).isoformat(timespec="seconds")
+
+
+def load_zone(name: str) -> tzinfo:
+    """An IANA zone by name (links such as ``Asia/Calcutta`` included); ``ValueError`` if unknown."""
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError("time zone must be a non-empty IANA name such as 'Europe/Paris'")
+    try:
+        return pendulum.timezone(name.strip())
+    except (InvalidTimezone, ValueError, OSError) as exc:
+        raise ValueError(f"unknown time zone {name!r}") from exc
+
+
+def resolve_local(wall: datetime, zone: tzinfo) -> datetime:
+    """The UTC instant of a local wall time, by the rules of RFC 5545 / PEP 495 ``fold=0``.
+
+    A wall time that occurs twice (fall back) is the first, earlier instant; one that does not
+    exist (spring forward) is read with the offset in force before the gap, so 02:30 on the day
+    New York springs forward is 07:30Z (03:30 EDT).
+    """
+    if wall.tzinfo is not None:
+        raise ValueError("resolve_local expects a naive wall time")
+    return utc_ms(wall.replace(tzinfo=zone, fold=0))
+
+
+def parse_iso(text: str) -> datetime:
+    """An ISO-8601 date-time; the result is naive when the text carries no offset."""
+    if not isinstance(text, str):
+        raise ValueError("expected an ISO-8601 date-time string")
+    candidate = text.strip()
+    if candidate.endswith(("Z", "z")):
+        candidate = candidate[:-1] + "+00:00"
+    try:
+        return datetime.fromisoformat(candidate)
+    except ValueError as exc:
+        raise ValueError(f"not an ISO-8601 date-time: {text!r}") from exc
