@@ -1,0 +1,630 @@
+"""The production schedule and execution store on MongoDB (pymongo).
+
+Documents mirror the SQLite adapter's rows: collection ``schedules`` keyed
+``_id = "<tenant>/<schedule_id>"``, collection ``executions`` keyed
+``_id = "<tenant>/<occurrence_id>"``. Every instant is a BSON date (milliseconds, UTC).
+
+Every mutation is one guarded, atomic update: the filter states the condition under which the
+change applies (a newer revision, the lease owner, a status), so concurrent workers never
+read-then-write. Where an upsert's filter does not match an existing document, MongoDB tries to
+insert a second document with the same ``_id`` and fails with ``DuplicateKeyError``: that is how
+"exists but the guard refused" is told apart from "did not exist".
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+
+import pymongo
+from pymongo import ASCENDING, DESCENDING, ReturnDocument
+from pymongo.collection import Collection
+from pymongo.errors import (
+    ConnectionFailure,
+    DuplicateKeyError,
+    ExecutionTimeout,
+    PyMongoError,
+    WTimeoutError,
+)
+
+from shared.errors import Transient
+from shared.model import (
+    AttemptOutcome,
+    Execution,
+    ExecutionStatus,
+    Occurrence,
+    Schedule,
+    ScheduleDefinition,
+    ScheduleStatus,
+)
+from shared.ports import Page, ScheduleFilter, Store
+from shared.timeutil import UTC, from_epoch_ms, to_epoch_ms, utc_ms
+
+Document = dict[str, Any]
+
+# How often a definition is re-tried when a pause/resume/delete races with it (each round
+# either applies it or finds a newer state; a livelock would need endless concurrent mutations).
+_APPLY_ROUNDS = 8
+# How often a claim looks again for candidates it lost to a concurrent claimer.
+_CLAIM_ROUNDS = 3
+
+_DELETED = ScheduleStatus.DELETED.value
+_ACTIVE = ScheduleStatus.ACTIVE.value
+_PAUSED = ScheduleStatus.PAUSED.value
+_COMPLETED = ScheduleStatus.COMPLETED.value
+
+
+def _key(tenant: str, name: str) -> str:
+    """``<tenant>/<name>``, with ``%`` and ``/`` escaped in the tenant so no two keys collide."""
+    return f"{tenant.replace('%', '%25').replace('/', '%2F')}/{name}"
+
+
+def _instant(value: datetime | None) -> datetime | None:
+    """A stored BSON date as aware UTC; a client without ``tz_aware`` hands back naive UTC."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return utc_ms(value)
+
+
+def _ms(value: datetime | None) -> datetime | None:
+    return None if value is None else utc_ms(value)
+
+
+def _completes(next_schedule_time: datetime | None) -> str:
+    return _ACTIVE if next_schedule_time is not None else _COMPLETED
+
+
+@contextmanager
+def _transient(action: str) -> Iterator[None]:
+    """Backend hiccups (no server, timeouts, failover) become ``Transient``: retry later."""
+    try:
+        yield
+    except (ConnectionFailure, ExecutionTimeout, WTimeoutError) as exc:
+        raise Transient(f"mongodb {action}: {exc}") from exc
+    except PyMongoError as exc:
+        if exc.has_error_label("RetryableWriteError") or exc.has_error_label(
+            "TransientTransactionError"
+        ):
+            raise Transient(f"mongodb {action}: {exc}") from exc
+        raise
+
+
+class MongoStore(Store):
+    def __init__(
+        self, client: pymongo.MongoClient[Document], database_name: str, owns_client: bool = False
+    ) -> None:
+        self.client = client
+        self.owns_client = owns_client
+        database = client[database_name]
+        self.schedules: Collection[Document] = database["schedules"]
+        self.executions: Collection[Document] = database["executions"]
+
+    @classmethod
+    def from_url(cls, url: str, database_name: str) -> MongoStore:
+        """A store on its own client (closed by ``close()``); connects lazily, fails fast."""
+        client: pymongo.MongoClient[Document] = pymongo.MongoClient(
+            url,
+            tz_aware=True,
+            serverSelectionTimeoutMS=3000,
+            connectTimeoutMS=5000,
+            appname="scheduler",
+        )
+        return cls(client, database_name, owns_client=True)
+
+    def ensure_indexes(self) -> None:
+        # Plain indexes only: no partialFilterExpression and no reliance on a unique index
+        # skipping documents that lack a key. nx-27017 (a wire-protocol server we test against)
+        # implements neither, and every schedule document, tombstones included, carries
+        # ``tenant`` and ``schedule_id``, so a full unique index is right on every server.
+        with _transient("ensure_indexes"):
+            # The poller's claim: active schedules in next_schedule_time order.
+            self.schedules.create_index([("status", ASCENDING), ("next_schedule_time", ASCENDING)])
+            self.schedules.create_index(
+                [("tenant", ASCENDING), ("schedule_id", ASCENDING)], unique=True
+            )
+            self.schedules.create_index([("tenant", ASCENDING), ("name", ASCENDING)])
+            self.schedules.create_index([("tenant", ASCENDING), ("tags", ASCENDING)])
+            self.executions.create_index(
+                [("tenant", ASCENDING), ("schedule_id", ASCENDING), ("scheduled_time", DESCENDING)]
+            )
+
+    def close(self) -> None:
+        if self.owns_client:
+            self.client.close()
+
+    def ping(self) -> None:
+        with _transient("ping"):
+            self.client.admin.command("ping")
+
+    # -- schedules -----------------------------------------------------------------------
+
+    def get_schedule(self, tenant: str, schedule_id: str) -> Schedule | None:
+        with _transient("get_schedule"):
+            document = self.schedules.find_one({"_id": _key(tenant, schedule_id)})
+        return None if document is None else _schedule(document)
+
+    def apply_definition(
+        self,
+        tenant: str,
+        schedule_id: str,
+        revision: int,
+        definition: ScheduleDefinition,
+        next_schedule_time: datetime | None,
+        accepted_at: datetime,
+    ) -> bool:
+        key = _key(tenant, schedule_id)
+        accepted = utc_ms(accepted_at)
+        changes: Document = {
+            "revision": revision,
+            # JSON text, as in the SQLite adapter: client-chosen keys (metadata, headers, query
+            # parameters, the raw request) may contain '.' or start with '$', which MongoDB
+            # restricts in stored field names.
+            "definition": json.dumps(definition.to_document(), separators=(",", ":")),
+            "name": definition.name,
+            "tags": list(definition.tags),
+            "next_schedule_time": _ms(next_schedule_time),
+            "accepted_at": accepted,
+            "updated_at": accepted,
+            "occurrence_count": 0,
+            "lease_owner": None,
+            "lease_until": None,
+        }
+        on_insert: Document = {
+            "tenant": tenant,
+            "schedule_id": schedule_id,
+            "state_revision": 0,
+            "created_at": accepted,
+            "run_count": 0,
+            "failure_count": 0,
+            "consecutive_failures": 0,
+            "last_run_at": None,
+            "last_status": None,
+        }
+        newer = {"$lt": revision}
+        with _transient("apply_definition"):
+            # The status a replace leaves depends on the stored one (a pause survives it), so
+            # the two cases are two guarded updates; a pause landing between them makes the
+            # first refuse and the second apply, hence the rounds.
+            for _ in range(_APPLY_ROUNDS):
+                try:
+                    result = self.schedules.update_one(
+                        {
+                            "_id": key,
+                            "revision": newer,
+                            "$or": [
+                                {"status": {"$in": [_ACTIVE, _COMPLETED]}},
+                                # A tombstone yields only to a create newer than the delete.
+                                {"status": _DELETED, "state_revision": newer},
+                            ],
+                        },
+                        {
+                            "$set": {**changes, "status": _completes(next_schedule_time)},
+                            "$setOnInsert": on_insert,
+                        },
+                        upsert=True,
+                    )
+                    if result.matched_count or result.upserted_id is not None:
+                        return True
+                except DuplicateKeyError:
+                    pass  # it exists and is paused, or the guard refused
+                result = self.schedules.update_one(
+                    {"_id": key, "revision": newer, "status": _PAUSED}, {"$set": changes}
+                )
+                if result.matched_count:
+                    return True
+                current = self.schedules.find_one(
+                    {"_id": key}, {"revision": 1, "state_revision": 1, "status": 1}
+                )
+                if current is not None and (
+                    current["revision"] >= revision
+                    or (current["status"] == _DELETED and current["state_revision"] >= revision)
+                ):
+                    return False
+        raise Transient(f"apply_definition {key}: too many concurrent changes, try again")
+
+    def apply_state(
+        self,
+        tenant: str,
+        schedule_id: str,
+        state_revision: int,
+        status: ScheduleStatus,
+        next_schedule_time: datetime | None,
+        now: datetime,
+    ) -> bool:
+        key = _key(tenant, schedule_id)
+        at = utc_ms(now)
+        newer = {"$lt": state_revision}
+        common: Document = {
+            "state_revision": state_revision,
+            "updated_at": at,
+            "lease_owner": None,
+            "lease_until": None,
+        }
+        with _transient("apply_state"):
+            if status is ScheduleStatus.DELETED:
+                try:
+                    result = self.schedules.update_one(
+                        {"_id": key, "state_revision": newer, "status": {"$ne": _DELETED}},
+                        {
+                            "$set": {**common, "status": _DELETED, "next_schedule_time": None},
+                            # Unknown id: a tombstone, so a create still on queue 1 cannot land.
+                            "$setOnInsert": {
+                                "tenant": tenant,
+                                "schedule_id": schedule_id,
+                                "revision": 0,
+                                "definition": None,
+                                "name": "",
+                                "tags": [],
+                                "accepted_at": at,
+                                "created_at": at,
+                                "occurrence_count": 0,
+                                "run_count": 0,
+                                "failure_count": 0,
+                                "consecutive_failures": 0,
+                                "last_run_at": None,
+                                "last_status": None,
+                            },
+                        },
+                        upsert=True,
+                    )
+                except DuplicateKeyError:
+                    return False  # already deleted, or a newer state is stored
+                return bool(result.matched_count)
+            if status is ScheduleStatus.PAUSED:
+                result = self.schedules.update_one(
+                    {"_id": key, "state_revision": newer, "status": _ACTIVE},
+                    {"$set": {**common, "status": _PAUSED}},
+                )
+                return bool(result.matched_count)
+            if status is ScheduleStatus.ACTIVE:
+                result = self.schedules.update_one(
+                    {"_id": key, "state_revision": newer, "status": _PAUSED},
+                    {
+                        "$set": {
+                            **common,
+                            "status": _completes(next_schedule_time),
+                            "next_schedule_time": _ms(next_schedule_time),
+                        }
+                    },
+                )
+                return bool(result.matched_count)
+        raise ValueError(f"apply_state cannot set status {status.value!r}")
+
+    def claim_due_schedules(
+        self, horizon: datetime, now: datetime, limit: int, owner: str, lease_until: datetime
+    ) -> list[Schedule]:
+        claimable: Document = {
+            "status": _ACTIVE,
+            "next_schedule_time": {"$lte": utc_ms(horizon)},
+            # ``None`` matches a null (released) lease; an expired lease is claimable again.
+            "$or": [{"lease_until": None}, {"lease_until": {"$lt": utc_ms(now)}}],
+        }
+        lease = {"$set": {"lease_owner": owner, "lease_until": utc_ms(lease_until)}}
+        claimed: list[Schedule] = []
+        with _transient("claim_due_schedules"):
+            for _ in range(_CLAIM_ROUNDS):
+                wanted = limit - len(claimed)
+                if wanted <= 0:
+                    break
+                candidates = [
+                    document["_id"]
+                    for document in self.schedules.find(claimable, {"_id": 1})
+                    .sort("next_schedule_time", ASCENDING)
+                    .limit(wanted)
+                ]
+                lost = 0
+                for key in candidates:
+                    # The guard repeats the whole condition: of two concurrent claimers of the
+                    # same candidate, only one update matches.
+                    document = self.schedules.find_one_and_update(
+                        {"_id": key, **claimable}, lease, return_document=ReturnDocument.AFTER
+                    )
+                    if document is None:
+                        lost += 1
+                    else:
+                        claimed.append(_schedule(document))
+                if not lost or len(candidates) < wanted:
+                    break
+        claimed.sort(key=_due_order)
+        return claimed
+
+    def advance_schedule(
+        self,
+        claimed: Schedule,
+        owner: str,
+        next_schedule_time: datetime | None,
+        occurrence_count: int,
+        now: datetime,
+    ) -> bool:
+        with _transient("advance_schedule"):
+            result = self.schedules.update_one(
+                {
+                    "_id": _key(claimed.tenant, claimed.schedule_id),
+                    "lease_owner": owner,
+                    "revision": claimed.revision,
+                    "state_revision": claimed.state_revision,
+                    "status": _ACTIVE,
+                },
+                {
+                    "$set": {
+                        "next_schedule_time": _ms(next_schedule_time),
+                        "occurrence_count": occurrence_count,
+                        "status": _completes(next_schedule_time),
+                        "updated_at": utc_ms(now),
+                        "lease_owner": None,
+                        "lease_until": None,
+                    }
+                },
+            )
+        return result.matched_count == 1
+
+    def record_run(self, tenant: str, schedule_id: str, succeeded: bool, at: datetime) -> None:
+        changes: Document = {
+            "$inc": {"run_count": 1, "failure_count": 0 if succeeded else 1},
+            "$set": {
+                "last_run_at": utc_ms(at),
+                "last_status": "succeeded" if succeeded else "failed",
+            },
+        }
+        if succeeded:
+            changes["$set"]["consecutive_failures"] = 0
+        else:
+            changes["$inc"]["consecutive_failures"] = 1
+        with _transient("record_run"):
+            self.schedules.update_one({"_id": _key(tenant, schedule_id)}, changes)
+
+    def list_schedules(
+        self, tenant: str, query: ScheduleFilter, limit: int, cursor: str | None
+    ) -> Page[Schedule]:
+        if query.status is ScheduleStatus.DELETED:
+            return Page([])  # tombstones are never listed
+        selector: Document = {
+            "tenant": tenant,
+            "status": query.status.value if query.status is not None else {"$ne": _DELETED},
+        }
+        if query.name_prefix:
+            selector["name"] = {"$regex": "^" + re.escape(query.name_prefix)}
+        if query.tag:
+            selector["tags"] = query.tag
+        window: Document = {}
+        if query.next_after is not None:
+            window["$gte"] = utc_ms(query.next_after)
+        if query.next_before is not None:
+            window["$lte"] = utc_ms(query.next_before)
+        if window:
+            selector["next_schedule_time"] = window
+        if cursor is not None:
+            selector["schedule_id"] = {"$gt": cursor}
+        with _transient("list_schedules"):
+            documents = list(
+                self.schedules.find(selector).sort("schedule_id", ASCENDING).limit(limit + 1)
+            )
+        items = [_schedule(document) for document in documents[:limit]]
+        more = len(documents) > limit
+        return Page(items, items[-1].schedule_id if more and items else None)
+
+    def count_schedules(self) -> Mapping[str, int]:
+        with _transient("count_schedules"):
+            groups = self.schedules.aggregate(
+                [
+                    {"$match": {"status": {"$ne": _DELETED}}},
+                    {"$group": {"_id": "$status", "n": {"$sum": 1}}},
+                ]
+            )
+            return {group["_id"]: group["n"] for group in groups}
+
+    # -- executions ----------------------------------------------------------------------
+
+    def begin_attempt(
+        self, occurrence: Occurrence, owner: str, now: datetime, lease_until: datetime
+    ) -> Execution | None:
+        started = utc_ms(now)
+        until = utc_ms(lease_until)
+        try:
+            with _transient("begin_attempt"):
+                document = self.executions.find_one_and_update(
+                    {
+                        "_id": _key(occurrence.tenant, occurrence.occurrence_id),
+                        "$or": [
+                            {"status": {"$in": ["retrying", "skipped"]}},
+                            # Its executor died: the lease ran out without a finish.
+                            {"status": "running", "lease_until": {"$lt": started}},
+                        ],
+                    },
+                    {
+                        "$set": {
+                            "status": "running",
+                            "revision": occurrence.revision,
+                            "started_at": started,
+                            "lease_owner": owner,
+                            "lease_until": until,
+                            "next_attempt_at": None,
+                        },
+                        "$inc": {"attempts": 1},  # 1 on insert
+                        "$setOnInsert": {
+                            "tenant": occurrence.tenant,
+                            "occurrence_id": occurrence.occurrence_id,
+                            "schedule_id": occurrence.schedule_id,
+                            "scheduled_time": occurrence.scheduled_time,
+                            "finished_at": None,
+                            "http_status": None,
+                            "duration_ms": None,
+                            "lateness_ms": None,
+                            "error": None,
+                            "manual": occurrence.manual,
+                        },
+                    },
+                    upsert=True,
+                    return_document=ReturnDocument.AFTER,
+                )
+        except DuplicateKeyError:
+            return None  # final, or another executor holds a live lease
+        if document is None:  # pragma: no cover - an upsert always returns the document
+            return None
+        return _execution(document)
+
+    def finish_attempt(self, execution: Execution, owner: str, outcome: AttemptOutcome) -> bool:
+        started = execution.started_at
+        lateness = (
+            None
+            if started is None
+            else (utc_ms(started) - execution.scheduled_time).total_seconds() * 1000.0
+        )
+        with _transient("finish_attempt"):
+            result = self.executions.update_one(
+                {
+                    "_id": _key(execution.tenant, execution.occurrence_id),
+                    "lease_owner": owner,
+                    "status": "running",
+                },
+                {
+                    "$set": {
+                        "status": outcome.status.value,
+                        "finished_at": utc_ms(outcome.finished_at),
+                        "http_status": outcome.http_status,
+                        "duration_ms": outcome.duration_ms,
+                        "lateness_ms": lateness,
+                        "error": outcome.error,
+                        "next_attempt_at": _ms(outcome.next_attempt_at),
+                        "lease_owner": None,
+                        "lease_until": None,
+                    }
+                },
+            )
+        return result.matched_count == 1
+
+    def record_skips(self, skips: Sequence[tuple[Occurrence, str]], now: datetime) -> int:
+        finished = utc_ms(now)
+        written = 0
+        with _transient("record_skips"):
+            for occurrence, reason in skips:
+                try:
+                    result = self.executions.update_one(
+                        {
+                            "_id": _key(occurrence.tenant, occurrence.occurrence_id),
+                            "status": "retrying",
+                        },
+                        {
+                            "$set": {
+                                "status": "skipped",
+                                "finished_at": finished,
+                                "error": reason,
+                                "next_attempt_at": None,
+                            },
+                            "$setOnInsert": {
+                                "tenant": occurrence.tenant,
+                                "occurrence_id": occurrence.occurrence_id,
+                                "schedule_id": occurrence.schedule_id,
+                                "scheduled_time": occurrence.scheduled_time,
+                                "attempts": 0,
+                                "revision": occurrence.revision,
+                                "started_at": None,
+                                "http_status": None,
+                                "duration_ms": None,
+                                "lateness_ms": None,
+                                "lease_owner": None,
+                                "lease_until": None,
+                                "manual": occurrence.manual,
+                            },
+                        },
+                        upsert=True,
+                    )
+                except DuplicateKeyError:
+                    continue  # running, succeeded, failed or skipped: its record stays
+                if result.matched_count or result.upserted_id is not None:
+                    written += 1
+        return written
+
+    def get_execution(self, tenant: str, occurrence_id: str) -> Execution | None:
+        with _transient("get_execution"):
+            document = self.executions.find_one({"_id": _key(tenant, occurrence_id)})
+        return None if document is None else _execution(document)
+
+    def list_executions(
+        self, tenant: str, schedule_id: str, limit: int, cursor: str | None
+    ) -> Page[Execution]:
+        selector: Document = {"tenant": tenant, "schedule_id": schedule_id}
+        if cursor is not None:
+            scheduled_ms, _, occurrence = cursor.partition("|")
+            after = from_epoch_ms(int(scheduled_ms))
+            selector["$or"] = [
+                {"scheduled_time": {"$lt": after}},
+                {"scheduled_time": after, "occurrence_id": {"$lt": occurrence}},
+            ]
+        with _transient("list_executions"):
+            documents = list(
+                self.executions.find(selector)
+                .sort([("scheduled_time", DESCENDING), ("occurrence_id", DESCENDING)])
+                .limit(limit + 1)
+            )
+        items = [_execution(document) for document in documents[:limit]]
+        next_cursor = None
+        if len(documents) > limit and items:
+            last = items[-1]
+            next_cursor = f"{to_epoch_ms(last.scheduled_time)}|{last.occurrence_id}"
+        return Page(items, next_cursor)
+
+
+def _due_order(schedule: Schedule) -> tuple[datetime, str]:
+    assert schedule.next_schedule_time is not None  # claimed schedules are due
+    return schedule.next_schedule_time, schedule.schedule_id
+
+
+def _required(value: datetime | None) -> datetime:
+    if value is None:
+        raise ValueError("a required date is missing from a stored document")
+    return value
+
+
+def _schedule(document: Mapping[str, Any]) -> Schedule:
+    definition = document.get("definition")
+    return Schedule(
+        tenant=document["tenant"],
+        schedule_id=document["schedule_id"],
+        revision=document["revision"],
+        state_revision=document["state_revision"],
+        status=ScheduleStatus(document["status"]),
+        definition=None
+        if definition is None
+        else ScheduleDefinition.from_document(json.loads(definition)),
+        next_schedule_time=_instant(document.get("next_schedule_time")),
+        accepted_at=_required(_instant(document.get("accepted_at"))),
+        created_at=_required(_instant(document.get("created_at"))),
+        updated_at=_required(_instant(document.get("updated_at"))),
+        occurrence_count=document.get("occurrence_count", 0),
+        run_count=document.get("run_count", 0),
+        failure_count=document.get("failure_count", 0),
+        consecutive_failures=document.get("consecutive_failures", 0),
+        last_run_at=_instant(document.get("last_run_at")),
+        last_status=document.get("last_status"),
+        lease_owner=document.get("lease_owner"),
+        lease_until=_instant(document.get("lease_until")),
+    )
+
+
+def _execution(document: Mapping[str, Any]) -> Execution:
+    return Execution(
+        tenant=document["tenant"],
+        occurrence_id=document["occurrence_id"],
+        schedule_id=document["schedule_id"],
+        scheduled_time=_required(_instant(document.get("scheduled_time"))),
+        status=ExecutionStatus(document["status"]),
+        attempts=document["attempts"],
+        revision=document["revision"],
+        started_at=_instant(document.get("started_at")),
+        finished_at=_instant(document.get("finished_at")),
+        http_status=document.get("http_status"),
+        duration_ms=document.get("duration_ms"),
+        lateness_ms=document.get("lateness_ms"),
+        error=document.get("error"),
+        next_attempt_at=_instant(document.get("next_attempt_at")),
+        lease_owner=document.get("lease_owner"),
+        lease_until=_instant(document.get("lease_until")),
+        manual=bool(document.get("manual", False)),
+    )
