@@ -20,7 +20,7 @@ from shared.model import (
     ScheduleStatus,
 )
 from shared.ports import Page, ScheduleFilter, Store
-from shared.timeutil import from_epoch_ms, to_epoch_ms
+from shared.timeutil import from_epoch_ms, to_epoch_ms, utc_ms
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS schedules (
@@ -243,9 +243,8 @@ class SqliteStore(Store):
                 " WHERE tenant = ? AND schedule_id = ?",
                 [(owner, until, row["tenant"], row["schedule_id"]) for row in rows],
             )
-        return [
-            _schedule(row).evolve(lease_owner=owner, lease_until=lease_until) for row in rows
-        ]
+        leased_until = utc_ms(lease_until)
+        return [_schedule(row).evolve(lease_owner=owner, lease_until=leased_until) for row in rows]
 
     def advance_schedule(
         self,
@@ -393,9 +392,9 @@ class SqliteStore(Store):
             status=ExecutionStatus.RUNNING,
             attempts=attempts,
             revision=occurrence.revision,
-            started_at=now,
+            started_at=utc_ms(now),
             lease_owner=owner,
-            lease_until=lease_until,
+            lease_until=utc_ms(lease_until),
             manual=occurrence.manual,
         )
 
