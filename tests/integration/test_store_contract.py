@@ -1,0 +1,688 @@
+"""One contract for every store adapter: the docstrings of ``ScheduleStore``, ``ExecutionStore``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from datetime import datetime, timedelta
+from multiprocessing import get_context
+from multiprocessing.synchronize import Barrier
+from pathlib import Path
+from typing import Any
+
+import mongomock_ng
+import pytest
+
+from shared.adapters.mongo_store import MongoStore
+from shared.adapters.sqlite_db import SqliteDatabase
+from shared.adapters.sqlite_store import SqliteStore
+from shared.model import (
+    AttemptOutcome,
+    Every,
+    ExecutionStatus,
+    Occurrence,
+    Payload,
+    ScheduleDefinition,
+    ScheduleStatus,
+    Timing,
+    Unit,
+)
+from shared.ports import ScheduleFilter, Store
+from shared.timeutil import UTC
+
+T0 = datetime(2026, 3, 8, 7, 30, 0, 123_000, tzinfo=UTC)
+MINUTE = timedelta(minutes=1)
+TENANT = "acme"
+
+
+@pytest.fixture(params=["sqlite", "mongo"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    adapter: Store
+    if request.param == "sqlite":
+        database = SqliteDatabase(tmp_path / "store.db")
+        adapter = SqliteStore(database)
+        adapter.ensure_indexes()
+        try:
+            yield adapter
+        finally:
+            adapter.close()
+            database.close()
+    else:
+        client: Any = mongomock_ng.MongoClient(tz_aware=True)
+        adapter = MongoStore(client, "scheduler_test")
+        adapter.ensure_indexes()
+        try:
+            yield adapter
+        finally:
+            adapter.close()
+            client.close()
+
+
+def definition(name: str = "nightly report", tags: tuple[str, ...] = ()) -> ScheduleDefinition:
+    return ScheduleDefinition(
+        timing=Timing(timezone="Asia/Kolkata", interval=Every(5, Unit.MINUTE)),
+        payload=Payload(
+            "POST",
+            "https://hooks.example.com/run",
+            headers={"X-Trace.Id": "1"},
+            query={"filter.name": "x"},
+            body={"$op": "run"},
+        ),
+        name=name,
+        tags=tags,
+        metadata={"team.name": "billing", "$weird": True},
+    )
+
+
+def create(
+    store: Store,
+    schedule_id: str,
+    *,
+    tenant: str = TENANT,
+    revision: int = 1,
+    next_time: datetime | None = T0,
+    name: str = "nightly report",
+    tags: tuple[str, ...] = (),
+) -> bool:
+    return store.apply_definition(
+        tenant, schedule_id, revision, definition(name, tags), next_time, accepted_at=T0 - MINUTE
+    )
+
+
+def claim(store: Store, owner: str = "poller-1", limit: int = 10, now: datetime = T0) -> list[str]:
+    claimed = store.claim_due_schedules(
+        horizon=now + 5 * MINUTE, now=now, limit=limit, owner=owner, lease_until=now + MINUTE
+    )
+    return [schedule.schedule_id for schedule in claimed]
+
+
+def occurrence(schedule_id: str = "s1", at: datetime = T0, revision: int = 1) -> Occurrence:
+    return Occurrence(tenant=TENANT, schedule_id=schedule_id, revision=revision, scheduled_time=at)
+
+
+# -- definitions and state ---------------------------------------------------------------
+
+
+def test_create_then_get_round_trips_the_definition(store: Store) -> None:
+    assert create(store, "s1", tags=("daily", "billing"))
+    schedule = store.get_schedule(TENANT, "s1")
+    assert schedule is not None
+    assert schedule.status is ScheduleStatus.ACTIVE
+    assert schedule.revision == 1
+    assert schedule.state_revision == 0
+    assert schedule.definition == definition(tags=("daily", "billing"))
+    assert schedule.next_schedule_time == T0
+    assert schedule.accepted_at == schedule.created_at == T0 - MINUTE
+    assert (schedule.run_count, schedule.failure_count, schedule.occurrence_count) == (0, 0, 0)
+    assert schedule.lease_owner is None
+    assert store.get_schedule(TENANT, "unknown") is None
+
+
+def test_create_without_next_time_is_completed(store: Store) -> None:
+    assert create(store, "s1", next_time=None)
+    schedule = store.get_schedule(TENANT, "s1")
+    assert schedule is not None
+    assert schedule.status is ScheduleStatus.COMPLETED
+    assert schedule.next_schedule_time is None
+
+
+def test_definitions_out_of_order_keep_the_newest(store: Store) -> None:
+    assert create(store, "s1", revision=3, name="third", next_time=T0 + 3 * MINUTE)
+    assert not create(store, "s1", revision=2, name="second", next_time=T0 + 2 * MINUTE)
+    assert not create(store, "s1", revision=3, name="third again")
+    schedule = store.get_schedule(TENANT, "s1")
+    assert schedule is not None
+    assert schedule.revision == 3
+    assert schedule.live_definition.name == "third"
+    assert schedule.next_schedule_time == T0 + 3 * MINUTE
+    assert create(store, "s1", revision=4, name="fourth")
+    schedule = store.get_schedule(TENANT, "s1")
+    assert schedule is not None
+    assert schedule.live_definition.name == "fourth"
+
+
+def test_delete_leaves_a_tombstone_that_blocks_an_older_create(store: Store) -> None:
+    # The delete (state revision 5) overtook its create (revision 2) on queue 1.
+    assert not store.apply_state(TENANT, "s1", 5, ScheduleStatus.DELETED, None, T0)
+    tombstone = store.get_schedule(TENANT, "s1")
+    assert tombstone is not None
+    assert tombstone.status is ScheduleStatus.DELETED
+    assert tombstone.definition is None
+    assert not create(store, "s1", revision=2)
+    still = store.get_schedule(TENANT, "s1")
+    assert still is not None
+    assert still.status is ScheduleStatus.DELETED
+    # A create accepted after the delete recreates it.
+    assert create(store, "s1", revision=6)
+    recreated = store.get_schedule(TENANT, "s1")
+    assert recreated is not None
+    assert recreated.status is ScheduleStatus.ACTIVE
+    assert recreated.revision == 6
+    assert recreated.definition is not None
+
+
+def test_delete_of_a_live_schedule(store: Store) -> None:
+    create(store, "s1", revision=1)
+    assert store.apply_state(TENANT, "s1", 2, ScheduleStatus.DELETED, None, T0)
+    deleted = store.get_schedule(TENANT, "s1")
+    assert deleted is not None
+    assert deleted.status is ScheduleStatus.DELETED
+    assert deleted.state_revision == 2
+    assert not store.apply_state(TENANT, "s1", 3, ScheduleStatus.DELETED, None, T0)
+    assert not store.apply_state(TENANT, "s1", 4, ScheduleStatus.ACTIVE, T0, T0)
+    assert not store.apply_state(TENANT, "s1", 4, ScheduleStatus.PAUSED, None, T0)
+    assert not create(store, "s1", revision=2)  # no newer than the delete
+    assert claim(store) == []
+
+
+def test_pause_resume_and_their_revisions(store: Store) -> None:
+    create(store, "s1")
+    assert store.apply_state(TENANT, "s1", 2, ScheduleStatus.PAUSED, None, T0)
+    paused = store.get_schedule(TENANT, "s1")
+    assert paused is not None
+    assert paused.status is ScheduleStatus.PAUSED
+    assert paused.state_revision == 2
+    assert paused.next_schedule_time == T0  # a pause keeps the next time
+    assert claim(store) == []
+    assert not store.apply_state(TENANT, "s1", 1, ScheduleStatus.ACTIVE, T0, T0)  # older
+    assert not store.apply_state(TENANT, "s1", 3, ScheduleStatus.PAUSED, None, T0)  # already
+    assert store.apply_state(TENANT, "s1", 4, ScheduleStatus.ACTIVE, T0 + 2 * MINUTE, T0)
+    resumed = store.get_schedule(TENANT, "s1")
+    assert resumed is not None
+    assert resumed.status is ScheduleStatus.ACTIVE
+    assert resumed.state_revision == 4
+    assert resumed.next_schedule_time == T0 + 2 * MINUTE
+    assert not store.apply_state(TENANT, "s1", 3, ScheduleStatus.PAUSED, None, T0)  # older
+
+
+def test_resume_without_next_time_completes(store: Store) -> None:
+    create(store, "s1")
+    store.apply_state(TENANT, "s1", 2, ScheduleStatus.PAUSED, None, T0)
+    assert store.apply_state(TENANT, "s1", 3, ScheduleStatus.ACTIVE, None, T0)
+    schedule = store.get_schedule(TENANT, "s1")
+    assert schedule is not None
+    assert schedule.status is ScheduleStatus.COMPLETED
+
+
+def test_pause_or_resume_of_an_unknown_schedule_changes_nothing(store: Store) -> None:
+    assert not store.apply_state(TENANT, "nope", 1, ScheduleStatus.PAUSED, None, T0)
+    assert not store.apply_state(TENANT, "nope", 2, ScheduleStatus.ACTIVE, T0, T0)
+    assert store.get_schedule(TENANT, "nope") is None
+
+
+def test_a_replace_keeps_the_pause_and_the_run_counters(store: Store) -> None:
+    create(store, "s1")
+    store.record_run(TENANT, "s1", succeeded=False, at=T0)
+    store.apply_state(TENANT, "s1", 2, ScheduleStatus.PAUSED, None, T0)
+    assert create(store, "s1", revision=3, name="replaced", next_time=T0 + 7 * MINUTE)
+    schedule = store.get_schedule(TENANT, "s1")
+    assert schedule is not None
+    assert schedule.status is ScheduleStatus.PAUSED
+    assert schedule.state_revision == 2
+    assert schedule.live_definition.name == "replaced"
+    assert schedule.next_schedule_time == T0 + 7 * MINUTE
+    assert (schedule.run_count, schedule.failure_count) == (1, 1)
+    assert claim(store) == []
+
+
+def test_a_replace_drops_the_lease(store: Store) -> None:
+    create(store, "s1")
+    assert claim(store, owner="poller-1") == ["s1"]
+    assert create(store, "s1", revision=2, next_time=T0 + MINUTE)
+    schedule = store.get_schedule(TENANT, "s1")
+    assert schedule is not None
+    assert schedule.lease_owner is None
+    assert claim(store, owner="poller-2") == ["s1"]
+
+
+# -- claims ------------------------------------------------------------------------------
+
+
+def test_claim_returns_due_schedules_earliest_first_including_overdue(store: Store) -> None:
+    create(store, "later", next_time=T0 + 4 * MINUTE)
+    create(store, "overdue", next_time=T0 - 60 * MINUTE)
+    create(store, "now", next_time=T0)
+    create(store, "beyond-horizon", next_time=T0 + 6 * MINUTE)
+    claimed = store.claim_due_schedules(
+        horizon=T0 + 5 * MINUTE, now=T0, limit=10, owner="poller-1", lease_until=T0 + MINUTE
+    )
+    assert [s.schedule_id for s in claimed] == ["overdue", "now", "later"]
+    assert all(s.lease_owner == "poller-1" and s.lease_until == T0 + MINUTE for s in claimed)
+    stored = store.get_schedule(TENANT, "now")
+    assert stored is not None
+    assert stored.lease_owner == "poller-1"
+
+
+def test_claim_respects_the_limit_earliest_first(store: Store) -> None:
+    for minute in range(5):
+        create(store, f"s{minute}", next_time=T0 - minute * MINUTE)
+    assert claim(store, limit=2) == ["s4", "s3"]
+    assert claim(store, owner="poller-2", limit=10) == ["s2", "s1", "s0"]
+
+
+def test_claim_excludes_paused_completed_deleted_and_leased(store: Store) -> None:
+    create(store, "paused")
+    store.apply_state(TENANT, "paused", 2, ScheduleStatus.PAUSED, None, T0)
+    create(store, "completed", next_time=None)
+    create(store, "deleted")
+    store.apply_state(TENANT, "deleted", 2, ScheduleStatus.DELETED, None, T0)
+    create(store, "due")
+    assert claim(store, owner="poller-1") == ["due"]
+    assert claim(store, owner="poller-2") == []  # leased by poller-1
+
+
+def test_an_expired_lease_is_claimable_again(store: Store) -> None:
+    create(store, "s1")
+    assert claim(store, owner="dead-poller", now=T0) == ["s1"]  # lease until T0 + 1 min
+    assert claim(store, owner="poller-2", now=T0 + 30 * timedelta(seconds=1)) == []
+    assert claim(store, owner="poller-2", now=T0 + 2 * MINUTE) == ["s1"]
+    # The dead poller's lease is gone: it can no longer advance the schedule.
+    schedule = store.get_schedule(TENANT, "s1")
+    assert schedule is not None
+    assert not store.advance_schedule(schedule, "dead-poller", T0 + 5 * MINUTE, 1, T0)
+    assert store.advance_schedule(schedule, "poller-2", T0 + 5 * MINUTE, 1, T0)
+
+
+def test_advance_moves_on_and_releases(store: Store) -> None:
+    create(store, "s1")
+    [claimed] = store.claim_due_schedules(T0, T0, 10, "poller-1", T0 + MINUTE)
+    assert store.advance_schedule(claimed, "poller-1", T0 + 5 * MINUTE, 1, T0)
+    schedule = store.get_schedule(TENANT, "s1")
+    assert schedule is not None
+    assert schedule.next_schedule_time == T0 + 5 * MINUTE
+    assert schedule.occurrence_count == 1
+    assert schedule.lease_owner is None
+    assert schedule.lease_until is None
+    assert schedule.status is ScheduleStatus.ACTIVE
+    # Released: claimable again once due, even before the old lease would have run out.
+    assert claim(store, now=T0 + 5 * MINUTE) == ["s1"]
+
+
+def test_advance_to_none_completes(store: Store) -> None:
+    create(store, "s1")
+    [claimed] = store.claim_due_schedules(T0, T0, 10, "poller-1", T0 + MINUTE)
+    assert store.advance_schedule(claimed, "poller-1", None, 1, T0)
+    schedule = store.get_schedule(TENANT, "s1")
+    assert schedule is not None
+    assert schedule.status is ScheduleStatus.COMPLETED
+    assert schedule.next_schedule_time is None
+    assert claim(store, now=T0 + 60 * MINUTE) == []
+
+
+def test_advance_is_guarded_by_the_owner(store: Store) -> None:
+    create(store, "s1")
+    [claimed] = store.claim_due_schedules(T0, T0, 10, "poller-1", T0 + MINUTE)
+    assert not store.advance_schedule(claimed, "poller-2", T0 + 5 * MINUTE, 1, T0)
+    schedule = store.get_schedule(TENANT, "s1")
+    assert schedule is not None
+    assert schedule.next_schedule_time == T0
+    assert schedule.lease_owner == "poller-1"
+
+
+def test_a_replace_that_landed_during_the_claim_wins(store: Store) -> None:
+    create(store, "s1")
+    [claimed] = store.claim_due_schedules(T0, T0, 10, "poller-1", T0 + MINUTE)
+    assert create(store, "s1", revision=2, next_time=T0 + 30 * MINUTE)
+    assert not store.advance_schedule(claimed, "poller-1", T0 + 5 * MINUTE, 1, T0)
+    schedule = store.get_schedule(TENANT, "s1")
+    assert schedule is not None
+    assert schedule.next_schedule_time == T0 + 30 * MINUTE
+    assert schedule.revision == 2
+
+
+def test_a_pause_that_landed_during_the_claim_wins(store: Store) -> None:
+    create(store, "s1")
+    [claimed] = store.claim_due_schedules(T0, T0, 10, "poller-1", T0 + MINUTE)
+    assert store.apply_state(TENANT, "s1", 2, ScheduleStatus.PAUSED, None, T0)
+    assert not store.advance_schedule(claimed, "poller-1", T0 + 5 * MINUTE, 1, T0)
+    schedule = store.get_schedule(TENANT, "s1")
+    assert schedule is not None
+    assert schedule.status is ScheduleStatus.PAUSED
+    assert schedule.next_schedule_time == T0
+
+
+# -- run counters, listing, counting ------------------------------------------------------
+
+
+def test_record_run_counts_runs_failures_and_consecutive_failures(store: Store) -> None:
+    create(store, "s1")
+    store.record_run(TENANT, "s1", succeeded=False, at=T0)
+    store.record_run(TENANT, "s1", succeeded=False, at=T0 + MINUTE)
+    schedule = store.get_schedule(TENANT, "s1")
+    assert schedule is not None
+    assert (schedule.run_count, schedule.failure_count, schedule.consecutive_failures) == (2, 2, 2)
+    assert schedule.last_status == "failed"
+    store.record_run(TENANT, "s1", succeeded=True, at=T0 + 2 * MINUTE)
+    schedule = store.get_schedule(TENANT, "s1")
+    assert schedule is not None
+    assert (schedule.run_count, schedule.failure_count, schedule.consecutive_failures) == (3, 2, 0)
+    assert schedule.last_status == "succeeded"
+    assert schedule.last_run_at == T0 + 2 * MINUTE
+    store.record_run(TENANT, "unknown", succeeded=True, at=T0)  # nothing to count, no error
+
+
+def test_list_filters_by_status_name_tag_and_next_time(store: Store) -> None:
+    create(store, "a", name="report daily", tags=("billing",), next_time=T0)
+    create(store, "b", name="report weekly", tags=("billing", "weekly"), next_time=T0 + MINUTE)
+    create(store, "c", name="cleanup", tags=("ops",), next_time=T0 + 2 * MINUTE)
+    create(store, "d", name="report.*", next_time=None)  # completed; a name with regex chars
+    create(store, "e", name="paused one")
+    store.apply_state(TENANT, "e", 2, ScheduleStatus.PAUSED, None, T0)
+    create(store, "f")
+    store.apply_state(TENANT, "f", 2, ScheduleStatus.DELETED, None, T0)
+
+    def ids(query: ScheduleFilter) -> list[str]:
+        return [s.schedule_id for s in store.list_schedules(TENANT, query, 100, None).items]
+
+    assert ids(ScheduleFilter()) == ["a", "b", "c", "d", "e"]  # never the tombstone
+    assert ids(ScheduleFilter(status=ScheduleStatus.ACTIVE)) == ["a", "b", "c"]
+    assert ids(ScheduleFilter(status=ScheduleStatus.PAUSED)) == ["e"]
+    assert ids(ScheduleFilter(status=ScheduleStatus.COMPLETED)) == ["d"]
+    assert ids(ScheduleFilter(status=ScheduleStatus.DELETED)) == []
+    assert ids(ScheduleFilter(name_prefix="report")) == ["a", "b", "d"]
+    assert ids(ScheduleFilter(name_prefix="report.")) == ["d"]
+    assert ids(ScheduleFilter(tag="billing")) == ["a", "b"]
+    assert ids(ScheduleFilter(tag="weekly", name_prefix="report")) == ["b"]
+    assert ids(ScheduleFilter(next_after=T0 + MINUTE)) == ["b", "c"]
+    assert ids(ScheduleFilter(next_before=T0 + MINUTE)) == ["a", "b", "e"]
+    assert ids(ScheduleFilter(next_after=T0 + MINUTE, next_before=T0 + MINUTE)) == ["b"]
+
+
+def test_list_pages_with_a_cursor(store: Store) -> None:
+    for number in range(7):
+        create(store, f"s{number:02d}")
+    seen: list[str] = []
+    cursor: str | None = None
+    pages = 0
+    while True:
+        page = store.list_schedules(TENANT, ScheduleFilter(), 3, cursor)
+        pages += 1
+        assert len(page.items) <= 3
+        seen += [s.schedule_id for s in page.items]
+        if page.next_cursor is None:
+            break
+        cursor = page.next_cursor
+    assert seen == [f"s{number:02d}" for number in range(7)]
+    assert pages == 3
+    exact = store.list_schedules(TENANT, ScheduleFilter(), 7, None)
+    assert len(exact.items) == 7
+    assert exact.next_cursor is None
+
+
+def test_tenants_never_see_each_other(store: Store) -> None:
+    create(store, "shared-id", tenant="acme", name="acme's")
+    create(store, "shared-id", tenant="globex", name="globex's", revision=1)
+    create(store, "only-globex", tenant="globex")
+    acme = store.get_schedule("acme", "shared-id")
+    globex = store.get_schedule("globex", "shared-id")
+    assert acme is not None and globex is not None
+    assert acme.live_definition.name == "acme's"
+    assert globex.live_definition.name == "globex's"
+    assert store.get_schedule("acme", "only-globex") is None
+    listed = store.list_schedules("acme", ScheduleFilter(), 10, None).items
+    assert [(s.tenant, s.schedule_id) for s in listed] == [("acme", "shared-id")]
+    # A mutation of one tenant's schedule leaves the other's alone.
+    store.apply_state("acme", "shared-id", 2, ScheduleStatus.DELETED, None, T0)
+    still = store.get_schedule("globex", "shared-id")
+    assert still is not None
+    assert still.status is ScheduleStatus.ACTIVE
+
+
+def test_tenant_names_with_separators_do_not_collide(store: Store) -> None:
+    create(store, "b/c", tenant="a", name="tenant a")
+    create(store, "c", tenant="a/b", name="tenant a/b")
+    first = store.get_schedule("a", "b/c")
+    second = store.get_schedule("a/b", "c")
+    assert first is not None and second is not None
+    assert first.live_definition.name == "tenant a"
+    assert second.live_definition.name == "tenant a/b"
+
+
+def test_count_schedules_by_status_without_tombstones(store: Store) -> None:
+    create(store, "a", tenant="acme")
+    create(store, "b", tenant="globex")
+    create(store, "c", next_time=None)
+    create(store, "d")
+    store.apply_state(TENANT, "d", 2, ScheduleStatus.PAUSED, None, T0)
+    store.apply_state(TENANT, "gone", 2, ScheduleStatus.DELETED, None, T0)
+    assert dict(store.count_schedules()) == {"active": 2, "completed": 1, "paused": 1}
+
+
+def test_datetimes_come_back_aware_utc_to_the_millisecond(store: Store) -> None:
+    written = datetime(2026, 10, 25, 1, 30, 15, 987_654, tzinfo=UTC)
+    create(store, "s1", next_time=written)
+    schedule = store.get_schedule(TENANT, "s1")
+    assert schedule is not None
+    assert schedule.next_schedule_time == written.replace(microsecond=987_000)
+    for moment in (
+        schedule.next_schedule_time,
+        schedule.accepted_at,
+        schedule.created_at,
+        schedule.updated_at,
+    ):
+        assert moment is not None
+        assert moment.utcoffset() == timedelta(0)
+        assert moment.microsecond % 1000 == 0
+    [claimed] = store.claim_due_schedules(written, written, 1, "p", written + MINUTE)
+    assert claimed.lease_until == (written + MINUTE).replace(microsecond=987_000)
+    execution = store.begin_attempt(occurrence(at=written), "x", written, written + MINUTE)
+    assert execution is not None
+    assert execution.started_at == written.replace(microsecond=987_000)
+    assert execution.lease_until == (written + MINUTE).replace(microsecond=987_000)
+    stored = store.get_execution(TENANT, execution.occurrence_id)
+    assert stored is not None
+    assert stored.scheduled_time == written.replace(microsecond=987_000)
+    assert stored.scheduled_time.utcoffset() == timedelta(0)
+    assert stored.started_at is not None
+    assert stored.started_at.utcoffset() == timedelta(0)
+
+
+# -- executions --------------------------------------------------------------------------
+
+
+def test_begin_and_finish_an_attempt(store: Store) -> None:
+    first = store.begin_attempt(occurrence(), "executor-1", T0, T0 + MINUTE)
+    assert first is not None
+    assert first.status is ExecutionStatus.RUNNING
+    assert first.attempts == 1
+    assert first.occurrence_id == occurrence().occurrence_id
+    assert first.lease_owner == "executor-1"
+    assert first.started_at == T0
+    stored = store.get_execution(TENANT, first.occurrence_id)
+    assert stored is not None
+    assert (stored.status, stored.attempts, stored.schedule_id) == (
+        ExecutionStatus.RUNNING,
+        1,
+        "s1",
+    )
+    outcome = AttemptOutcome(
+        ExecutionStatus.SUCCEEDED, T0 + timedelta(seconds=2), http_status=204, duration_ms=12.5
+    )
+    assert store.finish_attempt(first, "executor-1", outcome)
+    done = store.get_execution(TENANT, first.occurrence_id)
+    assert done is not None
+    assert done.status is ExecutionStatus.SUCCEEDED
+    assert done.http_status == 204
+    assert done.duration_ms == 12.5
+    assert done.finished_at == T0 + timedelta(seconds=2)
+    assert done.lease_owner is None
+    assert done.lateness_ms == 0.0
+    # Final: nobody fires it again, however late and whoever asks.
+    assert store.begin_attempt(occurrence(), "executor-2", T0 + MINUTE, T0 + 2 * MINUTE) is None
+    assert (
+        store.begin_attempt(occurrence(), "executor-1", T0 + 9 * MINUTE, T0 + 10 * MINUTE) is None
+    )
+    assert not store.finish_attempt(first, "executor-1", outcome)  # already finished
+
+
+def test_a_failed_record_is_final_too(store: Store) -> None:
+    execution = store.begin_attempt(occurrence(), "executor-1", T0, T0 + MINUTE)
+    assert execution is not None
+    failed = AttemptOutcome(ExecutionStatus.FAILED, T0, http_status=404, error="not found")
+    assert store.finish_attempt(execution, "executor-1", failed)
+    assert store.begin_attempt(occurrence(), "executor-1", T0 + MINUTE, T0 + 2 * MINUTE) is None
+
+
+def test_a_live_lease_blocks_and_an_expired_one_is_taken_over(store: Store) -> None:
+    first = store.begin_attempt(occurrence(), "executor-1", T0, T0 + MINUTE)
+    assert first is not None
+    assert store.begin_attempt(occurrence(), "executor-2", T0 + MINUTE / 2, T0 + MINUTE) is None
+    # executor-1 died; its lease ran out.
+    later = T0 + 2 * MINUTE
+    second = store.begin_attempt(occurrence(), "executor-2", later, later + MINUTE)
+    assert second is not None
+    assert second.attempts == 2
+    assert second.lease_owner == "executor-2"
+    assert second.started_at == later
+    outcome = AttemptOutcome(ExecutionStatus.SUCCEEDED, later, http_status=200)
+    assert not store.finish_attempt(first, "executor-1", outcome)  # lost its lease
+    assert store.finish_attempt(second, "executor-2", outcome)
+
+
+def test_a_retrying_record_takes_the_next_attempt(store: Store) -> None:
+    first = store.begin_attempt(occurrence(), "executor-1", T0, T0 + MINUTE)
+    assert first is not None
+    retry_at = T0 + timedelta(seconds=30)
+    retrying = AttemptOutcome(
+        ExecutionStatus.RETRYING, T0, http_status=503, error="busy", next_attempt_at=retry_at
+    )
+    assert store.finish_attempt(first, "executor-1", retrying)
+    stored = store.get_execution(TENANT, first.occurrence_id)
+    assert stored is not None
+    assert stored.status is ExecutionStatus.RETRYING
+    assert stored.next_attempt_at == retry_at
+    second = store.begin_attempt(occurrence(revision=2), "executor-3", retry_at, retry_at + MINUTE)
+    assert second is not None
+    assert second.attempts == 2
+    assert second.revision == 2
+    again = store.get_execution(TENANT, first.occurrence_id)
+    assert again is not None
+    assert again.status is ExecutionStatus.RUNNING
+    assert again.next_attempt_at is None
+
+
+def test_record_skips_writes_new_and_retrying_records_only(store: Store) -> None:
+    running = occurrence("s1", T0)
+    succeeded = occurrence("s1", T0 + MINUTE)
+    retrying = occurrence("s1", T0 + 2 * MINUTE)
+    fresh = occurrence("s1", T0 + 3 * MINUTE)
+    assert store.begin_attempt(running, "e", T0, T0 + 10 * MINUTE) is not None
+    done = store.begin_attempt(succeeded, "e", T0, T0 + 10 * MINUTE)
+    assert done is not None
+    store.finish_attempt(done, "e", AttemptOutcome(ExecutionStatus.SUCCEEDED, T0, http_status=200))
+    again = store.begin_attempt(retrying, "e", T0, T0 + 10 * MINUTE)
+    assert again is not None
+    store.finish_attempt(again, "e", AttemptOutcome(ExecutionStatus.RETRYING, T0, http_status=500))
+
+    written = store.record_skips(
+        [(running, "missed"), (succeeded, "missed"), (retrying, "missed"), (fresh, "missed")],
+        T0 + 5 * MINUTE,
+    )
+    assert written == 2
+
+    def status(item: Occurrence) -> ExecutionStatus:
+        record = store.get_execution(TENANT, item.occurrence_id)
+        assert record is not None
+        return record.status
+
+    assert status(running) is ExecutionStatus.RUNNING
+    assert status(succeeded) is ExecutionStatus.SUCCEEDED
+    assert status(retrying) is ExecutionStatus.SKIPPED
+    assert status(fresh) is ExecutionStatus.SKIPPED
+    skipped = store.get_execution(TENANT, fresh.occurrence_id)
+    assert skipped is not None
+    assert skipped.attempts == 0
+    assert skipped.error == "missed"
+    assert skipped.finished_at == T0 + 5 * MINUTE
+    assert store.record_skips([(fresh, "again")], T0) == 0  # skipped stays as it is
+    # A skipped occurrence may still be fired (e.g. a manual trigger): one more attempt.
+    taken = store.begin_attempt(fresh, "e", T0 + 6 * MINUTE, T0 + 7 * MINUTE)
+    assert taken is not None
+    assert taken.attempts == 1
+
+
+def test_list_executions_newest_first_with_a_cursor(store: Store) -> None:
+    times = [T0 + number * MINUTE for number in range(5)]
+    for moment in times:
+        assert store.begin_attempt(occurrence("s1", moment), "e", T0, T0 + MINUTE) is not None
+    store.begin_attempt(occurrence("other", T0), "e", T0, T0 + MINUTE)
+    first = store.list_executions(TENANT, "s1", 2, None)
+    assert [e.scheduled_time for e in first.items] == [times[4], times[3]]
+    assert first.next_cursor is not None
+    second = store.list_executions(TENANT, "s1", 2, first.next_cursor)
+    assert [e.scheduled_time for e in second.items] == [times[2], times[1]]
+    assert second.next_cursor is not None
+    last = store.list_executions(TENANT, "s1", 2, second.next_cursor)
+    assert [e.scheduled_time for e in last.items] == [times[0]]
+    assert last.next_cursor is None
+    assert store.list_executions("globex", "s1", 10, None).items == []
+    assert store.get_execution("globex", occurrence("s1", T0).occurrence_id) is None
+
+
+# -- concurrency -------------------------------------------------------------------------
+
+DUE = 2_000
+
+
+def _claim_all(store: Store, owner: str) -> list[str]:
+    claimed: list[str] = []
+    while True:
+        batch = store.claim_due_schedules(T0, T0, 25, owner, T0 + 60 * MINUTE)
+        if not batch:
+            return claimed
+        claimed += [schedule.schedule_id for schedule in batch]
+
+
+_start: Barrier | None = None
+
+
+def _join_start(barrier: Barrier) -> None:
+    global _start
+    _start = barrier
+
+
+def _claim_all_in_process(path: str, owner: str) -> list[str]:
+    database = SqliteDatabase(Path(path))
+    try:
+        store = SqliteStore(database)
+        assert _start is not None
+        _start.wait(timeout=60)
+        return _claim_all(store, owner)
+    finally:
+        database.close()
+
+
+def test_concurrent_claimers_never_get_the_same_schedule(store: Store) -> None:
+    if isinstance(store, MongoStore):
+        pytest.skip(
+            "mongomock is not thread-safe (two threads can win the same find_one_and_update); "
+            "this runs against a real MongoDB wire server instead"
+        )
+    assert isinstance(store, SqliteStore)
+    definitions = definition()
+    for number in range(DUE):
+        store.apply_definition(TENANT, f"s{number:04d}", 1, definitions, T0 - MINUTE, T0)
+    # ``spawn``: forking a process that runs threads is unsafe (and warns on newer Pythons).
+    context = get_context("spawn")
+    # Two processes and four threads start claiming together, once the processes are up.
+    start = context.Barrier(6)
+
+    def in_thread(owner: str) -> list[str]:
+        start.wait(timeout=60)
+        return _claim_all(store, owner)
+
+    with (
+        ProcessPoolExecutor(
+            2, mp_context=context, initializer=_join_start, initargs=(start,)
+        ) as processes,
+        ThreadPoolExecutor(4) as threads,
+    ):
+        in_processes = [
+            processes.submit(_claim_all_in_process, str(store.db.path), f"process-{n}")
+            for n in range(2)
+        ]
+        in_threads = [threads.submit(in_thread, f"thread-{n}") for n in range(4)]
+        results = [future.result(timeout=120) for future in in_threads + in_processes]
+    claimed = [schedule_id for result in results for schedule_id in result]
+    assert len(claimed) == len(set(claimed)) == DUE
+    assert sum(1 for result in results if result) >= 2, "the claimers should have overlapped"
