@@ -8,7 +8,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from shared.adapters.sqlite_db import SqliteDatabase, sqlite_path
 from shared.errors import ConfigurationError
-from shared.ports import Queues, Store
+from shared.ports import MessageQueue, Queues, Store
 from shared.settings import Settings
 
 DatabaseOpener = Callable[[str], SqliteDatabase]
@@ -67,6 +67,8 @@ def _open_queues(settings: Settings, database: DatabaseOpener) -> Queues:
         from shared.adapters.sqlite_queue import SqliteQueue
 
         db = database(url)
+        mutations: MessageQueue
+        occurrences: MessageQueue
         mutations, occurrences = (
             SqliteQueue(db, name, settings.dead_letter_queue, settings.max_receives)
             for name in names

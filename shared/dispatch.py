@@ -90,11 +90,7 @@ def plan_dispatch(
     if missed:
         if policy is MisfirePolicy.FIRE_ALL:
             to_send = missed[:max_to_send]
-            moment = (
-                missed[len(to_send)].scheduled_time
-                if len(to_send) < len(missed)
-                else moment
-            )
+            moment = missed[len(to_send)].scheduled_time if len(to_send) < len(missed) else moment
         elif policy is MisfirePolicy.FIRE_ONCE:
             to_send = [missed[-1]]
             reason = f"missed; fire_once ran {missed[-1].occurrence_id} instead"

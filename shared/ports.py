@@ -147,7 +147,7 @@ class ScheduleStore(ABC):
 
     @abstractmethod
     def record_run(self, tenant: str, schedule_id: str, succeeded: bool, at: datetime) -> None:
-        """Count a finished occurrence: runs, failures and consecutive failures (reset on success)."""
+        """Count a finished occurrence: runs, failures, consecutive failures (reset on success)."""
 
     @abstractmethod
     def list_schedules(
@@ -300,6 +300,7 @@ class WebhookSender(ABC):
     def send(self, request: WebhookRequest) -> WebhookResponse:
         """Make the call. Raises ``WebhookError`` for a timeout or connection failure."""
 
+    @abstractmethod
     def close(self) -> None:
         """Release connections."""
 

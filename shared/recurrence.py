@@ -1,9 +1,10 @@
 """When a schedule fires: each notation follows its own standard.
 
 - ``at``: one instant.
-- ``interval`` in seconds, minutes or hours: exact elapsed time from the anchor; DST does not move it.
-- ``interval`` in days, weeks, months or years: the anchor's local wall time, counted from the anchor
-  (occurrence k is anchor + k units, so Jan 31 monthly gives Feb 28, Mar 31, Apr 30: no drift).
+- ``interval`` in seconds, minutes or hours: exact elapsed time from the anchor;
+  DST does not move it.
+- ``interval`` in days, weeks, months or years: the anchor's local wall time, counted from the
+  anchor (occurrence k is anchor + k units: Jan 31 monthly gives Feb 28, Mar 31, Apr 30, no drift).
 - ``rrule`` (RFC 5545) and calendar intervals resolve local wall times with ``fold=0``: a time in a
   spring-forward gap is read with the offset before the gap, a repeated time is the earlier instant.
 - ``cron``: Debian cron's rules, as cronsim implements them: a fixed-time job in a skipped hour runs
@@ -105,15 +106,15 @@ class CalendarInterval(Recurrence):
             Unit.YEAR: timedelta(days=365),
         }[every.unit] * every.number
 
-    def occurrence(self, index: int) -> datetime:
+    def wall(self, index: int) -> datetime:
+        """The local wall time of occurrence ``index``: the anchor plus ``index`` steps."""
         amount = index * self.every.number
-        wall = {
-            Unit.DAY: lambda: self.anchor_wall.add(days=amount),
-            Unit.WEEK: lambda: self.anchor_wall.add(weeks=amount),
-            Unit.MONTH: lambda: self.anchor_wall.add(months=amount),
-            Unit.YEAR: lambda: self.anchor_wall.add(years=amount),
-        }[self.every.unit]()
-        return resolve_local(datetime(*wall.timetuple()[:6], wall.microsecond), self.zone)
+        unit = {Unit.DAY: "days", Unit.WEEK: "weeks", Unit.MONTH: "months", Unit.YEAR: "years"}
+        wall = self.anchor_wall.add(**{unit[self.every.unit]: amount})
+        return datetime(*wall.timetuple()[:6], wall.microsecond)
+
+    def occurrence(self, index: int) -> datetime:
+        return resolve_local(self.wall(index), self.zone)
 
     def next_after(self, moment: datetime) -> datetime | None:
         if moment < self.anchor:
@@ -175,9 +176,7 @@ class RRuleRecurrence(Recurrence):
 class Bounded(Recurrence):
     """Another recurrence limited to ``[start, end]``."""
 
-    def __init__(
-        self, inner: Recurrence, start: datetime | None, end: datetime | None
-    ) -> None:
+    def __init__(self, inner: Recurrence, start: datetime | None, end: datetime | None) -> None:
         self.inner = inner
         self.start = start
         self.end = end
@@ -218,12 +217,9 @@ def build_recurrence(timing: Timing, accepted_at: datetime) -> Recurrence:
     zone = load_zone(timing.timezone)
     start = instant_in(timing.start, zone) if timing.start is not None else None
     end = instant_in(timing.end, zone) if timing.end is not None else None
-    anchor_wall = (
-        wall_in(timing.start, zone)
-        if timing.start is not None
-        else wall_in(utc_ms(accepted_at), zone)
-    )
+    # Without a start, a recurring schedule runs first one interval after it is accepted.
     anchor = start if start is not None else utc_ms(accepted_at)
+    anchor_wall = wall_in(timing.start if timing.start is not None else anchor, zone)
     inner: Recurrence
     if timing.at is not None:
         inner = OneTime(instant_in(timing.at, zone))
@@ -232,11 +228,13 @@ def build_recurrence(timing: Timing, accepted_at: datetime) -> Recurrence:
         every = timing.interval
         if every.unit.is_exact:
             step = timedelta(seconds=every.number * _EXACT_SECONDS[every.unit])
-            inner = ExactInterval(anchor, step)
+            inner = ExactInterval(anchor if start is not None else anchor + step, step)
         else:
             inner = CalendarInterval(anchor_wall, zone, every)
+            if start is None:
+                inner = CalendarInterval(inner.wall(1), zone, every)
     elif timing.cron is not None:
-        inner = cron_recurrence(timing.cron, zone, anchor)
+        inner = cron_recurrence(timing.cron, zone, anchor, starts_at_anchor=start is not None)
     elif timing.rrule is not None:
         inner = RRuleRecurrence(timing.rrule, anchor_wall, zone)
     else:
@@ -244,12 +242,19 @@ def build_recurrence(timing: Timing, accepted_at: datetime) -> Recurrence:
     return Bounded(inner, start, end)
 
 
-def cron_recurrence(expression: str, zone: tzinfo, anchor: datetime) -> Recurrence:
-    """Five-field cron, ``@hourly``-style macros, ``@every <duration>`` and ``@at <unix time>``."""
+def cron_recurrence(
+    expression: str, zone: tzinfo, anchor: datetime, starts_at_anchor: bool = True
+) -> Recurrence:
+    """Five-field cron, ``@hourly``-style macros, ``@every <duration>`` and ``@at <unix time>``.
+
+    ``@every`` counts from ``anchor``: its first run is the anchor itself when
+    ``starts_at_anchor`` (an explicit start), else one duration later.
+    """
     text = " ".join(expression.split())
     lowered = text.lower()
     if lowered.startswith("@every "):
-        return ExactInterval(anchor, parse_duration(text[len("@every ") :]))
+        step = parse_duration(text[len("@every ") :])
+        return ExactInterval(anchor if starts_at_anchor else anchor + step, step)
     if lowered.startswith("@at "):
         seconds = text[len("@at ") :]
         if not seconds.isdigit():

@@ -32,6 +32,8 @@ class Settings:
     # API
     host: str = "127.0.0.1"
     port: int = 8080
+    api_workers: int = 2
+    api_threads: int = 8
     max_body_bytes: int = 256 * 1024
     # Shortest time allowed between two occurrences of a recurring schedule.
     min_interval_seconds: float = 1.0
@@ -47,6 +49,9 @@ class Settings:
     poller_lease_seconds: float = 30.0
     # How long before its time an occurrence becomes visible on queue 2.
     dispatch_lead_seconds: float = 2.0
+    # An occurrence the poller finds more overdue than this was missed: the schedule's misfire
+    # policy decides whether it runs.
+    misfire_threshold_seconds: float = 5.0
 
     # Executor
     executor_concurrency: int = 32
@@ -68,9 +73,7 @@ class Settings:
     worker_id: str = field(default_factory=lambda: f"{os.uname().nodename}:{os.getpid()}")
 
     @classmethod
-    def from_env(
-        cls, environ: Mapping[str, str] | None = None, **overrides: Any
-    ) -> Settings:
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
         """Settings from ``SCHEDULER_<FIELD>`` variables; ``overrides`` win over the environment."""
         environ = os.environ if environ is None else environ
         hints = get_type_hints(cls)

@@ -1,4 +1,4 @@
-"""Time helpers: every instant inside the service is an aware UTC datetime with millisecond precision.
+"""Time helpers: every instant inside the service is an aware UTC datetime, to the millisecond.
 
 Milliseconds because BSON keeps no more: an instant that went through MongoDB must compare equal
 to the one that did not, and an occurrence id must not depend on dropped microseconds.
@@ -45,7 +45,7 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def iso_z(moment: datetime) -> str:
-    """``2026-03-08T07:30:00.000Z``: the form of every time the API answers and of occurrence ids."""
+    """``2026-03-08T07:30:00.000Z``: how the API writes times, and occurrence ids too."""
     moment = utc_ms(moment)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
@@ -56,7 +56,7 @@ def iso_local(moment: datetime, zone: tzinfo) -> str:
 
 
 def load_zone(name: str) -> tzinfo:
-    """An IANA zone by name (links such as ``Asia/Calcutta`` included); ``ValueError`` if unknown."""
+    """An IANA zone by name (links like ``Asia/Calcutta`` too); ``ValueError`` if unknown."""
     if not isinstance(name, str) or not name.strip():
         raise ValueError("time zone must be a non-empty IANA name such as 'Europe/Paris'")
     try:

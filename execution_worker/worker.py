@@ -1,0 +1,388 @@
+"""The executor: long-polls queue 2, holds each occurrence until its exact moment, fires it.
+
+Three parts in one process:
+- a receiver thread takes messages from queue 2 while there is room in memory (``max_held``),
+  and makes each one invisible to other executors for as long as it is held and run;
+- the dispatcher (``run``'s own thread) sleeps until the earliest held occurrence is due, waking
+  early when an earlier one arrives, and hands due occurrences to a pool of HTTP workers;
+- each worker checks the schedule again (deleted, paused or changed → skipped), takes the
+  occurrence's execution record (a lease: a duplicate delivery never makes a second run), makes
+  the call, records the outcome, and only then deletes the message. A retry is the message
+  coming back after a backoff (its visibility), so retry state survives a crash.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from shared.errors import PoisonMessage, Transient
+from shared.lifecycle import Shutdown
+from shared.messages import decode_occurrence
+from shared.model import (
+    AttemptOutcome,
+    Execution,
+    ExecutionStatus,
+    Occurrence,
+    Schedule,
+    ScheduleStatus,
+)
+from shared.ports import (
+    Clock,
+    ExecutionStore,
+    MessageQueue,
+    OutgoingMessage,
+    ReceivedMessage,
+    ScheduleStore,
+    SystemClock,
+    WebhookError,
+    WebhookSender,
+)
+from shared.retry import backoff_delay, judge_response
+from shared.settings import Settings
+from shared.webhooks import WebhookSigner, build_request
+
+log = logging.getLogger(__name__)
+
+# A freshly received message stays invisible this long before the executor sets it precisely.
+RECEIVE_VISIBILITY_SECONDS = 60.0
+
+
+@dataclass(order=True)
+class Held:
+    due: datetime
+    rank: tuple[int, int]
+    occurrence: Occurrence = field(compare=False)
+    message: ReceivedMessage = field(compare=False)
+    visible_at: datetime = field(compare=False)
+
+
+@dataclass
+class ExecutorStats:
+    received: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    retried: int = 0
+    skipped: int = 0
+    duplicates: int = 0
+    poisoned: int = 0
+
+
+class Executor:
+    def __init__(
+        self,
+        store: ScheduleStore,
+        executions: ExecutionStore,
+        occurrences: MessageQueue,
+        dead_letters: MessageQueue,
+        sender: WebhookSender,
+        settings: Settings,
+        clock: Clock | None = None,
+    ) -> None:
+        self.store = store
+        self.executions = executions
+        self.occurrences = occurrences
+        self.dead_letters = dead_letters
+        self.sender = sender
+        self.settings = settings
+        self.clock = clock or SystemClock()
+        self.owner = f"executor:{settings.worker_id}"
+        self.signer = WebhookSigner(settings.webhook_secret) if settings.webhook_secret else None
+        self.max_held = max(1000, settings.executor_concurrency * 4)
+        self.stats = ExecutorStats()
+        self._held: list[Held] = []
+        self._sequence = itertools.count()
+        self._changed = threading.Condition()
+        self._slots = threading.Semaphore(settings.executor_concurrency)
+        self._pool = ThreadPoolExecutor(
+            max_workers=settings.executor_concurrency, thread_name_prefix="fire"
+        )
+
+    # -- the loops ------------------------------------------------------------------------
+
+    def run(self, shutdown: Shutdown) -> None:
+        log.info("executor started", extra={"event": "executor_started", "owner": self.owner})
+        receiver = threading.Thread(
+            target=self._receive_loop, args=(shutdown,), name="receive", daemon=True
+        )
+        receiver.start()
+        try:
+            self._dispatch_loop(shutdown)
+        finally:
+            with self._changed:
+                self._changed.notify_all()
+            receiver.join(timeout=self.settings.receive_wait_seconds + 5)
+            self._release_held()
+            self._pool.shutdown(wait=True, cancel_futures=False)
+            log.info("executor stopped", extra={"event": "executor_stopped"})
+
+    def _receive_loop(self, shutdown: Shutdown) -> None:
+        while not shutdown.is_set():
+            with self._changed:
+                full = len(self._held) >= self.max_held
+            if full:
+                shutdown.wait(0.05)
+                continue
+            try:
+                self.receive_once(self.settings.receive_wait_seconds)
+            except Transient as exc:
+                log.warning("queue unavailable: %s", exc, extra={"event": "transient_error"})
+                shutdown.wait(1.0)
+            except Exception:
+                log.exception("receive failed", extra={"event": "receive_failed"})
+                shutdown.wait(1.0)
+
+    def _dispatch_loop(self, shutdown: Shutdown) -> None:
+        while not shutdown.is_set():
+            due = self._take_due(timeout=0.5)
+            for item in due:
+                self._slots.acquire()
+                self._pool.submit(self._fire_and_release, item)
+
+    def _take_due(self, timeout: float) -> list[Held]:
+        """Wait until the earliest held occurrence is due (or ``timeout``); pop the due ones."""
+        with self._changed:
+            now = self.clock.now()
+            if not self._held or self._held[0].due > now:
+                wait = timeout
+                if self._held:
+                    wait = min(wait, (self._held[0].due - now).total_seconds())
+                self._changed.wait(max(0.0, wait))
+                now = self.clock.now()
+            due: list[Held] = []
+            while self._held and self._held[0].due <= now:
+                due.append(heapq.heappop(self._held))
+            return due
+
+    def _fire_and_release(self, item: Held) -> None:
+        try:
+            self.fire(item)
+        except Exception:
+            # The message stays; it comes back after its visibility timeout.
+            log.exception(
+                "firing failed",
+                extra={"event": "fire_failed", "occurrence_id": item.occurrence.occurrence_id},
+            )
+        finally:
+            self._slots.release()
+
+    def _release_held(self) -> None:
+        """On shutdown, hand the occurrences not yet fired back to the queue at once."""
+        with self._changed:
+            held, self._held = self._held, []
+        for item in held:
+            try:
+                self.occurrences.change_visibility(item.message.receipt_handle, 0)
+            except Exception:
+                log.warning("could not release a held message; it returns after its timeout")
+
+    # -- one step each, also used directly by tests ------------------------------------
+
+    def receive_once(self, wait_seconds: float = 0.0) -> int:
+        messages = self.occurrences.receive(
+            self.settings.receive_batch_size, wait_seconds, RECEIVE_VISIBILITY_SECONDS
+        )
+        now = self.clock.now()
+        items: list[Held] = []
+        for message in messages:
+            try:
+                occurrence = decode_occurrence(message.body)
+            except PoisonMessage as exc:
+                log.error("poison message on queue 2: %s", exc, extra={"event": "poison_message"})
+                self.dead_letters.send([OutgoingMessage(message.body)])
+                self.occurrences.delete([message.receipt_handle])
+                self.stats.poisoned += 1
+                continue
+            visible_at = now + timedelta(seconds=RECEIVE_VISIBILITY_SECONDS)
+            due = max(occurrence.scheduled_time, now)
+            needed = due + timedelta(seconds=self.settings.execution_lease_margin_seconds)
+            if needed > visible_at:
+                hold = (needed - now).total_seconds()
+                self.occurrences.change_visibility(message.receipt_handle, hold)
+                visible_at = needed
+            items.append(
+                Held(
+                    due=occurrence.scheduled_time,
+                    rank=(-occurrence.priority, next(self._sequence)),
+                    occurrence=occurrence,
+                    message=message,
+                    visible_at=visible_at,
+                )
+            )
+        self.stats.received += len(items)
+        if items:
+            with self._changed:
+                for item in items:
+                    heapq.heappush(self._held, item)
+                self._changed.notify_all()
+        return len(messages)
+
+    def fire(self, item: Held) -> None:
+        """Fire one held occurrence that is due, and settle its message."""
+        occurrence = item.occurrence
+        receipt = item.message.receipt_handle
+        schedule = self.store.get_schedule(occurrence.tenant, occurrence.schedule_id)
+        reason = self._skip_reason(occurrence, schedule)
+        if reason is not None:
+            self._skip(occurrence, receipt, reason)
+            return
+        assert schedule is not None
+        definition = schedule.live_definition
+        payload = definition.payload
+        now = self.clock.now()
+        grace = definition.misfire.grace_seconds
+        late = (now - occurrence.scheduled_time).total_seconds()
+        if grace is not None and not occurrence.manual and late > grace:
+            self._skip(occurrence, receipt, f"late by {late:.3f}s, beyond grace of {grace:g}s")
+            return
+        lease = timedelta(
+            seconds=payload.timeout_seconds + self.settings.execution_lease_margin_seconds
+        )
+        if now + lease > item.visible_at:
+            self.occurrences.change_visibility(receipt, lease.total_seconds())
+        execution = self.executions.begin_attempt(occurrence, self.owner, now, now + lease)
+        if execution is None:
+            # Final already, or another executor holds it: this delivery is a duplicate.
+            self.stats.duplicates += 1
+            self.occurrences.delete([receipt])
+            return
+        request = build_request(occurrence, payload, execution.attempts, self.signer, now)
+        try:
+            response = self.sender.send(request)
+        except WebhookError as exc:
+            finished = self.clock.now()
+            self._settle(
+                execution,
+                schedule,
+                receipt,
+                item.message.body,
+                finished,
+                succeeded=False,
+                retryable=exc.retryable,
+                http_status=None,
+                duration_ms=(finished - now).total_seconds() * 1000.0,
+                error=str(exc),
+                retry_after=None,
+            )
+            return
+        finished = self.clock.now()
+        verdict = judge_response(response.status, response.headers, finished)
+        self._settle(
+            execution,
+            schedule,
+            receipt,
+            item.message.body,
+            finished,
+            succeeded=verdict.succeeded,
+            retryable=verdict.retryable,
+            http_status=response.status,
+            duration_ms=response.duration_ms,
+            error=verdict.reason,
+            retry_after=verdict.retry_after_seconds,
+        )
+
+    def _skip_reason(self, occurrence: Occurrence, schedule: Schedule | None) -> str | None:
+        if schedule is None or schedule.status is ScheduleStatus.DELETED:
+            return "schedule deleted"
+        if occurrence.manual:
+            return None
+        if schedule.revision != occurrence.revision:
+            return f"schedule changed (revision {occurrence.revision} → {schedule.revision})"
+        if schedule.status is ScheduleStatus.PAUSED:
+            return "schedule paused"
+        return None
+
+    def _skip(self, occurrence: Occurrence, receipt: str, reason: str) -> None:
+        self.executions.record_skips([(occurrence, reason)], self.clock.now())
+        self.occurrences.delete([receipt])
+        self.stats.skipped += 1
+        log.info(
+            "occurrence skipped: %s",
+            reason,
+            extra={
+                "event": "occurrence_skipped",
+                "tenant": occurrence.tenant,
+                "schedule_id": occurrence.schedule_id,
+                "occurrence_id": occurrence.occurrence_id,
+                "reason": reason,
+            },
+        )
+
+    def _settle(
+        self,
+        execution: Execution,
+        schedule: Schedule,
+        receipt: str,
+        body: str,
+        finished: datetime,
+        *,
+        succeeded: bool,
+        retryable: bool,
+        http_status: int | None,
+        duration_ms: float,
+        error: str | None,
+        retry_after: float | None,
+    ) -> None:
+        policy = schedule.live_definition.retry
+        extra = {
+            "tenant": execution.tenant,
+            "schedule_id": execution.schedule_id,
+            "occurrence_id": execution.occurrence_id,
+            "attempt": execution.attempts,
+            "http_status": http_status,
+            "duration_ms": round(duration_ms, 3),
+            "lateness_ms": round(
+                (execution.started_at - execution.scheduled_time).total_seconds() * 1000.0, 3
+            )
+            if execution.started_at
+            else None,
+        }
+        if succeeded:
+            outcome = AttemptOutcome(
+                ExecutionStatus.SUCCEEDED, finished, http_status, duration_ms, None
+            )
+            if self.executions.finish_attempt(execution, self.owner, outcome):
+                self.store.record_run(execution.tenant, execution.schedule_id, True, finished)
+            self.occurrences.delete([receipt])
+            self.stats.succeeded += 1
+            log.info("occurrence succeeded", extra={"event": "occurrence_succeeded", **extra})
+            return
+        if retryable and execution.attempts < policy.max_attempts:
+            delay = backoff_delay(policy, execution.attempts, retry_after)
+            outcome = AttemptOutcome(
+                ExecutionStatus.RETRYING,
+                finished,
+                http_status,
+                duration_ms,
+                error,
+                finished + delay,
+            )
+            self.executions.finish_attempt(execution, self.owner, outcome)
+            self.occurrences.change_visibility(receipt, delay.total_seconds())
+            self.stats.retried += 1
+            log.warning(
+                "attempt failed, retrying in %.1fs: %s",
+                delay.total_seconds(),
+                error,
+                extra={"event": "occurrence_retrying", "error": error, **extra},
+            )
+            return
+        outcome = AttemptOutcome(ExecutionStatus.FAILED, finished, http_status, duration_ms, error)
+        if self.executions.finish_attempt(execution, self.owner, outcome):
+            self.store.record_run(execution.tenant, execution.schedule_id, False, finished)
+        self.dead_letters.send([OutgoingMessage(body)])
+        self.occurrences.delete([receipt])
+        self.stats.failed += 1
+        log.error(
+            "occurrence failed: %s",
+            error,
+            extra={"event": "occurrence_failed", "error": error, **extra},
+        )
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)

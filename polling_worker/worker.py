@@ -1,0 +1,151 @@
+"""The poller: claims schedules due within the look-ahead and sends their occurrences to queue 2.
+
+Overdue schedules are claimed too (the blueprint's poller silently dropped them). A claim is a
+lease: if this poller dies between sending and advancing, another claims the schedule after the
+lease and sends the same occurrences again, with the same occurrence ids, which the executor
+deduplicates.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from shared.dispatch import DispatchPlan, plan_dispatch
+from shared.errors import Transient
+from shared.lifecycle import Shutdown
+from shared.messages import encode_occurrence
+from shared.model import Schedule
+from shared.ports import (
+    Clock,
+    ExecutionStore,
+    MessageQueue,
+    OutgoingMessage,
+    ScheduleStore,
+    SystemClock,
+)
+from shared.settings import Settings
+from shared.timeutil import iso_z
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class PollerStats:
+    claimed: int = 0
+    sent: int = 0
+    skipped: int = 0
+    lost_leases: int = 0
+
+
+class Poller:
+    def __init__(
+        self,
+        store: ScheduleStore,
+        executions: ExecutionStore,
+        occurrences: MessageQueue,
+        settings: Settings,
+        clock: Clock | None = None,
+    ) -> None:
+        self.store = store
+        self.executions = executions
+        self.occurrences = occurrences
+        self.settings = settings
+        self.owner = f"poller:{settings.worker_id}"
+        self.clock = clock or SystemClock()
+        self.stats = PollerStats()
+        # Set to poll at once, e.g. by an in-process processor that stored a schedule due soon.
+        self.wake = threading.Event()
+
+    def run(self, shutdown: Shutdown) -> None:
+        log.info("poller started", extra={"event": "poller_started", "owner": self.owner})
+        shutdown.link(self.wake)
+        while not shutdown.is_set():
+            try:
+                claimed = self.poll_once()
+            except Transient as exc:
+                log.warning("backend unavailable: %s", exc, extra={"event": "transient_error"})
+                claimed = 0
+            # A full batch means more is due right now: go again without waiting.
+            if claimed < self.settings.claim_batch_size:
+                self.wake.wait(self.settings.poll_interval_seconds)
+                self.wake.clear()
+        log.info("poller stopped", extra={"event": "poller_stopped"})
+
+    def poll_once(self) -> int:
+        """Claim one batch of due schedules, enqueue their occurrences, advance them."""
+        settings = self.settings
+        now = self.clock.now()
+        horizon = now + timedelta(seconds=settings.lookahead_seconds)
+        claimed = self.store.claim_due_schedules(
+            horizon=horizon,
+            now=now,
+            limit=settings.claim_batch_size,
+            owner=self.owner,
+            lease_until=now + timedelta(seconds=settings.poller_lease_seconds),
+        )
+        if not claimed:
+            return 0
+        self.stats.claimed += len(claimed)
+        plans: list[tuple[Schedule, DispatchPlan]] = []
+        for schedule in claimed:
+            try:
+                plan = plan_dispatch(
+                    schedule,
+                    now,
+                    horizon,
+                    settings.max_occurrences_per_claim,
+                    timedelta(seconds=settings.misfire_threshold_seconds),
+                )
+            except ValueError as exc:
+                log.error(
+                    "cannot compute occurrences: %s",
+                    exc,
+                    extra={"event": "schedule_broken", "schedule_id": schedule.schedule_id},
+                )
+                plan = DispatchPlan([], [], None, schedule.occurrence_count)
+            plans.append((schedule, plan))
+        messages = [
+            OutgoingMessage(
+                encode_occurrence(occurrence), self._delay(occurrence.scheduled_time, now)
+            )
+            for _, plan in plans
+            for occurrence in plan.to_send
+        ]
+        # Send before advancing: a crash in between re-sends (deduplicated), never loses.
+        self.occurrences.send(messages)
+        self.stats.sent += len(messages)
+        skips = [(item.occurrence, item.reason) for _, plan in plans for item in plan.skipped]
+        if skips:
+            self.executions.record_skips(skips, now)
+            self.stats.skipped += len(skips)
+        for schedule, plan in plans:
+            advanced = self.store.advance_schedule(
+                schedule, self.owner, plan.next_schedule_time, plan.occurrence_count, now
+            )
+            if not advanced:
+                self.stats.lost_leases += 1
+            log.info(
+                "dispatched %d occurrence(s)",
+                len(plan.to_send),
+                extra={
+                    "event": "schedule_dispatched",
+                    "tenant": schedule.tenant,
+                    "schedule_id": schedule.schedule_id,
+                    "sent": len(plan.to_send),
+                    "skipped": len(plan.skipped),
+                    "next_schedule_time": iso_z(plan.next_schedule_time)
+                    if plan.next_schedule_time
+                    else None,
+                    "advanced": advanced,
+                },
+            )
+        return len(claimed)
+
+    def _delay(self, scheduled_time: datetime, now: datetime) -> float:
+        """Whole seconds (as SQS counts them) so the message arrives a little before its time."""
+        seconds = (scheduled_time - now).total_seconds() - self.settings.dispatch_lead_seconds
+        return float(max(0, math.floor(seconds)))

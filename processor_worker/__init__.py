@@ -1,0 +1,1 @@
+"""Queue 1 → the store: applies schedule definitions in revision order."""

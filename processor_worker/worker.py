@@ -1,0 +1,100 @@
+"""The processor: consumes queue 1, computes ``next_schedule_time``, writes the store."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from shared.errors import PoisonMessage, Transient
+from shared.lifecycle import Shutdown
+from shared.messages import decode_mutation
+from shared.ports import Clock, MessageQueue, OutgoingMessage, ScheduleStore, SystemClock
+from shared.recurrence import first_occurrence
+from shared.timeutil import iso_z
+
+log = logging.getLogger(__name__)
+
+VISIBILITY_TIMEOUT_SECONDS = 30.0
+
+
+@dataclass
+class ProcessorStats:
+    applied: int = 0
+    ignored: int = 0
+    poisoned: int = 0
+
+
+class Processor:
+    def __init__(
+        self,
+        store: ScheduleStore,
+        mutations: MessageQueue,
+        dead_letters: MessageQueue,
+        batch_size: int = 10,
+        wait_seconds: float = 1.0,
+        clock: Clock | None = None,
+        on_applied: Callable[[], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.mutations = mutations
+        self.dead_letters = dead_letters
+        self.batch_size = batch_size
+        self.wait_seconds = wait_seconds
+        self.clock = clock or SystemClock()
+        self.stats = ProcessorStats()
+        self.on_applied = on_applied
+
+    def run(self, shutdown: Shutdown) -> None:
+        log.info("processor started", extra={"event": "processor_started"})
+        while not shutdown.is_set():
+            try:
+                self.process_batch(self.wait_seconds)
+            except Transient as exc:
+                log.warning("backend unavailable: %s", exc, extra={"event": "transient_error"})
+                shutdown.wait(1.0)
+        log.info("processor stopped", extra={"event": "processor_stopped"})
+
+    def process_batch(self, wait_seconds: float = 0.0) -> int:
+        """Apply up to one batch of mutations; returns how many messages were handled."""
+        messages = self.mutations.receive(self.batch_size, wait_seconds, VISIBILITY_TIMEOUT_SECONDS)
+        done: list[str] = []
+        applied_before = self.stats.applied
+        for message in messages:
+            try:
+                mutation = decode_mutation(message.body)
+                next_time = first_occurrence(mutation.definition.timing, mutation.accepted_at)
+            except (PoisonMessage, ValueError) as exc:
+                log.error("poison message on queue 1: %s", exc, extra={"event": "poison_message"})
+                self.dead_letters.send([OutgoingMessage(message.body)])
+                self.stats.poisoned += 1
+                done.append(message.receipt_handle)
+                continue
+            applied = self.store.apply_definition(
+                mutation.tenant,
+                mutation.schedule_id,
+                mutation.revision,
+                mutation.definition,
+                next_time,
+                mutation.accepted_at,
+            )
+            if applied:
+                self.stats.applied += 1
+            else:
+                self.stats.ignored += 1
+            log.info(
+                "definition %s",
+                "applied" if applied else "ignored (a newer one is stored)",
+                extra={
+                    "event": "definition_applied" if applied else "definition_ignored",
+                    "tenant": mutation.tenant,
+                    "schedule_id": mutation.schedule_id,
+                    "revision": mutation.revision,
+                    "next_schedule_time": iso_z(next_time) if next_time else None,
+                },
+            )
+            done.append(message.receipt_handle)
+        self.mutations.delete(done)
+        if self.stats.applied > applied_before and self.on_applied is not None:
+            self.on_applied()
+        return len(messages)

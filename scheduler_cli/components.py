@@ -1,0 +1,40 @@
+"""Building each component from settings and backends, the same way for every command."""
+
+from __future__ import annotations
+
+from execution_worker.worker import Executor
+from polling_worker.worker import Poller
+from processor_worker.worker import Processor
+from shared.adapters.http_sender import HttpSender
+from shared.backends import Backends
+from shared.ports import Clock
+from shared.settings import Settings
+
+
+def build_processor(
+    settings: Settings, backends: Backends, clock: Clock | None = None
+) -> Processor:
+    return Processor(
+        backends.store,
+        backends.queues.mutations,
+        backends.queues.dead_letters,
+        batch_size=settings.processor_batch_size,
+        wait_seconds=settings.receive_wait_seconds,
+        clock=clock,
+    )
+
+
+def build_poller(settings: Settings, backends: Backends, clock: Clock | None = None) -> Poller:
+    return Poller(backends.store, backends.store, backends.queues.occurrences, settings, clock)
+
+
+def build_executor(settings: Settings, backends: Backends, clock: Clock | None = None) -> Executor:
+    return Executor(
+        backends.store,
+        backends.store,
+        backends.queues.occurrences,
+        backends.queues.dead_letters,
+        HttpSender(max_connections_per_host=settings.executor_concurrency),
+        settings,
+        clock,
+    )

@@ -1,0 +1,153 @@
+"""``scheduler dev | api | processor | poller | executor``."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from werkzeug.serving import make_server
+
+from scheduler_cli.components import build_executor, build_poller, build_processor
+from scheduler_service.app import create_app
+from shared.backends import Backends, open_backends
+from shared.errors import ConfigurationError
+from shared.lifecycle import Shutdown
+from shared.logs import configure_logging
+from shared.settings import PREFIX, Settings
+from shared.webhooks import new_webhook_secret
+
+log = logging.getLogger("scheduler")
+
+LOOPBACK_NETWORKS = ("127.0.0.0/8", "::1/128")
+
+
+class Worker(Protocol):
+    def run(self, shutdown: Shutdown) -> None: ...
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="scheduler", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    dev = commands.add_parser("dev", help="run all four components in one process, embedded")
+    dev.add_argument("--host", default="127.0.0.1")
+    dev.add_argument("--port", type=int, default=8080, help="0 picks a free port")
+    dev.add_argument("--data-dir", default="scheduler-data", help="where state is kept")
+    commands.add_parser("api", help="serve the HTTP API (gunicorn)")
+    commands.add_parser("processor", help="apply queue 1 to the store")
+    commands.add_parser("poller", help="send due occurrences to queue 2")
+    commands.add_parser("executor", help="fire occurrences from queue 2")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "dev":
+            return run_dev(args.host, args.port, Path(args.data_dir))
+        settings = Settings.from_env()
+    except ConfigurationError as exc:
+        print(f"scheduler: configuration error: {exc}", file=sys.stderr)
+        return 2
+    configure_logging(settings.log_format, settings.log_level)
+    if args.command == "api":
+        return run_api(settings)
+    builders: dict[str, Callable[[Settings, Backends], Worker]] = {
+        "processor": build_processor,
+        "poller": build_poller,
+        "executor": build_executor,
+    }
+    return run_component(settings, builders[args.command])
+
+
+def run_component(settings: Settings, build: Callable[[Settings, Backends], Worker]) -> int:
+    shutdown = Shutdown()
+    shutdown.install_signal_handlers()
+    backends = open_backends(settings)
+    try:
+        build(settings, backends).run(shutdown)
+    finally:
+        backends.close()
+    return 0
+
+
+def run_api(settings: Settings) -> int:
+    from gunicorn.app.base import BaseApplication
+
+    class Server(BaseApplication):  # type: ignore[misc]
+        def load_config(self) -> None:
+            self.cfg.set("bind", f"{settings.host}:{settings.port}")
+            self.cfg.set("workers", settings.api_workers)
+            self.cfg.set("threads", settings.api_threads)
+            self.cfg.set("accesslog", None)
+
+        def load(self) -> Any:
+            # Each gunicorn worker opens its own connections after the fork.
+            return create_app(settings, open_backends(settings))
+
+    Server().run()
+    return 0
+
+
+def dev_settings(host: str, port: int, data_dir: Path) -> Settings:
+    data_dir = data_dir.resolve()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    url = f"sqlite:///{data_dir / 'scheduler.db'}"
+    overrides: dict[str, Any] = {"store_url": url, "queue_url": url, "host": host, "port": port}
+    environ = os.environ
+    if PREFIX + "LOG_FORMAT" not in environ:
+        overrides["log_format"] = "text"
+    if PREFIX + "ALLOWED_NETWORKS" not in environ:
+        overrides["allowed_networks"] = LOOPBACK_NETWORKS
+    if PREFIX + "WEBHOOK_SECRET" not in environ:
+        secret_file = data_dir / "webhook-secret"
+        if not secret_file.exists():
+            secret_file.write_text(new_webhook_secret() + "\n")
+            secret_file.chmod(0o600)
+        overrides["webhook_secret"] = secret_file.read_text().strip()
+    return Settings.from_env(environ, **overrides)
+
+
+def run_dev(host: str, port: int, data_dir: Path) -> int:
+    """Everything in one process on the embedded SQLite backends."""
+    data_dir = data_dir.resolve()
+    settings = dev_settings(host, port, data_dir)
+    configure_logging(settings.log_format, settings.log_level)
+    shutdown = Shutdown()
+    shutdown.install_signal_handlers()
+    backends = open_backends(settings)
+    server = make_server(host, port, create_app(settings, backends), threaded=True)
+    poller = build_poller(settings, backends)
+    processor = build_processor(settings, backends)
+    # In one process the processor can tell the poller at once that something new is stored.
+    processor.on_applied = poller.wake.set
+    workers: list[Worker] = [processor, poller, build_executor(settings, backends)]
+    threads = [
+        threading.Thread(target=worker.run, args=(shutdown,), name=type(worker).__name__)
+        for worker in workers
+    ]
+    threads.append(threading.Thread(target=server.serve_forever, name="api", daemon=True))
+    for thread in threads:
+        thread.start()
+    base = f"http://{host}:{server.server_port}"
+    print(
+        f"scheduler dev: API on {base}/scheduler-service/v1  (docs: {base}/docs)\n"
+        f"scheduler dev: data in {data_dir} (kept across restarts)\n"
+        f"scheduler dev: webhooks signed with the secret in {data_dir / 'webhook-secret'}\n"
+        "scheduler dev: no API key needed (one default tenant); Ctrl-C stops",
+        flush=True,
+    )
+    try:
+        shutdown.requested.wait()
+    finally:
+        server.shutdown()
+        for thread in threads[:-1]:
+            thread.join(timeout=settings.shutdown_timeout_seconds)
+        backends.close()
+    log.info("scheduler dev stopped", extra={"event": "dev_stopped"})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

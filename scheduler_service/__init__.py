@@ -1,0 +1,1 @@
+"""The HTTP API: validates schedules and puts them on queue 1."""

@@ -1,0 +1,100 @@
+"""Every error the API answers is RFC 7807 ``application/problem+json``, never a traceback."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from flask import Flask, Response, json
+from werkzeug.exceptions import HTTPException
+
+from shared.errors import InvalidInput, NotFound, Transient
+
+log = logging.getLogger(__name__)
+
+
+def problem(
+    status: int,
+    title: str,
+    detail: str | None = None,
+    errors: list[dict[str, str]] | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> Response:
+    body: dict[str, Any] = {"type": "about:blank", "title": title, "status": status}
+    if detail:
+        body["detail"] = detail
+    if errors is not None:
+        body["errors"] = errors
+    response = Response(json.dumps(body), status=status, mimetype="application/problem+json")
+    for name, value in (headers or {}).items():
+        response.headers[name] = value
+    return response
+
+
+def flatten(messages: Any, prefix: str = "") -> list[dict[str, str]]:
+    """Marshmallow's nested messages → ``[{"field": "schedule.cron", "message": "…"}]``."""
+    if isinstance(messages, Mapping):
+        found: list[dict[str, str]] = []
+        for key, value in messages.items():
+            name = prefix if key == "_schema" else f"{prefix}.{key}" if prefix else str(key)
+            found.extend(flatten(value, name))
+        return found
+    if isinstance(messages, list | tuple):
+        if all(isinstance(item, str) for item in messages):
+            return [{"field": prefix or "body", "message": str(item)} for item in messages]
+        found = []
+        for item in messages:
+            found.extend(flatten(item, prefix))
+        return found
+    return [{"field": prefix or "body", "message": str(messages)}]
+
+
+def invalid(errors: list[dict[str, str]]) -> Response:
+    fields = ", ".join(sorted({error["field"] for error in errors}))
+    return problem(400, "Invalid request", f"invalid fields: {fields}", errors)
+
+
+def register_error_handlers(app: Flask) -> None:
+    @app.errorhandler(HTTPException)
+    def http_error(exc: HTTPException) -> Response:
+        status = exc.code or 500
+        data = getattr(exc, "data", None) or {}
+        messages = data.get("messages") if isinstance(data, Mapping) else None
+        if status == 422 and messages is not None:
+            # webargs reports {"json": {...}}: name the fields of the body, not the location.
+            flat: list[dict[str, str]] = []
+            for value in messages.values():
+                flat.extend(flatten(value))
+            return invalid(flat)
+        detail = data.get("message") if isinstance(data, Mapping) else None
+        return problem(status, exc.name, detail or exc.description)
+
+    @app.errorhandler(InvalidInput)
+    def invalid_input(exc: InvalidInput) -> Response:
+        return invalid(
+            [
+                {"field": name, "message": message}
+                for name, messages in exc.fields.items()
+                for message in messages
+            ]
+        )
+
+    @app.errorhandler(NotFound)
+    def not_found(exc: NotFound) -> Response:
+        return problem(404, "Not Found", f"no schedule {exc.args[0]!r}" if exc.args else None)
+
+    @app.errorhandler(Transient)
+    def unavailable(exc: Transient) -> Response:
+        log.warning("backend unavailable: %s", exc, extra={"event": "transient_error"})
+        return problem(
+            503,
+            "Service Unavailable",
+            "a backend is unavailable; retry",
+            headers={"Retry-After": "1"},
+        )
+
+    @app.errorhandler(Exception)
+    def unexpected(exc: Exception) -> Response:
+        log.exception("unhandled error", extra={"event": "unhandled_error"})
+        return problem(500, "Internal Server Error", "an unexpected error; it has been logged")

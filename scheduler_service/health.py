@@ -1,0 +1,40 @@
+"""Liveness and readiness."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import current_app
+from flask_smorest import Blueprint
+
+from shared.backends import Backends
+from shared.errors import Transient
+
+blp = Blueprint("health", __name__, description="Liveness and readiness")
+
+
+@blp.route("/healthz")
+@blp.response(200)
+def healthz() -> dict[str, Any]:
+    """The process is alive."""
+    return {"status": "ok"}
+
+
+@blp.route("/readyz")
+@blp.response(200)
+def readyz() -> tuple[dict[str, Any], int]:
+    """The store and the queues answer."""
+    backends: Backends = current_app.extensions["scheduler_backends"]
+    checks: dict[str, str] = {}
+    try:
+        backends.store.ping()
+        checks["store"] = "ok"
+    except Transient as exc:
+        checks["store"] = f"unavailable: {exc}"
+    try:
+        backends.queues.mutations.depth()
+        checks["queue"] = "ok"
+    except Exception as exc:
+        checks["queue"] = f"unavailable: {exc}"
+    ready = all(value == "ok" for value in checks.values())
+    return {"status": "ready" if ready else "unavailable", "checks": checks}, 200 if ready else 503

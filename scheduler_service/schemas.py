@@ -1,0 +1,344 @@
+"""Marshmallow schemas: a request body becomes a ``ScheduleDefinition``; nothing else sees JSON.
+
+Two shapes of the ``schedule`` object are accepted:
+- the blueprint's: ``start_date`` (MM/DD/YYYY), ``end_date``, ``timeZone``, ``time_of_day``,
+  ``am_pm``, ``repeat_interval {number, unit}`` — no ``repeat_interval`` means once;
+- the canonical one: exactly one of ``at``, ``interval``, ``cron``, ``rrule``, with ``timezone``,
+  ``start``, ``end``, ``max_occurrences``.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime, time, timedelta
+from typing import Any
+from urllib.parse import urlsplit
+
+from marshmallow import (
+    EXCLUDE,
+    RAISE,
+    Schema,
+    ValidationError,
+    fields,
+    post_load,
+    validate,
+    validates_schema,
+)
+
+from shared.model import (
+    Every,
+    Misfire,
+    MisfirePolicy,
+    Payload,
+    RetryPolicy,
+    Timing,
+    Unit,
+)
+from shared.timeutil import load_zone, parse_iso
+
+SCHEDULE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._~-]{0,127}$")
+HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$")
+METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
+RESERVED_HEADERS = frozenset(
+    {
+        "host",
+        "content-length",
+        "transfer-encoding",
+        "connection",
+        "idempotency-key",
+        "webhook-id",
+        "webhook-timestamp",
+        "webhook-signature",
+    }
+)
+SEED_FIELDS = ("start_date", "end_date", "timeZone", "time_of_day", "am_pm", "repeat_interval")
+CANONICAL_FORMS = ("at", "interval", "cron", "rrule")
+SEED_NAMES = {
+    "timezone": "timeZone",
+    "at": "start_date",
+    "interval": "repeat_interval",
+    "start": "start_date",
+    "end": "end_date",
+}
+
+
+def _iso_datetime(value: str) -> datetime:
+    try:
+        return parse_iso(value)
+    except ValueError:
+        raise ValidationError(
+            "not an ISO-8601 date-time (e.g. 2026-12-01T09:00:00 for local time in the "
+            "schedule's timezone, or 2026-12-01T09:00:00Z)"
+        ) from None
+
+
+def _zone_name(value: str) -> None:
+    try:
+        load_zone(value)
+    except ValueError as exc:
+        raise ValidationError(str(exc)) from None
+
+
+def _unit(value: str) -> None:
+    try:
+        Unit.parse(value)
+    except ValueError as exc:
+        raise ValidationError(str(exc)) from None
+
+
+class IntervalSchema(Schema):
+    class Meta:
+        unknown = RAISE
+
+    number = fields.Integer(
+        required=True,
+        strict=True,
+        validate=validate.Range(min=1, max=1_000_000, error="must be a whole number from 1"),
+    )
+    unit = fields.String(required=True, validate=_unit)
+
+
+class ScheduleSpecSchema(Schema):
+    """The ``schedule`` object, in either shape (see the module docstring)."""
+
+    class Meta:
+        unknown = RAISE
+
+    # The blueprint's shape.
+    start_date = fields.String(metadata={"description": "MM/DD/YYYY, local date of the first run"})
+    end_date = fields.String(metadata={"description": "MM/DD/YYYY, last local date (inclusive)"})
+    timeZone = fields.String(validate=_zone_name)
+    time_of_day = fields.String(metadata={"description": "hh:mm, with am_pm, or HH:MM (24 h)"})
+    am_pm = fields.String(validate=validate.OneOf(["AM", "PM", "am", "pm"]))
+    repeat_interval = fields.Nested(IntervalSchema)
+    # The canonical shape.
+    timezone = fields.String(validate=_zone_name, metadata={"description": "IANA zone"})
+    at = fields.String(validate=_iso_datetime, metadata={"description": "one time, ISO-8601"})
+    interval = fields.Nested(IntervalSchema)
+    cron = fields.String(validate=validate.Length(min=1, max=200))
+    rrule = fields.String(validate=validate.Length(min=1, max=2000))
+    start = fields.String(validate=_iso_datetime)
+    end = fields.String(validate=_iso_datetime)
+    max_occurrences = fields.Integer(strict=True, validate=validate.Range(min=1))
+
+    @validates_schema
+    def one_shape(self, data: dict[str, Any], **_: Any) -> None:
+        seed = [name for name in SEED_FIELDS if name in data]
+        forms = [name for name in CANONICAL_FORMS if name in data]
+        if seed:
+            mixed = [
+                name
+                for name in ("timezone", "start", "end", "max_occurrences", *CANONICAL_FORMS)
+                if name in data
+            ]
+            if mixed:
+                raise ValidationError(
+                    f"cannot be combined with the start_date/time_of_day form ({', '.join(seed)})",
+                    mixed[0],
+                )
+            missing = [
+                name for name in ("start_date", "timeZone", "time_of_day") if name not in data
+            ]
+            if missing:
+                raise ValidationError(
+                    {name: ["Missing data for required field."] for name in missing}
+                )
+            return
+        if len(forms) != 1:
+            message = (
+                f"give exactly one of {', '.join(CANONICAL_FORMS)} (got {', '.join(forms)})"
+                if forms
+                else f"give one of {', '.join(CANONICAL_FORMS)}, or start_date + time_of_day"
+            )
+            raise ValidationError(message, forms[1] if len(forms) > 1 else "_schema")
+
+    @post_load
+    def to_timing(self, data: dict[str, Any], **_: Any) -> tuple[Timing, dict[str, str]]:
+        """The domain timing, and how its fields are named in the body (for error messages)."""
+        if "start_date" in data:
+            return seed_timing(data), SEED_NAMES
+        interval = data.get("interval")
+        timing = Timing(
+            timezone=data.get("timezone", "UTC"),
+            at=parse_iso(data["at"]) if "at" in data else None,
+            interval=Every(interval["number"], Unit.parse(interval["unit"])) if interval else None,
+            cron=data.get("cron"),
+            rrule=data.get("rrule"),
+            start=parse_iso(data["start"]) if "start" in data else None,
+            end=parse_iso(data["end"]) if "end" in data else None,
+            max_occurrences=data.get("max_occurrences"),
+        )
+        return timing, {}
+
+
+def _seed_date(value: str, name: str) -> date:
+    try:
+        return datetime.strptime(value.strip(), "%m/%d/%Y").date()
+    except ValueError:
+        raise ValidationError("a date as MM/DD/YYYY, e.g. 05/02/2024", name) from None
+
+
+def _seed_time(value: str, am_pm: str | None) -> time:
+    text = value.strip()
+    try:
+        if am_pm:
+            return datetime.strptime(f"{text} {am_pm.upper()}", "%I:%M %p").time()
+        return datetime.strptime(text, "%H:%M").time()
+    except ValueError:
+        expected = "hh:mm from 01:00 to 12:59 with am_pm" if am_pm else "HH:MM (24 h) or add am_pm"
+        raise ValidationError(
+            f"not a time of day: {value!r}; expected {expected}", "time_of_day"
+        ) from None
+
+
+def seed_timing(data: dict[str, Any]) -> Timing:
+    """The blueprint's form: start at ``start_date`` + ``time_of_day`` local, repeat from there,
+    stop after the end of ``end_date`` local; no ``repeat_interval`` means once."""
+    start_day = _seed_date(data["start_date"], "start_date")
+    at_time = _seed_time(data["time_of_day"], data.get("am_pm"))
+    anchor = datetime.combine(start_day, at_time)
+    end = None
+    if "end_date" in data:
+        end_day = _seed_date(data["end_date"], "end_date")
+        if end_day < start_day:
+            raise ValidationError("end_date is before start_date", "end_date")
+        end = datetime.combine(end_day + timedelta(days=1), time()) - timedelta(milliseconds=1)
+    interval = data.get("repeat_interval")
+    if interval is None:
+        return Timing(timezone=data["timeZone"], at=anchor, end=end)
+    return Timing(
+        timezone=data["timeZone"],
+        interval=Every(interval["number"], Unit.parse(interval["unit"])),
+        start=anchor,
+        end=end,
+    )
+
+
+def _http_url(value: str) -> None:
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https"):
+        raise ValidationError("must be an http:// or https:// URL")
+    if not parts.hostname:
+        raise ValidationError("the URL has no host")
+    if parts.username or parts.password:
+        raise ValidationError("credentials in the URL are not allowed; use headers")
+
+
+def _method(value: str) -> None:
+    if value.upper() not in METHODS:
+        raise ValidationError(f"unknown method {value!r}; use one of {', '.join(METHODS)}")
+
+
+def _headers(value: dict[str, Any]) -> None:
+    for name, header in value.items():
+        if not HEADER_NAME.match(name):
+            raise ValidationError(f"invalid header name {name!r}")
+        if name.lower() in RESERVED_HEADERS:
+            raise ValidationError(f"header {name!r} is set by the scheduler")
+        if not isinstance(header, str) or "\n" in header or "\r" in header:
+            raise ValidationError(f"header {name!r} must be a single-line string")
+
+
+def _query(value: dict[str, Any]) -> None:
+    for name, item in value.items():
+        items = item if isinstance(item, list) else [item]
+        for element in items:
+            if not isinstance(element, str | int | float | bool) or element is None:
+                raise ValidationError(f"query parameter {name!r} must be a string or number")
+
+
+class PayloadSchema(Schema):
+    class Meta:
+        unknown = RAISE
+
+    method = fields.String(required=True, validate=_method)
+    url = fields.String(required=True, validate=[validate.Length(max=2048), _http_url])
+    headers = fields.Dict(
+        keys=fields.String(), values=fields.Raw(), load_default=dict, validate=_headers
+    )
+    queryParameters = fields.Dict(
+        keys=fields.String(), values=fields.Raw(), load_default=dict, validate=_query
+    )
+    body = fields.Raw(allow_none=True, load_default=None)
+    timeout_seconds = fields.Float(
+        load_default=10.0, validate=validate.Range(min=0.001, max=300, min_inclusive=True)
+    )
+
+    @post_load
+    def to_payload(self, data: dict[str, Any], **_: Any) -> Payload:
+        query = {
+            name: [str(v) for v in value] if isinstance(value, list) else str(value)
+            for name, value in data["queryParameters"].items()
+        }
+        return Payload(
+            method=data["method"].upper(),
+            url=data["url"],
+            headers=dict(data["headers"]),
+            query=query,
+            body=data["body"],
+            timeout_seconds=data["timeout_seconds"],
+        )
+
+
+class RetrySchema(Schema):
+    class Meta:
+        unknown = RAISE
+
+    max_attempts = fields.Integer(strict=True, load_default=5, validate=validate.Range(1, 100))
+    backoff_seconds = fields.Float(load_default=1.0, validate=validate.Range(0.01, 3600))
+    max_backoff_seconds = fields.Float(load_default=300.0, validate=validate.Range(0.01, 43200))
+
+    @post_load
+    def to_policy(self, data: dict[str, Any], **_: Any) -> RetryPolicy:
+        return RetryPolicy(**data)
+
+
+class MisfireSchema(Schema):
+    class Meta:
+        unknown = RAISE
+
+    policy = fields.String(
+        load_default="fire_once", validate=validate.OneOf([p.value for p in MisfirePolicy])
+    )
+    grace_seconds = fields.Float(allow_none=True, load_default=None, validate=validate.Range(0))
+
+    @post_load
+    def to_misfire(self, data: dict[str, Any], **_: Any) -> Misfire:
+        return Misfire(MisfirePolicy(data["policy"]), data["grace_seconds"])
+
+
+class ScheduleBodySchema(Schema):
+    """The body of ``POST /schedule`` and ``PUT /schedule/{id}``."""
+
+    class Meta:
+        unknown = RAISE
+
+    id = fields.String(
+        validate=validate.Regexp(
+            SCHEDULE_ID,
+            error="1 to 128 characters: letters, digits, . _ ~ -, starting with a letter or digit",
+        )
+    )
+    name = fields.String(load_default="", validate=validate.Length(max=200))
+    description = fields.String(load_default="", validate=validate.Length(max=2000))
+    type = fields.String(load_default="API", validate=validate.OneOf(["API", "api"]))
+    schedule = fields.Nested(ScheduleSpecSchema, required=True)
+    payload = fields.Nested(PayloadSchema, required=True)
+    metadata = fields.Dict(keys=fields.String(), values=fields.Raw(), load_default=dict)
+    tags = fields.List(
+        fields.String(validate=validate.Length(min=1, max=100)),
+        load_default=list,
+        validate=validate.Length(max=50),
+    )
+    priority = fields.Integer(strict=True, load_default=5, validate=validate.Range(0, 9))
+    retry = fields.Nested(RetrySchema, load_default=lambda: RetryPolicy())
+    misfire = fields.Nested(MisfireSchema, load_default=lambda: Misfire())
+
+
+class PreviewSchema(Schema):
+    class Meta:
+        unknown = EXCLUDE
+
+    schedule = fields.Nested(ScheduleSpecSchema, required=True)
+    count = fields.Integer(strict=True, load_default=5, validate=validate.Range(1, 100))
+    after = fields.String(validate=_iso_datetime)

@@ -1,0 +1,82 @@
+"""The real command line: ``scheduler dev``, and the four components as separate processes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.harness import API
+from tests.support.processes import Process, free_port, http_json, wait_until_healthy
+from tests.support.receiver import running_receiver
+
+pytestmark = pytest.mark.slow
+
+
+def one_shot_in(receiver_url: str, seconds: int = 1) -> dict[str, object]:
+    return {
+        "name": "acceptance",
+        "schedule": {"cron": f"@every {seconds}s"},
+        "payload": {"method": "POST", "url": f"{receiver_url}/fired", "body": {"ok": True}},
+    }
+
+
+def test_scheduler_dev_fires_a_webhook_and_keeps_state_across_restarts(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    with running_receiver() as receiver:
+        dev = Process(["dev", "--port", "0", "--data-dir", str(data_dir)], {}, tmp_path / "dev.log")
+        try:
+            base = dev.wait_for_output(r"API on (http://127\.0\.0\.1:\d+)").group(1)
+            status, created = http_json("POST", f"{base}{API}/schedule", one_shot_in(receiver.url))
+            assert status == 202
+            calls = receiver.wait_for(2, timeout=10)
+            assert len(calls) >= 2 and calls[0].path == "/fired"
+            assert calls[0].headers["webhook-signature"].startswith("v1,")
+        finally:
+            assert dev.terminate() == 0, dev.output()[-3000:]
+        assert "Traceback" not in dev.output()
+
+        again = Process(
+            ["dev", "--port", "0", "--data-dir", str(data_dir)], {}, tmp_path / "dev2.log"
+        )
+        try:
+            base = again.wait_for_output(r"API on (http://127\.0\.0\.1:\d+)").group(1)
+            status, stored = http_json("GET", f"{base}{API}/schedule/{created['id']}")
+            assert status == 200
+            assert stored["runs"] >= 2
+            before = len(receiver.calls)
+            assert len(receiver.wait_for(before + 1, timeout=10)) > before
+        finally:
+            assert again.terminate() == 0, again.output()[-3000:]
+
+
+def test_the_four_components_as_separate_processes_share_one_sqlite_directory(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    port = free_port()
+    env = {
+        "SCHEDULER_STORE_URL": url,
+        "SCHEDULER_QUEUE_URL": url,
+        "SCHEDULER_PORT": str(port),
+        "SCHEDULER_API_WORKERS": "1",
+        "SCHEDULER_POLL_INTERVAL_SECONDS": "0.2",
+        "SCHEDULER_ALLOWED_NETWORKS": "127.0.0.0/8",
+        "SCHEDULER_WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+    }
+    with running_receiver() as receiver:
+        processes = [
+            Process([name], env, tmp_path / f"{name}.log")
+            for name in ("api", "processor", "poller", "executor")
+        ]
+        try:
+            base = f"http://127.0.0.1:{port}"
+            wait_until_healthy(base)
+            status, created = http_json("POST", f"{base}{API}/schedule", one_shot_in(receiver.url))
+            assert status == 202
+            calls = receiver.wait_for(1, timeout=10)
+            assert calls and calls[0].json() == {"ok": True}
+            assert calls[0].headers["idempotency-key"].startswith(created["id"])
+        finally:
+            codes = {process.args[0]: process.terminate() for process in processes}
+        assert set(codes.values()) == {0}, {p.args[0]: p.output()[-2000:] for p in processes}

@@ -1,0 +1,101 @@
+"""A webhook receiver on 127.0.0.1 that records every call and answers as told."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+
+@dataclass(frozen=True)
+class Call:
+    received_at: float  # time.time()
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+Responder = Callable[[Call], tuple[int, dict[str, str]]]
+
+
+class Receiver:
+    def __init__(self, respond: Responder | None = None) -> None:
+        self.calls: list[Call] = []
+        self.respond: Responder = respond or (lambda call: (200, {}))
+        self._lock = threading.Lock()
+        self._arrived = threading.Condition(self._lock)
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _handle(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                parts = urlsplit(self.path)
+                call = Call(
+                    time.time(),
+                    self.command,
+                    parts.path,
+                    parse_qs(parts.query),
+                    {name.lower(): value for name, value in self.headers.items()},
+                    body,
+                )
+                status, headers = receiver.respond(call)
+                with receiver._arrived:
+                    receiver.calls.append(call)
+                    receiver._arrived.notify_all()
+                self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return None
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def start(self) -> Receiver:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def wait_for(self, count: int, timeout: float) -> list[Call]:
+        """Wait until at least ``count`` calls arrived (or ``timeout``); return all calls."""
+        deadline = time.monotonic() + timeout
+        with self._arrived:
+            while len(self.calls) < count:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self._arrived.wait(remaining)
+            return list(self.calls)
+
+
+@contextmanager
+def running_receiver(respond: Responder | None = None) -> Iterator[Receiver]:
+    receiver = Receiver(respond).start()
+    try:
+        yield receiver
+    finally:
+        receiver.stop()
