@@ -49,9 +49,6 @@ from shared.webhooks import WebhookSigner, build_request
 
 log = logging.getLogger(__name__)
 
-# A freshly received message stays invisible this long before the executor sets it precisely.
-RECEIVE_VISIBILITY_SECONDS = 60.0
-
 
 @dataclass(order=True)
 class Held:
@@ -94,6 +91,12 @@ class Executor:
         self.owner = f"executor:{settings.worker_id}"
         self.signer = WebhookSigner(settings.webhook_secret) if settings.webhook_secret else None
         self.max_held = max(1000, settings.executor_concurrency * 4)
+        # Long enough for a message that arrives when expected (``dispatch_lead_seconds`` before
+        # its time) to be held and fired without another visibility change.
+        self.receive_visibility = (
+            settings.dispatch_lead_seconds + settings.execution_lease_margin_seconds + 1.0
+        )
+        self._in_flight = 0
         self.stats = ExecutorStats()
         self._held: list[Held] = []
         self._sequence = itertools.count()
@@ -118,8 +121,12 @@ class Executor:
                 self._changed.notify_all()
             receiver.join(timeout=self.settings.receive_wait_seconds + 5)
             self._release_held()
-            self._pool.shutdown(wait=True, cancel_futures=False)
-            log.info("executor stopped", extra={"event": "executor_stopped"})
+            finished = self._wait_in_flight(self.settings.shutdown_timeout_seconds)
+            self._pool.shutdown(wait=finished, cancel_futures=True)
+            log.info(
+                "executor stopped" if finished else "executor stopped with calls in flight",
+                extra={"event": "executor_stopped", "in_flight": self._in_flight},
+            )
 
     def _receive_loop(self, shutdown: Shutdown) -> None:
         while not shutdown.is_set():
@@ -139,12 +146,28 @@ class Executor:
 
     def _dispatch_loop(self, shutdown: Shutdown) -> None:
         while not shutdown.is_set():
-            due = self._take_due(timeout=0.5)
+            due = self.take_due(timeout=0.5)
             for item in due:
                 self._slots.acquire()
+                with self._changed:
+                    self._in_flight += 1
                 self._pool.submit(self._fire_and_release, item)
 
-    def _take_due(self, timeout: float) -> list[Held]:
+    def _wait_in_flight(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` for the calls in flight to finish; whether they all did.
+
+        Those still running when it expires keep their messages undeleted: they come back.
+        """
+        with self._changed:
+            return self._changed.wait_for(lambda: self._in_flight == 0, timeout)
+
+    @property
+    def in_flight(self) -> int:
+        """Calls started and not finished (after a stop: those abandoned to their messages)."""
+        with self._changed:
+            return self._in_flight
+
+    def take_due(self, timeout: float) -> list[Held]:
         """Wait until the earliest held occurrence is due (or ``timeout``); pop the due ones."""
         with self._changed:
             now = self.clock.now()
@@ -170,6 +193,9 @@ class Executor:
             )
         finally:
             self._slots.release()
+            with self._changed:
+                self._in_flight -= 1
+                self._changed.notify_all()
 
     def _release_held(self) -> None:
         """On shutdown, hand the occurrences not yet fired back to the queue at once."""
@@ -185,7 +211,7 @@ class Executor:
 
     def receive_once(self, wait_seconds: float = 0.0) -> int:
         messages = self.occurrences.receive(
-            self.settings.receive_batch_size, wait_seconds, RECEIVE_VISIBILITY_SECONDS
+            self.settings.receive_batch_size, wait_seconds, self.receive_visibility
         )
         now = self.clock.now()
         items: list[Held] = []
@@ -198,7 +224,7 @@ class Executor:
                 self.occurrences.delete([message.receipt_handle])
                 self.stats.poisoned += 1
                 continue
-            visible_at = now + timedelta(seconds=RECEIVE_VISIBILITY_SECONDS)
+            visible_at = now + timedelta(seconds=self.receive_visibility)
             due = max(occurrence.scheduled_time, now)
             needed = due + timedelta(seconds=self.settings.execution_lease_margin_seconds)
             if needed > visible_at:

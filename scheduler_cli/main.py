@@ -65,10 +65,15 @@ def run_component(settings: Settings, build: Callable[[Settings, Backends], Work
     shutdown = Shutdown()
     shutdown.install_signal_handlers()
     backends = open_backends(settings)
+    worker = build(settings, backends)
     try:
-        build(settings, backends).run(shutdown)
+        worker.run(shutdown)
     finally:
         backends.close()
+    if getattr(worker, "in_flight", 0):
+        # Calls outlived the shutdown timeout; their messages come back to another executor.
+        # Leave without waiting for their threads.
+        os._exit(0)
     return 0
 
 
