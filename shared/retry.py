@@ -11,6 +11,8 @@ from email.utils import parsedate_to_datetime
 from shared.model import RetryPolicy
 
 RETRYABLE_STATUSES = frozenset({408, 429})
+# SQS keeps a message invisible for at most 12 hours.
+MAX_RETRY_AFTER_SECONDS = 43_200.0
 
 
 @dataclass(frozen=True)
@@ -60,10 +62,11 @@ def backoff_delay(
 ) -> timedelta:
     """Delay before attempt ``attempt + 1``: full jitter over an exponential ceiling.
 
-    A ``Retry-After`` from the server is a floor (still capped by ``max_backoff_seconds``).
+    A ``Retry-After`` from the server is honoured as a floor, up to the longest time a queue
+    message can stay invisible (12 hours).
     """
     ceiling = min(policy.max_backoff_seconds, policy.backoff_seconds * 2 ** (attempt - 1))
     delay = rand(0.0, ceiling)
     if retry_after_seconds is not None:
-        delay = max(delay, min(retry_after_seconds, policy.max_backoff_seconds))
+        delay = max(delay, min(retry_after_seconds, MAX_RETRY_AFTER_SECONDS))
     return timedelta(seconds=delay)
