@@ -53,19 +53,34 @@ class Pipeline:
         self.processor.on_applied = self.poller.wake.set
         self.shutdown = Shutdown()
         self.threads: list[threading.Thread] = []
+        self.extra_executors: list[Executor] = []
 
-    def start(self) -> Pipeline:
-        for worker in (self.processor, self.poller, self.executor):
-            thread = threading.Thread(target=worker.run, args=(self.shutdown,), daemon=True)
-            thread.start()
-            self.threads.append(thread)
+    def start(self, *names: str) -> Pipeline:
+        """Start the named workers (``processor``, ``poller``, ``executor``), by default all."""
+        for name in names or ("processor", "poller", "executor"):
+            self.run_worker(getattr(self, name))
         return self
+
+    def run_worker(self, worker: Processor | Poller | Executor) -> None:
+        thread = threading.Thread(target=worker.run, args=(self.shutdown,), daemon=True)
+        thread.start()
+        self.threads.append(thread)
+
+    def another(self, kind: str) -> Poller | Executor:
+        """A second poller or executor on the same backends, with its own identity."""
+        settings = self.settings.with_changes(worker_id=f"{kind}-{len(self.threads)}")
+        if kind == "poller":
+            return build_poller(settings, self.backends)
+        executor = build_executor(settings, self.backends)
+        self.extra_executors.append(executor)
+        return executor
 
     def stop(self) -> None:
         self.shutdown.request()
         for thread in self.threads:
             thread.join(timeout=10)
-        self.executor.sender.close()
+        for executor in (self.executor, *self.extra_executors):
+            executor.sender.close()
 
     def wait_until_stored(self, schedule_id: str, timeout: float = 5.0) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
@@ -89,3 +104,15 @@ def running_pipeline(settings: Settings, backends: Backends | None = None) -> It
         pipeline.stop()
         if owned:
             backends.close()
+
+
+@contextmanager
+def pipeline_parts(settings: Settings) -> Iterator[Pipeline]:
+    """A pipeline whose API and processor run; the test starts the poller and executor later."""
+    backends = open_backends(settings)
+    pipeline = Pipeline(settings, backends).start("processor")
+    try:
+        yield pipeline
+    finally:
+        pipeline.stop()
+        backends.close()
