@@ -9,6 +9,11 @@ change applies (a newer revision, the lease owner, a status), so concurrent work
 read-then-write. Where an upsert's filter does not match an existing document, MongoDB tries to
 insert a second document with the same ``_id`` and fails with ``DuplicateKeyError``: that is how
 "exists but the guard refused" is told apart from "did not exist".
+
+No update filter uses ``$or``: where a change applies in several cases, each case is its own
+guarded update. That is as atomic, and it keeps the adapter right on nx-27017 (0.8.1), a wire
+server we test against, which applies an update whose filter has ``$or`` to a document with
+another ``_id``.
 """
 
 from __future__ import annotations
@@ -42,13 +47,13 @@ from shared.model import (
     ScheduleStatus,
 )
 from shared.ports import Page, ScheduleFilter, Store
-from shared.timeutil import UTC, from_epoch_ms, to_epoch_ms, utc_ms
+from shared.timeutil import UTC, from_epoch_ms, parse_iso, to_epoch_ms, utc_ms
 
 Document = dict[str, Any]
 
-# How often a definition is re-tried when a pause/resume/delete races with it (each round
-# either applies it or finds a newer state; a livelock would need endless concurrent mutations).
-_APPLY_ROUNDS = 8
+# How often a guarded change goes round its cases when the document changes between them (each
+# round either applies it or finds it refused; a livelock needs endless concurrent mutations).
+_ROUNDS = 8
 # How often a claim looks again for candidates it lost to a concurrent claimer.
 _CLAIM_ROUNDS = 3
 
@@ -63,10 +68,14 @@ def _key(tenant: str, name: str) -> str:
     return f"{tenant.replace('%', '%25').replace('/', '%2F')}/{name}"
 
 
-def _instant(value: datetime | None) -> datetime | None:
+def _instant(value: datetime | str | None) -> datetime | None:
     """A stored BSON date as aware UTC; a client without ``tz_aware`` hands back naive UTC."""
     if value is None:
         return None
+    if isinstance(value, str):
+        # nx-27017 0.8.1 (a wire server we test against) stores a date written by an update
+        # operator as naive ISO text in UTC; MongoDB itself always answers a datetime.
+        value = parse_iso(value)
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
     return utc_ms(value)
@@ -187,37 +196,27 @@ class MongoStore(Store):
             "last_status": None,
         }
         newer = {"$lt": revision}
+        live = {**changes, "status": _completes(next_schedule_time)}
+        # The cases of a replace, each with its guard: a replace keeps a pause; a tombstone
+        # yields only to a create newer than the delete.
+        replaces: list[tuple[Document, Document]] = [
+            ({"status": {"$in": [_ACTIVE, _COMPLETED]}}, live),
+            ({"status": _PAUSED}, changes),
+            ({"status": _DELETED, "state_revision": newer}, live),
+        ]
         with _transient("apply_definition"):
-            # The status a replace leaves depends on the stored one (a pause survives it), so
-            # the two cases are two guarded updates; a pause landing between them makes the
-            # first refuse and the second apply, hence the rounds.
-            for _ in range(_APPLY_ROUNDS):
+            for _ in range(_ROUNDS):
                 try:
-                    result = self.schedules.update_one(
-                        {
-                            "_id": key,
-                            "revision": newer,
-                            "$or": [
-                                {"status": {"$in": [_ACTIVE, _COMPLETED]}},
-                                # A tombstone yields only to a create newer than the delete.
-                                {"status": _DELETED, "state_revision": newer},
-                            ],
-                        },
-                        {
-                            "$set": {**changes, "status": _completes(next_schedule_time)},
-                            "$setOnInsert": on_insert,
-                        },
-                        upsert=True,
-                    )
-                    if result.matched_count or result.upserted_id is not None:
-                        return True
-                except DuplicateKeyError:
-                    pass  # it exists and is paused, or the guard refused
-                result = self.schedules.update_one(
-                    {"_id": key, "revision": newer, "status": _PAUSED}, {"$set": changes}
-                )
-                if result.matched_count:
+                    self.schedules.insert_one({"_id": key, **on_insert, **live})
                     return True
+                except DuplicateKeyError:
+                    pass
+                for guard, update in replaces:
+                    result = self.schedules.update_one(
+                        {"_id": key, "revision": newer, **guard}, {"$set": update}
+                    )
+                    if result.matched_count:
+                        return True
                 current = self.schedules.find_one(
                     {"_id": key}, {"revision": 1, "state_revision": 1, "status": 1}
                 )
@@ -226,6 +225,7 @@ class MongoStore(Store):
                     or (current["status"] == _DELETED and current["state_revision"] >= revision)
                 ):
                     return False
+                # It changed state between the guarded updates: go round again.
         raise Transient(f"apply_definition {key}: too many concurrent changes, try again")
 
     def apply_state(
@@ -299,12 +299,9 @@ class MongoStore(Store):
     def claim_due_schedules(
         self, horizon: datetime, now: datetime, limit: int, owner: str, lease_until: datetime
     ) -> list[Schedule]:
-        claimable: Document = {
-            "status": _ACTIVE,
-            "next_schedule_time": {"$lte": utc_ms(horizon)},
-            # ``None`` matches a null (released) lease; an expired lease is claimable again.
-            "$or": [{"lease_until": None}, {"lease_until": {"$lt": utc_ms(now)}}],
-        }
+        due: Document = {"status": _ACTIVE, "next_schedule_time": {"$lte": utc_ms(horizon)}}
+        # A schedule is claimable without a lease (null) or with an expired one (its poller died).
+        free: list[Document] = [{"lease_until": None}, {"lease_until": {"$lt": utc_ms(now)}}]
         lease = {"$set": {"lease_owner": owner, "lease_until": utc_ms(lease_until)}}
         claimed: list[Schedule] = []
         with _transient("claim_due_schedules"):
@@ -314,21 +311,25 @@ class MongoStore(Store):
                     break
                 candidates = [
                     document["_id"]
-                    for document in self.schedules.find(claimable, {"_id": 1})
+                    for document in self.schedules.find({**due, "$or": free}, {"_id": 1})
                     .sort("next_schedule_time", ASCENDING)
                     .limit(wanted)
                 ]
                 lost = 0
                 for key in candidates:
-                    # The guard repeats the whole condition: of two concurrent claimers of the
+                    # Each guard repeats the whole condition: of two concurrent claimers of the
                     # same candidate, only one update matches.
-                    document = self.schedules.find_one_and_update(
-                        {"_id": key, **claimable}, lease, return_document=ReturnDocument.AFTER
-                    )
-                    if document is None:
-                        lost += 1
+                    for lease_state in free:
+                        document = self.schedules.find_one_and_update(
+                            {"_id": key, **due, **lease_state},
+                            lease,
+                            return_document=ReturnDocument.AFTER,
+                        )
+                        if document is not None:
+                            claimed.append(_schedule(document))
+                            break
                     else:
-                        claimed.append(_schedule(document))
+                        lost += 1
                 if not lost or len(candidates) < wanted:
                     break
         claimed.sort(key=_due_order)
@@ -391,7 +392,9 @@ class MongoStore(Store):
         if query.name_prefix:
             selector["name"] = {"$regex": "^" + re.escape(query.name_prefix)}
         if query.tag:
-            selector["tags"] = query.tag
+            # ``$in`` rather than plain equality: the same on MongoDB, and nx-27017 0.8.1 answers
+            # nothing to an equality on an array field once ``{tenant, tags}`` is indexed.
+            selector["tags"] = {"$in": [query.tag]}
         window: Document = {}
         if query.next_after is not None:
             window["$gte"] = utc_ms(query.next_after)
@@ -424,50 +427,62 @@ class MongoStore(Store):
     def begin_attempt(
         self, occurrence: Occurrence, owner: str, now: datetime, lease_until: datetime
     ) -> Execution | None:
+        key = _key(occurrence.tenant, occurrence.occurrence_id)
         started = utc_ms(now)
-        until = utc_ms(lease_until)
-        try:
-            with _transient("begin_attempt"):
-                document = self.executions.find_one_and_update(
-                    {
-                        "_id": _key(occurrence.tenant, occurrence.occurrence_id),
-                        "$or": [
-                            {"status": {"$in": ["retrying", "skipped"]}},
-                            # Its executor died: the lease ran out without a finish.
-                            {"status": "running", "lease_until": {"$lt": started}},
-                        ],
-                    },
-                    {
-                        "$set": {
-                            "status": "running",
-                            "revision": occurrence.revision,
-                            "started_at": started,
-                            "lease_owner": owner,
-                            "lease_until": until,
-                            "next_attempt_at": None,
-                        },
-                        "$inc": {"attempts": 1},  # 1 on insert
-                        "$setOnInsert": {
-                            "tenant": occurrence.tenant,
-                            "occurrence_id": occurrence.occurrence_id,
-                            "schedule_id": occurrence.schedule_id,
-                            "scheduled_time": occurrence.scheduled_time,
-                            "finished_at": None,
-                            "http_status": None,
-                            "duration_ms": None,
-                            "lateness_ms": None,
-                            "error": None,
-                            "manual": occurrence.manual,
-                        },
-                    },
-                    upsert=True,
-                    return_document=ReturnDocument.AFTER,
-                )
-        except DuplicateKeyError:
-            return None  # final, or another executor holds a live lease
-        if document is None:  # pragma: no cover - an upsert always returns the document
-            return None
-        return _execution(document)
+        attempt: Document = {
+            "status": "running",
+            "revision": occurrence.revision,
+            "started_at": started,
+            "lease_owner": owner,
+            "lease_until": utc_ms(lease_until),
+            "next_attempt_at": None,
+        }
+        with _transient("begin_attempt"):
+            for _ in range(_ROUNDS):
+                # The first delivery of an occurrence, the common case: a new record.
+                record: Document = {
+                    "_id": key,
+                    "tenant": occurrence.tenant,
+                    "occurrence_id": occurrence.occurrence_id,
+                    "schedule_id": occurrence.schedule_id,
+                    "scheduled_time": occurrence.scheduled_time,
+                    "attempts": 1,
+                    "finished_at": None,
+                    "http_status": None,
+                    "duration_ms": None,
+                    "lateness_ms": None,
+                    "error": None,
+                    "manual": occurrence.manual,
+                    **attempt,
+                }
+                try:
+                    self.executions.insert_one(record)
+                    return _execution(record)
+                except DuplicateKeyError:
+                    pass
+                # A retry is due or was skipped; or the executor that ran it died (its lease
+                # ran out without a finish). The previous attempt's outcome fields stay.
+                for guard in (
+                    {"status": {"$in": ["retrying", "skipped"]}},
+                    {"status": "running", "lease_until": {"$lt": started}},
+                ):
+                    document = self.executions.find_one_and_update(
+                        {"_id": key, **guard},
+                        {"$set": attempt, "$inc": {"attempts": 1}},
+                        return_document=ReturnDocument.AFTER,
+                    )
+                    if document is not None:
+                        return _execution(document)
+                current = self.executions.find_one({"_id": key}, {"status": 1, "lease_until": 1})
+                if current is not None:
+                    status = ExecutionStatus(current["status"])
+                    if status.is_final:
+                        return None
+                    live = _instant(current.get("lease_until"))
+                    if status is ExecutionStatus.RUNNING and live is not None and live >= started:
+                        return None  # another executor holds a live lease
+                # It changed state between the guarded updates: go round again.
+        raise Transient(f"begin_attempt {key}: too many concurrent changes, try again")
 
     def finish_attempt(self, execution: Execution, owner: str, outcome: AttemptOutcome) -> bool:
         started = execution.started_at
