@@ -1,0 +1,134 @@
+"""kill -9 pollers and executors at random while a few hundred occurrences come due.
+
+Checked against the receiver's log: no occurrence missing, none unexpected, every duplicate
+delivery carries the same idempotency key, one succeeded record per occurrence.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from shared.backends import open_backends
+from shared.timeutil import iso_z
+from tests.support.harness import API, sqlite_settings
+from tests.support.processes import Process, free_port, http_json, wait_until_healthy
+from tests.support.receiver import Call, running_receiver
+
+pytestmark = pytest.mark.slow
+
+SCHEDULES = 10
+OCCURRENCES_EACH = 31  # every second for 30 seconds, both ends included
+KILL_EVERY_SECONDS = (1.0, 2.5)
+
+
+def slightly_slow(call: Call) -> tuple[int, dict[str, str]]:
+    time.sleep(0.02)  # so that kills land on calls in flight too
+    return 200, {}
+
+
+def test_kill_9_of_pollers_and_executors_loses_nothing(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'scheduler.db'}"
+    port = free_port()
+    env = {
+        "SCHEDULER_STORE_URL": url,
+        "SCHEDULER_QUEUE_URL": url,
+        "SCHEDULER_PORT": str(port),
+        "SCHEDULER_API_WORKERS": "1",
+        "SCHEDULER_POLL_INTERVAL_SECONDS": "0.2",
+        "SCHEDULER_LOOKAHEAD_SECONDS": "10",
+        "SCHEDULER_DISPATCH_LEAD_SECONDS": "1",
+        "SCHEDULER_POLLER_LEASE_SECONDS": "2",
+        "SCHEDULER_EXECUTION_LEASE_MARGIN_SECONDS": "2",
+        "SCHEDULER_ALLOWED_NETWORKS": "127.0.0.0/8",
+        "SCHEDULER_LOG_FORMAT": "json",
+    }
+    rng = random.Random(20261122)
+    with running_receiver(slightly_slow) as receiver:
+        stable = [Process([name], env, tmp_path / f"{name}.log") for name in ("api", "processor")]
+        victims = {
+            f"{kind}-{n}": Process([kind], env, tmp_path / f"{kind}-{n}.log")
+            for kind in ("poller", "executor")
+            for n in (1, 2)
+        }
+        kills = Counter[str]()
+        try:
+            base = f"http://127.0.0.1:{port}"
+            wait_until_healthy(base)
+            start = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=4)
+            end = start + timedelta(seconds=OCCURRENCES_EACH - 1)
+            expected: set[str] = set()
+            for n in range(SCHEDULES):
+                body = {
+                    "name": f"chaos-{n}",
+                    "schedule": {
+                        "interval": {"number": 1, "unit": "second"},
+                        "start": iso_z(start),
+                        "end": iso_z(end),
+                    },
+                    "payload": {"method": "POST", "url": f"{receiver.url}/chaos/{n}"},
+                    "misfire": {"policy": "fire_all"},
+                    "retry": {"max_attempts": 10, "backoff_seconds": 0.2},
+                }
+                status, created = http_json("POST", f"{base}{API}/schedule", body)
+                assert status == 202, created
+                expected |= {
+                    f"{created['id']}:{iso_z(start + timedelta(seconds=k))}"
+                    for k in range(OCCURRENCES_EACH)
+                }
+
+            stop_killing = threading.Event()
+
+            def killer() -> None:
+                while not stop_killing.wait(rng.uniform(*KILL_EVERY_SECONDS)):
+                    name = rng.choice(sorted(victims))
+                    victims[name].kill()
+                    kills[name] += 1
+                    time.sleep(rng.uniform(0.1, 0.8))
+                    kind = name.split("-")[0]
+                    victims[name] = Process([kind], env, tmp_path / f"{name}.log")
+
+            chaos = threading.Thread(target=killer, daemon=True)
+            chaos.start()
+            time.sleep((end - datetime.now(UTC)).total_seconds() + 1)
+            stop_killing.set()
+            chaos.join()
+
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                seen = {call.headers["idempotency-key"] for call in receiver.calls}
+                if expected <= seen:
+                    break
+                time.sleep(0.5)
+            time.sleep(1.0)
+        finally:
+            for process in [*stable, *victims.values()]:
+                process.kill()
+
+    deliveries = Counter(call.headers["idempotency-key"] for call in receiver.calls)
+    missing = expected - set(deliveries)
+    unexpected = set(deliveries) - expected
+    duplicates = sum(count - 1 for count in deliveries.values())
+    backends = open_backends(sqlite_settings(tmp_path))
+    try:
+        statuses = Counter(
+            record.status.value if record else "absent"
+            for record in (backends.store.get_execution("default", key) for key in sorted(expected))
+        )
+    finally:
+        backends.close()
+    print(
+        f"\nchaos: {len(expected)} occurrences expected, {len(deliveries)} delivered, "
+        f"{duplicates} duplicate deliveries, {len(missing)} missing, {len(unexpected)} unexpected; "
+        f"kills {dict(kills)}; records {dict(statuses)}"
+    )
+    assert sum(kills.values()) >= 10
+    assert missing == set()
+    assert unexpected == set()
+    assert statuses == Counter({"succeeded": len(expected)})
