@@ -24,6 +24,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 import pymongo
 from pymongo import ASCENDING, DESCENDING, ReturnDocument
@@ -116,13 +117,19 @@ class MongoStore(Store):
 
     @classmethod
     def from_url(cls, url: str, database_name: str) -> MongoStore:
-        """A store on its own client (closed by ``close()``); connects lazily, fails fast."""
+        """A store on its own client (closed by ``close()``); connects lazily, fails fast.
+
+        Short timeouts by default, so an unreachable server becomes ``Transient`` in seconds;
+        the same options in the URL win.
+        """
+        query = urlsplit(url).query.lower()
+        timeouts: dict[str, Any] = {
+            name: value
+            for name, value in (("serverSelectionTimeoutMS", 3000), ("connectTimeoutMS", 5000))
+            if f"{name.lower()}=" not in query
+        }
         client: pymongo.MongoClient[Document] = pymongo.MongoClient(
-            url,
-            tz_aware=True,
-            serverSelectionTimeoutMS=3000,
-            connectTimeoutMS=5000,
-            appname="scheduler",
+            url, tz_aware=True, appname="scheduler", **timeouts
         )
         return cls(client, database_name, owns_client=True)
 
