@@ -6,8 +6,10 @@ use 1-2 s and never assert sub-second precision.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -19,6 +21,7 @@ from moto import mock_aws
 from shared.adapters.sqlite_db import SqliteDatabase
 from shared.adapters.sqlite_queue import SqliteQueue
 from shared.adapters.sqs_queue import SqsQueue, sqs_client
+from shared.errors import Transient
 from shared.ports import MessageQueue, OutgoingMessage, QueueDepth, ReceivedMessage
 from shared.timeutil import UTC
 
@@ -32,7 +35,13 @@ class QueuePair:
     dead_letters: MessageQueue
 
 
-@pytest.fixture(params=["sqlite", "sqs"])
+# A real SQS endpoint (LocalStack, moto_server) when its URL is set: then the contract runs
+# against it too, on queues of its own, and fails rather than skips if it is down.
+SQS_URL = os.environ.get("SCHEDULER_TEST_SQS_URL")
+QUEUES = ["sqlite", "sqs", *(["sqs-url"] if SQS_URL else [])]
+
+
+@pytest.fixture(params=QUEUES)
 def queues(
     request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[QueuePair]:
@@ -59,6 +68,22 @@ def queues(
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     monkeypatch.setenv("AWS_SESSION_TOKEN", "testing")
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    if request.param == "sqs-url":
+        client = sqs_client(SQS_URL, "us-east-1")
+        suffix = uuid.uuid4().hex[:12]
+        pair = QueuePair(
+            SqsQueue(client, f"work-{suffix}", f"dead-{suffix}", MAX_RECEIVES),
+            SqsQueue(client, f"dead-{suffix}"),
+        )
+        pair.queue.create()
+        pair.dead_letters.create()
+        try:
+            yield pair
+        finally:
+            for name in (f"work-{suffix}", f"dead-{suffix}"):
+                client.delete_queue(QueueUrl=client.get_queue_url(QueueName=name)["QueueUrl"])
+            client.close()
+        return
     with mock_aws():
         client = sqs_client(None, "us-east-1")
         # The work queue first: its create() makes the dead-letter queue it points at.
@@ -209,3 +234,21 @@ def test_create_is_idempotent(queues: QueuePair) -> None:
     queues.queue.create()
     queues.queue.send([OutgoingMessage("still there")])
     assert [message.body for message in receive_all(queues.queue, 1)] == ["still there"]
+
+
+def test_an_unreachable_sqs_endpoint_is_transient(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    # Port 9 (discard) on loopback: nothing listens, the connection is refused at once.
+    client = sqs_client("http://127.0.0.1:9", "us-east-1")
+    try:
+        queue = SqsQueue(client, "work")
+        with pytest.raises(Transient):
+            queue.send([OutgoingMessage("lost?")])
+        with pytest.raises(Transient):
+            queue.create()
+    finally:
+        client.close()

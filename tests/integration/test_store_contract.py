@@ -18,6 +18,7 @@ import pytest
 from shared.adapters.mongo_store import MongoStore
 from shared.adapters.sqlite_db import SqliteDatabase
 from shared.adapters.sqlite_store import SqliteStore
+from shared.errors import Transient
 from shared.model import (
     AttemptOutcome,
     Every,
@@ -493,6 +494,18 @@ def test_datetimes_come_back_aware_utc_to_the_millisecond(store: Store) -> None:
     assert stored.scheduled_time.utcoffset() == timedelta(0)
     assert stored.started_at is not None
     assert stored.started_at.utcoffset() == timedelta(0)
+
+
+def test_an_unreachable_mongodb_is_transient() -> None:
+    # Port 9 (discard) on loopback: nothing listens, the connection is refused at once.
+    store = MongoStore.from_url("mongodb://127.0.0.1:9/?serverSelectionTimeoutMS=200", "x")
+    try:
+        with pytest.raises(Transient):
+            store.ping()
+        with pytest.raises(Transient):
+            store.get_schedule(TENANT, "s1")
+    finally:
+        store.close()
 
 
 # -- executions --------------------------------------------------------------------------
