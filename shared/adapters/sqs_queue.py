@@ -187,6 +187,8 @@ class SqsQueue(MessageQueue):
     # -- messages ------------------------------------------------------------------------
 
     def send(self, messages: Sequence[OutgoingMessage]) -> None:
+        if not messages:
+            return
         with self._calling("send") as url:
             for batch in _chunks(messages, BATCH_SIZE):
                 entries: list[SendMessageBatchRequestEntryTypeDef] = [
@@ -237,6 +239,8 @@ class SqsQueue(MessageQueue):
         return received
 
     def delete(self, receipt_handles: Sequence[str]) -> None:
+        if not receipt_handles:
+            return
         with self._calling("delete") as url:
             for batch in _chunks(receipt_handles, BATCH_SIZE):
                 response = self.client.delete_message_batch(
