@@ -254,7 +254,9 @@ class SqliteStore(Store):
         occurrence_count: int,
         now: datetime,
     ) -> bool:
-        status = ScheduleStatus.ACTIVE if next_schedule_time is not None else ScheduleStatus.COMPLETED
+        status = (
+            ScheduleStatus.ACTIVE if next_schedule_time is not None else ScheduleStatus.COMPLETED
+        )
         with self.db.write() as connection:
             cursor = connection.execute(
                 "UPDATE schedules SET next_ms = ?, occurrence_count = ?, status = ?,"
