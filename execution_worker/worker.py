@@ -17,6 +17,7 @@ import heapq
 import itertools
 import logging
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -24,6 +25,16 @@ from datetime import datetime, timedelta
 from shared.errors import PoisonMessage, Transient
 from shared.lifecycle import Shutdown
 from shared.messages import decode_occurrence
+from shared.metrics import (
+    EXECUTIONS,
+    FIRE_LATENESS,
+    HTTP_RESPONSES,
+    PROCESSING,
+    RETRIES,
+    WEBHOOK_DURATION,
+    Heartbeat,
+    status_class,
+)
 from shared.model import (
     AttemptOutcome,
     Execution,
@@ -97,6 +108,7 @@ class Executor:
             settings.dispatch_lead_seconds + settings.execution_lease_margin_seconds + 1.0
         )
         self._in_flight = 0
+        self.heartbeat = Heartbeat(30.0)
         self.stats = ExecutorStats()
         self._held: list[Held] = []
         self._sequence = itertools.count()
@@ -146,6 +158,7 @@ class Executor:
 
     def _dispatch_loop(self, shutdown: Shutdown) -> None:
         while not shutdown.is_set():
+            self.heartbeat.beat()
             due = self.take_due(timeout=0.5)
             for item in due:
                 self._slots.acquire()
@@ -183,8 +196,10 @@ class Executor:
             return due
 
     def _fire_and_release(self, item: Held) -> None:
+        started = time.perf_counter()
         try:
             self.fire(item)
+            PROCESSING.labels("executor", "fire").observe(time.perf_counter() - started)
         except Exception:
             # The message stays; it comes back after its visibility timeout.
             log.exception(
@@ -275,13 +290,16 @@ class Executor:
         if execution is None:
             # Final already, or another executor holds it: this delivery is a duplicate.
             self.stats.duplicates += 1
+            EXECUTIONS.labels("duplicate").inc()
             self.occurrences.delete([receipt])
             return
         request = build_request(occurrence, payload, execution.attempts, self.signer, now)
+        FIRE_LATENESS.observe(max(0.0, late))
         try:
             response = self.sender.send(request)
         except WebhookError as exc:
             finished = self.clock.now()
+            HTTP_RESPONSES.labels(status_class(None)).inc()
             self._settle(
                 execution,
                 schedule,
@@ -297,6 +315,8 @@ class Executor:
             )
             return
         finished = self.clock.now()
+        HTTP_RESPONSES.labels(status_class(response.status)).inc()
+        WEBHOOK_DURATION.observe(response.duration_ms / 1000.0)
         verdict = judge_response(response.status, response.headers, finished)
         self._settle(
             execution,
@@ -327,6 +347,7 @@ class Executor:
         self.executions.record_skips([(occurrence, reason)], self.clock.now())
         self.occurrences.delete([receipt])
         self.stats.skipped += 1
+        EXECUTIONS.labels("skipped").inc()
         log.info(
             "occurrence skipped: %s",
             reason,
@@ -376,6 +397,7 @@ class Executor:
                 self.store.record_run(execution.tenant, execution.schedule_id, True, finished)
             self.occurrences.delete([receipt])
             self.stats.succeeded += 1
+            EXECUTIONS.labels("succeeded").inc()
             log.info("occurrence succeeded", extra={"event": "occurrence_succeeded", **extra})
             return
         if retryable and execution.attempts < policy.max_attempts:
@@ -391,6 +413,8 @@ class Executor:
             self.executions.finish_attempt(execution, self.owner, outcome)
             self.occurrences.change_visibility(receipt, delay.total_seconds())
             self.stats.retried += 1
+            RETRIES.inc()
+            EXECUTIONS.labels("retrying").inc()
             log.warning(
                 "attempt failed, retrying in %.1fs: %s",
                 delay.total_seconds(),
@@ -404,6 +428,7 @@ class Executor:
         self.dead_letters.send([OutgoingMessage(body)])
         self.occurrences.delete([receipt])
         self.stats.failed += 1
+        EXECUTIONS.labels("failed").inc()
         log.error(
             "occurrence failed: %s",
             error,

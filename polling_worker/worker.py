@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
+import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -18,6 +19,14 @@ from shared.dispatch import DispatchPlan, plan_dispatch
 from shared.errors import Transient
 from shared.lifecycle import Shutdown
 from shared.messages import encode_occurrence
+from shared.metrics import (
+    CLAIM_BATCH,
+    CLAIM_LAG,
+    OCCURRENCES_MISSED,
+    OCCURRENCES_SENT,
+    PROCESSING,
+    Heartbeat,
+)
 from shared.model import Schedule
 from shared.ports import (
     Clock,
@@ -59,11 +68,13 @@ class Poller:
         self.stats = PollerStats()
         # Set to poll at once, e.g. by an in-process processor that stored a schedule due soon.
         self.wake = threading.Event()
+        self.heartbeat = Heartbeat(max(30.0, 3 * settings.poll_interval_seconds))
 
     def run(self, shutdown: Shutdown) -> None:
         log.info("poller started", extra={"event": "poller_started", "owner": self.owner})
         shutdown.link(self.wake)
         while not shutdown.is_set():
+            self.heartbeat.beat()
             try:
                 claimed = self.poll_once()
             except Transient as exc:
@@ -78,6 +89,7 @@ class Poller:
     def poll_once(self) -> int:
         """Claim one batch of due schedules, enqueue their occurrences, advance them."""
         settings = self.settings
+        started = time.perf_counter()
         now = self.clock.now()
         horizon = now + timedelta(seconds=settings.lookahead_seconds)
         claimed = self.store.claim_due_schedules(
@@ -87,11 +99,15 @@ class Poller:
             owner=self.owner,
             lease_until=now + timedelta(seconds=settings.poller_lease_seconds),
         )
+        CLAIM_BATCH.observe(len(claimed))
         if not claimed:
             return 0
         self.stats.claimed += len(claimed)
         plans: list[tuple[Schedule, DispatchPlan]] = []
         for schedule in claimed:
+            if schedule.next_schedule_time is not None:
+                overdue = (now - schedule.next_schedule_time).total_seconds()
+                CLAIM_LAG.observe(max(0.0, overdue))
             try:
                 plan = plan_dispatch(
                     schedule,
@@ -108,6 +124,7 @@ class Poller:
                 )
                 plan = DispatchPlan([], [], None, schedule.occurrence_count)
             plans.append((schedule, plan))
+            OCCURRENCES_MISSED.inc(plan.missed_count)
         messages = [
             OutgoingMessage(
                 encode_occurrence(occurrence), self._delay(occurrence.scheduled_time, now)
@@ -118,6 +135,7 @@ class Poller:
         # Send before advancing: a crash in between re-sends (deduplicated), never loses.
         self.occurrences.send(messages)
         self.stats.sent += len(messages)
+        OCCURRENCES_SENT.inc(len(messages))
         skips = [(item.occurrence, item.reason) for _, plan in plans for item in plan.skipped]
         if skips:
             self.executions.record_skips(skips, now)
@@ -143,6 +161,7 @@ class Poller:
                     "advanced": advanced,
                 },
             )
+        PROCESSING.labels("poller", "poll").observe(time.perf_counter() - started)
         return len(claimed)
 
     def _delay(self, scheduled_time: datetime, now: datetime) -> float:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from shared.errors import PoisonMessage, Transient
 from shared.lifecycle import Shutdown
 from shared.messages import decode_mutation
+from shared.metrics import MUTATIONS, PROCESSING, Heartbeat
 from shared.ports import Clock, MessageQueue, OutgoingMessage, ScheduleStore, SystemClock
 from shared.recurrence import first_occurrence
 from shared.timeutil import iso_z
@@ -44,10 +46,12 @@ class Processor:
         self.clock = clock or SystemClock()
         self.stats = ProcessorStats()
         self.on_applied = on_applied
+        self.heartbeat = Heartbeat(max(30.0, 3 * wait_seconds))
 
     def run(self, shutdown: Shutdown) -> None:
         log.info("processor started", extra={"event": "processor_started"})
         while not shutdown.is_set():
+            self.heartbeat.beat()
             try:
                 self.process_batch(self.wait_seconds)
             except Transient as exc:
@@ -60,6 +64,7 @@ class Processor:
         messages = self.mutations.receive(self.batch_size, wait_seconds, VISIBILITY_TIMEOUT_SECONDS)
         done: list[str] = []
         applied_before = self.stats.applied
+        started = time.perf_counter()
         for message in messages:
             try:
                 mutation = decode_mutation(message.body)
@@ -68,6 +73,7 @@ class Processor:
                 log.error("poison message on queue 1: %s", exc, extra={"event": "poison_message"})
                 self.dead_letters.send([OutgoingMessage(message.body)])
                 self.stats.poisoned += 1
+                MUTATIONS.labels("poisoned").inc()
                 done.append(message.receipt_handle)
                 continue
             applied = self.store.apply_definition(
@@ -82,6 +88,7 @@ class Processor:
                 self.stats.applied += 1
             else:
                 self.stats.ignored += 1
+            MUTATIONS.labels("applied" if applied else "ignored").inc()
             log.info(
                 "definition %s",
                 "applied" if applied else "ignored (a newer one is stored)",
@@ -95,6 +102,8 @@ class Processor:
             )
             done.append(message.receipt_handle)
         self.mutations.delete(done)
+        if messages:
+            PROCESSING.labels("processor", "batch").observe(time.perf_counter() - started)
         if self.stats.applied > applied_before and self.on_applied is not None:
             self.on_applied()
         return len(messages)

@@ -19,6 +19,7 @@ from shared.backends import Backends, open_backends
 from shared.errors import ConfigurationError
 from shared.lifecycle import Shutdown
 from shared.logs import configure_logging
+from shared.metrics import Heartbeat, serve_worker_endpoint
 from shared.settings import PREFIX, Settings
 from shared.webhooks import new_webhook_secret
 
@@ -28,6 +29,8 @@ LOOPBACK_NETWORKS = ("127.0.0.0/8", "::1/128")
 
 
 class Worker(Protocol):
+    heartbeat: Heartbeat
+
     def run(self, shutdown: Shutdown) -> None: ...
 
 
@@ -66,9 +69,16 @@ def run_component(settings: Settings, build: Callable[[Settings, Backends], Work
     shutdown.install_signal_handlers()
     backends = open_backends(settings)
     worker = build(settings, backends)
+    endpoint = None
+    if settings.metrics_port:
+        endpoint = serve_worker_endpoint(
+            settings.metrics_host, settings.metrics_port, worker.heartbeat.healthy
+        )
     try:
         worker.run(shutdown)
     finally:
+        if endpoint is not None:
+            endpoint.shutdown()
         backends.close()
     if getattr(worker, "in_flight", 0):
         # Calls outlived the shutdown timeout; their messages come back to another executor.

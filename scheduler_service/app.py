@@ -7,6 +7,8 @@ from flask_smorest import Api
 
 from scheduler_service.errors import problem, register_error_handlers
 from scheduler_service.health import blp as health_blueprint
+from scheduler_service.metrics import backend_registry
+from scheduler_service.metrics import blp as metrics_blueprint
 from scheduler_service.schedules import blp as schedules_blueprint
 from scheduler_service.service import ScheduleService
 from shared.backends import Backends
@@ -38,10 +40,12 @@ def create_app(
     service = ScheduleService(backends.store, backends.queues, settings, clock or SystemClock())
     app.extensions["scheduler"] = service
     app.extensions["scheduler_backends"] = backends
+    app.extensions["scheduler_metrics"] = backend_registry(backends)
 
     api = Api(app)
     api.register_blueprint(schedules_blueprint)
     api.register_blueprint(health_blueprint)
+    api.register_blueprint(metrics_blueprint)
     register_error_handlers(app)
 
     @app.before_request

@@ -67,7 +67,9 @@ class Settings:
     # Observability
     log_format: str = "json"
     log_level: str = "INFO"
+    # Workers serve /metrics and /healthz on this port (0: not served); the API serves its own.
     metrics_port: int = 0
+    metrics_host: str = "127.0.0.1"
 
     # Worker identity (defaults to host:pid)
     worker_id: str = field(default_factory=lambda: f"{os.uname().nodename}:{os.getpid()}")

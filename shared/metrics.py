@@ -1,0 +1,164 @@
+"""Prometheus metrics of every component, and the small HTTP endpoint each worker serves.
+
+The API serves ``/metrics`` itself; each worker serves ``/metrics`` and ``/healthz`` on
+``SCHEDULER_METRICS_PORT``. Names start with ``scheduler_``; the one that says "schedules are
+firing late" is ``scheduler_fire_lateness_seconds``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, make_wsgi_app
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import REGISTRY, Collector
+
+from shared.ports import Queues, ScheduleStore
+
+# From a millisecond to a minute: what "on time" and "late" look like for a scheduler.
+LATENESS_BUCKETS = (
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+)  # fmt: skip
+DURATION_BUCKETS = (
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+)  # fmt: skip
+
+FIRE_LATENESS = Histogram(
+    "scheduler_fire_lateness_seconds",
+    "How late each attempt started after its scheduled time (actual - scheduled).",
+    buckets=LATENESS_BUCKETS,
+)
+EXECUTIONS = Counter(
+    "scheduler_executions_total",
+    "Occurrences settled by the executor, by outcome.",
+    ["outcome"],  # succeeded, failed, retrying, skipped, duplicate
+)
+RETRIES = Counter("scheduler_retries_total", "Attempts that failed and were scheduled again.")
+HTTP_RESPONSES = Counter(
+    "scheduler_webhook_responses_total",
+    "Webhook answers by status class (2xx … 5xx, or error when there was no answer).",
+    ["status_class"],
+)
+WEBHOOK_DURATION = Histogram(
+    "scheduler_webhook_duration_seconds",
+    "How long webhook calls took.",
+    buckets=DURATION_BUCKETS,
+)
+CLAIM_BATCH = Histogram(
+    "scheduler_poller_claim_batch_size",
+    "Schedules claimed per poll.",
+    buckets=(0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000),
+)
+CLAIM_LAG = Histogram(
+    "scheduler_poller_claim_lag_seconds",
+    "How overdue a schedule was when claimed (0 when claimed ahead of time).",
+    buckets=LATENESS_BUCKETS,
+)
+OCCURRENCES_SENT = Counter(
+    "scheduler_poller_occurrences_sent_total", "Occurrences the poller sent to queue 2."
+)
+OCCURRENCES_MISSED = Counter(
+    "scheduler_poller_occurrences_missed_total",
+    "Occurrences found overdue beyond the misfire threshold (handled by the misfire policy).",
+)
+MUTATIONS = Counter(
+    "scheduler_processor_mutations_total",
+    "Mutations taken from queue 1, by result.",
+    ["result"],  # applied, ignored, poisoned
+)
+PROCESSING = Histogram(
+    "scheduler_processing_seconds",
+    "Time spent per unit of work, by component and step.",
+    ["component", "step"],
+    buckets=DURATION_BUCKETS,
+)
+
+
+def status_class(status: int | None) -> str:
+    return "error" if status is None else f"{status // 100}xx"
+
+
+class BackendCollector(Collector):
+    """Gauges read from the backends at scrape time: schedules by status, queue depths."""
+
+    def __init__(self, store: ScheduleStore, queues: Queues) -> None:
+        self.store = store
+        self.queues = queues
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        schedules = GaugeMetricFamily(
+            "scheduler_schedules", "Stored schedules by status.", labels=["status"]
+        )
+        counts = self.store.count_schedules()
+        for status in ("active", "paused", "completed"):
+            schedules.add_metric([status], counts.get(status, 0))
+        yield schedules
+        depth = GaugeMetricFamily(
+            "scheduler_queue_messages",
+            "Messages on each queue: visible, in flight, delayed.",
+            labels=["queue", "state"],
+        )
+        for role, queue in (
+            ("mutations", self.queues.mutations),
+            ("occurrences", self.queues.occurrences),
+            ("dead_letters", self.queues.dead_letters),
+        ):
+            messages = queue.depth()
+            depth.add_metric([role, "visible"], messages.visible)
+            depth.add_metric([role, "in_flight"], messages.in_flight)
+            depth.add_metric([role, "delayed"], messages.delayed)
+        yield depth
+
+    def describe(self) -> Iterable[Any]:
+        return []
+
+
+class Heartbeat:
+    """A loop's sign of life: ``beat()`` every turn; healthy while the last beat is recent."""
+
+    def __init__(self, allowed_silence_seconds: float) -> None:
+        self.allowed_silence_seconds = allowed_silence_seconds
+        self._last = time.monotonic()
+
+    def beat(self) -> None:
+        self._last = time.monotonic()
+
+    def silence(self) -> float:
+        return time.monotonic() - self._last
+
+    def healthy(self) -> bool:
+        return self.silence() <= self.allowed_silence_seconds
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        return None
+
+
+def serve_worker_endpoint(
+    host: str,
+    port: int,
+    healthy: Callable[[], bool],
+    registry: CollectorRegistry = REGISTRY,
+) -> WSGIServer:
+    """Serve ``/metrics`` and ``/healthz`` (200 while ``healthy()``, else 503) in a thread."""
+    metrics_app = make_wsgi_app(registry)
+
+    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if environ.get("PATH_INFO") == "/healthz":
+            ok = healthy()
+            start_response(
+                "200 OK" if ok else "503 Service Unavailable",
+                [("Content-Type", "application/json")],
+            )
+            return [b'{"status": "ok"}' if ok else b'{"status": "stalled"}']
+        result: Iterable[bytes] = metrics_app(environ, start_response)
+        return result
+
+    server = make_server(host, port, app, handler_class=_QuietHandler)
+    threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
+    return server

@@ -1,0 +1,47 @@
+"""The metrics an operator watches move when a schedule fires."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.support.harness import API, Pipeline, running_pipeline, sqlite_settings
+from tests.support.receiver import running_receiver
+
+
+def scrape(pipeline: Pipeline) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    response = pipeline.client.get("/metrics")
+    assert response.status_code == 200
+    assert response.headers["Content-Type"].startswith("text/plain")
+    samples = {}
+    for family in text_string_to_metric_families(response.get_data(as_text=True)):
+        for sample in family.samples:
+            samples[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return samples
+
+
+def test_firing_moves_the_lateness_histogram_and_the_outcome_counters(tmp_path: Path) -> None:
+    with running_receiver() as receiver, running_pipeline(sqlite_settings(tmp_path)) as pipeline:
+        before = scrape(pipeline)
+        body = {
+            "schedule": {"cron": "@every 1s"},
+            "payload": {"method": "POST", "url": f"{receiver.url}/m"},
+        }
+        assert pipeline.client.post(f"{API}/schedule", json=body).status_code == 202
+        receiver.wait_for(2, timeout=5)
+        after = scrape(pipeline)
+
+    def moved(name: str, **labels: str) -> float:
+        key = (name, tuple(sorted(labels.items())))
+        return after.get(key, 0.0) - before.get(key, 0.0)
+
+    assert moved("scheduler_fire_lateness_seconds_count") >= 2
+    # Fired on time: every one of them within a quarter of a second.
+    assert moved("scheduler_fire_lateness_seconds_bucket", le="0.25") >= 2
+    assert moved("scheduler_executions_total", outcome="succeeded") >= 2
+    assert moved("scheduler_webhook_responses_total", status_class="2xx") >= 2
+    assert moved("scheduler_poller_occurrences_sent_total") >= 2
+    assert moved("scheduler_processor_mutations_total", result="applied") == 1
+    assert after[("scheduler_schedules", (("status", "active"),))] == 1
+    assert ("scheduler_queue_messages", (("queue", "occurrences"), ("state", "delayed"))) in after
