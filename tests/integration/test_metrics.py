@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import logging
+import time
 from pathlib import Path
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from shared.logs import JsonFormatter
 from tests.support.harness import API, Pipeline, running_pipeline, sqlite_settings
 from tests.support.receiver import running_receiver
 
@@ -30,11 +35,18 @@ def test_firing_moves_the_lateness_histogram_and_the_outcome_counters(tmp_path: 
         }
         assert pipeline.client.post(f"{API}/schedule", json=body).status_code == 202
         receiver.wait_for(2, timeout=5)
+        deadline = time.monotonic() + 3
         after = scrape(pipeline)
 
-    def moved(name: str, **labels: str) -> float:
-        key = (name, tuple(sorted(labels.items())))
-        return after.get(key, 0.0) - before.get(key, 0.0)
+        def moved(name: str, **labels: str) -> float:
+            key = (name, tuple(sorted(labels.items())))
+            return after.get(key, 0.0) - before.get(key, 0.0)
+
+        # The second call has arrived; its outcome is recorded a moment later.
+        while moved("scheduler_executions_total", outcome="succeeded") < 2:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+            after = scrape(pipeline)
 
     assert moved("scheduler_fire_lateness_seconds_count") >= 2
     # Fired on time: every one of them within a quarter of a second.
@@ -45,3 +57,32 @@ def test_firing_moves_the_lateness_histogram_and_the_outcome_counters(tmp_path: 
     assert moved("scheduler_processor_mutations_total", result="applied") == 1
     assert after[("scheduler_schedules", (("status", "active"),))] == 1
     assert ("scheduler_queue_messages", (("queue", "occurrences"), ("state", "delayed"))) in after
+
+
+def test_secret_header_values_never_reach_the_logs(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    secret = "Bearer sk_live_TOPSECRET"
+    with (
+        running_receiver(lambda call: (500, {})) as receiver,
+        running_pipeline(sqlite_settings(tmp_path)) as pipeline,
+    ):
+        body = {
+            "schedule": {"cron": "@every 1s"},
+            "payload": {
+                "method": "POST",
+                "url": f"{receiver.url}/s",
+                "headers": {"Authorization": secret, "X-Api-Key": "TOPSECRET-2"},
+            },
+            "retry": {"max_attempts": 2, "backoff_seconds": 0.05},
+        }
+        created = pipeline.client.post(f"{API}/schedule", json=body)
+        schedule_id = created.get_json()["id"]
+        calls = receiver.wait_for(3, timeout=6)
+        assert calls[0].headers["authorization"] == secret
+        shown = pipeline.client.get(f"{API}/schedule/{schedule_id}").get_json()
+        assert "TOPSECRET" not in json.dumps(shown)
+    assert caplog.records
+    for entry in caplog.records:
+        assert "TOPSECRET" not in JsonFormatter().format(entry)
