@@ -1,4 +1,4 @@
-"""``scheduler dev | api | processor | poller | executor``."""
+"""``scheduler dev | api | processor | poller | executor | schedules | executions``."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from werkzeug.serving import make_server
 
+from scheduler_cli import operator
 from scheduler_cli.components import build_executor, build_poller, build_processor
 from scheduler_service.app import create_app
 from shared.backends import Backends, open_backends
@@ -45,7 +46,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands.add_parser("processor", help="apply queue 1 to the store")
     commands.add_parser("poller", help="send due occurrences to queue 2")
     commands.add_parser("executor", help="fire occurrences from queue 2")
+    operator.add_commands(commands)
     args = parser.parse_args(argv)
+    if args.command in ("schedules", "executions"):
+        return operator.run(args, dict(os.environ))
     try:
         if args.command == "dev":
             return run_dev(args.host, args.port, Path(args.data_dir))

@@ -1,0 +1,195 @@
+"""``scheduler schedules …`` and ``scheduler executions …``: the API from a terminal.
+
+A thin HTTP client of a running API (``--url``, ``SCHEDULER_API_URL``), printing readable tables
+or, with ``--json``, the API's answers as they are.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+API_PREFIX = "/scheduler-service/v1"
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, problem: dict[str, Any]) -> None:
+        self.status = status
+        self.problem = problem
+        super().__init__(status)
+
+    def describe(self) -> str:
+        title = self.problem.get("title", "error")
+        lines = [f"{self.status} {title}: {self.problem.get('detail', '')}".rstrip(": ")]
+        for error in self.problem.get("errors") or []:
+            lines.append(f"  {error.get('field')}: {error.get('message')}")
+        return "\n".join(lines)
+
+
+class Client:
+    def __init__(self, base_url: str, api_key: str | None, timeout: float = 10.0) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.api_key = api_key
+        self.timeout = timeout
+
+    def call(
+        self, method: str, path: str, body: Any = None, query: dict[str, Any] | None = None
+    ) -> Any:
+        url = f"{self.base_url}{API_PREFIX}{path}"
+        if query:
+            url += "?" + urllib.parse.urlencode({k: v for k, v in query.items() if v is not None})
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(url, data=data, method=method)
+        if data is not None:
+            request.add_header("Content-Type", "application/json")
+        if self.api_key:
+            request.add_header("Authorization", f"Bearer {self.api_key}")
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                return json.loads(response.read() or b"null")
+        except urllib.error.HTTPError as error:
+            with error:
+                raw = error.read()
+            try:
+                problem = json.loads(raw) if raw else {}
+            except ValueError:
+                problem = {"detail": raw.decode(errors="replace")[:200]}
+            raise ApiError(error.code, problem if isinstance(problem, dict) else {}) from None
+
+
+def table(rows: list[dict[str, Any]], columns: Sequence[tuple[str, str]], out: TextIO) -> None:
+    """Columns as (key, heading); ``None`` shows as ``-``."""
+    cells = [[heading for _, heading in columns]] + [
+        ["-" if row.get(key) is None else str(row.get(key)) for key, _ in columns] for row in rows
+    ]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
+    for line in cells:
+        out.write(
+            "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+        )
+        out.write("\n")
+
+
+SCHEDULE_COLUMNS = (
+    ("id", "ID"),
+    ("name", "NAME"),
+    ("status", "STATUS"),
+    ("next_schedule_time", "NEXT (UTC)"),
+    ("runs", "RUNS"),
+    ("failures", "FAILURES"),
+    ("last_status", "LAST"),
+)
+EXECUTION_COLUMNS = (
+    ("scheduled_time", "SCHEDULED (UTC)"),
+    ("status", "STATUS"),
+    ("attempts", "ATTEMPTS"),
+    ("http_status", "HTTP"),
+    ("lateness_ms", "LATE (ms)"),
+    ("duration_ms", "TOOK (ms)"),
+    ("error", "ERROR"),
+)
+
+
+def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    def client_options(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument(
+            "--url", help="the API's base URL (SCHEDULER_API_URL; http://127.0.0.1:8080)"
+        )
+        parser.add_argument("--api-key", help="API key (SCHEDULER_API_KEY); none for scheduler dev")
+        parser.add_argument("--json", action="store_true", help="print the API's JSON answer")
+
+    schedules = commands.add_parser("schedules", help="list, show and change schedules via the API")
+    actions = schedules.add_subparsers(dest="action", required=True)
+    listing = actions.add_parser("list", help="schedules, one per line")
+    listing.add_argument("--status", choices=["active", "paused", "completed"])
+    listing.add_argument("--name", help="name prefix")
+    listing.add_argument("--tag")
+    listing.add_argument("--limit", type=int, default=50)
+    client_options(listing)
+    create = actions.add_parser(
+        "create", help="create (or, with --id, create or replace) from a JSON file"
+    )
+    create.add_argument(
+        "-f", "--file", required=True, type=Path, help="the request body; - for stdin"
+    )
+    create.add_argument("--id", help="PUT to this id instead of POST")
+    client_options(create)
+    for action, text in (
+        ("get", "one schedule"),
+        ("pause", "stop firing until resumed"),
+        ("resume", "fire again from now on"),
+        ("trigger", "one extra run now"),
+        ("delete", "stop for good"),
+    ):
+        parser = actions.add_parser(action, help=text)
+        parser.add_argument("id")
+        client_options(parser)
+    executions = commands.add_parser("executions", help="a schedule's run history via the API")
+    executions.add_argument("id")
+    executions.add_argument("--limit", type=int, default=20)
+    client_options(executions)
+
+
+def run(args: argparse.Namespace, environ: dict[str, str], out: TextIO = sys.stdout) -> int:
+    client = Client(
+        args.url or environ.get("SCHEDULER_API_URL", "http://127.0.0.1:8080"),
+        args.api_key or environ.get("SCHEDULER_API_KEY"),
+    )
+    try:
+        answer, rows, columns = _request(client, args)
+    except ApiError as error:
+        print(error.describe(), file=sys.stderr)
+        return 1
+    except urllib.error.URLError as error:
+        print(f"cannot reach {client.base_url}: {error.reason}", file=sys.stderr)
+        return 1
+    except (OSError, ValueError) as error:
+        print(f"scheduler: {error}", file=sys.stderr)
+        return 1
+    if args.json:
+        out.write(json.dumps(answer, indent=2) + "\n")
+    elif rows is not None:
+        table(rows, columns, out)
+    else:
+        for key, value in answer.items():
+            shown = json.dumps(value) if isinstance(value, dict | list) else value
+            out.write(f"{key + ':':<26} {shown}\n")
+    return 0
+
+
+def _request(
+    client: Client, args: argparse.Namespace
+) -> tuple[Any, list[dict[str, Any]] | None, Sequence[tuple[str, str]]]:
+    if args.command == "executions":
+        answer = client.call(
+            "GET", f"/schedule/{_quote(args.id)}/executions", query={"limit": args.limit}
+        )
+        return answer, answer["items"], EXECUTION_COLUMNS
+    action = args.action
+    if action == "list":
+        query = {"status": args.status, "name": args.name, "tag": args.tag, "limit": args.limit}
+        answer = client.call("GET", "/schedules", query=query)
+        return answer, answer["items"], SCHEDULE_COLUMNS
+    if action == "create":
+        text = sys.stdin.read() if str(args.file) == "-" else args.file.read_text()
+        body = json.loads(text)
+        if args.id:
+            return client.call("PUT", f"/schedule/{_quote(args.id)}", body), None, ()
+        return client.call("POST", "/schedule", body), None, ()
+    path = f"/schedule/{_quote(args.id)}"
+    if action == "get":
+        return client.call("GET", path), None, ()
+    if action == "delete":
+        return client.call("DELETE", path), None, ()
+    return client.call("POST", f"{path}/{action}"), None, ()
+
+
+def _quote(schedule_id: str) -> str:
+    return urllib.parse.quote(schedule_id, safe="")
