@@ -1,0 +1,339 @@
+"""Precision and throughput of firing, with APScheduler 3 side by side in the same run.
+
+For each rate R (default 100, 500, 1,000, 2,000 per second): N = R x ``--seconds`` one-time
+schedules due one after another R per second, from ``--lead`` seconds after they are stored.
+A real ``scheduler poller`` and ``scheduler executor`` (separate processes, default settings)
+fire them at the receiver (``bench.receiver``, its own process), which records each arrival.
+Then the same workload runs on APScheduler 3 (``bench.peer_apscheduler``, its own process).
+
+Per run: fires per second sustained (unique fires / (last arrival - first arrival)), lateness
+(arrival - scheduled) p50/p95/p99/max, errors (missing, duplicated, or not recorded as
+succeeded), and the firing process's resident memory (first sample and peak).
+
+    python -m bench.firing                          # SQLite store and queues
+    python -m bench.firing --moto --rates 20 --seconds 10   # queues on moto's server
+    python -m bench.firing --store-url mongodb://host:27017 --queue-url sqs+http://host:4566
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from bench.common import (
+    ROOT,
+    Component,
+    RssSampler,
+    backend,
+    common_arguments,
+    free_port,
+    profiled,
+    report,
+    summary,
+    table,
+)
+from bench.receiver import Arrival, ReceiverProcess
+from bench.seed import TENANT, one_time_rows, seed, spaced
+from shared.backends import open_backends
+from shared.model import ExecutionStatus
+from shared.timeutil import parse_iso
+
+
+def firing_figures(
+    arrivals: list[Arrival], expected: set[str], offered_rate: float
+) -> dict[str, Any]:
+    """Figures of one run from the receiver's record; ``expected`` are the occurrence ids."""
+    first: dict[str, tuple[float, str]] = {}
+    duplicates = 0
+    for arrived, scheduled, key in arrivals:
+        if key not in expected:
+            continue
+        if key in first:
+            duplicates += 1
+            continue
+        first[key] = (arrived, scheduled)
+    lateness = [
+        (arrived - parse_iso(scheduled).timestamp()) * 1000.0
+        for arrived, scheduled in first.values()
+    ]
+    times = sorted(arrived for arrived, _ in first.values())
+    span = times[-1] - times[0] if len(times) > 1 else 0.0
+    sustained = (len(times) - 1) / span if span > 0 else float("nan")
+    return {
+        "offered_per_second": offered_rate,
+        "expected": len(expected),
+        "fired": len(first),
+        "missing": len(expected) - len(first),
+        "duplicates": duplicates,
+        "sustained_per_second": sustained,
+        "lateness_ms": summary(lateness),
+    }
+
+
+@contextmanager
+def moto_server(log_dir: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """moto's SQS server on a free loopback port: ``sqs+http://127.0.0.1:<port>``."""
+    port = free_port()
+    log = (log_dir / "moto.log").open("wb")
+    process = subprocess.Popen(
+        [str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        import urllib.request
+
+        deadline = time.time() + 20
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/moto-api/", timeout=1).close()
+                break
+            except OSError:
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.1)
+        yield f"sqs+http://127.0.0.1:{port}", process
+    finally:
+        process.terminate()
+        process.wait(10)
+        log.close()
+
+
+def run_ours(
+    receiver: ReceiverProcess,
+    rate: float,
+    count: int,
+    lead: float,
+    store_url: str | None,
+    queue_url: str | None,
+    log_dir: Path,
+    profile_dir: Path | None,
+    queue_pid: int | None = None,
+) -> dict[str, Any]:
+    receiver.reset()
+    with backend(store_url, queue_url) as where:
+        settings = where.settings()
+        backends = open_backends(settings)
+        try:
+            accepted = datetime.now(UTC)
+            start = accepted + timedelta(seconds=lead)
+            prefix = f"fire-{int(rate)}"
+            rows = list(one_time_rows(f"{receiver.url}/hook", spaced(start, count, rate), prefix))
+            seed(backends.store, rows, accepted)
+            expected = {f"{sid}:{_iso(moment)}" for sid, _, moment in rows}
+            poller = Component("poller", where.settings_env(), log_dir)
+            executor = Component("executor", where.settings_env(), log_dir)
+
+            def profile(name: str, pid: int | None) -> Path | None:
+                if profile_dir is None or not pid:
+                    return None
+                return profile_dir / f"{name}-{int(rate)}.svg"
+
+            try:
+                with (
+                    RssSampler(executor.pid) as rss,
+                    profiled(executor.pid, profile("executor", executor.pid)),
+                    profiled(poller.pid, profile("poller", poller.pid)),
+                    profiled(queue_pid or 0, profile("queue-server", queue_pid)),
+                ):
+                    end = start.timestamp() + count / rate
+                    receiver.wait_for(count, end + 60 + count / 50)
+                    time.sleep(0.5)  # late duplicates, if any
+            finally:
+                executor.stop()
+                poller.stop()
+            figures = firing_figures(receiver.dump(), expected, rate)
+            figures["not_succeeded"] = _not_succeeded(backends.store, rows)
+            figures["errors"] = (
+                figures["missing"] + figures["duplicates"] + figures["not_succeeded"]
+            )
+            figures["rss_mb"] = {"at_start": rss.at(start.timestamp()), "peak": rss.peak}
+            figures["backend"] = where.label
+            return figures
+        finally:
+            backends.close()
+
+
+def _iso(moment: datetime) -> str:
+    from shared.timeutil import iso_z
+
+    return iso_z(moment)
+
+
+def _not_succeeded(store: Any, rows: list[tuple[str, str, datetime]]) -> int:
+    """Occurrences whose execution record is missing or not ``succeeded``."""
+    bad = 0
+    for schedule_id, _, moment in rows:
+        record = store.get_execution(TENANT, f"{schedule_id}:{_iso(moment)}")
+        if record is None or record.status is not ExecutionStatus.SUCCEEDED:
+            bad += 1
+    return bad
+
+
+def run_peer(
+    receiver: ReceiverProcess, rate: float, count: int, lead: float, profile_dir: Path | None
+) -> dict[str, Any]:
+    receiver.reset()
+    start = time.time() + lead
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bench.peer_apscheduler",
+            "--url",
+            f"{receiver.url}/hook",
+            "--count",
+            str(count),
+            "--rate",
+            str(rate),
+            "--start",
+            str(start),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    profile = profile_dir / f"apscheduler-{int(rate)}.svg" if profile_dir else None
+    with RssSampler(process.pid) as rss, profiled(process.pid, profile):
+        out, _ = process.communicate(timeout=start - time.time() + 120 + count / 50)
+    counts = json.loads(out.strip().splitlines()[-1])
+    arrivals = receiver.dump()
+    expected = {key for _, _, key in arrivals if key.startswith("peer-")}
+    figures = firing_figures(arrivals, expected, rate)
+    figures["missing"] = count - figures["fired"]
+    figures["expected"] = count
+    figures["not_succeeded"] = counts["errors"]
+    figures["errors"] = figures["missing"] + figures["duplicates"] + counts["errors"]
+    figures["rss_mb"] = {"at_start": rss.at(start), "peak": rss.peak}
+    figures["backend"] = "APScheduler 3 (memory job store)"
+    return figures
+
+
+def ratio(ours: float, theirs: float) -> float:
+    return ours / theirs if theirs else float("nan")
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__)
+    common_arguments(parser)
+    parser.add_argument("--rates", default="100,500,1000,2000", help="fires per second")
+    parser.add_argument("--seconds", type=float, default=10.0, help="length of each window")
+    parser.add_argument("--lead", type=float, default=8.0, help="seconds from storing to due")
+    parser.add_argument("--no-peer", action="store_true", help="skip APScheduler")
+    parser.add_argument("--moto", action="store_true", help="queues on a moto server started here")
+    parser.add_argument("--profile-dir", type=Path, help="py-spy flame graphs of each process")
+    parser.add_argument("--log-dir", type=Path, default=ROOT / "bench" / "logs")
+    args = parser.parse_args(argv)
+    args.log_dir.mkdir(parents=True, exist_ok=True)
+    if args.profile_dir:
+        args.profile_dir.mkdir(parents=True, exist_ok=True)
+    rates = [float(rate) for rate in args.rates.split(",")]
+    receiver = ReceiverProcess()
+    runs: list[dict[str, Any]] = []
+    try:
+        for rate in rates:
+            count = max(1, int(rate * args.seconds))
+            if args.moto:
+                with moto_server(args.log_dir) as (url, process):
+                    ours = run_ours(
+                        receiver,
+                        rate,
+                        count,
+                        args.lead,
+                        args.store_url,
+                        url,
+                        args.log_dir,
+                        args.profile_dir,
+                        process.pid,
+                    )
+                    ours["backend"] = "sqlite store + SQS queues on moto_server"
+            else:
+                ours = run_ours(
+                    receiver,
+                    rate,
+                    count,
+                    args.lead,
+                    args.store_url,
+                    args.queue_url,
+                    args.log_dir,
+                    args.profile_dir,
+                )
+            run: dict[str, Any] = {"rate": rate, "count": count, "ours": ours}
+            if not args.no_peer:
+                peer = run_peer(receiver, rate, count, min(args.lead, 3.0), args.profile_dir)
+                run["apscheduler"] = peer
+                run["ratio_ours_to_apscheduler"] = {
+                    "sustained": ratio(ours["sustained_per_second"], peer["sustained_per_second"]),
+                    "lateness_p99": ratio(ours["lateness_ms"]["p99"], peer["lateness_ms"]["p99"]),
+                    "rss_peak": ratio(ours["rss_mb"]["peak"], peer["rss_mb"]["peak"]),
+                }
+            runs.append(run)
+            print(_row_text(run), flush=True)
+    finally:
+        receiver.stop()
+    rows = []
+    for run in runs:
+        for who in ("ours", "apscheduler"):
+            if who not in run:
+                continue
+            figures = run[who]
+            rows.append(
+                [
+                    f"{run['rate']:g}/s x {run['count']:,}",
+                    figures["backend"],
+                    figures["sustained_per_second"],
+                    figures["lateness_ms"]["p50"],
+                    figures["lateness_ms"]["p95"],
+                    figures["lateness_ms"]["p99"],
+                    figures["lateness_ms"]["max"],
+                    figures["errors"],
+                    f"{figures['rss_mb']['at_start']:.0f} -> {figures['rss_mb']['peak']:.0f}",
+                ]
+            )
+    print(
+        table(
+            [
+                "offered",
+                "system",
+                "fires/s sustained",
+                "p50 ms",
+                "p95 ms",
+                "p99 ms",
+                "max ms",
+                "errors",
+                "RSS MB at start -> peak",
+            ],
+            rows,
+        )
+    )
+    result = {"runs": runs, "seconds": args.seconds, "lead": args.lead}
+    report("firing", result, args.json)
+    return result
+
+
+def _row_text(run: dict[str, Any]) -> str:
+    ours = run["ours"]
+    text = (
+        f"rate {run['rate']:g}/s n={run['count']}: ours {ours['sustained_per_second']:.0f}/s "
+        f"p99 {ours['lateness_ms']['p99']:.1f} ms max {ours['lateness_ms']['max']:.1f} ms "
+        f"errors {ours['errors']} rss {ours['rss_mb']['peak']:.0f} MB"
+    )
+    if "apscheduler" in run:
+        peer = run["apscheduler"]
+        text += (
+            f" | apscheduler {peer['sustained_per_second']:.0f}/s "
+            f"p99 {peer['lateness_ms']['p99']:.1f} ms errors {peer['errors']}"
+        )
+    return text
+
+
+if __name__ == "__main__":
+    main()
