@@ -2,7 +2,8 @@
 
 Documents mirror the SQLite adapter's rows: collection ``schedules`` keyed
 ``_id = "<tenant>/<schedule_id>"``, collection ``executions`` keyed
-``_id = "<tenant>/<occurrence_id>"``. Every instant is a BSON date (milliseconds, UTC).
+``_id = "<tenant>/<occurrence_id>"``, ``idempotency_keys`` keyed ``_id = "<tenant>/<key>"``,
+``api_keys`` keyed by the key's SHA-256. Every instant is a BSON date (milliseconds, UTC).
 
 Every mutation is one guarded, atomic update: the filter states the condition under which the
 change applies (a newer revision, the lease owner, a status), so concurrent workers never
@@ -33,6 +34,7 @@ from pymongo.errors import (
     ConnectionFailure,
     DuplicateKeyError,
     ExecutionTimeout,
+    OperationFailure,
     PyMongoError,
     WTimeoutError,
 )
@@ -47,7 +49,7 @@ from shared.model import (
     ScheduleDefinition,
     ScheduleStatus,
 )
-from shared.ports import Page, ScheduleFilter, Store
+from shared.ports import ApiKey, IdempotencyRecord, Page, ScheduleFilter, Store
 from shared.timeutil import UTC, from_epoch_ms, parse_iso, to_epoch_ms, utc_ms
 
 Document = dict[str, Any]
@@ -62,6 +64,7 @@ _DELETED = ScheduleStatus.DELETED.value
 _ACTIVE = ScheduleStatus.ACTIVE.value
 _PAUSED = ScheduleStatus.PAUSED.value
 _COMPLETED = ScheduleStatus.COMPLETED.value
+_KEY_ID = re.compile(r"^[0-9a-f]{8,64}$")
 
 
 def _key(tenant: str, name: str) -> str:
@@ -114,6 +117,8 @@ class MongoStore(Store):
         database = client[database_name]
         self.schedules: Collection[Document] = database["schedules"]
         self.executions: Collection[Document] = database["executions"]
+        self.idempotency_keys: Collection[Document] = database["idempotency_keys"]
+        self.api_keys: Collection[Document] = database["api_keys"]
 
     @classmethod
     def from_url(cls, url: str, database_name: str) -> MongoStore:
@@ -149,6 +154,15 @@ class MongoStore(Store):
             self.executions.create_index(
                 [("tenant", ASCENDING), ("schedule_id", ASCENDING), ("scheduled_time", DESCENDING)]
             )
+            self.api_keys.create_index([("tenant", ASCENDING)])
+            try:
+                # MongoDB drops expired idempotency records itself; reads check ``expires_at``
+                # anyway, so a server without TTL indexes is still right, only fuller.
+                self.idempotency_keys.create_index(
+                    [("expires_at", ASCENDING)], expireAfterSeconds=0
+                )
+            except OperationFailure:
+                self.idempotency_keys.create_index([("expires_at", ASCENDING)])
 
     def close(self) -> None:
         if self.owns_client:
@@ -429,6 +443,102 @@ class MongoStore(Store):
             )
             return {group["_id"]: group["n"] for group in groups}
 
+    def count_tenant_schedules(self, tenant: str) -> int:
+        with _transient("count_tenant_schedules"):
+            return self.schedules.count_documents(
+                {"tenant": tenant, "status": {"$in": [_ACTIVE, _PAUSED]}}
+            )
+
+    # -- idempotency keys ----------------------------------------------------------------
+
+    def save_idempotency_record(
+        self, record: IdempotencyRecord, now: datetime
+    ) -> tuple[IdempotencyRecord, bool]:
+        key = _key(record.tenant, record.key)
+        document: Document = {
+            "_id": key,
+            "tenant": record.tenant,
+            "key": record.key,
+            "fingerprint": record.fingerprint,
+            "schedule_id": record.schedule_id,
+            "revision": record.revision,
+            "next_schedule_time": _ms(record.next_schedule_time),
+            "timezone": record.timezone,
+            "created_at": utc_ms(record.created_at),
+            "expires_at": utc_ms(record.expires_at),
+        }
+        with _transient("save_idempotency_record"):
+            for _ in range(_ROUNDS):
+                try:
+                    self.idempotency_keys.insert_one(document)
+                    return _idempotency(document), True
+                except DuplicateKeyError:
+                    pass
+                # Taken: by a live record (it answers), or by an expired one (replace it; of
+                # two concurrent replacers the guard lets one through).
+                replaced = self.idempotency_keys.replace_one(
+                    {"_id": key, "expires_at": {"$lte": utc_ms(now)}}, document
+                )
+                if replaced.matched_count:
+                    return _idempotency(document), True
+                current = self.idempotency_keys.find_one({"_id": key})
+                if current is not None:
+                    return _idempotency(current), False
+                # Deleted meanwhile: go round again.
+        raise Transient(f"save_idempotency_record {key}: too many concurrent changes")
+
+    def get_idempotency_record(
+        self, tenant: str, key: str, now: datetime
+    ) -> IdempotencyRecord | None:
+        with _transient("get_idempotency_record"):
+            document = self.idempotency_keys.find_one(
+                {"_id": _key(tenant, key), "expires_at": {"$gt": utc_ms(now)}}
+            )
+        return None if document is None else _idempotency(document)
+
+    def delete_idempotency_record(self, tenant: str, key: str, fingerprint: str) -> bool:
+        with _transient("delete_idempotency_record"):
+            result = self.idempotency_keys.delete_one(
+                {"_id": _key(tenant, key), "fingerprint": fingerprint}
+            )
+        return result.deleted_count == 1
+
+    # -- API keys ------------------------------------------------------------------------
+
+    def add_api_key(self, key: ApiKey) -> bool:
+        with _transient("add_api_key"):
+            try:
+                self.api_keys.insert_one(
+                    {
+                        "_id": key.key_hash,
+                        "tenant": key.tenant,
+                        "name": key.name,
+                        "created_at": utc_ms(key.created_at),
+                    }
+                )
+            except DuplicateKeyError:
+                return False
+        return True
+
+    def find_api_key(self, key_hash: str) -> ApiKey | None:
+        with _transient("find_api_key"):
+            document = self.api_keys.find_one({"_id": key_hash})
+        return None if document is None else _api_key(document)
+
+    def list_api_keys(self, tenant: str | None = None) -> list[ApiKey]:
+        selector: Document = {} if tenant is None else {"tenant": tenant}
+        with _transient("list_api_keys"):
+            documents = list(self.api_keys.find(selector))
+        keys = [_api_key(document) for document in documents]
+        return sorted(keys, key=lambda key: (key.created_at, key.key_hash))
+
+    def delete_api_key(self, key_id: str) -> int:
+        if not _KEY_ID.match(key_id):
+            return 0
+        with _transient("delete_api_key"):
+            result = self.api_keys.delete_many({"_id": {"$regex": f"^{key_id}"}})
+        return result.deleted_count
+
     # -- executions ----------------------------------------------------------------------
 
     def begin_attempt(
@@ -627,6 +737,29 @@ def _schedule(document: Mapping[str, Any]) -> Schedule:
         last_status=document.get("last_status"),
         lease_owner=document.get("lease_owner"),
         lease_until=_instant(document.get("lease_until")),
+    )
+
+
+def _idempotency(document: Mapping[str, Any]) -> IdempotencyRecord:
+    return IdempotencyRecord(
+        tenant=document["tenant"],
+        key=document["key"],
+        fingerprint=document["fingerprint"],
+        schedule_id=document["schedule_id"],
+        revision=document["revision"],
+        next_schedule_time=_instant(document.get("next_schedule_time")),
+        timezone=document["timezone"],
+        created_at=_required(_instant(document.get("created_at"))),
+        expires_at=_required(_instant(document.get("expires_at"))),
+    )
+
+
+def _api_key(document: Mapping[str, Any]) -> ApiKey:
+    return ApiKey(
+        key_hash=document["_id"],
+        tenant=document["tenant"],
+        name=document.get("name", ""),
+        created_at=_required(_instant(document.get("created_at"))),
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -19,7 +20,7 @@ from shared.model import (
     ScheduleDefinition,
     ScheduleStatus,
 )
-from shared.ports import Page, ScheduleFilter, Store
+from shared.ports import ApiKey, IdempotencyRecord, Page, ScheduleFilter, Store
 from shared.timeutil import from_epoch_ms, to_epoch_ms, utc_ms
 
 SCHEMA = """
@@ -71,7 +72,28 @@ CREATE TABLE IF NOT EXISTS executions (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS executions_by_schedule
     ON executions (tenant, schedule_id, scheduled_ms DESC, occurrence_id DESC);
+CREATE TABLE IF NOT EXISTS idempotency_keys (
+    tenant TEXT NOT NULL,
+    key TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    schedule_id TEXT NOT NULL,
+    revision INTEGER NOT NULL,
+    next_ms INTEGER,
+    timezone TEXT NOT NULL,
+    created_ms INTEGER NOT NULL,
+    expires_ms INTEGER NOT NULL,
+    PRIMARY KEY (tenant, key)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS idempotency_keys_expiry ON idempotency_keys (expires_ms);
+CREATE TABLE IF NOT EXISTS api_keys (
+    key_hash TEXT PRIMARY KEY,
+    tenant TEXT NOT NULL,
+    name TEXT NOT NULL,
+    created_ms INTEGER NOT NULL
+) WITHOUT ROWID;
 """
+
+_KEY_ID = re.compile(r"^[0-9a-f]{8,64}$")
 
 
 def _ms(moment: datetime | None) -> int | None:
@@ -342,6 +364,108 @@ class SqliteStore(Store):
         )
         return {row["status"]: row["n"] for row in rows}
 
+    def count_tenant_schedules(self, tenant: str) -> int:
+        row = (
+            self.db.connection()
+            .execute(
+                "SELECT count(*) AS n FROM schedules"
+                " WHERE tenant = ? AND status IN ('active', 'paused')",
+                (tenant,),
+            )
+            .fetchone()
+        )
+        return int(row["n"])
+
+    # -- idempotency keys ----------------------------------------------------------------
+
+    def save_idempotency_record(
+        self, record: IdempotencyRecord, now: datetime
+    ) -> tuple[IdempotencyRecord, bool]:
+        now_ms = to_epoch_ms(now)
+        with self.db.write() as connection:
+            # Expired records go here, in passing: the index makes it cost what has expired.
+            connection.execute("DELETE FROM idempotency_keys WHERE expires_ms <= ?", (now_ms,))
+            row = connection.execute(
+                "SELECT * FROM idempotency_keys WHERE tenant = ? AND key = ?",
+                (record.tenant, record.key),
+            ).fetchone()
+            if row is not None:
+                return _idempotency(row), False
+            connection.execute(
+                "INSERT INTO idempotency_keys (tenant, key, fingerprint, schedule_id, revision,"
+                " next_ms, timezone, created_ms, expires_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    record.tenant,
+                    record.key,
+                    record.fingerprint,
+                    record.schedule_id,
+                    record.revision,
+                    _ms(record.next_schedule_time),
+                    record.timezone,
+                    to_epoch_ms(record.created_at),
+                    to_epoch_ms(record.expires_at),
+                ),
+            )
+        return _stored_idempotency(record), True
+
+    def get_idempotency_record(
+        self, tenant: str, key: str, now: datetime
+    ) -> IdempotencyRecord | None:
+        row = (
+            self.db.connection()
+            .execute(
+                "SELECT * FROM idempotency_keys WHERE tenant = ? AND key = ? AND expires_ms > ?",
+                (tenant, key, to_epoch_ms(now)),
+            )
+            .fetchone()
+        )
+        return None if row is None else _idempotency(row)
+
+    def delete_idempotency_record(self, tenant: str, key: str, fingerprint: str) -> bool:
+        with self.db.write() as connection:
+            cursor = connection.execute(
+                "DELETE FROM idempotency_keys WHERE tenant = ? AND key = ? AND fingerprint = ?",
+                (tenant, key, fingerprint),
+            )
+            return cursor.rowcount == 1
+
+    # -- API keys ------------------------------------------------------------------------
+
+    def add_api_key(self, key: ApiKey) -> bool:
+        with self.db.write() as connection:
+            cursor = connection.execute(
+                "INSERT INTO api_keys (key_hash, tenant, name, created_ms) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (key_hash) DO NOTHING",
+                (key.key_hash, key.tenant, key.name, to_epoch_ms(key.created_at)),
+            )
+            return cursor.rowcount == 1
+
+    def find_api_key(self, key_hash: str) -> ApiKey | None:
+        row = (
+            self.db.connection()
+            .execute("SELECT * FROM api_keys WHERE key_hash = ?", (key_hash,))
+            .fetchone()
+        )
+        return None if row is None else _api_key(row)
+
+    def list_api_keys(self, tenant: str | None = None) -> list[ApiKey]:
+        where, params = ("WHERE tenant = ?", (tenant,)) if tenant is not None else ("", ())
+        rows = (
+            self.db.connection()
+            .execute(f"SELECT * FROM api_keys {where} ORDER BY created_ms, key_hash", params)
+            .fetchall()
+        )
+        return [_api_key(row) for row in rows]
+
+    def delete_api_key(self, key_id: str) -> int:
+        if not _KEY_ID.match(key_id):
+            return 0
+        with self.db.write() as connection:
+            cursor = connection.execute(
+                "DELETE FROM api_keys WHERE substr(key_hash, 1, ?) = ?", (len(key_id), key_id)
+            )
+            return cursor.rowcount
+
     # -- executions ----------------------------------------------------------------------
 
     def begin_attempt(
@@ -515,6 +639,46 @@ def _schedule(row: sqlite3.Row) -> Schedule:
         last_status=row["last_status"],
         lease_owner=row["lease_owner"],
         lease_until=_time(row["lease_until_ms"]),
+    )
+
+
+def _stored_idempotency(record: IdempotencyRecord) -> IdempotencyRecord:
+    """The record as it reads back: instants to the millisecond."""
+    return IdempotencyRecord(
+        tenant=record.tenant,
+        key=record.key,
+        fingerprint=record.fingerprint,
+        schedule_id=record.schedule_id,
+        revision=record.revision,
+        next_schedule_time=None
+        if record.next_schedule_time is None
+        else utc_ms(record.next_schedule_time),
+        timezone=record.timezone,
+        created_at=utc_ms(record.created_at),
+        expires_at=utc_ms(record.expires_at),
+    )
+
+
+def _idempotency(row: sqlite3.Row) -> IdempotencyRecord:
+    return IdempotencyRecord(
+        tenant=row["tenant"],
+        key=row["key"],
+        fingerprint=row["fingerprint"],
+        schedule_id=row["schedule_id"],
+        revision=row["revision"],
+        next_schedule_time=_time(row["next_ms"]),
+        timezone=row["timezone"],
+        created_at=from_epoch_ms(row["created_ms"]),
+        expires_at=from_epoch_ms(row["expires_ms"]),
+    )
+
+
+def _api_key(row: sqlite3.Row) -> ApiKey:
+    return ApiKey(
+        key_hash=row["key_hash"],
+        tenant=row["tenant"],
+        name=row["name"],
+        created_at=from_epoch_ms(row["created_ms"]),
     )
 
 

@@ -30,7 +30,7 @@ from shared.model import (
     Timing,
     Unit,
 )
-from shared.ports import ScheduleFilter, Store
+from shared.ports import ApiKey, IdempotencyRecord, ScheduleFilter, Store
 from shared.timeutil import UTC
 
 T0 = datetime(2026, 3, 8, 7, 30, 0, 123_000, tzinfo=UTC)
@@ -732,3 +732,132 @@ def test_concurrent_claimers_never_get_the_same_schedule(store: Store) -> None:
     claimed = [schedule_id for result in results for schedule_id in result]
     assert len(claimed) == len(set(claimed)) == due
     assert sum(1 for result in results if result) >= 2, "the claimers should have overlapped"
+
+
+# -- quota counts, idempotency records, API keys --------------------------------------------
+
+
+def test_count_tenant_schedules_counts_active_and_paused_of_that_tenant(store: Store) -> None:
+    create(store, "a")
+    create(store, "b")
+    store.apply_state(TENANT, "b", 2, ScheduleStatus.PAUSED, None, T0)
+    create(store, "c", next_time=None)  # completed: fires no more
+    create(store, "d")
+    store.apply_state(TENANT, "d", 2, ScheduleStatus.DELETED, None, T0)
+    create(store, "e", tenant="globex")
+    assert store.count_tenant_schedules(TENANT) == 2
+    assert store.count_tenant_schedules("globex") == 1
+    assert store.count_tenant_schedules("nobody") == 0
+
+
+# Idempotency records expire in wall-clock time where the server has TTL indexes (MongoDB,
+# mongomock): these tests' instants lie in the future.
+I0 = datetime(2100, 1, 1, 0, 0, 0, 123_000, tzinfo=UTC)
+
+
+def idempotency(
+    key: str = "k1",
+    fingerprint: str = "fp-1",
+    schedule_id: str = "s1",
+    tenant: str = TENANT,
+    expires_at: datetime = I0 + 60 * MINUTE,
+) -> IdempotencyRecord:
+    return IdempotencyRecord(
+        tenant=tenant,
+        key=key,
+        fingerprint=fingerprint,
+        schedule_id=schedule_id,
+        revision=7,
+        next_schedule_time=I0 + timedelta(microseconds=456_789),
+        timezone="Asia/Kolkata",
+        created_at=I0,
+        expires_at=expires_at,
+    )
+
+
+def test_an_idempotency_key_is_saved_once_and_answers_the_first_record(store: Store) -> None:
+    first, won = store.save_idempotency_record(idempotency(), I0)
+    assert won
+    assert first.next_schedule_time == I0 + timedelta(microseconds=456_000)
+    assert first.expires_at == I0 + 60 * MINUTE
+    again, won_again = store.save_idempotency_record(
+        idempotency(fingerprint="fp-2", schedule_id="s2"), I0 + MINUTE
+    )
+    assert not won_again
+    assert again == first
+    assert store.get_idempotency_record(TENANT, "k1", I0 + MINUTE) == first
+    assert store.get_idempotency_record(TENANT, "k2", I0) is None
+    # Keys are the tenant's own: the same key of another tenant is another record.
+    other, won_other = store.save_idempotency_record(idempotency(tenant="globex"), I0)
+    assert won_other
+    assert other.tenant == "globex"
+    assert store.get_idempotency_record("globex", "k1", I0) == other
+
+
+def test_an_expired_idempotency_record_is_gone_and_replaced(store: Store) -> None:
+    store.save_idempotency_record(idempotency(expires_at=I0 + MINUTE), I0)
+    assert store.get_idempotency_record(TENANT, "k1", I0 + MINUTE) is None
+    replacement, won = store.save_idempotency_record(
+        idempotency(fingerprint="fp-2", expires_at=I0 + 9 * MINUTE), I0 + 2 * MINUTE
+    )
+    assert won
+    assert replacement.fingerprint == "fp-2"
+    stored = store.get_idempotency_record(TENANT, "k1", I0 + 2 * MINUTE)
+    assert stored is not None
+    assert stored.fingerprint == "fp-2"
+
+
+def test_deleting_an_idempotency_record_is_guarded_by_its_fingerprint(store: Store) -> None:
+    store.save_idempotency_record(idempotency(), I0)
+    assert not store.delete_idempotency_record(TENANT, "k1", "fp-other")
+    assert store.get_idempotency_record(TENANT, "k1", I0) is not None
+    assert not store.delete_idempotency_record("globex", "k1", "fp-1")
+    assert store.delete_idempotency_record(TENANT, "k1", "fp-1")
+    assert store.get_idempotency_record(TENANT, "k1", I0) is None
+    assert store.save_idempotency_record(idempotency(fingerprint="fp-3"), I0)[1]
+
+
+def test_concurrent_saves_of_one_idempotency_key_have_one_winner(store: Store) -> None:
+    if isinstance(store, MongoStore) and not store.owns_client:
+        pytest.skip("mongomock is not thread-safe; the wire-server run covers this")
+    with ThreadPoolExecutor(8) as threads:
+        results = list(
+            threads.map(
+                lambda n: store.save_idempotency_record(
+                    idempotency(fingerprint=f"fp-{n}", schedule_id=f"s{n}"), I0
+                ),
+                range(16),
+            )
+        )
+    winners = [record for record, won in results if won]
+    assert len(winners) == 1
+    assert {record for record, _ in results} == {winners[0]}
+
+
+def api_key(key_hash: str, tenant: str = TENANT, minutes: int = 0) -> ApiKey:
+    return ApiKey(
+        key_hash=key_hash,
+        tenant=tenant,
+        name=f"key {key_hash[:4]}",
+        created_at=T0 + minutes * MINUTE,
+    )
+
+
+def test_api_keys_are_added_found_listed_and_revoked(store: Store) -> None:
+    first = api_key("a1" * 32)
+    second = api_key("b2" * 32, minutes=1)
+    other = api_key("c3" * 32, tenant="globex", minutes=2)
+    for key in (first, second, other):
+        assert store.add_api_key(key)
+    assert not store.add_api_key(api_key("a1" * 32, tenant="globex"))  # the hash is taken
+    assert store.find_api_key("a1" * 32) == first
+    assert store.find_api_key("ff" * 32) is None
+    assert store.list_api_keys() == [first, second, other]
+    assert store.list_api_keys(TENANT) == [first, second]
+    assert store.list_api_keys("nobody") == []
+    assert store.delete_api_key(first.key_id) == 1
+    assert store.find_api_key("a1" * 32) is None
+    assert store.delete_api_key(first.key_id) == 0
+    assert store.delete_api_key("not hex!") == 0
+    assert store.delete_api_key("") == 0  # never "every key"
+    assert store.list_api_keys() == [second, other]
