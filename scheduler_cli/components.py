@@ -9,6 +9,7 @@ from shared.adapters.http_sender import HttpSender
 from shared.backends import Backends
 from shared.ports import Clock
 from shared.settings import Settings
+from shared.ssrf import TargetPolicy
 
 
 def build_processor(
@@ -34,7 +35,10 @@ def build_executor(settings: Settings, backends: Backends, clock: Clock | None =
         backends.store,
         backends.queues.occurrences,
         backends.queues.dead_letters,
-        HttpSender(max_connections_per_host=settings.executor_concurrency),
+        HttpSender(
+            max_connections_per_host=settings.executor_concurrency,
+            policy=TargetPolicy(settings.allowed_networks),
+        ),
         settings,
         clock,
     )
