@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from werkzeug.serving import make_server
 
-from scheduler_cli import operator
+from scheduler_cli import keys, operator
 from scheduler_cli.components import build_executor, build_poller, build_processor
 from scheduler_service.app import create_app
 from shared.backends import Backends, open_backends
@@ -47,6 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands.add_parser("poller", help="send due occurrences to queue 2")
     commands.add_parser("executor", help="fire occurrences from queue 2")
     operator.add_commands(commands)
+    keys.add_commands(commands)
     args = parser.parse_args(argv)
     if args.command in ("schedules", "executions"):
         return operator.run(args, dict(os.environ))
@@ -57,6 +58,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigurationError as exc:
         print(f"scheduler: configuration error: {exc}", file=sys.stderr)
         return 2
+    if args.command == "keys":
+        return keys.run(args, settings)
     configure_logging(settings.log_format, settings.log_level)
     if args.command == "api":
         return run_api(settings)
@@ -119,6 +122,8 @@ def dev_settings(host: str, port: int, data_dir: Path) -> Settings:
         overrides["log_format"] = "text"
     if PREFIX + "ALLOWED_NETWORKS" not in environ:
         overrides["allowed_networks"] = LOOPBACK_NETWORKS
+    if PREFIX + "API_AUTH" not in environ:
+        overrides["api_auth"] = "none"  # one default tenant, no key: the quick start
     if PREFIX + "WEBHOOK_SECRET" not in environ:
         secret_file = data_dir / "webhook-secret"
         if not secret_file.exists():

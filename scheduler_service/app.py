@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import json
+import logging
+import math
+from typing import Any
+
 from flask import Flask, Response, g, request
 from flask_smorest import Api
 
+from scheduler_service.auth import Authenticator
 from scheduler_service.errors import problem, register_error_handlers
 from scheduler_service.health import blp as health_blueprint
-from scheduler_service.metrics import backend_registry
-from scheduler_service.metrics import blp as metrics_blueprint
+from scheduler_service.responses import ProblemSchema
 from scheduler_service.schedules import blp as schedules_blueprint
 from scheduler_service.service import ScheduleService
 from shared.backends import Backends
@@ -17,6 +22,30 @@ from shared.settings import Settings
 
 API_PREFIX = "/scheduler-service/v1"
 DEFAULT_TENANT = "default"
+PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/openapi.json"})
+
+log = logging.getLogger(__name__)
+
+SECURITY_SCHEMES = {
+    "ApiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"},
+    "Bearer": {"type": "http", "scheme": "bearer"},
+}
+
+
+class ProblemApi(Api):  # type: ignore[misc]
+    """flask-smorest's Api, whose documented error answers are RFC 7807 problems."""
+
+    ERROR_SCHEMA = ProblemSchema
+    DEFAULT_RESPONSE_CONTENT_TYPE = "application/json"
+
+    def _register_responses(self) -> None:
+        # The default error responses of every operation, as application/problem+json.
+        content_type = self.DEFAULT_RESPONSE_CONTENT_TYPE
+        self.DEFAULT_RESPONSE_CONTENT_TYPE = "application/problem+json"
+        try:
+            super()._register_responses()
+        finally:
+            self.DEFAULT_RESPONSE_CONTENT_TYPE = content_type
 
 
 def create_app(
@@ -34,37 +63,92 @@ def create_app(
         OPENAPI_JSON_PATH="openapi.json",
         OPENAPI_SWAGGER_UI_PATH="/docs",
         OPENAPI_SWAGGER_UI_URL="https://cdn.jsdelivr.net/npm/swagger-ui-dist/",
+        API_SPEC_OPTIONS={
+            "components": {"securitySchemes": SECURITY_SCHEMES},
+            "security": [{"ApiKey": []}, {"Bearer": []}],
+            "info": {
+                "description": "Schedules that call HTTP endpoints at their times. "
+                "Authenticate with X-API-Key or Authorization: Bearer (unless the server runs "
+                "without keys). Errors are RFC 7807 application/problem+json."
+            },
+        },
         MAX_CONTENT_LENGTH=settings.max_body_bytes,
         JSON_SORT_KEYS=False,
     )
     service = ScheduleService(backends.store, backends.queues, settings, clock or SystemClock())
+    authenticator = Authenticator(settings, backends.store)
     app.extensions["scheduler"] = service
     app.extensions["scheduler_backends"] = backends
-    app.extensions["scheduler_metrics"] = backend_registry(backends)
+    app.extensions["scheduler_auth"] = authenticator
+    log.info("API authentication: %s", authenticator.describe(), extra={"event": "api_auth"})
 
-    api = Api(app)
+    api = ProblemApi(app)
     api.register_blueprint(schedules_blueprint)
     api.register_blueprint(health_blueprint)
-    api.register_blueprint(metrics_blueprint)
     register_error_handlers(app)
 
     @app.before_request
     def check_request() -> Response | None:
-        g.tenant = DEFAULT_TENANT
-        if request.method in ("POST", "PUT", "PATCH") and request.content_length:
-            if request.content_length > settings.max_body_bytes:
+        if request.method in ("POST", "PUT", "PATCH"):
+            length = request.content_length
+            if length is not None and length > settings.max_body_bytes:
                 return problem(
                     413,
                     "Payload Too Large",
-                    f"the body is {request.content_length} bytes; the limit is "
-                    f"{settings.max_body_bytes}",
+                    f"the body is {length} bytes; the limit is {settings.max_body_bytes}",
                 )
-            if not request.is_json:
+            # A body sent without a length (chunked) is read up to the limit, no further.
+            data = request.get_data(cache=True)
+            if length is None and len(data) >= settings.max_body_bytes:
+                return problem(
+                    413,
+                    "Payload Too Large",
+                    f"the body reaches the limit of {settings.max_body_bytes} bytes",
+                )
+            if data and not request.is_json:
                 return problem(
                     415,
                     "Unsupported Media Type",
                     "send the body as JSON with Content-Type: application/json",
                 )
+            reason = json_problem(data) if data else None
+            if reason is not None:
+                return problem(400, "Invalid JSON", reason, [{"field": "body", "message": reason}])
+        if request.path in PUBLIC_PATHS or request.path.startswith("/docs"):
+            g.tenant = None
+            return None
+        # AuthFailure, raised here, is answered 401 by the error handlers.
+        g.tenant = authenticator.tenant_for(request.headers)
         return None
 
     return app
+
+
+def json_problem(data: bytes) -> str | None:
+    """Why a body is not JSON the service can keep, or None.
+
+    Beyond syntax: no NaN or Infinity (not JSON; they would be stored and sent on), no lone
+    surrogates (they cannot be encoded to UTF-8 when stored or sent), no nesting so deep that
+    parsing it exhausts the stack.
+    """
+
+    def refuse_constant(name: str) -> Any:
+        raise ValueError(f"{name} is not a JSON number")
+
+    def finite(text: str) -> float:
+        number = float(text)
+        if not math.isfinite(number):
+            raise ValueError(f"{text} is out of range")
+        return number
+
+    try:
+        text = data.decode("utf-8")
+        value = json.loads(text, parse_constant=refuse_constant, parse_float=finite)
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except RecursionError:
+        return "the JSON is nested too deeply"
+    except UnicodeError:
+        return "the body is not valid UTF-8 (or has a lone surrogate escape)"
+    except ValueError as exc:
+        return f"not valid JSON: {exc}"
+    return None

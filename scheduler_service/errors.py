@@ -9,6 +9,8 @@ from typing import Any
 from flask import Flask, Response, json
 from werkzeug.exceptions import HTTPException
 
+from scheduler_service.auth import AuthFailure
+from scheduler_service.service import IdempotencyConflict, QuotaExceeded
 from shared.errors import InvalidInput, NotFound, Transient
 
 log = logging.getLogger(__name__)
@@ -61,8 +63,9 @@ def register_error_handlers(app: Flask) -> None:
         status = exc.code or 500
         data = getattr(exc, "data", None) or {}
         messages = data.get("messages") if isinstance(data, Mapping) else None
-        if status == 422 and messages is not None:
-            # webargs reports {"json": {...}}: name the fields of the body, not the location.
+        if status in (400, 422) and messages is not None:
+            # webargs reports {"json": {...}}, {"query": {...}}, {"headers": {...}}: name the
+            # fields, not where they were.
             flat: list[dict[str, str]] = []
             for value in messages.values():
                 flat.extend(flatten(value))
@@ -79,6 +82,23 @@ def register_error_handlers(app: Flask) -> None:
                 for message in messages
             ]
         )
+
+    @app.errorhandler(AuthFailure)
+    def unauthorized(exc: AuthFailure) -> Response:
+        return problem(
+            401,
+            "Unauthorized",
+            str(exc),
+            headers={"WWW-Authenticate": 'Bearer realm="scheduler"'},
+        )
+
+    @app.errorhandler(QuotaExceeded)
+    def over_quota(exc: QuotaExceeded) -> Response:
+        return problem(403, "Quota exceeded", str(exc))
+
+    @app.errorhandler(IdempotencyConflict)
+    def conflict(exc: IdempotencyConflict) -> Response:
+        return problem(409, "Conflict", str(exc))
 
     @app.errorhandler(NotFound)
     def not_found(exc: NotFound) -> Response:

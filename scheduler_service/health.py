@@ -7,6 +7,7 @@ from typing import Any
 from flask import current_app
 from flask_smorest import Blueprint
 
+from scheduler_service.responses import HealthSchema
 from shared.backends import Backends
 from shared.errors import Transient
 
@@ -14,14 +15,17 @@ blp = Blueprint("health", __name__, description="Liveness and readiness")
 
 
 @blp.route("/healthz")
-@blp.response(200)
+@blp.response(200, HealthSchema)
+@blp.doc(security=[])
 def healthz() -> dict[str, Any]:
     """The process is alive."""
     return {"status": "ok"}
 
 
 @blp.route("/readyz")
-@blp.response(200)
+@blp.response(200, HealthSchema)
+@blp.alt_response(503, schema=HealthSchema, description="A backend does not answer")
+@blp.doc(security=[])
 def readyz() -> tuple[dict[str, Any], int]:
     """The store and the queues answer."""
     backends: Backends = current_app.extensions["scheduler_backends"]

@@ -1,26 +1,53 @@
-"""``/scheduler-service/v1/schedule…``: create, replace, read, delete, pause, resume, history."""
+"""``/scheduler-service/v1/schedule…``: create, replace, read, delete, list, pause, resume,
+trigger, history, preview.
+
+Every view works within the caller's tenant (``g.tenant``, set from the API key by the app):
+another tenant's schedule is a 404, never listed. Every answer, errors included, is declared
+in the OpenAPI document; errors are RFC 7807 ``application/problem+json``.
+"""
 
 from __future__ import annotations
 
+import base64
+import binascii
+import hashlib
+import json
+import re
+from datetime import datetime
 from typing import Any
 
-from flask import current_app, g, request, url_for
+from flask import Response, current_app, g, request, url_for
 from flask.views import MethodView
 from flask_smorest import Blueprint
-from marshmallow import Schema, fields
+from marshmallow import RAISE
 
+from scheduler_service.responses import (
+    AcceptedSchema,
+    DeletedSchema,
+    ExecutionPageSchema,
+    IdempotencyHeader,
+    ListExecutionsQuery,
+    ListSchedulesQuery,
+    ProblemSchema,
+    SchedulePageSchema,
+    ScheduleViewSchema,
+    TriggeredSchema,
+)
 from scheduler_service.schemas import SCHEDULE_ID, PreviewSchema, ScheduleBodySchema
 from scheduler_service.service import (
     Accepted,
+    IdempotentRequest,
     ScheduleService,
     execution_view,
+    mask_headers,
     schedule_view,
     time_pair,
 )
 from shared.errors import InvalidInput, NotFound
-from shared.model import ScheduleDefinition
+from shared.model import Schedule, ScheduleDefinition, ScheduleStatus
+from shared.ports import ScheduleFilter
 from shared.recurrence import instant_in
-from shared.timeutil import load_zone, parse_iso
+from shared.timeutil import UTC, load_zone, parse_iso, utc_ms
 
 blp = Blueprint(
     "schedules",
@@ -54,63 +81,164 @@ def definition_from(body: dict[str, Any]) -> tuple[ScheduleDefinition, dict[str,
     return definition, names
 
 
-def accepted_response(accepted: Accepted) -> tuple[dict[str, Any], int, dict[str, str]]:
-    pair = time_pair(accepted.next_schedule_time, accepted.timezone)
-    location = url_for("schedules.ScheduleResource", schedule_id=accepted.schedule_id)
-    return (
-        {
-            "id": accepted.schedule_id,
-            "status": "accepted",
-            "revision": accepted.revision,
-            "next_schedule_time": pair["utc"],
-            "next_schedule_time_local": pair["local"],
-        },
-        202,
-        {"Location": location},
+PROBLEM = "application/problem+json"
+EXECUTIONS_CURSOR = re.compile(r"^\d{1,15}\|[^|]+$")
+
+
+def problem_response(status: int, description: str) -> Any:
+    return blp.alt_response(
+        status, schema=ProblemSchema, content_type=PROBLEM, description=description
     )
 
 
-class AcceptedSchema(Schema):
-    id = fields.String()
-    status = fields.String()
-    revision = fields.Integer()
-    next_schedule_time = fields.String(allow_none=True)
-    next_schedule_time_local = fields.String(allow_none=True)
+def problems(*statuses: int) -> Any:
+    """Declare the error answers a view can give (401 and 503 apply to every view)."""
+    descriptions = {
+        400: "Invalid input: every bad field is named in errors",
+        401: "No API key, or an unknown one",
+        403: "The tenant's quota of schedules is reached",
+        404: "No such schedule (unknown, deleted, or another tenant's)",
+        409: "Idempotency-Key reused with another request",
+        413: "Body over the size limit",
+        415: "Body not JSON",
+        503: "A backend is unavailable; retry",
+    }
+
+    def decorate(view: Any) -> Any:
+        for status in sorted({*statuses, 401, 503}, reverse=True):
+            view = problem_response(status, descriptions[status])(view)
+        return view
+
+    return decorate
+
+
+def json_response(body: Any, status: int, headers: dict[str, str] | None = None) -> Response:
+    """A JSON answer passed through as built (the views' dicts may carry more keys than their
+    documented schema, which declares ``additionalProperties``)."""
+    response = current_app.response_class(
+        json.dumps(body, separators=(",", ":")), status=status, mimetype="application/json"
+    )
+    for name, value in (headers or {}).items():
+        response.headers[name] = value
+    return response
+
+
+def present(schedule: Schedule) -> dict[str, Any]:
+    """The schedule as clients see it: secret header and query values masked."""
+    view = schedule_view(schedule)
+    patterns = service().settings.secret_headers
+    payload = schedule.live_definition.payload
+    view["payload"]["headers"] = mask_headers(payload.headers, patterns)
+    view["payload"]["queryParameters"] = mask_headers(payload.query, patterns)
+    return view
+
+
+def idempotent_request(headers: dict[str, Any]) -> IdempotentRequest | None:
+    key = headers.get("idempotency_key")
+    if key is None:
+        return None
+    raw = request.get_json(silent=True)
+    canonical = json.dumps(
+        [request.method, request.path, raw], sort_keys=True, separators=(",", ":")
+    )
+    return IdempotentRequest(key, hashlib.sha256(canonical.encode()).hexdigest())
+
+
+def accepted_response(accepted: Accepted) -> Response:
+    pair = time_pair(accepted.next_schedule_time, accepted.timezone)
+    headers = {"Location": url_for("schedules.ScheduleResource", schedule_id=accepted.schedule_id)}
+    if accepted.replayed:
+        headers["Idempotent-Replayed"] = "true"
+    body = {
+        "id": accepted.schedule_id,
+        "status": "accepted",
+        "revision": accepted.revision,
+        "next_schedule_time": pair["utc"],
+        "next_schedule_time_local": pair["local"],
+    }
+    return json_response(body, 202, headers)
+
+
+ACCEPTED_HEADERS = {
+    "Location": {"description": "the schedule's URL", "schema": {"type": "string"}},
+    "Idempotent-Replayed": {
+        "description": "true when this answers an earlier request with the same Idempotency-Key",
+        "schema": {"type": "string"},
+    },
+}
 
 
 @blp.route("/schedule", methods=["POST"])
-@blp.arguments(ScheduleBodySchema)
-@blp.response(202, AcceptedSchema)
-def create_schedule(body: dict[str, Any]) -> tuple[dict[str, Any], int, dict[str, str]]:
-    """Create a schedule (asynchronously: a GET may answer 404 for a few milliseconds)."""
+@blp.arguments(ScheduleBodySchema, error_status_code=400)
+@blp.arguments(IdempotencyHeader, location="headers", error_status_code=400)
+@blp.response(202, AcceptedSchema, headers=ACCEPTED_HEADERS)
+@problems(400, 403, 409, 413, 415)
+def create_schedule(body: dict[str, Any], headers: dict[str, Any]) -> Response:
+    """Create a schedule (asynchronously: a GET may answer 404 for a few milliseconds).
+
+    With an ``Idempotency-Key``, a repeat with the same body answers the same schedule and
+    creates nothing; with another body, 409.
+    """
     definition, names = definition_from(body)
-    return accepted_response(
-        service().accept_definition(g.tenant, body.get("id"), definition, names)
+    accepted = service().accept_definition(
+        g.tenant, body.get("id"), definition, names, idempotent_request(headers)
+    )
+    return accepted_response(accepted)
+
+
+@blp.route("/schedules", methods=["GET"])
+@blp.arguments(ListSchedulesQuery, location="query", unknown=RAISE, error_status_code=400)
+@blp.response(200, SchedulePageSchema)
+@problems(400)
+def list_schedules(query: dict[str, Any]) -> Response:
+    """The tenant's schedules (never deleted ones), by id, a page at a time."""
+    status = query.get("status")
+    selection = ScheduleFilter(
+        status=ScheduleStatus(status) if status else None,
+        name_prefix=query.get("name"),
+        tag=query.get("tag"),
+        next_after=_instant_arg(query, "next_after"),
+        next_before=_instant_arg(query, "next_before"),
+    )
+    cursor = _decode_cursor(query.get("cursor"), "s")
+    if cursor is not None and not SCHEDULE_ID.match(cursor):
+        raise InvalidInput({"cursor": "not a cursor this endpoint gave"})
+    page = service().list_schedules(g.tenant, selection, _limit(query), cursor)
+    return json_response(
+        {
+            "items": [present(schedule) for schedule in page.items],
+            "next_cursor": _encode_cursor(page.next_cursor, "s"),
+        },
+        200,
     )
 
 
 @blp.route("/schedule/<schedule_id>")
 class ScheduleResource(MethodView):
-    @blp.response(200)
-    def get(self, schedule_id: str) -> dict[str, Any]:
+    @blp.response(200, ScheduleViewSchema)
+    @problems(404)
+    def get(self, schedule_id: str) -> Response:
         """The stored schedule, its status, next time and run counts; 404 if unknown or deleted."""
-        return schedule_view(service().get(g.tenant, schedule_id))
+        return json_response(present(service().get(g.tenant, schedule_id)), 200)
 
-    @blp.arguments(ScheduleBodySchema)
-    @blp.response(202, AcceptedSchema)
-    def put(
-        self, body: dict[str, Any], schedule_id: str
-    ) -> tuple[dict[str, Any], int, dict[str, str]]:
-        """Create or replace the schedule with this id."""
+    @blp.arguments(ScheduleBodySchema, error_status_code=400)
+    @blp.arguments(IdempotencyHeader, location="headers", error_status_code=400)
+    @blp.response(202, AcceptedSchema, headers=ACCEPTED_HEADERS)
+    @problems(400, 403, 409, 413, 415)
+    def put(self, body: dict[str, Any], headers: dict[str, Any], schedule_id: str) -> Response:
+        """Create or replace the schedule with this id (the same id, the same schedule)."""
         if body.get("id") not in (None, schedule_id):
             raise InvalidInput({"id": f"does not match the id in the path ({schedule_id!r})"})
         if not SCHEDULE_ID.match(schedule_id):
             raise InvalidInput({"id": "1-128 characters: letters, digits, . _ ~ -"})
         definition, names = definition_from(body)
-        accepted = service().accept_definition(g.tenant, schedule_id, definition, names)
+        accepted = service().accept_definition(
+            g.tenant, schedule_id, definition, names, idempotent_request(headers)
+        )
         return accepted_response(accepted)
 
-    @blp.response(202)
+    @blp.response(202, DeletedSchema)
+    @problems(404)
     def delete(self, schedule_id: str) -> dict[str, Any]:
         """Stop the schedule for good: no occurrence fires after this answer."""
         service().delete(g.tenant, schedule_id)
@@ -118,25 +246,95 @@ class ScheduleResource(MethodView):
 
 
 @blp.route("/schedule/<schedule_id>/pause", methods=["POST"])
-def pause_schedule(schedule_id: str) -> Any:
-    """Stop firing until resumed; occurrences that fall in the pause are skipped."""
-    return schedule_view(service().pause(g.tenant, schedule_id)), 202
+@blp.response(202, ScheduleViewSchema)
+@problems(404)
+def pause_schedule(schedule_id: str) -> Response:
+    """Stop firing until resumed; occurrences that fall in the pause are skipped. Pausing a
+    paused or completed schedule changes nothing."""
+    return json_response(present(service().pause(g.tenant, schedule_id)), 202)
 
 
 @blp.route("/schedule/<schedule_id>/resume", methods=["POST"])
-def resume_schedule(schedule_id: str) -> Any:
-    """Fire again from now on."""
-    return schedule_view(service().resume(g.tenant, schedule_id)), 202
+@blp.response(202, ScheduleViewSchema)
+@problems(404)
+def resume_schedule(schedule_id: str) -> Response:
+    """Fire again from now on (the occurrences of the pause are not caught up)."""
+    return json_response(present(service().resume(g.tenant, schedule_id)), 202)
+
+
+@blp.route("/schedule/<schedule_id>/trigger", methods=["POST"])
+@blp.response(202, TriggeredSchema)
+@problems(404)
+def trigger_schedule(schedule_id: str) -> dict[str, Any]:
+    """Run the schedule once now, beside its own times (even while paused). The run has its
+    own occurrence id and appears in the history with ``manual: true``."""
+    occurrence = service().trigger(g.tenant, schedule_id)
+    return {
+        "id": schedule_id,
+        "occurrence_id": occurrence.occurrence_id,
+        "scheduled_time": time_pair(occurrence.scheduled_time, "UTC")["utc"],
+        "status": "queued",
+    }
 
 
 @blp.route("/schedule/<schedule_id>/executions", methods=["GET"])
-def list_executions(schedule_id: str) -> Any:
-    """The run history, newest first."""
-    scheduler = service()
-    scheduler.get(g.tenant, schedule_id)
-    limit = _int_arg("limit", 50, 1, 500)
-    page = scheduler.store.list_executions(g.tenant, schedule_id, limit, request.args.get("cursor"))
-    return {"items": [execution_view(item) for item in page.items], "next_cursor": page.next_cursor}
+@blp.arguments(ListExecutionsQuery, location="query", unknown=RAISE, error_status_code=400)
+@blp.response(200, ExecutionPageSchema)
+@problems(400, 404)
+def list_executions(query: dict[str, Any], schedule_id: str) -> dict[str, Any]:
+    """The run history, newest first: status, attempts, HTTP status, duration, lateness, error."""
+    cursor = _decode_cursor(query.get("cursor"), "e")
+    if cursor is not None and not EXECUTIONS_CURSOR.match(cursor):
+        raise InvalidInput({"cursor": "not a cursor this endpoint gave"})
+    page = service().list_executions(g.tenant, schedule_id, _limit(query), cursor)
+    return {
+        "items": [execution_view(item) for item in page.items],
+        "next_cursor": _encode_cursor(page.next_cursor, "e"),
+    }
+
+
+def _limit(query: dict[str, Any]) -> int:
+    settings = service().settings
+    limit: int = query.get("limit", settings.default_page_size)
+    if limit > settings.max_page_size:
+        raise InvalidInput({"limit": f"at most {settings.max_page_size}"})
+    return limit
+
+
+def _instant_arg(query: dict[str, Any], name: str) -> datetime | None:
+    text = query.get(name)
+    if text is None:
+        return None
+    try:
+        moment = parse_iso(text)
+    except ValueError:
+        moment = None
+    if moment is None or moment.tzinfo is None:
+        raise InvalidInput({name: "an ISO-8601 instant with its offset, e.g. 2026-05-01T09:00Z"})
+    try:
+        return utc_ms(moment.astimezone(UTC))
+    except (OverflowError, ValueError):
+        raise InvalidInput({name: "out of range"}) from None
+
+
+def _encode_cursor(raw: str | None, kind: str) -> str | None:
+    """Cursors are opaque to clients: the store's position, tagged with its endpoint."""
+    if raw is None:
+        return None
+    return base64.urlsafe_b64encode(f"{kind}:{raw}".encode()).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str | None, kind: str) -> str | None:
+    if cursor is None:
+        return None
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        text = ""
+    prefix, _, raw = text.partition(":")
+    if prefix != kind or not raw:
+        raise InvalidInput({"cursor": "not a cursor this endpoint gave"})
+    return raw
 
 
 @blp.route("/schedule/preview", methods=["POST"])
@@ -152,19 +350,6 @@ def preview(body: dict[str, Any]) -> Any:
     scheduler.check(timing, names, after)
     times = scheduler.upcoming(timing, after, body["count"])
     return {"occurrences": [time_pair(moment, timing.timezone) for moment in times]}
-
-
-def _int_arg(name: str, default: int, low: int, high: int) -> int:
-    raw = request.args.get(name)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise InvalidInput({name: f"not a whole number: {raw!r}"}) from None
-    if not low <= value <= high:
-        raise InvalidInput({name: f"must be between {low} and {high}"})
-    return value
 
 
 __all__ = ["NotFound", "blp"]

@@ -9,6 +9,7 @@ Two shapes of the ``schedule`` object are accepted:
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import date, datetime, time, timedelta
 from typing import Any
@@ -214,8 +215,24 @@ def seed_timing(data: dict[str, Any]) -> Timing:
     )
 
 
+# Limits of the call a schedule makes; each excess is a 400 naming the field.
+MAX_URL_LENGTH = 2048
+MAX_HEADERS = 50
+MAX_HEADER_VALUE_LENGTH = 8192
+MAX_QUERY_PARAMETERS = 100
+MAX_QUERY_VALUE_LENGTH = 2048
+MAX_METADATA_BYTES = 16 * 1024
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+
+
 def _http_url(value: str) -> None:
-    parts = urlsplit(value)
+    if _CONTROL.search(value) or " " in value:
+        raise ValidationError("the URL has spaces or control characters; percent-encode them")
+    try:
+        parts = urlsplit(value)
+        _ = parts.port  # ValueError for a port that is not a number from 0 to 65535
+    except ValueError as exc:
+        raise ValidationError(f"not a valid URL: {exc}") from None
     if parts.scheme not in ("http", "https"):
         raise ValidationError("must be an http:// or https:// URL")
     if not parts.hostname:
@@ -230,21 +247,48 @@ def _method(value: str) -> None:
 
 
 def _headers(value: dict[str, Any]) -> None:
+    # Messages name a header, never its value (it may be a secret).
+    if len(value) > MAX_HEADERS:
+        raise ValidationError(f"at most {MAX_HEADERS} headers")
     for name, header in value.items():
         if not HEADER_NAME.match(name):
-            raise ValidationError(f"invalid header name {name!r}")
+            raise ValidationError(f"invalid header name {name[:64]!r}")
         if name.lower() in RESERVED_HEADERS:
             raise ValidationError(f"header {name!r} is set by the scheduler")
-        if not isinstance(header, str) or "\n" in header or "\r" in header:
+        if not isinstance(header, str) or _CONTROL.search(header):
             raise ValidationError(f"header {name!r} must be a single-line string")
+        if len(header) > MAX_HEADER_VALUE_LENGTH:
+            raise ValidationError(
+                f"header {name!r} is longer than {MAX_HEADER_VALUE_LENGTH} characters"
+            )
+        try:
+            header.encode("latin-1")
+        except UnicodeEncodeError:
+            raise ValidationError(
+                f"header {name!r} has characters HTTP headers cannot carry (use ASCII)"
+            ) from None
 
 
 def _query(value: dict[str, Any]) -> None:
+    if len(value) > MAX_QUERY_PARAMETERS:
+        raise ValidationError(f"at most {MAX_QUERY_PARAMETERS} query parameters")
     for name, item in value.items():
+        if len(name) > 256:
+            raise ValidationError("a query parameter name is longer than 256 characters")
         items = item if isinstance(item, list) else [item]
+        if len(items) > MAX_QUERY_PARAMETERS:
+            raise ValidationError(f"query parameter {name!r} has too many values")
         for element in items:
             if not isinstance(element, str | int | float | bool) or element is None:
                 raise ValidationError(f"query parameter {name!r} must be a string or number")
+            if len(str(element)) > MAX_QUERY_VALUE_LENGTH:
+                raise ValidationError(f"query parameter {name!r} has a value over 2048 chars")
+
+
+def _metadata(value: dict[str, Any]) -> None:
+    size = len(json.dumps(value, separators=(",", ":")).encode("utf-8", "surrogatepass"))
+    if size > MAX_METADATA_BYTES:
+        raise ValidationError(f"at most {MAX_METADATA_BYTES} bytes of JSON (got {size})")
 
 
 class PayloadSchema(Schema):
@@ -252,7 +296,9 @@ class PayloadSchema(Schema):
         unknown = RAISE
 
     method = fields.String(required=True, validate=_method)
-    url = fields.String(required=True, validate=[validate.Length(max=2048), _http_url])
+    url = fields.String(
+        required=True, validate=[validate.Length(min=1, max=MAX_URL_LENGTH), _http_url]
+    )
     headers = fields.Dict(
         keys=fields.String(), values=fields.Raw(), load_default=dict, validate=_headers
     )
@@ -324,7 +370,9 @@ class ScheduleBodySchema(Schema):
     type = fields.String(load_default="API", validate=validate.OneOf(["API", "api"]))
     schedule = fields.Nested(ScheduleSpecSchema, required=True)
     payload = fields.Nested(PayloadSchema, required=True)
-    metadata = fields.Dict(keys=fields.String(), values=fields.Raw(), load_default=dict)
+    metadata = fields.Dict(
+        keys=fields.String(), values=fields.Raw(), load_default=dict, validate=_metadata
+    )
     tags = fields.List(
         fields.String(validate=validate.Length(min=1, max=100)),
         load_default=list,

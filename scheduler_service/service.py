@@ -2,31 +2,83 @@
 
 Creates and replaces go through queue 1 (the processor computes and stores them); pause, resume
 and delete are applied to the store at once, guarded by a state revision, because the contract
-promises that no occurrence fires after a delete (or pause) is accepted.
+promises that no occurrence fires after a delete (or pause) is accepted. A manual trigger goes
+straight to queue 2.
+
+Every method takes the caller's tenant: a schedule of another tenant is ``NotFound``.
+
+Idempotent creation (``Idempotency-Key``): the answer is recorded *before* the mutation is
+enqueued, so of two concurrent repeats only one enqueues. If the enqueue fails the record is
+withdrawn; if the process dies in between, a repeat made after ``RESEND_AFTER`` finds the schedule
+still unknown and sends the very same mutation (same id, revision and time), which the store
+applies at most once.
+
+Quota: the tenant's active + paused schedules are counted when a create is accepted. Creates are
+applied asynchronously, so the count misses those still on queue 1: under concurrent creates a
+tenant can exceed its quota by the creates in flight (milliseconds' worth). It is a guard
+against runaway clients, not an exact limit.
 """
 
 from __future__ import annotations
 
-import re
+import contextlib
+import fnmatch
+import secrets
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from shared.errors import InvalidInput, NotFound
-from shared.messages import DefinitionMutation, encode_mutation
-from shared.model import Execution, Schedule, ScheduleDefinition, ScheduleStatus, Timing
-from shared.ports import Clock, OutgoingMessage, Queues, Store
+from shared.errors import InvalidInput, NotFound, SchedulerError
+from shared.messages import DefinitionMutation, encode_mutation, encode_occurrence
+from shared.model import (
+    Execution,
+    Occurrence,
+    Schedule,
+    ScheduleDefinition,
+    ScheduleStatus,
+    Timing,
+)
+from shared.ports import (
+    Clock,
+    IdempotencyRecord,
+    OutgoingMessage,
+    Page,
+    Queues,
+    ScheduleFilter,
+    Store,
+)
 from shared.recurrence import build_recurrence, first_occurrence
 from shared.settings import Settings
+from shared.ssrf import TargetPolicy, TargetRefused
 from shared.timeutil import iso_local, iso_z, load_zone
 from shared.validation import CANONICAL_FIELDS, check_timing
 
-SECRET_HEADER = re.compile(r"(authorization|token|secret|password|api[-_]?key|cookie|-key$)", re.I)
 MASK = "********"
+SECRET_HEADERS: tuple[str, ...] = Settings().secret_headers
+# A repeat of an idempotent create this long after the first, with the schedule still unknown,
+# re-sends its mutation (the first may have died between recording and enqueueing).
+RESEND_AFTER = timedelta(seconds=30)
+LIVE = (ScheduleStatus.ACTIVE, ScheduleStatus.PAUSED)
+
+
+class IdempotencyConflict(SchedulerError):
+    """An ``Idempotency-Key`` reused with another request: the API answers 409."""
+
+
+class QuotaExceeded(SchedulerError):
+    """The tenant has as many schedules as its quota allows: the API answers 403."""
+
+
+@dataclass(frozen=True)
+class IdempotentRequest:
+    """A create's ``Idempotency-Key`` and the fingerprint of its method, path and body."""
+
+    key: str
+    fingerprint: str
 
 
 class RevisionClock:
@@ -51,6 +103,8 @@ class Accepted:
     revision: int
     next_schedule_time: datetime | None
     timezone: str
+    # The answer recorded for an earlier request with the same Idempotency-Key.
+    replayed: bool = False
 
 
 class ScheduleService:
@@ -60,6 +114,7 @@ class ScheduleService:
         self.settings = settings
         self.clock = clock
         self.revisions = RevisionClock()
+        self.targets = TargetPolicy(settings.allowed_networks)
 
     # -- mutations ---------------------------------------------------------------------
 
@@ -73,20 +128,109 @@ class ScheduleService:
         )
         return first_occurrence(timing, now)
 
+    def check_target(self, url: str) -> None:
+        """The SSRF guard at creation: the URL's host as written (``shared.ssrf``)."""
+        try:
+            self.targets.check_url(url)
+        except TargetRefused as exc:
+            raise InvalidInput({"payload.url": f"refused target: {exc}"}) from None
+        except ValueError as exc:
+            raise InvalidInput({"payload.url": str(exc)}) from None
+
+    def check_quota(self, tenant: str, schedule_id: str | None) -> None:
+        """Best-effort (see the module docstring): a create that adds a live schedule is refused
+        when the tenant already has ``tenant_schedule_quota`` of them."""
+        quota = self.settings.tenant_schedule_quota
+        if not quota:
+            return
+        if schedule_id is not None:
+            existing = self.store.get_schedule(tenant, schedule_id)
+            if existing is not None and existing.status in LIVE:
+                return  # a replace: the count does not grow
+        count = self.store.count_tenant_schedules(tenant)
+        if count >= quota:
+            raise QuotaExceeded(
+                f"the tenant has {count} active or paused schedules; its quota is {quota}. "
+                "Delete some, or ask for a larger quota."
+            )
+
     def accept_definition(
         self,
         tenant: str,
         schedule_id: str | None,
         definition: ScheduleDefinition,
         names: Mapping[str, str],
+        idempotency: IdempotentRequest | None = None,
     ) -> Accepted:
         now = self.clock.now()
         next_time = self.check(definition.timing, names, now)
+        self.check_target(definition.payload.url)
+        if idempotency is not None:
+            recorded = self.store.get_idempotency_record(tenant, idempotency.key, now)
+            if recorded is not None:
+                return self._replay(recorded, idempotency, definition, now)
+        self.check_quota(tenant, schedule_id)
         schedule_id = schedule_id or str(uuid.uuid4())
         revision = self.revisions.next()
+        timezone = definition.timing.timezone
+        if idempotency is not None:
+            record = IdempotencyRecord(
+                tenant=tenant,
+                key=idempotency.key,
+                fingerprint=idempotency.fingerprint,
+                schedule_id=schedule_id,
+                revision=revision,
+                next_schedule_time=next_time,
+                timezone=timezone,
+                created_at=now,
+                expires_at=now + timedelta(seconds=self.settings.idempotency_ttl_seconds),
+            )
+            in_force, saved = self.store.save_idempotency_record(record, now)
+            if not saved:
+                return self._replay(in_force, idempotency, definition, now)
         mutation = DefinitionMutation(tenant, schedule_id, revision, now, definition)
-        self.queues.mutations.send([OutgoingMessage(encode_mutation(mutation))])
-        return Accepted(schedule_id, revision, next_time, definition.timing.timezone)
+        try:
+            self.queues.mutations.send([OutgoingMessage(encode_mutation(mutation))])
+        except BaseException:
+            if idempotency is not None:
+                # Nothing was enqueued: a repeat must be free to try again. If even this fails,
+                # a repeat re-sends after RESEND_AFTER.
+                with contextlib.suppress(Exception):
+                    self.store.delete_idempotency_record(
+                        tenant, idempotency.key, idempotency.fingerprint
+                    )
+            raise
+        return Accepted(schedule_id, revision, next_time, timezone)
+
+    def _replay(
+        self,
+        record: IdempotencyRecord,
+        request: IdempotentRequest,
+        definition: ScheduleDefinition,
+        now: datetime,
+    ) -> Accepted:
+        if record.fingerprint != request.fingerprint:
+            raise IdempotencyConflict(
+                f"Idempotency-Key {record.key!r} was used with another request "
+                f"(it created schedule {record.schedule_id!r}); use a new key for a new request"
+            )
+        if (
+            now - record.created_at >= RESEND_AFTER
+            and self.store.get_schedule(record.tenant, record.schedule_id) is None
+        ):
+            # Same body (same fingerprint), same id, revision and time: the store applies it
+            # once, however many times it is sent.
+            mutation = DefinitionMutation(
+                record.tenant, record.schedule_id, record.revision, record.created_at, definition
+            )
+            self.queues.mutations.send([OutgoingMessage(encode_mutation(mutation))])
+        return Accepted(
+            record.schedule_id,
+            record.revision,
+            record.next_schedule_time,
+            record.timezone,
+            replayed=True,
+        )
 
     def get(self, tenant: str, schedule_id: str) -> Schedule:
         schedule = self.store.get_schedule(tenant, schedule_id)
@@ -139,6 +283,39 @@ class ScheduleService:
             )
         return self.get(tenant, schedule_id)
 
+    def trigger(self, tenant: str, schedule_id: str) -> Occurrence:
+        """One extra run now, straight onto queue 2; it fires even if the schedule is paused.
+
+        Its id is ``<schedule_id>:manual:<UTC time>:<8 hex>``. A schedule id has no ``:``, so
+        the part after the first ``:`` tells the two kinds apart: a scheduled occurrence's is a
+        time (a digit first), a manual one's starts with ``manual``. The random suffix keeps two
+        triggers in the same millisecond apart.
+        """
+        schedule = self.get(tenant, schedule_id)
+        now = self.clock.now()
+        occurrence = Occurrence(
+            tenant=tenant,
+            schedule_id=schedule_id,
+            revision=schedule.revision,
+            scheduled_time=now,
+            priority=schedule.live_definition.priority,
+            occurrence_id=f"{schedule_id}:manual:{iso_z(now)}:{secrets.token_hex(4)}",
+            manual=True,
+        )
+        self.queues.occurrences.send([OutgoingMessage(encode_occurrence(occurrence))])
+        return occurrence
+
+    def list_schedules(
+        self, tenant: str, query: ScheduleFilter, limit: int, cursor: str | None
+    ) -> Page[Schedule]:
+        return self.store.list_schedules(tenant, query, limit, cursor)
+
+    def list_executions(
+        self, tenant: str, schedule_id: str, limit: int, cursor: str | None
+    ) -> Page[Execution]:
+        self.get(tenant, schedule_id)
+        return self.store.list_executions(tenant, schedule_id, limit, cursor)
+
     # -- views -------------------------------------------------------------------------
 
     def upcoming(self, timing: Timing, after: datetime, count: int) -> list[datetime]:
@@ -161,8 +338,17 @@ def time_pair(moment: datetime | None, timezone: str) -> dict[str, str | None]:
     return {"utc": iso_z(moment), "local": iso_local(moment, load_zone(timezone))}
 
 
-def mask_headers(headers: Mapping[str, str]) -> dict[str, str]:
-    return {name: MASK if SECRET_HEADER.search(name) else value for name, value in headers.items()}
+def is_secret(name: str, patterns: Iterable[str] = SECRET_HEADERS) -> bool:
+    lowered = name.lower()
+    return any(fnmatch.fnmatchcase(lowered, pattern.lower()) for pattern in patterns)
+
+
+def mask_headers(
+    headers: Mapping[str, Any], patterns: Iterable[str] = SECRET_HEADERS
+) -> dict[str, Any]:
+    """Secret-looking values replaced by ``MASK`` (``SCHEDULER_SECRET_HEADERS``)."""
+    patterns = tuple(patterns)
+    return {name: MASK if is_secret(name, patterns) else value for name, value in headers.items()}
 
 
 def schedule_view(schedule: Schedule) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from typing import Generic, TypeVar
 from shared.model import (
     AttemptOutcome,
     Execution,
+    ExecutionStatus,
     Occurrence,
     Schedule,
     ScheduleDefinition,
@@ -281,7 +282,47 @@ class ExecutionStore(ABC):
 
 
 class Store(ScheduleStore, ExecutionStore):
-    """Both store ports over one backend: every store adapter implements this."""
+    """Both store ports over one backend: every store adapter implements this.
+
+    The batch methods below do what their one-at-a-time counterparts do, item by item with the
+    same guards, so a hot loop pays one round trip (or one transaction) per batch where the
+    backend allows it. Here they call the single methods; an adapter overrides them when it can
+    do better (SQLite: one transaction for the batch).
+    """
+
+    def advance_schedules(
+        self,
+        advances: Sequence[tuple[Schedule, datetime | None, int]],
+        owner: str,
+        now: datetime,
+    ) -> list[bool]:
+        """``advance_schedule`` for each ``(claimed, next_schedule_time, occurrence_count)``.
+
+        Returns, in order, whether each was applied.
+        """
+        return [
+            self.advance_schedule(claimed, owner, next_time, count, now)
+            for claimed, next_time, count in advances
+        ]
+
+    def settle_attempts(
+        self, settled: Sequence[tuple[Execution, AttemptOutcome]], owner: str
+    ) -> list[bool]:
+        """``finish_attempt`` for each, and ``record_run`` for each final outcome it recorded.
+
+        Returns, in order, whether each outcome was recorded (``owner`` still held the attempt);
+        an outcome that was not recorded is not counted on its schedule either.
+        """
+        recorded = []
+        for execution, outcome in settled:
+            done = self.finish_attempt(execution, owner, outcome)
+            if done and outcome.status.is_final:
+                succeeded = outcome.status is ExecutionStatus.SUCCEEDED
+                self.record_run(
+                    execution.tenant, execution.schedule_id, succeeded, outcome.finished_at
+                )
+            recorded.append(done)
+        return recorded
 
 
 @dataclass(frozen=True)

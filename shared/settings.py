@@ -6,7 +6,9 @@ Nothing else in the code reads ``os.environ``: constructors receive the settings
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, get_type_hints
@@ -14,6 +16,8 @@ from typing import Any, get_type_hints
 from shared.errors import ConfigurationError
 
 PREFIX = "SCHEDULER_"
+TENANT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._~-]{0,63}$")
+API_AUTH_MODES = ("auto", "keys", "none")
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,39 @@ class Settings:
     max_body_bytes: int = 256 * 1024
     # Shortest time allowed between two occurrences of a recurring schedule.
     min_interval_seconds: float = 1.0
+    # "keys": every request needs an API key (X-API-Key or Authorization: Bearer); "none": no
+    # keys, every caller is default_tenant (scheduler dev); "auto": "keys" as soon as a key is
+    # configured in api_keys or stored (scheduler keys create), "none" until then.
+    api_auth: str = "auto"
+    # API keys from the environment, each "tenant:sha256:<hex SHA-256 of the key>" or, less
+    # safely, "tenant:<key>" (hashed at start; only the hash is kept).
+    api_keys: tuple[str, ...] = ()
+    # The tenant of requests without a key, where api_auth lets them in.
+    default_tenant: str = "default"
+    # How many schedules that can still fire (active + paused) a tenant may have; 0: no limit.
+    tenant_schedule_quota: int = 10_000
+    # How long the answer to a create with an Idempotency-Key is kept for its repeats.
+    idempotency_ttl_seconds: float = 86_400.0
+    # Page size of the list endpoints when ?limit is absent, and the largest one allowed.
+    default_page_size: int = 50
+    max_page_size: int = 200
+    # Webhook header names whose values are secret (case-insensitive shell patterns): masked in
+    # every API response, never logged; only the executor's call uses them.
+    secret_headers: tuple[str, ...] = (
+        "authorization",
+        "proxy-authorization",
+        "cookie",
+        "*token*",
+        "*-key",
+        "*_key",
+        "*apikey*",
+        "*secret*",
+        "*password*",
+        "*passwd*",
+        "*credential*",
+        "*signature*",
+        "*session*",
+    )
 
     # Processor
     processor_batch_size: int = 10
@@ -61,7 +98,8 @@ class Settings:
     execution_lease_margin_seconds: float = 30.0
     shutdown_timeout_seconds: float = 30.0
     webhook_secret: str = ""
-    # Networks webhooks may target although private/loopback (comma-separated CIDRs).
+    # Networks webhooks may target although private, loopback, link-local or reserved
+    # (comma-separated CIDRs); scheduler dev allows loopback. Everything else non-public is refused.
     allowed_networks: tuple[str, ...] = ()
 
     # Observability
@@ -118,6 +156,8 @@ class Settings:
             "max_receives",
             "processor_batch_size",
             "max_body_bytes",
+            "default_page_size",
+            "max_page_size",
         ):
             if getattr(self, name) < 1:
                 raise bad(name, "must be at least 1")
@@ -135,6 +175,32 @@ class Settings:
             raise bad("store_url", "SQS is a queue, not a store: use mongodb:// or sqlite://")
         if self.queue_url.startswith("mongodb"):
             raise bad("queue_url", "MongoDB is a store, not a queue: use sqs:// or sqlite://")
+        if self.api_auth not in API_AUTH_MODES:
+            raise bad("api_auth", f"one of {', '.join(API_AUTH_MODES)}")
+        if not TENANT_NAME.match(self.default_tenant):
+            raise bad("default_tenant", "1-64 characters: letters, digits, . _ ~ -")
+        for entry in self.api_keys:
+            tenant, _, key = entry.partition(":")
+            if not TENANT_NAME.match(tenant):
+                raise bad("api_keys", "each entry is tenant:sha256:<hex> or tenant:<key>")
+            digest = key.removeprefix("sha256:")
+            if key.startswith("sha256:") and not re.fullmatch(r"[0-9a-f]{64}", digest):
+                raise bad("api_keys", f"the key hash of tenant {tenant!r} is not 64 hex digits")
+            if not key.startswith("sha256:") and len(key) < 16:
+                raise bad("api_keys", f"the key of tenant {tenant!r} is under 16 characters")
+        if self.tenant_schedule_quota < 0:
+            raise bad("tenant_schedule_quota", "must not be negative (0: no limit)")
+        if self.idempotency_ttl_seconds <= 0:
+            raise bad("idempotency_ttl_seconds", "must be positive")
+        if self.default_page_size > self.max_page_size:
+            raise bad("default_page_size", "must not exceed max_page_size")
+        for network in self.allowed_networks:
+            try:
+                ipaddress.ip_network(network, strict=False)
+            except ValueError:
+                raise bad("allowed_networks", f"{network!r} is not a CIDR network") from None
+        if not all(pattern.strip() for pattern in self.secret_headers):
+            raise bad("secret_headers", "empty pattern")
 
 
 def _convert(variable: str, raw: str, kind: Any) -> Any:

@@ -276,46 +276,24 @@ class SqliteStore(Store):
         occurrence_count: int,
         now: datetime,
     ) -> bool:
-        status = (
-            ScheduleStatus.ACTIVE if next_schedule_time is not None else ScheduleStatus.COMPLETED
-        )
         with self.db.write() as connection:
-            cursor = connection.execute(
-                "UPDATE schedules SET next_ms = ?, occurrence_count = ?, status = ?,"
-                " updated_ms = ?, lease_owner = NULL, lease_until_ms = NULL"
-                " WHERE tenant = ? AND schedule_id = ? AND lease_owner = ? AND revision = ?"
-                " AND state_revision = ? AND status = 'active'",
-                (
-                    _ms(next_schedule_time),
-                    occurrence_count,
-                    status.value,
-                    to_epoch_ms(now),
-                    claimed.tenant,
-                    claimed.schedule_id,
-                    owner,
-                    claimed.revision,
-                    claimed.state_revision,
-                ),
-            )
-            return cursor.rowcount == 1
+            return _advance(connection, claimed, owner, next_schedule_time, occurrence_count, now)
+
+    def advance_schedules(
+        self,
+        advances: Sequence[tuple[Schedule, datetime | None, int]],
+        owner: str,
+        now: datetime,
+    ) -> list[bool]:
+        with self.db.write() as connection:
+            return [
+                _advance(connection, claimed, owner, next_time, count, now)
+                for claimed, next_time, count in advances
+            ]
 
     def record_run(self, tenant: str, schedule_id: str, succeeded: bool, at: datetime) -> None:
         with self.db.write() as connection:
-            connection.execute(
-                "UPDATE schedules SET run_count = run_count + 1,"
-                " failure_count = failure_count + ?,"
-                " consecutive_failures = CASE WHEN ? THEN 0 ELSE consecutive_failures + 1 END,"
-                " last_run_ms = ?, last_status = ?"
-                " WHERE tenant = ? AND schedule_id = ?",
-                (
-                    0 if succeeded else 1,
-                    succeeded,
-                    to_epoch_ms(at),
-                    "succeeded" if succeeded else "failed",
-                    tenant,
-                    schedule_id,
-                ),
-            )
+            _count_run(connection, tenant, schedule_id, succeeded, at)
 
     def list_schedules(
         self, tenant: str, query: ScheduleFilter, limit: int, cursor: str | None
@@ -525,33 +503,26 @@ class SqliteStore(Store):
         )
 
     def finish_attempt(self, execution: Execution, owner: str, outcome: AttemptOutcome) -> bool:
-        started = execution.started_at
-        lateness = (
-            None
-            if started is None
-            else (started - execution.scheduled_time).total_seconds() * 1000.0
-        )
         with self.db.write() as connection:
-            cursor = connection.execute(
-                "UPDATE executions SET status = ?, finished_ms = ?, http_status = ?,"
-                " duration_ms = ?, lateness_ms = ?, error = ?, next_attempt_ms = ?,"
-                " lease_owner = NULL, lease_until_ms = NULL"
-                " WHERE tenant = ? AND occurrence_id = ? AND lease_owner = ?"
-                " AND status = 'running'",
-                (
-                    outcome.status.value,
-                    to_epoch_ms(outcome.finished_at),
-                    outcome.http_status,
-                    outcome.duration_ms,
-                    lateness,
-                    outcome.error,
-                    _ms(outcome.next_attempt_at),
-                    execution.tenant,
-                    execution.occurrence_id,
-                    owner,
-                ),
-            )
-            return cursor.rowcount == 1
+            return _finish(connection, execution, owner, outcome)
+
+    def settle_attempts(
+        self, settled: Sequence[tuple[Execution, AttemptOutcome]], owner: str
+    ) -> list[bool]:
+        recorded = []
+        with self.db.write() as connection:
+            for execution, outcome in settled:
+                done = _finish(connection, execution, owner, outcome)
+                if done and outcome.status.is_final:
+                    _count_run(
+                        connection,
+                        execution.tenant,
+                        execution.schedule_id,
+                        outcome.status is ExecutionStatus.SUCCEEDED,
+                        outcome.finished_at,
+                    )
+                recorded.append(done)
+        return recorded
 
     def record_skips(self, skips: Sequence[tuple[Occurrence, str]], now: datetime) -> int:
         now_ms = to_epoch_ms(now)
@@ -614,6 +585,84 @@ class SqliteStore(Store):
             last = items[-1]
             next_cursor = f"{to_epoch_ms(last.scheduled_time)}|{last.occurrence_id}"
         return Page(items, next_cursor)
+
+
+def _advance(
+    connection: sqlite3.Connection,
+    claimed: Schedule,
+    owner: str,
+    next_schedule_time: datetime | None,
+    occurrence_count: int,
+    now: datetime,
+) -> bool:
+    status = ScheduleStatus.ACTIVE if next_schedule_time is not None else ScheduleStatus.COMPLETED
+    cursor = connection.execute(
+        "UPDATE schedules SET next_ms = ?, occurrence_count = ?, status = ?,"
+        " updated_ms = ?, lease_owner = NULL, lease_until_ms = NULL"
+        " WHERE tenant = ? AND schedule_id = ? AND lease_owner = ? AND revision = ?"
+        " AND state_revision = ? AND status = 'active'",
+        (
+            _ms(next_schedule_time),
+            occurrence_count,
+            status.value,
+            to_epoch_ms(now),
+            claimed.tenant,
+            claimed.schedule_id,
+            owner,
+            claimed.revision,
+            claimed.state_revision,
+        ),
+    )
+    return cursor.rowcount == 1
+
+
+def _count_run(
+    connection: sqlite3.Connection, tenant: str, schedule_id: str, succeeded: bool, at: datetime
+) -> None:
+    connection.execute(
+        "UPDATE schedules SET run_count = run_count + 1,"
+        " failure_count = failure_count + ?,"
+        " consecutive_failures = CASE WHEN ? THEN 0 ELSE consecutive_failures + 1 END,"
+        " last_run_ms = ?, last_status = ?"
+        " WHERE tenant = ? AND schedule_id = ?",
+        (
+            0 if succeeded else 1,
+            succeeded,
+            to_epoch_ms(at),
+            "succeeded" if succeeded else "failed",
+            tenant,
+            schedule_id,
+        ),
+    )
+
+
+def _finish(
+    connection: sqlite3.Connection, execution: Execution, owner: str, outcome: AttemptOutcome
+) -> bool:
+    started = execution.started_at
+    lateness = (
+        None if started is None else (started - execution.scheduled_time).total_seconds() * 1000.0
+    )
+    cursor = connection.execute(
+        "UPDATE executions SET status = ?, finished_ms = ?, http_status = ?,"
+        " duration_ms = ?, lateness_ms = ?, error = ?, next_attempt_ms = ?,"
+        " lease_owner = NULL, lease_until_ms = NULL"
+        " WHERE tenant = ? AND occurrence_id = ? AND lease_owner = ?"
+        " AND status = 'running'",
+        (
+            outcome.status.value,
+            to_epoch_ms(outcome.finished_at),
+            outcome.http_status,
+            outcome.duration_ms,
+            lateness,
+            outcome.error,
+            _ms(outcome.next_attempt_at),
+            execution.tenant,
+            execution.occurrence_id,
+            owner,
+        ),
+    )
+    return cursor.rowcount == 1
 
 
 def _schedule(row: sqlite3.Row) -> Schedule:

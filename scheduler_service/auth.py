@@ -1,0 +1,116 @@
+"""API keys → tenants.
+
+A request names its key in ``X-API-Key`` or ``Authorization: Bearer <key>``. Keys come from
+``SCHEDULER_API_KEYS`` or from the store (``scheduler keys create``); either way only their
+SHA-256 is kept (a key is 32 random bytes, so a fast hash is as good as a slow one here). Every
+read and write is then scoped to the key's tenant.
+
+``SCHEDULER_API_AUTH`` says when a key is needed: ``keys`` always, ``none`` never (everyone is
+``SCHEDULER_DEFAULT_TENANT``; ``scheduler dev``), ``auto`` as soon as a key exists anywhere.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import secrets
+import threading
+import time
+from typing import Protocol
+
+from shared.ports import ScheduleStore
+from shared.settings import Settings
+
+log = logging.getLogger(__name__)
+
+KEY_PREFIX = "sk_"
+MAX_KEY_LENGTH = 256
+# While no key is stored, an "auto" API asks the store again this often.
+AUTO_RECHECK_SECONDS = 2.0
+
+
+class HeaderSource(Protocol):
+    def get(self, name: str) -> str | None: ...
+
+
+def new_api_key() -> str:
+    return KEY_PREFIX + secrets.token_urlsafe(32)
+
+
+def hash_key(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class AuthFailure(Exception):
+    """No key where one is needed, or a key nobody issued: the API answers 401."""
+
+
+class Authenticator:
+    def __init__(self, settings: Settings, store: ScheduleStore) -> None:
+        self.mode = settings.api_auth
+        self.default_tenant = settings.default_tenant
+        self.store = store
+        self.configured: dict[str, str] = {}
+        for entry in settings.api_keys:
+            tenant, _, key = entry.partition(":")
+            digest = key.removeprefix("sha256:") if key.startswith("sha256:") else hash_key(key)
+            self.configured[digest] = tenant
+        self._keys_exist = bool(self.configured)
+        self._checked_at = float("-inf")
+        self._lock = threading.Lock()
+
+    def describe(self) -> str:
+        if self.mode == "none":
+            return f"no API key needed: every caller is tenant {self.default_tenant!r}"
+        if self.mode == "keys" or self.configured:
+            return "an API key is required (X-API-Key or Authorization: Bearer)"
+        return (
+            "SCHEDULER_API_AUTH=auto and no API key is configured yet: every caller is tenant "
+            f"{self.default_tenant!r} until a key is created (scheduler keys create)"
+        )
+
+    def keys_required(self) -> bool:
+        if self.mode != "auto":
+            return self.mode == "keys"
+        with self._lock:
+            if self._keys_exist:
+                return True
+            now = time.monotonic()
+            if now - self._checked_at < AUTO_RECHECK_SECONDS:
+                return False
+            self._checked_at = now
+        exists = bool(self.store.list_api_keys())
+        if exists:
+            with self._lock:
+                self._keys_exist = True
+        return exists
+
+    def tenant_for(self, headers: HeaderSource) -> str:
+        """The caller's tenant; ``AuthFailure`` when a key is needed and missing or unknown."""
+        if self.mode == "none":
+            return self.default_tenant
+        key = presented_key(headers)
+        if key is None:
+            if self.keys_required():
+                raise AuthFailure("send an API key in X-API-Key or Authorization: Bearer <key>")
+            return self.default_tenant
+        if len(key) > MAX_KEY_LENGTH:
+            raise AuthFailure("unknown API key")
+        digest = hash_key(key)
+        tenant = self.configured.get(digest)
+        if tenant is None:
+            stored = self.store.find_api_key(digest)
+            tenant = stored.tenant if stored is not None else None
+        if tenant is None:
+            raise AuthFailure("unknown API key")
+        return tenant
+
+
+def presented_key(headers: HeaderSource) -> str | None:
+    key = headers.get("X-API-Key")
+    if key:
+        return key.strip()
+    scheme, _, credentials = (headers.get("Authorization") or "").partition(" ")
+    if scheme.lower() == "bearer" and credentials.strip():
+        return credentials.strip()
+    return None

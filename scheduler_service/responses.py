@@ -1,0 +1,200 @@
+"""Marshmallow schemas of what the API answers, and of its query and header parameters.
+
+They feed the OpenAPI document (``/openapi.json``); every answer the API gives, errors included,
+is declared there. Response schemas let unknown keys through (``additionalProperties``): a
+client must accept fields added later.
+"""
+
+from __future__ import annotations
+
+from marshmallow import EXCLUDE, INCLUDE, RAISE, Schema, fields, validate
+
+from shared.model import ExecutionStatus, ScheduleStatus
+
+LISTED_STATUSES = [s.value for s in ScheduleStatus if s is not ScheduleStatus.DELETED]
+
+
+class Open(Schema):
+    class Meta:
+        unknown = INCLUDE
+
+
+class FieldErrorSchema(Open):
+    field = fields.String(
+        required=True, metadata={"description": "dotted path, e.g. schedule.cron"}
+    )
+    message = fields.String(required=True)
+
+
+class ProblemSchema(Open):
+    """RFC 7807 problem details, with the bad fields of a ``400`` in ``errors``."""
+
+    type = fields.String(required=True)
+    title = fields.String(required=True)
+    status = fields.Integer(required=True)
+    detail = fields.String()
+    errors = fields.List(fields.Nested(FieldErrorSchema))
+
+
+class AcceptedSchema(Open):
+    id = fields.String(required=True)
+    status = fields.String(required=True, metadata={"description": "always accepted"})
+    revision = fields.Integer(required=True)
+    next_schedule_time = fields.String(allow_none=True, required=True)
+    next_schedule_time_local = fields.String(allow_none=True, required=True)
+
+
+class DeletedSchema(Open):
+    id = fields.String(required=True)
+    status = fields.String(required=True, metadata={"description": "always deleted"})
+
+
+class TriggeredSchema(Open):
+    id = fields.String(required=True, metadata={"description": "the schedule"})
+    occurrence_id = fields.String(
+        required=True,
+        metadata={
+            "description": "<schedule id>:manual:<UTC time>:<random>; never equal to a scheduled "
+            "occurrence's id (<schedule id>:<UTC time>); sent as Idempotency-Key"
+        },
+    )
+    scheduled_time = fields.String(required=True)
+    status = fields.String(required=True, metadata={"description": "always queued"})
+
+
+class ScheduleViewSchema(Open):
+    id = fields.String(required=True)
+    name = fields.String(required=True)
+    description = fields.String(required=True)
+    schedule_description = fields.String(metadata={"description": "when it fires, in English"})
+    type = fields.String(required=True)
+    status = fields.String(required=True, validate=validate.OneOf(LISTED_STATUSES))
+    revision = fields.Integer(required=True)
+    schedule = fields.Dict(required=True, metadata={"description": "as the client sent it"})
+    timing = fields.Dict(required=True, metadata={"description": "the canonical form"})
+    timezone = fields.String(required=True)
+    next_schedule_time = fields.String(allow_none=True, required=True)
+    next_schedule_time_local = fields.String(allow_none=True, required=True)
+    payload = fields.Dict(
+        required=True, metadata={"description": "the call; secret header values are masked"}
+    )
+    metadata = fields.Dict(required=True)
+    tags = fields.List(fields.String(), required=True)
+    priority = fields.Integer(required=True)
+    retry = fields.Dict(required=True)
+    misfire = fields.Dict(required=True)
+    runs = fields.Integer(required=True)
+    failures = fields.Integer(required=True)
+    consecutive_failures = fields.Integer(required=True)
+    occurrences_dispatched = fields.Integer(required=True)
+    last_run_at = fields.String(allow_none=True, required=True)
+    last_status = fields.String(allow_none=True, required=True)
+    created_at = fields.String(required=True)
+    updated_at = fields.String(required=True)
+
+
+class SchedulePageSchema(Open):
+    items = fields.List(fields.Nested(ScheduleViewSchema), required=True)
+    next_cursor = fields.String(
+        allow_none=True,
+        required=True,
+        metadata={"description": "pass as ?cursor= for the next page; null on the last"},
+    )
+
+
+class ExecutionSchema(Open):
+    occurrence_id = fields.String(required=True)
+    schedule_id = fields.String(required=True)
+    scheduled_time = fields.String(required=True)
+    status = fields.String(
+        required=True, validate=validate.OneOf([s.value for s in ExecutionStatus])
+    )
+    attempts = fields.Integer(required=True)
+    http_status = fields.Integer(allow_none=True, required=True)
+    duration_ms = fields.Float(allow_none=True, required=True)
+    lateness_ms = fields.Float(allow_none=True, required=True)
+    error = fields.String(allow_none=True, required=True)
+    started_at = fields.String(allow_none=True, required=True)
+    finished_at = fields.String(allow_none=True, required=True)
+    next_attempt_at = fields.String(allow_none=True, required=True)
+    manual = fields.Boolean(required=True)
+
+
+class ExecutionPageSchema(Open):
+    items = fields.List(fields.Nested(ExecutionSchema), required=True)
+    next_cursor = fields.String(allow_none=True, required=True)
+
+
+class HealthSchema(Open):
+    status = fields.String(required=True)
+    checks = fields.Dict(keys=fields.String(), values=fields.String())
+
+
+# -- parameters ----------------------------------------------------------------------------
+
+
+class Parameters(Schema):
+    class Meta:
+        unknown = EXCLUDE
+
+
+def _limit() -> fields.Integer:
+    return fields.Integer(
+        strict=False,
+        validate=validate.Range(min=1),
+        metadata={"description": "page size; at most SCHEDULER_MAX_PAGE_SIZE (default 200)"},
+    )
+
+
+def _cursor() -> fields.String:
+    return fields.String(
+        validate=validate.Length(min=1, max=1024),
+        metadata={"description": "next_cursor of the previous page"},
+    )
+
+
+class Query(Schema):
+    """Query parameters: an unknown one (a typo) is a 400, not silently ignored."""
+
+    class Meta:
+        unknown = RAISE
+
+
+class ListSchedulesQuery(Query):
+    status = fields.String(validate=validate.OneOf(LISTED_STATUSES))
+    name = fields.String(
+        validate=validate.Length(min=1, max=200),
+        metadata={"description": "names that start with this text"},
+    )
+    tag = fields.String(validate=validate.Length(min=1, max=100))
+    next_after = fields.String(
+        validate=validate.Length(max=64),
+        metadata={"description": "next_schedule_time at or after this ISO-8601 instant"},
+    )
+    next_before = fields.String(
+        validate=validate.Length(max=64),
+        metadata={"description": "next_schedule_time at or before this ISO-8601 instant"},
+    )
+    limit = _limit()
+    cursor = _cursor()
+
+
+class ListExecutionsQuery(Query):
+    limit = _limit()
+    cursor = _cursor()
+
+
+IDEMPOTENCY_KEY = r"^[\x21-\x7e]{1,255}$"
+
+
+class IdempotencyHeader(Parameters):
+    idempotency_key = fields.String(
+        data_key="Idempotency-Key",
+        validate=validate.Regexp(
+            IDEMPOTENCY_KEY, error="1 to 255 visible ASCII characters, e.g. a UUID"
+        ),
+        metadata={
+            "description": "a repeat of the request with the same key and body answers the same "
+            "schedule and creates nothing; with another body it is a 409. Kept 24 h by default."
+        },
+    )

@@ -1,0 +1,110 @@
+"""The store's batch methods keep the guards of their one-at-a-time counterparts, per item.
+
+``advance_schedules`` and ``settle_attempts`` (``shared/ports.py``, ``Store``) run over every
+store adapter, with the ``store`` fixture of the store contract.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from shared.model import AttemptOutcome, ExecutionStatus, ScheduleStatus
+from shared.ports import Store
+from tests.integration.test_store_contract import (
+    MINUTE,
+    T0,
+    TENANT,
+    claim,
+    create,
+    occurrence,
+    store,
+)
+
+__all__ = ["store"]  # the fixture, parametrised over every adapter
+
+
+def test_advance_schedules_applies_each_under_its_own_guard(store: Store) -> None:
+    for schedule_id in ("s1", "s2", "s3"):
+        create(store, schedule_id)
+    claimed = {
+        schedule.schedule_id: schedule
+        for schedule in store.claim_due_schedules(T0, T0, 10, "poller-1", T0 + MINUTE)
+    }
+    # A replace lands on s2 and a pause on s3 while poller-1 holds them.
+    assert create(store, "s2", revision=2, next_time=T0 + 30 * MINUTE)
+    assert store.apply_state(TENANT, "s3", 2, ScheduleStatus.PAUSED, None, T0)
+    applied = store.advance_schedules(
+        [
+            (claimed["s1"], T0 + 5 * MINUTE, 1),
+            (claimed["s2"], T0 + 5 * MINUTE, 1),
+            (claimed["s3"], None, 1),
+        ],
+        "poller-1",
+        T0,
+    )
+    assert applied == [True, False, False]
+    s1, s2, s3 = (store.get_schedule(TENANT, name) for name in ("s1", "s2", "s3"))
+    assert s1 is not None and s2 is not None and s3 is not None
+    assert (s1.next_schedule_time, s1.occurrence_count, s1.lease_owner) == (
+        T0 + 5 * MINUTE,
+        1,
+        None,
+    )
+    assert (s2.next_schedule_time, s2.revision) == (T0 + 30 * MINUTE, 2)
+    assert (s3.status, s3.next_schedule_time) == (ScheduleStatus.PAUSED, T0)
+    assert claim(store, now=T0 + 5 * MINUTE) == ["s1"]
+
+
+def test_advance_schedules_is_guarded_by_the_owner_and_accepts_nothing(store: Store) -> None:
+    create(store, "s1")
+    [claimed] = store.claim_due_schedules(T0, T0, 10, "poller-1", T0 + MINUTE)
+    assert store.advance_schedules([(claimed, None, 1)], "poller-2", T0) == [False]
+    assert store.advance_schedules([], "poller-1", T0) == []
+    assert store.advance_schedules([(claimed, None, 1)], "poller-1", T0) == [True]
+    schedule = store.get_schedule(TENANT, "s1")
+    assert schedule is not None
+    assert schedule.status is ScheduleStatus.COMPLETED
+
+
+def test_settle_attempts_records_each_and_counts_only_recorded_final_ones(store: Store) -> None:
+    for schedule_id in ("s1", "s2", "s3", "s4"):
+        create(store, schedule_id)
+    started = {
+        schedule_id: store.begin_attempt(occurrence(schedule_id), "executor-1", T0, T0 + MINUTE)
+        for schedule_id in ("s1", "s2", "s3", "s4")
+    }
+    # s4's attempt is taken over by executor-2 after executor-1's lease ran out.
+    later = T0 + 2 * MINUTE
+    assert store.begin_attempt(occurrence("s4"), "executor-2", later, later + MINUTE) is not None
+    finished = T0 + timedelta(seconds=1)
+    outcomes = {
+        "s1": AttemptOutcome(ExecutionStatus.SUCCEEDED, finished, 200, 1.5),
+        "s2": AttemptOutcome(ExecutionStatus.FAILED, finished, 404, 2.0, "not found"),
+        "s3": AttemptOutcome(
+            ExecutionStatus.RETRYING, finished, 503, 2.0, "unavailable", finished + MINUTE
+        ),
+        "s4": AttemptOutcome(ExecutionStatus.SUCCEEDED, finished, 200, 1.0),
+    }
+    settled = []
+    for schedule_id, execution in started.items():
+        assert execution is not None
+        settled.append((execution, outcomes[schedule_id]))
+    assert store.settle_attempts(settled, "executor-1") == [True, True, True, False]
+
+    def state(schedule_id: str) -> tuple[object, ...]:
+        record = store.get_execution(TENANT, occurrence(schedule_id).occurrence_id)
+        schedule = store.get_schedule(TENANT, schedule_id)
+        assert record is not None and schedule is not None
+        return (
+            record.status,
+            record.http_status,
+            schedule.run_count,
+            schedule.failure_count,
+            schedule.last_status,
+        )
+
+    assert state("s1") == (ExecutionStatus.SUCCEEDED, 200, 1, 0, "succeeded")
+    assert state("s2") == (ExecutionStatus.FAILED, 404, 1, 1, "failed")
+    assert state("s3") == (ExecutionStatus.RETRYING, 503, 0, 0, None)  # not final: not counted
+    assert state("s4") == (ExecutionStatus.RUNNING, None, 0, 0, None)  # lost its lease
+    assert store.settle_attempts([], "executor-1") == []
