@@ -13,6 +13,8 @@ from flask_smorest import Api
 from scheduler_service.auth import Authenticator
 from scheduler_service.errors import problem, register_error_handlers
 from scheduler_service.health import blp as health_blueprint
+from scheduler_service.metrics import backend_registry
+from scheduler_service.metrics import blp as metrics_blueprint
 from scheduler_service.responses import ProblemSchema
 from scheduler_service.schedules import blp as schedules_blueprint
 from scheduler_service.service import ScheduleService
@@ -22,7 +24,10 @@ from shared.settings import Settings
 
 API_PREFIX = "/scheduler-service/v1"
 DEFAULT_TENANT = "default"
-PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/openapi.json"})
+# Paths for probes, scrapers and documentation: no tenant, no key. /metrics carries aggregate
+# counts over all tenants (no schedule of anyone's): keep the API port off the public internet
+# or scrape the workers' metrics port.
+PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/metrics", "/openapi.json"})
 
 log = logging.getLogger(__name__)
 
@@ -80,11 +85,13 @@ def create_app(
     app.extensions["scheduler"] = service
     app.extensions["scheduler_backends"] = backends
     app.extensions["scheduler_auth"] = authenticator
+    app.extensions["scheduler_metrics"] = backend_registry(backends)
     log.info("API authentication: %s", authenticator.describe(), extra={"event": "api_auth"})
 
     api = ProblemApi(app)
     api.register_blueprint(schedules_blueprint)
     api.register_blueprint(health_blueprint)
+    api.register_blueprint(metrics_blueprint)
     register_error_handlers(app)
 
     @app.before_request

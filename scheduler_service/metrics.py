@@ -20,7 +20,15 @@ def backend_registry(backends: Backends) -> CollectorRegistry:
 
 
 @blp.route("/metrics")
-@blp.doc(responses={"200": {"description": "Prometheus text exposition format"}})
+@blp.doc(
+    security=[],
+    responses={
+        "200": {
+            "description": "Prometheus text exposition format",
+            "content": {"text/plain": {"schema": {"type": "string"}}},
+        }
+    },
+)
 def metrics() -> Response:
     """Schedules by status, queue depths, and the metrics of the components in this process."""
     registry: CollectorRegistry = current_app.extensions["scheduler_metrics"]
