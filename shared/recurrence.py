@@ -1,29 +1,34 @@
-"""When a schedule fires: each notation follows its own standard.
+"""When a schedule fires: each notation follows its own standard (docs/time-semantics.md).
 
-- ``at``: one instant.
-- ``interval`` in seconds, minutes or hours: exact elapsed time from the anchor;
+- ``at`` and ``@at``: one instant. Accepted after it has passed, it fires once, right away.
+- ``interval`` in seconds, minutes or hours, and ``@every``: exact elapsed time from the anchor;
   DST does not move it.
 - ``interval`` in days, weeks, months or years: the anchor's local wall time, counted from the
   anchor (occurrence k is anchor + k units: Jan 31 monthly gives Feb 28, Mar 31, Apr 30, no drift).
 - ``rrule`` (RFC 5545) and calendar intervals resolve local wall times with ``fold=0``: a time in a
   spring-forward gap is read with the offset before the gap, a repeated time is the earlier instant.
-- ``cron``: Debian cron's rules, as cronsim implements them: a fixed-time job in a skipped hour runs
-  once right after the jump; a repeated hour fires once; wildcard-hour jobs follow real time.
+- ``cron``: cronsim matches the fields against local wall times; Debian cron's rules turn them into
+  instants: a fixed-time job in a skipped hour runs once right after the jump, a repeated hour
+  fires once, wildcard jobs follow real time.
 
 Every engine answers ``next_after(t)``: the first occurrence strictly after the instant ``t``.
 Occurrence n+1 is always computed from occurrence n's scheduled time, never from when it ran.
+Every search stops at ``SEARCH_HORIZON``, so a rule that never fires is refused, not looped on.
 """
 
 from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
-from datetime import datetime, timedelta, tzinfo
+from bisect import bisect_right
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta, tzinfo
+from itertools import islice
 
 import pendulum
 from cronsim import CronSim, CronSimError
-from dateutil.rrule import rrule, rruleset, rrulestr
+from dateutil.rrule import rrule, rrulestr
 
 from shared.model import Every, Timing, Unit
 from shared.timeutil import UTC, from_epoch_ms, load_zone, resolve_local, utc_ms
@@ -39,28 +44,82 @@ CRON_MACROS = {
 }
 
 _EXACT_SECONDS = {Unit.SECOND: 1, Unit.MINUTE: 60, Unit.HOUR: 3600}
+_CALENDAR_UNITS = {Unit.DAY: "days", Unit.WEEK: "weeks", Unit.MONTH: "months", Unit.YEAR: "years"}
 _DURATION_PART = re.compile(r"(\d+)(ms|s|m|h|d|w)")
-_DURATION_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+_DURATION_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
 # Far enough to find the next Feb 29 or a yearly rule that skips years, short enough that a rule
 # which never fires is refused quickly instead of being searched for ever.
 SEARCH_HORIZON = timedelta(days=366 * 9)
-# Wider than any UTC-offset change, so occurrences near a DST jump are compared as instants.
-_OFFSET_SLACK = timedelta(hours=3)
+_MS = timedelta(milliseconds=1)
+_LAST_INSTANT = datetime(9999, 12, 1, tzinfo=UTC)
+_FIRST_DAY = datetime(1, 1, 2, tzinfo=UTC)
+_LAST_DAY = datetime(9999, 12, 30, tzinfo=UTC)
+# Where the offset of a zone is sampled around an instant to find a change that may reorder wall
+# times there: fine steps for DST, coarse ones for a zone crossing the date line.
+_JUMP_SAMPLES = tuple(timedelta(minutes=30 * k) for k in range(1, 7)) + tuple(
+    timedelta(hours=3 * k) for k in range(2, 10)
+)
+# The Gregorian calendar, weekdays included, repeats every 400 years.
+_CALENDAR_CYCLE_YEARS = 400
+
+
+def _horizon(moment: datetime) -> datetime:
+    """The latest instant a search that starts at ``moment`` looks at."""
+    return min(moment, _LAST_INSTANT - SEARCH_HORIZON) + SEARCH_HORIZON
+
+
+def _wall(moment: datetime, zone: tzinfo) -> datetime:
+    return moment.astimezone(zone).replace(tzinfo=None)
+
+
+def _offset(moment: datetime, zone: tzinfo) -> timedelta:
+    return moment.astimezone(zone).utcoffset() or timedelta(0)
+
+
+def _jump_near(zone: tzinfo, moment: datetime) -> timedelta:
+    """The size of the largest offset change of ``zone`` that is nearer to ``moment`` than its
+    own size, or zero.
+
+    Only near such a change do wall times resolve to instants out of order: 02:30 in a
+    spring-forward gap is read with the offset before it, so it lands after 03:00; in a repeated
+    hour, 01:00 the second time comes after 01:59 the first time. A search looks this far
+    around its window of wall times.
+    """
+    try:
+        here = _offset(moment, zone)
+        widest = timedelta(0)
+        nearer = timedelta(0)
+        for distance in _JUMP_SAMPLES:
+            for sample in (moment - distance, moment + distance):
+                jump = abs(_offset(sample, zone) - here)
+                if jump > nearer and jump > widest:
+                    widest = jump
+            nearer = distance
+    except OverflowError:
+        return timedelta(0)
+    return widest
 
 
 class Recurrence(ABC):
-    """A source of occurrences for one schedule, bounded by its ``start`` and ``end``."""
+    """A source of occurrences for one schedule."""
 
     @abstractmethod
     def next_after(self, moment: datetime) -> datetime | None:
-        """The first occurrence strictly after ``moment`` (aware), or ``None`` if there is none."""
+        """The first occurrence strictly after ``moment`` (aware), or ``None`` if there is none
+        within ``SEARCH_HORIZON``."""
 
     def first_at_or_after(self, moment: datetime) -> datetime | None:
-        return self.next_after(utc_ms(moment) - timedelta(milliseconds=1))
+        return self.next_after(utc_ms(moment) - _MS)
 
-    def upcoming(self, after: datetime, count: int) -> Iterator[datetime]:
-        """Up to ``count`` occurrences at or after ``after``."""
-        moment = self.first_at_or_after(after)
+    def first_fire(self, accepted_at: datetime) -> datetime | None:
+        """The first occurrence of a schedule accepted at ``accepted_at``: the first at or after
+        it (earlier ones are not backfilled)."""
+        return self.first_at_or_after(accepted_at)
+
+    def upcoming(self, accepted_at: datetime, count: int) -> Iterator[datetime]:
+        """The first ``count`` occurrences of a schedule accepted at ``accepted_at``, each one
+        computed from the previous one's scheduled time."""
+        moment = self.first_fire(accepted_at)
         for _ in range(count):
             if moment is None:
                 return
@@ -75,11 +134,17 @@ class OneTime(Recurrence):
     def next_after(self, moment: datetime) -> datetime | None:
         return self.at if self.at > moment else None
 
+    def first_fire(self, accepted_at: datetime) -> datetime | None:
+        # Accepted after its time, a one-time schedule still fires once, right away.
+        return self.at
+
 
 class ExactInterval(Recurrence):
     """Every ``step`` of elapsed time from ``anchor``."""
 
     def __init__(self, anchor: datetime, step: timedelta) -> None:
+        if step <= timedelta(0):
+            raise ValueError("an interval must be positive")
         self.anchor = utc_ms(anchor)
         self.step = step
 
@@ -87,30 +152,35 @@ class ExactInterval(Recurrence):
         if moment < self.anchor:
             return self.anchor
         steps = (moment - self.anchor) // self.step + 1
-        return utc_ms(self.anchor + steps * self.step)
+        try:
+            return utc_ms(self.anchor + steps * self.step)
+        except OverflowError:  # past year 9999
+            return None
 
 
 class CalendarInterval(Recurrence):
     """Every ``number`` days/weeks/months/years of local wall time, counted from ``anchor_wall``."""
 
     def __init__(self, anchor_wall: datetime, zone: tzinfo, every: Every) -> None:
+        if every.unit.is_exact:
+            raise ValueError(f"{every.unit.value} is elapsed time, not a calendar unit")
         self.anchor_wall = pendulum.instance(anchor_wall).naive()
         self.zone = zone
         self.every = every
         self.anchor = resolve_local(anchor_wall, zone)
-        # Shortest possible length of one step, to estimate the step count of an instant.
-        self._min_step = {
+        # The average length of one step in the Gregorian calendar, to estimate the step count
+        # of an instant; the walk in ``next_after`` corrects the estimate either way.
+        self._mean_step = {
             Unit.DAY: timedelta(days=1),
             Unit.WEEK: timedelta(days=7),
-            Unit.MONTH: timedelta(days=28),
-            Unit.YEAR: timedelta(days=365),
+            Unit.MONTH: timedelta(days=146097 / 4800),
+            Unit.YEAR: timedelta(days=146097 / 400),
         }[every.unit] * every.number
 
     def wall(self, index: int) -> datetime:
         """The local wall time of occurrence ``index``: the anchor plus ``index`` steps."""
         amount = index * self.every.number
-        unit = {Unit.DAY: "days", Unit.WEEK: "weeks", Unit.MONTH: "months", Unit.YEAR: "years"}
-        wall = self.anchor_wall.add(**{unit[self.every.unit]: amount})
+        wall = self.anchor_wall.add(**{_CALENDAR_UNITS[self.every.unit]: amount})
         return datetime(*wall.timetuple()[:6], wall.microsecond)
 
     def occurrence(self, index: int) -> datetime:
@@ -119,127 +189,511 @@ class CalendarInterval(Recurrence):
     def next_after(self, moment: datetime) -> datetime | None:
         if moment < self.anchor:
             return self.anchor
-        # An upper estimate of the index, then walk back to the first occurrence after moment.
-        index = (moment - self.anchor) // self._min_step + 1
-        while index > 0 and self.occurrence(index - 1) > moment:
-            index -= 1
-        while self.occurrence(index) <= moment:
-            index += 1
-        return self.occurrence(index)
-
-
-class CronRecurrence(Recurrence):
-    def __init__(self, expression: str, zone: tzinfo) -> None:
-        self.expression = expression
-        self.zone = zone
-        CronSim(expression, datetime.now(zone))  # raises CronSimError when malformed
-
-    def next_after(self, moment: datetime) -> datetime | None:
-        local = moment.astimezone(self.zone)
-        limit = moment + SEARCH_HORIZON
-        for candidate in CronSim(self.expression, local):
-            instant = utc_ms(candidate)
-            if instant > limit:
-                return None
-            if instant > moment:
-                return instant
-        return None
-
-
-class RRuleRecurrence(Recurrence):
-    """RFC 5545 rules over local wall times; DTSTART is the schedule's start."""
-
-    def __init__(self, text: str, anchor_wall: datetime, zone: tzinfo) -> None:
-        self.zone = zone
-        self.rule: rrule | rruleset = rrulestr(text, dtstart=anchor_wall, forceset=True)
-
-    def next_after(self, moment: datetime) -> datetime | None:
-        # Wall times near a DST jump do not resolve in order (02:30 in a gap is read after 03:00),
-        # so collect the instants of a window of wall times and keep the earliest after moment.
-        wall = moment.astimezone(self.zone).replace(tzinfo=None) - _OFFSET_SLACK
-        limit = moment + SEARCH_HORIZON
-        best: datetime | None = None
-        stop_wall: datetime | None = None
-        while True:
-            wall_next = self.rule.after(wall)
-            if wall_next is None or (stop_wall is not None and wall_next > stop_wall):
-                return best
-            instant = resolve_local(wall_next, self.zone)
-            if instant > limit:
-                return best
-            if instant > moment and (best is None or instant < best):
-                best = instant
-                stop_wall = wall_next + 2 * _OFFSET_SLACK
-            wall = wall_next
-
-
-class Bounded(Recurrence):
-    """Another recurrence limited to ``[start, end]``."""
-
-    def __init__(self, inner: Recurrence, start: datetime | None, end: datetime | None) -> None:
-        self.inner = inner
-        self.start = start
-        self.end = end
-
-    def next_after(self, moment: datetime) -> datetime | None:
-        if self.start is not None and moment < self.start:
-            moment = self.start - timedelta(milliseconds=1)
-        found = self.inner.next_after(moment)
-        if found is None or (self.end is not None and found > self.end):
+        # An estimate of the index, then walk to the first occurrence after moment.
+        index = max(0, round((moment - self.anchor) / self._mean_step))
+        try:
+            while index > 0 and self.occurrence(index - 1) > moment:
+                index -= 1
+            while (found := self.occurrence(index)) <= moment:
+                index += 1
+        except (OverflowError, ValueError):  # past year 9999
             return None
         return found
 
 
+class CronRecurrence(Recurrence):
+    """A five-field cron line in a zone, by Debian cron's rules.
+
+    cronsim matches the fields against local wall times (naive, so its own DST handling is not
+    used); the wall times become instants here:
+    - a fixed-time line (neither minute nor hour starts with ``*``) fires each wall time once, at
+      its first instant; a wall time the clocks skip fires at the first minute after the jump;
+    - a wildcard line follows real time: a skipped wall time never happens, a repeated one
+      happens twice.
+    """
+
+    def __init__(self, expression: str, zone: tzinfo) -> None:
+        self.expression = expression
+        self.zone = zone
+        minute, hour = expression.split()[:2]
+        self.fixed_time = not minute.startswith("*") and not hour.startswith("*")
+        CronSim(expression, datetime(2000, 1, 1))  # raises CronSimError when malformed
+
+    def instants(self, wall: datetime) -> list[datetime]:
+        """The instants at which a matching wall time fires."""
+        if self.fixed_time:
+            while not _exists(wall, self.zone):
+                wall += timedelta(minutes=1)
+            return [resolve_local(wall, self.zone)]
+        found = []
+        for fold in (0, 1):
+            local = wall.replace(tzinfo=self.zone, fold=fold)
+            instant = utc_ms(local)
+            if _wall(instant, self.zone) == wall and instant not in found:
+                found.append(instant)
+        return found
+
+    def next_after(self, moment: datetime) -> datetime | None:
+        limit = _horizon(moment)
+        last_wall = _wall(limit, self.zone) + timedelta(days=2)
+        best: datetime | None = None
+        best_stop: datetime | None = None
+        start = _wall(moment, self.zone) - _jump_near(self.zone, moment)
+        try:
+            for wall in CronSim(self.expression, start):
+                if wall > last_wall or (best_stop is not None and wall > best_stop):
+                    break
+                for instant in self.instants(wall):
+                    if moment < instant <= limit and (best is None or instant < best):
+                        best = instant
+                        best_stop = wall + _jump_near(self.zone, instant)
+        except OverflowError:  # past year 9999
+            pass
+        return best
+
+
+def _exists(wall: datetime, zone: tzinfo) -> bool:
+    """Whether a naive local wall time happens in ``zone`` (is not in a spring-forward gap)."""
+    return _wall(resolve_local(wall, zone), zone) == wall
+
+
+# -- RFC 5545 ------------------------------------------------------------------------------
+
+_RULE_KEYS = frozenset(
+    {
+        "FREQ",
+        "INTERVAL",
+        "BYSECOND",
+        "BYMINUTE",
+        "BYHOUR",
+        "BYDAY",
+        "BYMONTHDAY",
+        "BYYEARDAY",
+        "BYWEEKNO",
+        "BYMONTH",
+        "BYSETPOS",
+        "WKST",
+    }
+)
+# Ranges RFC 5545 gives that dateutil does not check (it checks hours, minutes, seconds, setpos).
+_SIGNED_RANGES = {"BYMONTHDAY": 31, "BYYEARDAY": 366, "BYWEEKNO": 53}
+# One INTERVAL of these frequencies is a fixed length of wall time; a search may then restart
+# the rule a whole number of intervals later instead of walking it from its DTSTART.
+_FIXED_PERIODS = {
+    "SECONDLY": timedelta(seconds=1),
+    "MINUTELY": timedelta(minutes=1),
+    "HOURLY": timedelta(hours=1),
+    "DAILY": timedelta(days=1),
+    "WEEKLY": timedelta(days=7),
+}
+_DATE = re.compile(r"^\d{8}$")
+_DATE_TIME = re.compile(r"^(\d{8}T\d{6})(Z?)$")
+_ONE_VALUE_RANGE = re.compile(r"^(\w+)-\1/\d+$")
+_BYDAY = re.compile(r"^([+-]?\d{1,2})?(MO|TU|WE|TH|FR|SA|SU)$")
+
+
+@dataclass(frozen=True)
+class RulePart:
+    """One RRULE: ``body`` without COUNT and UNTIL (as dateutil reads it), and those two."""
+
+    body: str
+    freq: str
+    period: timedelta | None
+    count: int | None = None
+    until: datetime | None = None
+
+
+@dataclass(frozen=True)
+class RuleText:
+    """An ``rrule`` field: RRULE lines, extra RDATE instants, EXDATE instants and whole days."""
+
+    rules: tuple[RulePart, ...]
+    rdates: tuple[datetime, ...] = ()
+    exdates: frozenset[datetime] = frozenset()
+    exdays: frozenset[date] = frozenset()
+
+
+def parse_rrule(text: str, zone: tzinfo) -> RuleText:
+    """Read an ``rrule`` field: one RFC 5545 rule (``FREQ=…``, with or without ``RRULE:``), or
+    content lines ``RRULE:``, ``RDATE:`` and ``EXDATE:``; ``ValueError`` saying what is wrong.
+
+    Times without ``Z`` or ``TZID`` are local wall times in ``zone``. ``UNTIL`` is inclusive; a
+    date alone (``UNTIL=20261231``, ``EXDATE;VALUE=DATE:20261225``) means that whole local day.
+    ``DTSTART`` is not read from the text: the schedule's ``start`` is the rule's DTSTART.
+    """
+    unfolded = re.sub(r"\r?\n[ \t]", "", text)
+    rules: list[RulePart] = []
+    rdates: list[datetime] = []
+    exdates: set[datetime] = set()
+    exdays: set[date] = set()
+    for line in (line.strip() for line in unfolded.splitlines()):
+        if not line:
+            continue
+        head, colon, value = line.partition(":")
+        if not colon:
+            head, value = "RRULE", line
+        name, *params = head.split(";")
+        name = name.strip().upper()
+        if name == "RRULE":
+            if params:
+                raise ValueError("RRULE takes no parameters")
+            rules.append(_rule_part(value, zone))
+        elif name in ("RDATE", "EXDATE"):
+            instants, days = _date_list(name, params, value, zone)
+            if name == "RDATE":
+                if days:
+                    raise ValueError("RDATE needs date-times (e.g. RDATE:20261224T090000)")
+                rdates.extend(instants)
+            else:
+                exdates.update(instants)
+                exdays.update(days)
+        elif name == "DTSTART":
+            raise ValueError(
+                "DTSTART does not belong in the rule: give the first local time as "
+                "schedule.start and the zone as schedule.timezone"
+            )
+        elif name == "EXRULE":
+            raise ValueError("EXRULE was removed by RFC 5545; list the exceptions with EXDATE")
+        else:
+            raise ValueError(f"unexpected line {line!r}: use RRULE, RDATE or EXDATE lines")
+    if not rules and not rdates:
+        raise ValueError("the rule needs FREQ=… (an RRULE) or RDATE dates")
+    return RuleText(tuple(rules), tuple(sorted(set(rdates))), frozenset(exdates), frozenset(exdays))
+
+
+def _rule_part(value: str, zone: tzinfo) -> RulePart:
+    fields: dict[str, str] = {}
+    for part in (part.strip() for part in value.split(";")):
+        if not part:
+            continue
+        key, equals, item = part.partition("=")
+        key, item = key.strip().upper(), item.strip().upper()
+        if not equals or not item:
+            raise ValueError(f"{part!r} is not NAME=VALUE")
+        if key in fields:
+            raise ValueError(f"{key} is given twice")
+        if key not in _RULE_KEYS | {"COUNT", "UNTIL"}:
+            known = ", ".join([*sorted(_RULE_KEYS), "COUNT", "UNTIL"])
+            raise ValueError(f"unknown rule part {key}; RFC 5545 has {known}")
+        fields[key] = item
+    freq = fields.get("FREQ")
+    if freq is None:
+        raise ValueError("the rule needs FREQ (e.g. FREQ=WEEKLY;BYDAY=MO)")
+    if "COUNT" in fields and "UNTIL" in fields:
+        raise ValueError("COUNT and UNTIL cannot both be given (RFC 5545)")
+    count = _positive(fields.pop("COUNT"), "COUNT") if "COUNT" in fields else None
+    until = _until(fields.pop("UNTIL"), zone) if "UNTIL" in fields else None
+    interval = _positive(fields.get("INTERVAL", "1"), "INTERVAL")
+    for key, bound in _SIGNED_RANGES.items():
+        for item in _items(fields, key):
+            number = _integer(item, key)
+            if number == 0 or abs(number) > bound:
+                raise ValueError(f"{key} values are from 1 to {bound} or -{bound} to -1")
+    for item in _items(fields, "BYMONTH"):
+        if not 1 <= _integer(item, "BYMONTH") <= 12:
+            raise ValueError("BYMONTH values are from 1 to 12")
+    for item in _items(fields, "BYDAY"):
+        match = _BYDAY.match(item)
+        if match is None:
+            raise ValueError(f"BYDAY {item!r}: a weekday MO…SU, optionally numbered like 1MO, -1FR")
+        if match.group(1) is not None:
+            nth = int(match.group(1))
+            if freq not in ("MONTHLY", "YEARLY"):
+                raise ValueError("a numbered BYDAY (like -1FR) needs FREQ=MONTHLY or YEARLY")
+            if nth == 0 or abs(nth) > (5 if freq == "MONTHLY" else 53):
+                raise ValueError(f"BYDAY {item!r}: no such weekday in the {freq.lower()[:-2]}")
+    body = ";".join(f"{key}={item}" for key, item in fields.items())
+    try:
+        _single_rule(body, datetime(2000, 1, 1))
+    except (ValueError, TypeError, KeyError, IndexError) as exc:
+        raise ValueError(f"{exc}") from None
+    period = _FIXED_PERIODS.get(freq)
+    return RulePart(body, freq, period * interval if period else None, count, until)
+
+
+def _items(fields: dict[str, str], key: str) -> list[str]:
+    return fields[key].split(",") if key in fields else []
+
+
+def _integer(text: str, key: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"{key} {text!r} is not a whole number") from None
+
+
+def _positive(text: str, key: str) -> int:
+    number = _integer(text, key)
+    if number < 1:
+        raise ValueError(f"{key} must be a whole number from 1")
+    return number
+
+
+def _date_time(text: str, zone: tzinfo, where: str) -> datetime:
+    """``YYYYMMDDTHHMMSS`` local in ``zone`` or ``…Z`` UTC, as an instant."""
+    match = _DATE_TIME.match(text)
+    if match is None:
+        raise ValueError(f"{where} {text!r}: expected YYYYMMDDTHHMMSS, local or with Z for UTC")
+    try:
+        moment = datetime.strptime(match.group(1), "%Y%m%dT%H%M%S")
+    except ValueError:
+        raise ValueError(f"{where} {text!r} is not a real date and time") from None
+    return utc_ms(moment.replace(tzinfo=UTC)) if match.group(2) else resolve_local(moment, zone)
+
+
+def _day(text: str, where: str) -> date:
+    try:
+        return datetime.strptime(text, "%Y%m%d").date()
+    except ValueError:
+        raise ValueError(f"{where} {text!r} is not a real date (YYYYMMDD)") from None
+
+
+def _until(text: str, zone: tzinfo) -> datetime:
+    if _DATE.match(text):
+        # A date alone: the rule runs through the end of that local day.
+        next_day = datetime.combine(_day(text, "UNTIL") + timedelta(days=1), time())
+        return resolve_local(next_day, zone) - _MS
+    return _date_time(text, zone, "UNTIL")
+
+
+def _date_list(
+    name: str, params: list[str], value: str, zone: tzinfo
+) -> tuple[list[datetime], list[date]]:
+    value_zone, value_type = zone, "DATE-TIME"
+    for param in params:
+        key, _, item = param.partition("=")
+        key = key.strip().upper()
+        if key == "TZID":
+            value_zone = load_zone(item.strip().strip('"'))
+        elif key == "VALUE" and item.strip().upper() in ("DATE", "DATE-TIME"):
+            value_type = item.strip().upper()
+        else:
+            raise ValueError(f"{name}: unsupported parameter {param!r} (TZID or VALUE=DATE)")
+    instants: list[datetime] = []
+    days: list[date] = []
+    for item in (item.strip().upper() for item in value.split(",")):
+        if value_type == "DATE" or _DATE.match(item):
+            days.append(_day(item, name))
+        elif item.endswith("Z") and value_zone is not zone:
+            raise ValueError(f"{name} {item!r}: a UTC time (Z) cannot also have a TZID")
+        else:
+            instants.append(_date_time(item, value_zone, name))
+    return instants, days
+
+
+def _single_rule(body: str, dtstart: datetime) -> rrule:
+    rule = rrulestr(body, dtstart=dtstart)
+    if not isinstance(rule, rrule):
+        raise ValueError(f"not a single rule: {body!r}")
+    return rule
+
+
+class RRuleRecurrence(Recurrence):
+    """RFC 5545 rules over local wall times (python-dateutil), resolved to instants.
+
+    The schedule's start is DTSTART. An RRULE line is expanded in wall time; RDATE and EXDATE
+    are instants; an EXDATE date excludes that whole local day.
+    """
+
+    def __init__(self, text: str | RuleText, anchor_wall: datetime, zone: tzinfo) -> None:
+        self.spec = parse_rrule(text, zone) if isinstance(text, str) else text
+        self.zone = zone
+        self.anchor_wall = anchor_wall.replace(microsecond=0)
+        self.rules = [(part, _single_rule(part.body, self.anchor_wall)) for part in self.spec.rules]
+
+    def next_after(self, moment: datetime) -> datetime | None:
+        limit = _horizon(moment)
+        rdates = self.spec.rdates
+        while True:
+            found = [
+                instant
+                for part, rule in self.rules
+                if (instant := self._rule_next(part, rule, moment, limit)) is not None
+            ]
+            index = bisect_right(rdates, moment)
+            if index < len(rdates) and rdates[index] <= limit:
+                found.append(rdates[index])
+            if not found:
+                return None
+            best = min(found)
+            local_day = _wall(best, self.zone).date()
+            if local_day in self.spec.exdays:
+                # Skip the rest of an excluded day at once.
+                next_day = datetime.combine(local_day + timedelta(days=1), time())
+                moment = max(best, resolve_local(next_day, self.zone) - _MS)
+            elif best in self.spec.exdates:
+                moment = best
+            else:
+                return best
+
+    def _rule_next(
+        self, part: RulePart, rule: rrule, moment: datetime, limit: datetime
+    ) -> datetime | None:
+        """The first instant of one RRULE strictly after ``moment``, up to ``limit``.
+
+        Wall times resolve to instants out of order only around an offset jump, so the search
+        starts that far before ``moment``'s wall time and, once it has a candidate, goes on that
+        far after it, keeping the earliest instant.
+        """
+        end = limit if part.until is None else min(limit, part.until)
+        if moment >= end:
+            return None
+        wall_from = _wall(moment, self.zone) - _jump_near(self.zone, moment)
+        # Two days past the end covers any offset: no later wall time resolves before the end.
+        stop = _wall(end, self.zone) + timedelta(days=2)
+        # dateutil checks UNTIL only against the occurrences it finds, so a rule that finds none
+        # would be expanded up to the year 9999. The calendar repeats every 400 years, so expand
+        # it that many years later, near 9999, and move its wall times back.
+        shift = _CALENDAR_CYCLE_YEARS * max(0, (9998 - stop.year) // _CALENDAR_CYCLE_YEARS)
+
+        def later(wall: datetime) -> datetime:
+            return wall.replace(year=wall.year + shift)
+
+        shifted: Iterable[datetime]
+        if part.count is None:
+            dtstart = self.anchor_wall
+            if part.period is not None and wall_from - dtstart > 2 * part.period:
+                # Restart the rule a whole number of intervals later: the same occurrences
+                # from there on, without walking every one since DTSTART.
+                dtstart += ((wall_from - dtstart) // part.period - 1) * part.period
+            shifted = rule.replace(dtstart=later(dtstart), until=later(stop)).xafter(
+                later(wall_from)
+            )
+        else:
+            # COUNT counts from DTSTART, so walk from there.
+            series = rule.replace(dtstart=later(self.anchor_wall), until=later(stop))
+            shifted = (w for w in islice(series, part.count) if w > later(wall_from))
+        best: datetime | None = None
+        best_stop: datetime | None = None
+        try:
+            for shifted_wall in shifted:
+                wall = shifted_wall.replace(year=shifted_wall.year - shift)
+                if best_stop is not None and wall > best_stop:
+                    break
+                instant = resolve_local(wall, self.zone)
+                if moment < instant <= end and (best is None or instant < best):
+                    best = instant
+                    best_stop = wall + _jump_near(self.zone, instant)
+                elif instant > end and best_stop is None:
+                    best_stop = wall + _jump_near(self.zone, instant)
+        except ValueError:
+            # dateutil finds some combinations empty only while iterating.
+            return best
+        return best
+
+
+class Bounded(Recurrence):
+    """Another recurrence limited to ``[start, end]`` and to ``max_occurrences`` occurrences."""
+
+    def __init__(
+        self,
+        inner: Recurrence,
+        start: datetime | None = None,
+        end: datetime | None = None,
+        max_occurrences: int | None = None,
+    ) -> None:
+        self.inner = inner
+        self.start = start
+        self.end = end
+        self.max_occurrences = max_occurrences
+
+    def _within(self, found: datetime | None) -> datetime | None:
+        if found is None:
+            return None
+        if (self.start is not None and found < self.start) or (
+            self.end is not None and found > self.end
+        ):
+            return None
+        return found
+
+    def next_after(self, moment: datetime) -> datetime | None:
+        if self.start is not None and moment < self.start:
+            moment = self.start - _MS
+        return self._within(self.inner.next_after(moment))
+
+    def first_fire(self, accepted_at: datetime) -> datetime | None:
+        if self.start is not None:
+            accepted_at = max(accepted_at, self.start)
+        return self._within(self.inner.first_fire(accepted_at))
+
+    def upcoming(self, accepted_at: datetime, count: int) -> Iterator[datetime]:
+        """As ``Recurrence.upcoming``, and no more than ``max_occurrences``: the schedule
+        fires that many times from its acceptance."""
+        if self.max_occurrences is not None:
+            count = min(count, self.max_occurrences)
+        return super().upcoming(accepted_at, count)
+
+
 def parse_duration(text: str) -> timedelta:
-    """``1h30m``, ``90s``, ``2d`` → a positive duration (seed 004's ``@every``)."""
+    """``1h30m``, ``90s``, ``2d``, ``500ms`` → a positive duration (seed 004's ``@every``)."""
     compact = text.replace(" ", "").lower()
     parts = _DURATION_PART.findall(compact)
     if not parts or "".join(n + u for n, u in parts) != compact:
         raise ValueError(f"not a duration: {text!r}; use e.g. 90s, 15m, 1h30m, 2d")
-    seconds = sum(int(number) * _DURATION_SECONDS[unit] for number, unit in parts)
-    if seconds <= 0:
+    milliseconds = sum(int(number) * _DURATION_MS[unit] for number, unit in parts)
+    if milliseconds <= 0:
         raise ValueError("a duration must be positive")
-    return timedelta(seconds=seconds)
+    if milliseconds > SEARCH_HORIZON // _MS:
+        raise ValueError(f"a duration of at most {SEARCH_HORIZON.days} days")
+    return timedelta(milliseconds=milliseconds)
 
 
 def instant_in(moment: datetime, zone: tzinfo) -> datetime:
-    """An instant from a naive wall time in ``zone`` or from an aware datetime."""
-    return resolve_local(moment, zone) if moment.tzinfo is None else utc_ms(moment)
+    """An instant from a naive wall time in ``zone`` or from an aware datetime.
+
+    A time whose instant falls outside what a datetime holds (``9999-12-31T23:59:59`` in a zone
+    west of UTC, a common "no end" value) is clamped to the first or last representable day.
+    """
+    try:
+        return resolve_local(moment, zone) if moment.tzinfo is None else utc_ms(moment)
+    except OverflowError:
+        return _FIRST_DAY if moment.year < 2000 else _LAST_DAY
 
 
 def wall_in(moment: datetime, zone: tzinfo) -> datetime:
     """The naive local wall time in ``zone`` of a naive wall time or an aware datetime."""
-    return moment if moment.tzinfo is None else moment.astimezone(zone).replace(tzinfo=None)
+    return moment if moment.tzinfo is None else _wall(moment, zone)
 
 
-def build_recurrence(timing: Timing, accepted_at: datetime) -> Recurrence:
-    """The recurrence of a timing. ``accepted_at`` anchors forms that have no explicit start."""
+def build_recurrence(timing: Timing, accepted_at: datetime) -> Bounded:
+    """The recurrence of a timing. ``accepted_at`` anchors forms that have no explicit start:
+    an interval or ``@every`` then fires first one interval after it, and an RRULE's DTSTART is
+    00:00 local on the day the schedule is accepted."""
     zone = load_zone(timing.timezone)
     start = instant_in(timing.start, zone) if timing.start is not None else None
     end = instant_in(timing.end, zone) if timing.end is not None else None
-    # Without a start, a recurring schedule runs first one interval after it is accepted.
-    anchor = start if start is not None else utc_ms(accepted_at)
-    anchor_wall = wall_in(timing.start if timing.start is not None else anchor, zone)
+    accepted_at = utc_ms(accepted_at)
     inner: Recurrence
     if timing.at is not None:
         inner = OneTime(instant_in(timing.at, zone))
-        return Bounded(inner, None, end)
-    if timing.interval is not None:
+    elif timing.interval is not None:
         every = timing.interval
         if every.unit.is_exact:
             step = timedelta(seconds=every.number * _EXACT_SECONDS[every.unit])
-            inner = ExactInterval(anchor if start is not None else anchor + step, step)
+            inner = ExactInterval(start if start is not None else accepted_at + step, step)
+        elif timing.start is not None:
+            inner = CalendarInterval(wall_in(timing.start, zone), zone, every)
         else:
-            inner = CalendarInterval(anchor_wall, zone, every)
-            if start is None:
-                inner = CalendarInterval(inner.wall(1), zone, every)
+            accepted = CalendarInterval(_wall(accepted_at, zone), zone, every)
+            inner = CalendarInterval(accepted.wall(1), zone, every)
     elif timing.cron is not None:
+        anchor = start if start is not None else accepted_at
         inner = cron_recurrence(timing.cron, zone, anchor, starts_at_anchor=start is not None)
     elif timing.rrule is not None:
-        inner = RRuleRecurrence(timing.rrule, anchor_wall, zone)
+        if timing.start is not None:
+            dtstart = wall_in(timing.start, zone)
+        else:
+            dtstart = datetime.combine(_wall(accepted_at, zone).date(), time())
+        inner = RRuleRecurrence(timing.rrule, dtstart, zone)
     else:
         raise ValueError("a timing needs one of at, interval, cron, rrule")
-    return Bounded(inner, start, end)
+    return Bounded(inner, start, end, timing.max_occurrences)
+
+
+def normalize_cron(expression: str) -> str:
+    """Whitespace collapsed and a macro (``@daily`` …) replaced by its five fields."""
+    text = " ".join(expression.split())
+    return CRON_MACROS.get(text.lower(), text)
 
 
 def cron_recurrence(
@@ -250,7 +704,7 @@ def cron_recurrence(
     ``@every`` counts from ``anchor``: its first run is the anchor itself when
     ``starts_at_anchor`` (an explicit start), else one duration later.
     """
-    text = " ".join(expression.split())
+    text = normalize_cron(expression)
     lowered = text.lower()
     if lowered.startswith("@every "):
         step = parse_duration(text[len("@every ") :])
@@ -258,15 +712,52 @@ def cron_recurrence(
     if lowered.startswith("@at "):
         seconds = text[len("@at ") :]
         if not seconds.isdigit():
-            raise ValueError(f"@at needs a Unix time in seconds, got {seconds!r}")
+            raise ValueError(f"@at needs a Unix time in whole seconds, got {seconds!r}")
+        if int(seconds) >= _epoch_seconds(_LAST_INSTANT):
+            raise ValueError(f"@at {seconds} is after the year 9999")
         return OneTime(from_epoch_ms(int(seconds) * 1000))
-    text = CRON_MACROS.get(lowered, text)
-    if len(text.split()) != 5:
-        raise ValueError("a cron line has five fields: minute hour day-of-month month day-of-week")
+    if text.startswith("@"):
+        known = ", ".join([*CRON_MACROS, "@every <duration>", "@at <unix time>"])
+        raise ValueError(f"unknown macro {text.split()[0]!r}; use one of {known}")
+    fields = text.split()
+    if len(fields) != 5:
+        extra = " (a seconds or year field is not supported)" if len(fields) in (6, 7) else ""
+        raise ValueError(
+            f"a cron line has five fields: minute hour day-of-month month day-of-week; "
+            f"got {len(fields)}{extra}"
+        )
+    text = " ".join(_single_value_ranges(field) for field in text.upper().split())
     try:
-        return CronRecurrence(text.upper(), zone)
+        return CronRecurrence(text, zone)
     except CronSimError as exc:
-        raise ValueError(f"malformed cron line {expression!r}: {exc}") from exc
+        if _never_fires_by_date(fields):
+            raise ValueError(
+                f"cron line {expression!r} never fires: no month it names has that day"
+            ) from None
+        raise ValueError(f"malformed cron line {expression!r}: {exc}") from None
+
+
+def _single_value_ranges(field: str) -> str:
+    """``5-5/2`` → ``5``: cronsim reads a one-value range with a step as ``5/2`` (5, 7, 9 …)."""
+    terms = []
+    for term in field.split(","):
+        match = _ONE_VALUE_RANGE.match(term)
+        terms.append(match.group(1) if match else term)
+    return ",".join(terms)
+
+
+def _never_fires_by_date(fields: list[str]) -> bool:
+    """Whether cronsim refused the line only because its days never occur in its months."""
+    try:
+        CronSim(" ".join([*fields[:2], "*", *fields[3:]]).upper(), datetime(2000, 1, 1))
+        CronSim(" ".join([*fields[:3], "*", fields[4]]).upper(), datetime(2000, 1, 1))
+    except CronSimError:
+        return False
+    return True
+
+
+def _epoch_seconds(moment: datetime) -> int:
+    return int((moment - datetime(1970, 1, 1, tzinfo=UTC)).total_seconds())
 
 
 def first_occurrence(timing: Timing, accepted_at: datetime) -> datetime | None:
@@ -275,14 +766,16 @@ def first_occurrence(timing: Timing, accepted_at: datetime) -> datetime | None:
     Earlier occurrences are not backfilled, except that a one-time schedule whose time has
     already passed fires once, right away (its time is returned; the poller sees it overdue).
     """
-    recurrence = build_recurrence(timing, accepted_at)
-    if isinstance(recurrence, Bounded) and isinstance(recurrence.inner, OneTime):
-        at = recurrence.inner.at
-        return at if recurrence.end is None or at <= recurrence.end else None
-    return recurrence.first_at_or_after(accepted_at)
+    return build_recurrence(timing, accepted_at).first_fire(accepted_at)
+
+
+def upcoming(timing: Timing, accepted_at: datetime, count: int) -> list[datetime]:
+    """The first ``count`` occurrences of a schedule accepted at ``accepted_at``."""
+    return list(build_recurrence(timing, accepted_at).upcoming(accepted_at, count))
 
 
 __all__ = [
+    "SEARCH_HORIZON",
     "UTC",
     "Bounded",
     "CalendarInterval",
@@ -291,7 +784,12 @@ __all__ = [
     "OneTime",
     "RRuleRecurrence",
     "Recurrence",
+    "RuleText",
     "build_recurrence",
+    "cron_recurrence",
     "first_occurrence",
+    "instant_in",
     "parse_duration",
+    "parse_rrule",
+    "upcoming",
 ]

@@ -1,20 +1,28 @@
-"""Checks of a timing that need the recurrence engine: does it fire, and not too often?
+"""Checks of a timing that need the recurrence engine: can it be read, does it fire, and not too
+often?
 
 Structural checks (types, ranges, formats) belong to the API's schemas; these are the domain's.
 Errors name the field as the client wrote it (``schedule.cron``, ``schedule.start_date`` …).
+Every search is bounded by ``SEARCH_HORIZON``: a rule that never fires is refused, not looped on.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
-
-from dateutil.rrule import rrulestr
 
 from shared.errors import InvalidInput
 from shared.model import Timing
-from shared.recurrence import Bounded, OneTime, build_recurrence, cron_recurrence, instant_in
+from shared.recurrence import (
+    SEARCH_HORIZON,
+    Bounded,
+    OneTime,
+    build_recurrence,
+    cron_recurrence,
+    instant_in,
+    parse_rrule,
+)
 from shared.timeutil import iso_z, load_zone
 
 # How many upcoming occurrences are compared against the minimum interval.
@@ -39,7 +47,8 @@ def check_timing(
     prefix: str = "schedule",
     names: Mapping[str, str] = CANONICAL_FIELDS,
 ) -> None:
-    """Raise ``InvalidInput`` naming the field if the timing can never be scheduled."""
+    """Raise ``InvalidInput`` naming the field if the timing can never be scheduled as accepted
+    at ``now``: unreadable, never firing, or firing more often than ``min_interval``."""
 
     def field(name: str) -> str:
         return f"{prefix}.{names.get(name, name)}"
@@ -59,20 +68,17 @@ def check_timing(
             raise InvalidInput({field("cron"): str(exc)}) from None
     if timing.rrule is not None:
         try:
-            rrulestr(timing.rrule, dtstart=datetime(2000, 1, 1), forceset=True)
-        except (ValueError, TypeError) as exc:
+            parse_rrule(timing.rrule, zone)
+        except ValueError as exc:
             raise InvalidInput({field("rrule"): f"not a valid RFC 5545 rule: {exc}"}) from None
 
-    recurrence = build_recurrence(timing, now)
-    if isinstance(recurrence, Bounded) and isinstance(recurrence.inner, OneTime):
-        if end is not None and recurrence.inner.at > end:
-            raise InvalidInput({field("end"): "end is before the one time the schedule fires"})
-        return
-    upcoming = list(recurrence.upcoming(now, INTERVAL_SAMPLE + 1))
+    try:
+        recurrence = build_recurrence(timing, now)
+        upcoming = list(recurrence.upcoming(now, INTERVAL_SAMPLE + 1))
+    except (ValueError, OverflowError) as exc:
+        raise InvalidInput({field(timing.kind): f"cannot compute its times: {exc}"}) from None
     if not upcoming:
-        if end is not None and end <= now:
-            raise InvalidInput({field("end"): f"end ({iso_z(end)}) has already passed"})
-        raise InvalidInput({field(timing.kind): "this rule never fires"})
+        raise InvalidInput(_why_it_never_fires(timing, recurrence, now, field))
     for earlier, later in itertools.pairwise(upcoming):
         if later - earlier < min_interval:
             raise InvalidInput(
@@ -84,3 +90,39 @@ def check_timing(
                     )
                 }
             )
+
+
+def _why_it_never_fires(
+    timing: Timing, recurrence: Bounded, now: datetime, field: Callable[[str], str]
+) -> dict[str, str]:
+    """The field to blame, and why, for a timing with no occurrence after ``now``."""
+    kind = timing.kind
+    if isinstance(recurrence.inner, OneTime):
+        at = recurrence.inner.at
+        if recurrence.start is not None and at < recurrence.start:
+            return {field("start"): f"start is after the one time the schedule fires ({iso_z(at)})"}
+        return {field("end"): f"end is before the one time the schedule fires ({iso_z(at)})"}
+    if recurrence.end is not None and recurrence.end <= now:
+        return {field("end"): f"end ({iso_z(recurrence.end)}) has already passed"}
+    # Did it fire before now (a COUNT or UNTIL reached, a start long ago)?
+    since = recurrence.start if recurrence.start is not None else now - SEARCH_HORIZON
+    earlier = recurrence.inner.first_at_or_after(since)
+    if earlier is not None and earlier < now:
+        hint = (
+            " (COUNT counts from the rule's DTSTART: the schedule's start, or 00:00 on the day "
+            "it is accepted; max_occurrences counts from acceptance)"
+            if kind == "rrule"
+            else ""
+        )
+        first = iso_z(earlier)
+        years = SEARCH_HORIZON.days // 366
+        return {
+            field(kind): (
+                f"no occurrence from now on within {years} years: its occurrences are in "
+                f"the past (the first was {first}){hint}"
+            )
+        }
+    if recurrence.end is not None:
+        return {field(kind): f"no occurrence between its start and end ({iso_z(recurrence.end)})"}
+    years = SEARCH_HORIZON.days // 366
+    return {field(kind): f"this rule never fires (no occurrence within {years} years)"}
