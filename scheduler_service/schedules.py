@@ -43,6 +43,7 @@ from scheduler_service.service import (
     schedule_view,
     time_pair,
 )
+from shared.describe import describe
 from shared.errors import InvalidInput, NotFound
 from shared.model import Schedule, ScheduleDefinition, ScheduleStatus
 from shared.ports import ScheduleFilter
@@ -340,16 +341,19 @@ def _decode_cursor(cursor: str | None, kind: str) -> str | None:
 @blp.route("/schedule/preview", methods=["POST"])
 @blp.arguments(PreviewSchema)
 def preview(body: dict[str, Any]) -> Any:
-    """The next fire times of a schedule, without storing it."""
+    """The next fire times of a schedule (UTC and local) and a plain-English description,
+    without storing anything: as if it were accepted now, or at ``after`` if given."""
     timing, names = body["schedule"]
     scheduler = service()
-    now = scheduler.clock.now()
-    after = now
+    accepted_at = scheduler.clock.now()
     if "after" in body:
-        after = instant_in(parse_iso(body["after"]), load_zone(timing.timezone))
-    scheduler.check(timing, names, after)
-    times = scheduler.upcoming(timing, after, body["count"])
-    return {"occurrences": [time_pair(moment, timing.timezone) for moment in times]}
+        accepted_at = instant_in(parse_iso(body["after"]), load_zone(timing.timezone))
+    scheduler.check(timing, names, accepted_at)
+    times = scheduler.upcoming(timing, accepted_at, body["count"])
+    return {
+        "occurrences": [time_pair(moment, timing.timezone) for moment in times],
+        "description": describe(timing),
+    }
 
 
 __all__ = ["NotFound", "blp"]

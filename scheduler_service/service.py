@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from shared.describe import describe
 from shared.errors import InvalidInput, NotFound, SchedulerError
 from shared.messages import DefinitionMutation, encode_mutation, encode_occurrence
 from shared.model import (
@@ -51,7 +52,7 @@ from shared.ports import (
     ScheduleFilter,
     Store,
 )
-from shared.recurrence import build_recurrence, first_occurrence
+from shared.recurrence import build_recurrence, first_occurrence, upcoming
 from shared.settings import Settings
 from shared.ssrf import TargetPolicy, TargetRefused
 from shared.timeutil import iso_local, iso_z, load_zone
@@ -318,18 +319,9 @@ class ScheduleService:
 
     # -- views -------------------------------------------------------------------------
 
-    def upcoming(self, timing: Timing, after: datetime, count: int) -> list[datetime]:
-        recurrence = build_recurrence(timing, after)
-        first = first_occurrence(timing, after)
-        if first is None:
-            return []
-        times = [first]
-        while len(times) < count:
-            following = recurrence.next_after(times[-1])
-            if following is None:
-                break
-            times.append(following)
-        return times
+    def upcoming(self, timing: Timing, accepted_at: datetime, count: int) -> list[datetime]:
+        """The first ``count`` times of a schedule accepted at ``accepted_at``."""
+        return upcoming(timing, accepted_at, count)
 
 
 def time_pair(moment: datetime | None, timezone: str) -> dict[str, str | None]:
@@ -361,6 +353,8 @@ def schedule_view(schedule: Schedule) -> dict[str, Any]:
         "id": schedule.schedule_id,
         "name": definition.name,
         "description": definition.description,
+        # The user's "description" above is their own text; this one says when it fires.
+        "schedule_description": describe(timing),
         "type": definition.type,
         "status": schedule.status.value,
         "revision": schedule.revision,

@@ -1,0 +1,274 @@
+"""``POST /schedule/preview`` and the round trip POST → processor → GET, on the embedded backends.
+
+The API runs on a fixed clock, so a preview and a create made "at the same moment" must agree:
+the times a preview promises are the times the stored schedule gets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask.testing import FlaskClient
+
+from processor_worker.worker import Processor
+from scheduler_cli.components import build_processor
+from scheduler_service.app import create_app
+from shared.backends import Backends, open_backends
+from shared.ports import Clock
+from shared.timeutil import UTC
+from tests.support.harness import API, sqlite_settings
+
+# Friday 2026-03-06 12:00Z: New York springs forward two days later.
+NOW = datetime(2026, 3, 6, 12, 0, tzinfo=UTC)
+
+PAYLOAD = {"method": "POST", "url": "https://hooks.example.com/report"}
+
+
+class FixedClock(Clock):
+    def __init__(self, now: datetime) -> None:
+        self.current = now
+
+    def now(self) -> datetime:
+        return self.current
+
+    def monotonic(self) -> float:
+        return 0.0
+
+
+@pytest.fixture
+def backends(tmp_path: Path) -> Iterator[Backends]:
+    opened = open_backends(sqlite_settings(tmp_path))
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def client(tmp_path: Path, backends: Backends) -> FlaskClient:
+    return create_app(sqlite_settings(tmp_path), backends, clock=FixedClock(NOW)).test_client()
+
+
+@pytest.fixture
+def processor(tmp_path: Path, backends: Backends) -> Processor:
+    return build_processor(sqlite_settings(tmp_path), backends, clock=FixedClock(NOW))
+
+
+def preview(client: FlaskClient, schedule: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    response = client.post(f"{API}/schedule/preview", json={"schedule": schedule, **extra})
+    assert response.status_code == 200, response.get_data(as_text=True)
+    answer: dict[str, Any] = response.get_json()
+    return answer
+
+
+def queued(backends: Backends) -> int:
+    depth = backends.queues.mutations.depth()
+    return depth.visible + depth.in_flight + depth.delayed
+
+
+SEED_SCHEDULE = {
+    "start_date": "05/02/2027",
+    "end_date": "05/04/2027",
+    "timeZone": "Asia/Calcutta",
+    "time_of_day": "11:53",
+    "am_pm": "AM",
+    "repeat_interval": {"number": 2, "unit": "minute"},
+}
+
+# One body per form, with the times and words the preview must give (worked out by hand).
+FORMS: list[tuple[str, dict[str, Any], list[str], str]] = [
+    (
+        "seed",
+        SEED_SCHEDULE,
+        ["2027-05-02T06:23:00.000Z", "2027-05-02T06:25:00.000Z", "2027-05-02T06:27:00.000Z"],
+        "Every 2 minutes (elapsed time), from 2027-05-02 11:53, Asia/Calcutta, "
+        "until 2027-05-04 23:59:59",
+    ),
+    (
+        "at",
+        {"at": "2026-12-01T09:00:00", "timezone": "Asia/Kolkata"},
+        ["2026-12-01T03:30:00.000Z"],
+        "Once, at 2026-12-01 09:00, Asia/Kolkata",
+    ),
+    (
+        "interval",
+        {
+            "interval": {"number": 1, "unit": "day"},
+            "start": "2026-03-07T02:30:00",
+            "timezone": "America/New_York",
+        },
+        # 02:30 on 03-08 does not exist: RFC 5545 reads it as EST, 07:30Z.
+        ["2026-03-07T07:30:00.000Z", "2026-03-08T07:30:00.000Z", "2026-03-09T06:30:00.000Z"],
+        "Every day at 02:30, from 2026-03-07 02:30, America/New_York",
+    ),
+    (
+        "cron",
+        {"cron": "0 9 * * MON-FRI", "timezone": "Asia/Kolkata"},
+        ["2026-03-09T03:30:00.000Z", "2026-03-10T03:30:00.000Z", "2026-03-11T03:30:00.000Z"],
+        "At 09:00 on Monday through Friday, Asia/Kolkata",
+    ),
+    (
+        "cron-dst",
+        {"cron": "30 2 * * *", "timezone": "America/New_York"},
+        # Debian cron: the skipped 02:30 runs right after the jump, 03:00 EDT = 07:00Z.
+        ["2026-03-07T07:30:00.000Z", "2026-03-08T07:00:00.000Z", "2026-03-09T06:30:00.000Z"],
+        "At 02:30 every day, America/New_York",
+    ),
+    (
+        "every",
+        {"cron": "@every 90m", "timezone": "UTC"},
+        ["2026-03-06T13:30:00.000Z", "2026-03-06T15:00:00.000Z", "2026-03-06T16:30:00.000Z"],
+        "Every 1 hour 30 minutes (elapsed time), UTC",
+    ),
+    (
+        "rrule",
+        {
+            "rrule": "FREQ=MONTHLY;BYDAY=-1FR;BYHOUR=17;BYMINUTE=0;COUNT=10",
+            "timezone": "Europe/Paris",
+            "start": "2026-01-01T00:00:00",
+        },
+        # The last Fridays: 03-27 (CET, +01:00), then CEST (+02:00) from 03-29.
+        ["2026-03-27T16:00:00.000Z", "2026-04-24T15:00:00.000Z", "2026-05-29T15:00:00.000Z"],
+        "Every month on the last Friday at 17:00, 10 times in all, Europe/Paris, "
+        "from 2026-01-01 00:00",
+    ),
+    (
+        "repeating",
+        {"interval": {"number": 24, "unit": "hours"}, "max_occurrences": 2, "timezone": "UTC"},
+        # Seed 001's "N times every X": twice, from one interval after acceptance.
+        ["2026-03-07T12:00:00.000Z", "2026-03-08T12:00:00.000Z"],
+        "Every 24 hours (elapsed time), the first one interval after the schedule is accepted, "
+        "UTC, at most twice",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("schedule", "expected", "description"),
+    [pytest.param(schedule, times, words, id=name) for name, schedule, times, words in FORMS],
+)
+def test_preview_then_create_then_get_agree(
+    client: FlaskClient,
+    backends: Backends,
+    processor: Processor,
+    schedule: dict[str, Any],
+    expected: list[str],
+    description: str,
+) -> None:
+    answer = preview(client, schedule, count=3)
+    assert [item["utc"] for item in answer["occurrences"]] == expected
+    assert answer["description"] == description
+    assert queued(backends) == 0  # a preview stores nothing
+
+    created = client.post(f"{API}/schedule", json={"schedule": schedule, "payload": PAYLOAD})
+    assert created.status_code == 202, created.get_data(as_text=True)
+    assert created.get_json()["next_schedule_time"] == expected[0]
+    assert created.get_json()["next_schedule_time_local"] == answer["occurrences"][0]["local"]
+    processor.process_batch()
+    stored = client.get(created.headers["Location"]).get_json()
+    assert stored["next_schedule_time"] == expected[0]
+    assert stored["schedule_description"] == description
+    assert stored["schedule"] == schedule
+
+
+def test_preview_gives_utc_and_local_times_across_fall_back(client: FlaskClient) -> None:
+    answer = preview(
+        client,
+        {"rrule": "FREQ=DAILY;BYHOUR=1;BYMINUTE=30", "timezone": "America/New_York"},
+        after="2026-10-31T00:00:00Z",
+        count=3,
+    )
+    # 01:30 on 11-01 happens twice; it fires once, the first time (EDT).
+    assert answer["occurrences"] == [
+        {"utc": "2026-10-31T05:30:00.000Z", "local": "2026-10-31T01:30:00-04:00"},
+        {"utc": "2026-11-01T05:30:00.000Z", "local": "2026-11-01T01:30:00-04:00"},
+        {"utc": "2026-11-02T06:30:00.000Z", "local": "2026-11-02T01:30:00-05:00"},
+    ]
+
+
+def test_preview_count_defaults_to_5_and_allows_100(client: FlaskClient) -> None:
+    every_minute = {"cron": "* * * * *", "timezone": "UTC"}
+    assert len(preview(client, every_minute)["occurrences"]) == 5
+    assert len(preview(client, every_minute, count=100)["occurrences"]) == 100
+    for count in (0, 101, "5"):
+        response = client.post(
+            f"{API}/schedule/preview", json={"schedule": every_minute, "count": count}
+        )
+        assert response.status_code == 400
+        assert [error["field"] for error in response.get_json()["errors"]] == ["count"]
+
+
+def test_preview_after_a_local_time_is_read_in_the_schedules_zone(client: FlaskClient) -> None:
+    schedule = {"cron": "0 * * * *", "timezone": "Asia/Kolkata"}
+    # 2026-06-01 10:10 IST = 04:40Z: the next full hour is 11:00 IST = 05:30Z.
+    answer = preview(client, schedule, after="2026-06-01T10:10:00", count=2)
+    assert [item["utc"] for item in answer["occurrences"]] == [
+        "2026-06-01T05:30:00.000Z",
+        "2026-06-01T06:30:00.000Z",
+    ]
+
+
+def test_preview_accepts_a_whole_create_body(client: FlaskClient) -> None:
+    response = client.post(
+        f"{API}/schedule/preview",
+        json={"schedule": {"cron": "@daily"}, "payload": PAYLOAD, "name": "nightly", "count": 1},
+    )
+    assert response.status_code == 200
+    assert response.get_json()["occurrences"][0]["utc"] == "2026-03-07T00:00:00.000Z"
+
+
+def test_preview_of_a_one_time_schedule_in_the_past_fires_right_away(client: FlaskClient) -> None:
+    answer = preview(client, {"at": "2026-01-01T00:00:00Z"})
+    assert [item["utc"] for item in answer["occurrences"]] == ["2026-01-01T00:00:00.000Z"]
+
+
+@pytest.mark.parametrize(
+    ("schedule", "field"),
+    [
+        ({"cron": "0 9 * * *", "timezone": "Mars/Olympus"}, "schedule.timezone"),
+        ({"cron": "0 0 9 * * *"}, "schedule.cron"),
+        ({"cron": "0 9 * * FUNDAY"}, "schedule.cron"),
+        ({"cron": "0 0 30 2 *"}, "schedule.cron"),
+        ({"rrule": "FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=30"}, "schedule.rrule"),
+        ({"rrule": "DTSTART:20260101T090000\nRRULE:FREQ=DAILY"}, "schedule.rrule"),
+        ({"rrule": "FREQ=DAILY;COUNT=2", "start": "2026-01-01T09:00:00"}, "schedule.rrule"),
+        ({"cron": "0 9 * * *", "rrule": "FREQ=DAILY"}, "schedule.rrule"),
+        (
+            {"at": "2026-12-01T09:00:00", "interval": {"number": 1, "unit": "day"}},
+            "schedule.interval",
+        ),
+        ({"interval": {"number": 0, "unit": "hour"}}, "schedule.interval.number"),
+        ({"interval": {"number": -1, "unit": "hour"}}, "schedule.interval.number"),
+        (
+            {
+                "cron": "0 9 * * *",
+                "start": "2026-05-01T00:00:00Z",
+                "end": "2026-04-01T00:00:00Z",
+            },
+            "schedule.end",
+        ),
+        ({"at": "2026-02-30T09:00:00"}, "schedule.at"),
+        ({"cron": "@every 10ms"}, "schedule.cron"),
+        ({"timezone": "UTC"}, "schedule"),
+        ({**SEED_SCHEDULE, "timeZone": "Nowhere/Special"}, "schedule.timeZone"),
+        (
+            {**SEED_SCHEDULE, "end_date": "01/01/2026", "start_date": "01/01/2026"},
+            "schedule.end_date",
+        ),
+    ],
+)
+def test_bad_schedules_are_400_naming_the_field_in_preview_and_create(
+    client: FlaskClient, backends: Backends, schedule: dict[str, Any], field: str
+) -> None:
+    for path, body in (
+        ("/schedule/preview", {"schedule": schedule}),
+        ("/schedule", {"schedule": schedule, "payload": PAYLOAD}),
+    ):
+        response = client.post(f"{API}{path}", json=body)
+        assert response.status_code == 400, (path, response.get_data(as_text=True))
+        assert response.mimetype == "application/problem+json"
+        fields = [error["field"] for error in response.get_json()["errors"]]
+        assert field in fields, (path, response.get_json())
+    assert queued(backends) == 0
