@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
 import hashlib
+import io
 import logging
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from scheduler_cli import keys
 from scheduler_service import auth
 from scheduler_service.app import create_app
 from shared.backends import open_backends
@@ -212,3 +215,32 @@ def test_create_app_says_how_it_authenticates(
     finally:
         backends.close()
     assert "no API key needed" in caplog.text
+
+
+def test_scheduler_keys_create_list_revoke(tmp_path: Path) -> None:
+    settings = sqlite_settings(tmp_path, api_auth="keys")
+
+    def run(*argv: str) -> tuple[int, str]:
+        parser = argparse.ArgumentParser()
+        keys.add_commands(parser.add_subparsers(dest="command"))
+        out = io.StringIO()
+        return keys.run(parser.parse_args(["keys", *argv]), settings, out), out.getvalue()
+
+    status, created = run("create", "initech", "--name", "ci")
+    assert status == 0
+    key = created.split("key: ")[1].split()[0]
+    key_id = created.split("id: ")[1].split()[0]
+    status, listed = run("list")
+    assert key_id in listed and "initech" in listed and key not in listed
+    backends = open_backends(settings)
+    try:
+        client = create_app(settings, backends).test_client()
+        assert client.get(f"{API}/schedules", headers={"X-API-Key": key}).status_code == 200
+        assert run("revoke", key_id) == (0, "revoked 1 key(s)\n")
+        assert client.get(f"{API}/schedules", headers={"X-API-Key": key}).status_code == 401
+    finally:
+        backends.close()
+    assert run("revoke", key_id)[0] == 1
+    assert run("create", "bad tenant!")[0] == 2
+    status, printed = run("create", "acme", "--print-only")
+    assert status == 0 and "SCHEDULER_API_KEYS entry: acme:sha256:" in printed
