@@ -1,0 +1,43 @@
+"""Fixtures shared by every tier."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support import peers
+
+
+@pytest.fixture(scope="session")
+def nx_27017(tmp_path_factory: pytest.TempPathFactory) -> Iterator[peers.Peer]:
+    """nx-27017, a MongoDB wire server, started on first use and stopped at the session's end."""
+    if not peers.ENABLED:
+        pytest.skip(peers.DISABLED_REASON)
+    peer = peers.start_nx_27017(tmp_path_factory.mktemp("nx-27017"))
+    try:
+        yield peer
+    finally:
+        peer.stop()
+
+
+@pytest.fixture(scope="session")
+def localstack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[peers.Peer]:
+    """LocalStack (SQS only), started on first use and stopped at the session's end."""
+    if not peers.ENABLED:
+        pytest.skip(peers.DISABLED_REASON)
+    peer = peers.start_localstack(tmp_path_factory.mktemp("localstack"))
+    try:
+        yield peer
+    finally:
+        peer.stop()
+
+
+@pytest.fixture(params=["sqlite", *peers.WIRE_VARIANTS])
+def component_backends(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> Iterator[peers.ComponentBackends]:
+    """The backends of ``scheduler`` processes: one SQLite file, or MongoDB and SQS on the wire."""
+    with peers.component_backends(request, monkeypatch, tmp_path, request.param) as backends:
+        yield backends
