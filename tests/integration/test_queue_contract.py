@@ -6,7 +6,6 @@ use 1-2 s and never assert sub-second precision.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 import uuid
@@ -24,6 +23,7 @@ from shared.adapters.sqs_queue import SqsQueue, sqs_client
 from shared.errors import Transient
 from shared.ports import MessageQueue, OutgoingMessage, QueueDepth, ReceivedMessage
 from shared.timeutil import UTC
+from tests.support.peers import SQS_URL, aws_for, sqs_endpoint_for
 
 MAX_RECEIVES = 2
 LONG = 30.0  # a visibility timeout no test waits out
@@ -35,10 +35,9 @@ class QueuePair:
     dead_letters: MessageQueue
 
 
-# A real SQS endpoint (LocalStack, moto_server) when its URL is set: then the contract runs
-# against it too, on queues of its own, and fails rather than skips if it is down.
-SQS_URL = os.environ.get("SCHEDULER_TEST_SQS_URL")
-QUEUES = ["sqlite", "sqs", *(["sqs-url"] if SQS_URL else [])]
+# SQS over the wire: LocalStack (started for the session) and, when SCHEDULER_TEST_SQS_URL is set,
+# that endpoint too (then it fails rather than skips if it does not answer).
+QUEUES = ["sqlite", "moto", "localstack", *(["sqs-url"] if SQS_URL else [])]
 
 
 @pytest.fixture(params=QUEUES)
@@ -59,17 +58,9 @@ def queues(
             pair.dead_letters.close()
             database.close()
         return
-    # Fake credentials, and nothing from the developer's own AWS configuration.
-    for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_SQS"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.setenv("AWS_SESSION_TOKEN", "testing")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    if request.param == "sqs-url":
-        client = sqs_client(SQS_URL, "us-east-1")
+    region = aws_for(monkeypatch, tmp_path, request.param)
+    if request.param in ("localstack", "sqs-url"):
+        client = sqs_client(sqs_endpoint_for(request, request.param), region)
         suffix = uuid.uuid4().hex[:12]
         pair = QueuePair(
             SqsQueue(client, f"work-{suffix}", f"dead-{suffix}", MAX_RECEIVES),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
@@ -32,25 +31,28 @@ from shared.model import (
 )
 from shared.ports import ApiKey, IdempotencyRecord, ScheduleFilter, Store
 from shared.timeutil import UTC
+from tests.support.peers import MONGO_URL, mongo_url_for
 
 T0 = datetime(2026, 3, 8, 7, 30, 0, 123_000, tzinfo=UTC)
 MINUTE = timedelta(minutes=1)
 TENANT = "acme"
 
 
-# A real MongoDB wire server (MongoDB itself, or nx-27017) when its URL is set: then the contract
-# runs against it too, concurrency test included, and fails rather than skips if it is down.
-MONGO_URL = os.environ.get("SCHEDULER_TEST_MONGO_URL")
-STORES = ["sqlite", "mongo", *(["mongo-url"] if MONGO_URL else [])]
+# MongoDB over the wire: nx-27017 (a wire-protocol server on SQLite, started for the session)
+# and, when SCHEDULER_TEST_MONGO_URL is set, that server too (then it fails rather than skips if
+# it does not answer). nx-27017 is not mongod: it ignores ``partialFilterExpression`` and its
+# unique indexes accept several documents lacking the key. The adapter relies on neither
+# (``test_indexes_need_no_partial_or_sparse_behaviour``), so the same assertions hold on both.
+STORES = ["sqlite", "mongomock", "nx-27017", *(["mongo-url"] if MONGO_URL else [])]
+WIRE_STORES = {"nx-27017", "mongo-url"}
 
 
 @pytest.fixture(params=STORES)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     adapter: Store
-    if request.param == "mongo-url":
-        assert MONGO_URL is not None
+    if request.param in WIRE_STORES:
         database_name = f"scheduler_test_{uuid.uuid4().hex[:12]}"
-        wire = MongoStore.from_url(MONGO_URL, database_name)
+        wire = MongoStore.from_url(mongo_url_for(request, request.param), database_name)
         wire.ensure_indexes()
         try:
             yield wire
@@ -496,6 +498,24 @@ def test_datetimes_come_back_aware_utc_to_the_millisecond(store: Store) -> None:
     assert stored.started_at.utcoffset() == timedelta(0)
 
 
+@pytest.mark.parametrize("store", [name for name in STORES if name != "sqlite"], indirect=True)
+def test_indexes_need_no_partial_or_sparse_behaviour(store: Store) -> None:
+    # nx-27017 ignores ``partialFilterExpression`` (the index becomes a full one) and its unique
+    # indexes accept several documents lacking the key, where mongod's reject all but one. An
+    # index relying on either would pass here and behave otherwise on MongoDB: there is none.
+    assert isinstance(store, MongoStore)
+    collections = (store.schedules, store.executions, store.api_keys, store.idempotency_keys)
+    for collection in collections:
+        for name, index in collection.index_information().items():
+            assert "partialFilterExpression" not in index, (collection.name, name)
+            assert not index.get("sparse"), (collection.name, name)
+    # The one unique index is over keys every schedule document carries, tombstones included.
+    assert not store.apply_state(TENANT, "never-created", 2, ScheduleStatus.DELETED, None, T0)
+    create(store, "s1")
+    for document in store.schedules.find({}):
+        assert document.get("tenant") and document.get("schedule_id"), document
+
+
 def test_an_unreachable_mongodb_is_transient() -> None:
     # Port 9 (discard) on loopback: nothing listens, the connection is refused at once.
     store = MongoStore.from_url("mongodb://127.0.0.1:9/?serverSelectionTimeoutMS=200", "x")
@@ -692,7 +712,9 @@ def _claim_all_in_process(location: str, database_name: str | None, owner: str) 
             database.close()
 
 
-def test_concurrent_claimers_never_get_the_same_schedule(store: Store) -> None:
+def test_concurrent_claimers_never_get_the_same_schedule(
+    store: Store, request: pytest.FixtureRequest
+) -> None:
     if isinstance(store, SqliteStore):
         due, location, database_name = 2_000, str(store.db.path), None
     else:
@@ -700,11 +722,12 @@ def test_concurrent_claimers_never_get_the_same_schedule(store: Store) -> None:
         if not store.owns_client:
             pytest.skip(
                 "mongomock is not thread-safe (two threads can win the same find_one_and_update);"
-                " set SCHEDULER_TEST_MONGO_URL to run this against a MongoDB wire server"
+                " the nx-27017 and SCHEDULER_TEST_MONGO_URL runs cover this"
             )
         # Fewer on a wire server: nx-27017 claims ~150 schedules/s.
-        assert MONGO_URL is not None
-        due, location, database_name = 600, MONGO_URL, store.schedules.database.name
+        variant = request.node.callspec.params["store"]
+        due, location = 600, mongo_url_for(request, variant)
+        database_name = store.schedules.database.name
     definitions = definition()
     for number in range(due):
         store.apply_definition(TENANT, f"s{number:04d}", 1, definitions, T0 - MINUTE, T0)
