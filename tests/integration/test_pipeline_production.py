@@ -1,8 +1,11 @@
-"""End to end on the production adapters: MongoDB (mongomock-ng) and SQS (moto).
+"""End to end on the production adapters, MongoDB and SQS: in-process fakes and over the wire.
 
-mongomock is not thread-safe, so the components take turns in one thread, in small steps, as
-fast as they can; the executor still holds each occurrence until its moment. The threaded,
-multi-process runs on real wire peers are in the acceptance tests.
+``fakes``: mongomock-ng and moto. mongomock is not thread-safe, so the components take turns in
+one thread, in small steps, as fast as they can; the executor still holds each occurrence until
+its moment. ``wire-peers``: pymongo against nx-27017 and boto3 against LocalStack, each
+component in its own thread as in production (real servers are thread-safe); ``wire-urls``:
+the same against SCHEDULER_TEST_MONGO_URL / SCHEDULER_TEST_SQS_URL when set. The same
+assertions hold for all.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import mongomock_ng
 import pytest
@@ -25,30 +28,15 @@ from shared.backends import Backends
 from shared.ports import Queues
 from shared.settings import Settings
 from tests.integration.test_pipeline_embedded import ON_TIME_SECONDS, every_second_body, lateness
-from tests.support.harness import API, FAST
+from tests.support.harness import API, FAST, Pipeline
+from tests.support.peers import WIRE_VARIANTS, fake_aws, wire_backends
 from tests.support.receiver import running_receiver
 
 
-@pytest.fixture
-def production(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Backends]:
-    for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_SQS"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    with mock_aws():
-        client = sqs_client(None, "us-east-1")
-        queues = Queues(
-            SqsQueue(client, "mutations", "dead", 5),
-            SqsQueue(client, "occurrences", "dead", 5),
-            SqsQueue(client, "dead"),
-        )
-        store = MongoStore(mongomock_ng.MongoClient(tz_aware=True), "scheduler")
-        store.ensure_indexes()
-        for queue in (queues.dead_letters, queues.mutations, queues.occurrences):
-            queue.create()
-        yield Backends(store, queues)
+class ProductionPipeline(Protocol):
+    client: FlaskClient
+
+    def run_for(self, seconds: float) -> None: ...
 
 
 class SteppedPipeline:
@@ -68,21 +56,63 @@ class SteppedPipeline:
             for item in self.executor.take_due(timeout=0.02):
                 self.executor.fire(item)
 
-    def view(self, schedule_id: str) -> dict[str, Any]:
-        response = self.client.get(f"{API}/schedule/{schedule_id}")
-        assert response.status_code == 200
-        answer: dict[str, Any] = response.get_json()
-        return answer
+
+class ThreadedPipeline:
+    """The workers run on their own threads all along; a test just lets time pass."""
+
+    def __init__(self, pipeline: Pipeline) -> None:
+        self.client: FlaskClient = pipeline.client
+
+    def run_for(self, seconds: float) -> None:
+        time.sleep(seconds)
 
 
-def test_a_schedule_fires_every_second_through_mongodb_and_sqs(production: Backends) -> None:
-    pipeline = SteppedPipeline(production)
+@pytest.fixture(params=["fakes", *WIRE_VARIANTS])
+def pipeline(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[ProductionPipeline]:
+    if request.param == "fakes":
+        fake_aws(monkeypatch, tmp_path)
+        with mock_aws():
+            client = sqs_client(None, "us-east-1")
+            queues = Queues(
+                SqsQueue(client, "mutations", "dead", 5),
+                SqsQueue(client, "occurrences", "dead", 5),
+                SqsQueue(client, "dead"),
+            )
+            store = MongoStore(mongomock_ng.MongoClient(tz_aware=True), "scheduler")
+            store.ensure_indexes()
+            for queue in (queues.dead_letters, queues.mutations, queues.occurrences):
+                queue.create()
+            yield SteppedPipeline(Backends(store, queues))
+        return
+    with wire_backends(request, monkeypatch, tmp_path, request.param) as wire:
+        settings = wire.settings(Settings.from_env({}, **FAST))
+        backends = wire.open(settings)
+        threaded = Pipeline(settings, backends).start()
+        try:
+            yield ThreadedPipeline(threaded)
+        finally:
+            threaded.stop()
+            backends.close()
+
+
+def view(pipeline: ProductionPipeline, schedule_id: str) -> dict[str, Any]:
+    response = pipeline.client.get(f"{API}/schedule/{schedule_id}")
+    assert response.status_code == 200
+    answer: dict[str, Any] = response.get_json()
+    return answer
+
+
+def test_a_schedule_fires_every_second_through_mongodb_and_sqs(
+    pipeline: ProductionPipeline,
+) -> None:
     with running_receiver() as receiver:
         created = pipeline.client.post(f"{API}/schedule", json=every_second_body(receiver.url))
         assert created.status_code == 202
         schedule_id = created.get_json()["id"]
         pipeline.run_for(0.3)
-        first_view = pipeline.view(schedule_id)
+        first_view = view(pipeline, schedule_id)
 
         pipeline.run_for(3.5)
         calls = list(receiver.calls)
@@ -94,8 +124,8 @@ def test_a_schedule_fires_every_second_through_mongodb_and_sqs(production: Backe
             assert call.headers["x-team"] == "payments"
             assert call.json() == {"task": "ping", "n": 1}
             assert 0 <= lateness(call) <= ON_TIME_SECONDS, lateness(call)
-        assert pipeline.view(schedule_id)["next_schedule_time"] > first_view["next_schedule_time"]
-        assert pipeline.view(schedule_id)["runs"] == len(calls)
+        assert view(pipeline, schedule_id)["next_schedule_time"] > first_view["next_schedule_time"]
+        assert view(pipeline, schedule_id)["runs"] == len(calls)
 
         assert pipeline.client.delete(f"{API}/schedule/{schedule_id}").status_code == 202
         before = len(receiver.calls)
@@ -104,9 +134,8 @@ def test_a_schedule_fires_every_second_through_mongodb_and_sqs(production: Backe
 
 
 def test_a_one_time_schedule_in_the_past_fires_through_mongodb_and_sqs(
-    production: Backends,
+    pipeline: ProductionPipeline,
 ) -> None:
-    pipeline = SteppedPipeline(production)
     with running_receiver() as receiver:
         body = {
             "schedule": {"at": "2026-01-01T09:00:00Z"},
@@ -115,4 +144,4 @@ def test_a_one_time_schedule_in_the_past_fires_through_mongodb_and_sqs(
         schedule_id = pipeline.client.post(f"{API}/schedule", json=body).get_json()["id"]
         pipeline.run_for(1.5)
         assert [call.path for call in receiver.calls] == ["/late"]
-        assert pipeline.view(schedule_id)["status"] == "completed"
+        assert view(pipeline, schedule_id)["status"] == "completed"
