@@ -1,4 +1,7 @@
-"""The real command line: ``scheduler dev``, and the four components as separate processes."""
+"""The real command line: ``scheduler dev``, and the four components as separate processes.
+
+The four components run on one SQLite file, and on MongoDB and SQS over the wire.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.harness import API
+from tests.support.peers import ComponentBackends
 from tests.support.processes import Process, free_port, http_json, wait_until_healthy
 from tests.support.receiver import running_receiver
 
@@ -50,14 +54,13 @@ def test_scheduler_dev_fires_a_webhook_and_keeps_state_across_restarts(tmp_path:
             assert again.terminate() == 0, again.output()[-3000:]
 
 
-def test_the_four_components_as_separate_processes_share_one_sqlite_directory(
-    tmp_path: Path,
+def test_the_four_components_as_separate_processes_share_their_backends(
+    tmp_path: Path, component_backends: ComponentBackends
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    # One SQLite file; or MongoDB and SQS over the wire (nx-27017 and LocalStack).
     port = free_port()
     env = {
-        "SCHEDULER_STORE_URL": url,
-        "SCHEDULER_QUEUE_URL": url,
+        **component_backends.env,
         "SCHEDULER_PORT": str(port),
         "SCHEDULER_API_WORKERS": "1",
         "SCHEDULER_POLL_INTERVAL_SECONDS": "0.2",
