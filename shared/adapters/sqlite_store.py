@@ -449,45 +449,34 @@ class SqliteStore(Store):
     def begin_attempt(
         self, occurrence: Occurrence, owner: str, now: datetime, lease_until: datetime
     ) -> Execution | None:
-        now_ms = to_epoch_ms(now)
-        until = to_epoch_ms(lease_until)
-        key = (occurrence.tenant, occurrence.occurrence_id)
-        with self.db.write() as connection:
-            row = connection.execute(
-                "SELECT status, attempts, lease_until_ms FROM executions"
-                " WHERE tenant = ? AND occurrence_id = ?",
-                key,
-            ).fetchone()
-            if row is None:
-                attempts = 1
-                connection.execute(
-                    "INSERT INTO executions (tenant, occurrence_id, schedule_id, scheduled_ms,"
-                    " status, attempts, revision, started_ms, lease_owner, lease_until_ms, manual)"
-                    " VALUES (?, ?, ?, ?, 'running', 1, ?, ?, ?, ?, ?)",
-                    (
-                        *key,
-                        occurrence.schedule_id,
-                        to_epoch_ms(occurrence.scheduled_time),
-                        occurrence.revision,
-                        now_ms,
-                        owner,
-                        until,
-                        occurrence.manual,
-                    ),
-                )
-            else:
-                status = ExecutionStatus(row["status"])
-                if status.is_final:
-                    return None
-                if status is ExecutionStatus.RUNNING and row["lease_until_ms"] >= now_ms:
-                    return None
-                attempts = row["attempts"] + 1
-                connection.execute(
-                    "UPDATE executions SET status = 'running', attempts = ?, revision = ?,"
-                    " started_ms = ?, lease_owner = ?, lease_until_ms = ?, next_attempt_ms = NULL"
-                    " WHERE tenant = ? AND occurrence_id = ?",
-                    (attempts, occurrence.revision, now_ms, owner, until, *key),
-                )
+        # One statement: a new record, or the next attempt of one that is retrying, skipped, or
+        # running under an expired lease; nothing (no row back) when final or leased.
+        rows = self.db.write_one(
+            "INSERT INTO executions (tenant, occurrence_id, schedule_id, scheduled_ms,"
+            " status, attempts, revision, started_ms, lease_owner, lease_until_ms, manual)"
+            " VALUES (?, ?, ?, ?, 'running', 1, ?, ?, ?, ?, ?)"
+            " ON CONFLICT (tenant, occurrence_id) DO UPDATE SET status = 'running',"
+            " attempts = attempts + 1, revision = excluded.revision,"
+            " started_ms = excluded.started_ms, lease_owner = excluded.lease_owner,"
+            " lease_until_ms = excluded.lease_until_ms, next_attempt_ms = NULL"
+            " WHERE status IN ('retrying', 'skipped')"
+            " OR (status = 'running' AND lease_until_ms < excluded.started_ms)"
+            " RETURNING attempts",
+            (
+                occurrence.tenant,
+                occurrence.occurrence_id,
+                occurrence.schedule_id,
+                to_epoch_ms(occurrence.scheduled_time),
+                occurrence.revision,
+                to_epoch_ms(now),
+                owner,
+                to_epoch_ms(lease_until),
+                occurrence.manual,
+            ),
+        )
+        if not rows:
+            return None
+        attempts = rows[0]["attempts"]
         return Execution(
             tenant=occurrence.tenant,
             occurrence_id=occurrence.occurrence_id,
