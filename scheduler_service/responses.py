@@ -44,6 +44,16 @@ class AcceptedSchema(Open):
     next_schedule_time_local = fields.String(allow_none=True, required=True)
 
 
+class TimePairSchema(Open):
+    utc = fields.String(required=True, metadata={"description": "ISO-8601 UTC, e.g. …Z"})
+    local = fields.String(required=True, metadata={"description": "local time with its offset"})
+
+
+class PreviewAnswerSchema(Open):
+    occurrences = fields.List(fields.Nested(TimePairSchema), required=True)
+    description = fields.String(required=True, metadata={"description": "in plain English"})
+
+
 class DeletedSchema(Open):
     id = fields.String(required=True)
     status = fields.String(required=True, metadata={"description": "always deleted"})

@@ -28,6 +28,7 @@ from scheduler_service.responses import (
     IdempotencyHeader,
     ListExecutionsQuery,
     ListSchedulesQuery,
+    PreviewAnswerSchema,
     ProblemSchema,
     SchedulePageSchema,
     ScheduleViewSchema,
@@ -339,7 +340,9 @@ def _decode_cursor(cursor: str | None, kind: str) -> str | None:
 
 
 @blp.route("/schedule/preview", methods=["POST"])
-@blp.arguments(PreviewSchema)
+@blp.arguments(PreviewSchema, error_status_code=400)
+@blp.response(200, PreviewAnswerSchema)
+@problems(400, 413, 415)
 def preview(body: dict[str, Any]) -> Any:
     """The next fire times of a schedule (UTC and local) and a plain-English description,
     without storing anything: as if it were accepted now, or at ``after`` if given."""
