@@ -87,13 +87,25 @@ def _unit(value: str) -> None:
         raise ValidationError(str(exc)) from None
 
 
+class WholeNumber(fields.Integer):
+    """A JSON integer: not a string of digits, not a float, and not ``true``/``false``."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(strict=True, **kwargs)
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> int:
+        if isinstance(value, bool):
+            raise self.make_error("invalid")
+        number: int = super()._deserialize(value, attr, data, **kwargs)
+        return number
+
+
 class IntervalSchema(Schema):
     class Meta:
         unknown = RAISE
 
-    number = fields.Integer(
+    number = WholeNumber(
         required=True,
-        strict=True,
         validate=validate.Range(min=1, max=1_000_000, error="must be a whole number from 1"),
     )
     unit = fields.String(required=True, validate=_unit)
@@ -120,7 +132,7 @@ class ScheduleSpecSchema(Schema):
     rrule = fields.String(validate=validate.Length(min=1, max=2000))
     start = fields.String(validate=_iso_datetime)
     end = fields.String(validate=_iso_datetime)
-    max_occurrences = fields.Integer(strict=True, validate=validate.Range(min=1))
+    max_occurrences = WholeNumber(validate=validate.Range(min=1))
 
     @validates_schema
     def one_shape(self, data: dict[str, Any], **_: Any) -> None:
@@ -330,7 +342,7 @@ class RetrySchema(Schema):
     class Meta:
         unknown = RAISE
 
-    max_attempts = fields.Integer(strict=True, load_default=5, validate=validate.Range(1, 100))
+    max_attempts = WholeNumber(load_default=5, validate=validate.Range(1, 100))
     backoff_seconds = fields.Float(load_default=1.0, validate=validate.Range(0.01, 3600))
     max_backoff_seconds = fields.Float(load_default=300.0, validate=validate.Range(0.01, 43200))
 
@@ -378,7 +390,7 @@ class ScheduleBodySchema(Schema):
         load_default=list,
         validate=validate.Length(max=50),
     )
-    priority = fields.Integer(strict=True, load_default=5, validate=validate.Range(0, 9))
+    priority = WholeNumber(load_default=5, validate=validate.Range(0, 9))
     retry = fields.Nested(RetrySchema, load_default=lambda: RetryPolicy())
     misfire = fields.Nested(MisfireSchema, load_default=lambda: Misfire())
 
@@ -388,5 +400,5 @@ class PreviewSchema(Schema):
         unknown = EXCLUDE
 
     schedule = fields.Nested(ScheduleSpecSchema, required=True)
-    count = fields.Integer(strict=True, load_default=5, validate=validate.Range(1, 100))
+    count = WholeNumber(load_default=5, validate=validate.Range(1, 100))
     after = fields.String(validate=_iso_datetime)

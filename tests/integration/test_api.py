@@ -208,3 +208,21 @@ def test_a_put_whose_body_id_differs_from_the_path_is_refused(client: FlaskClien
     response = client.put(f"{API}/schedule/a", json={**SEED_BODY, "id": "b"})
     assert response.status_code == 400
     assert response.get_json()["errors"][0]["field"] == "id"
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({**SEED_BODY, "priority": True}, "priority"),
+        ({**SEED_BODY, "retry": {"max_attempts": False}}, "retry.max_attempts"),
+        (with_schedule(interval={"number": True, "unit": "minute"}), "schedule.interval.number"),
+        (with_schedule(cron="@hourly", max_occurrences=True), "schedule.max_occurrences"),
+    ],
+)
+def test_booleans_are_not_whole_numbers(
+    client: FlaskClient, backends: Backends, body: dict[str, Any], field: str
+) -> None:
+    response = client.post(f"{API}/schedule", json=body)
+    assert response.status_code == 400
+    assert field in [error["field"] for error in response.get_json()["errors"]]
+    assert queued(backends) == 0
