@@ -98,9 +98,10 @@ def _load(body: str, kind: str) -> dict[str, Any]:
     try:
         data = json.loads(body)
     except (TypeError, ValueError) as exc:
-        raise PoisonMessage(f"not JSON: {body[:80]!r}") from exc
+        # Never the body itself: it may carry a schedule's headers.
+        raise PoisonMessage(f"not JSON ({len(body)} characters)") from exc
     if not isinstance(data, dict) or data.get("kind") != kind:
-        raise PoisonMessage(f"not a {kind} message: {body[:80]!r}")
+        raise PoisonMessage(f"not a {kind} message ({len(body)} characters)")
     if data.get("v") != FORMAT_VERSION:
         raise PoisonMessage(f"unknown message format version {data.get('v')!r}")
     return data
