@@ -197,6 +197,18 @@ class ScheduleStore(ABC):
         """Live schedules by status, over all tenants (for metrics)."""
 
     @abstractmethod
+    def purge_expired(
+        self, executions_before: datetime, schedules_before: datetime, limit: int
+    ) -> tuple[int, int]:
+        """Delete what retention no longer keeps, at most ``limit`` of each per call.
+
+        Execution records that are final or skipped and finished before ``executions_before``;
+        completed schedules and tombstones last changed before ``schedules_before``. Records in
+        flight and schedules that can still fire are never touched. Returns how many execution
+        records and schedules were deleted; a caller loops while either equals ``limit``.
+        """
+
+    @abstractmethod
     def count_tenant_schedules(self, tenant: str) -> int:
         """How many of the tenant's schedules can still fire: ``ACTIVE`` plus ``PAUSED``."""
 

@@ -155,6 +155,9 @@ class MongoStore(Store):
                 [("tenant", ASCENDING), ("schedule_id", ASCENDING), ("scheduled_time", DESCENDING)]
             )
             self.api_keys.create_index([("tenant", ASCENDING)])
+            # Retention (purge_expired): finished records and schedules, oldest first.
+            self.executions.create_index([("status", ASCENDING), ("finished_at", ASCENDING)])
+            self.schedules.create_index([("status", ASCENDING), ("updated_at", ASCENDING)])
             try:
                 # MongoDB drops expired idempotency records itself; reads check ``expires_at``
                 # anyway, so a server without TTL indexes is still right, only fuller.
@@ -442,6 +445,44 @@ class MongoStore(Store):
                 ]
             )
             return {group["_id"]: group["n"] for group in groups}
+
+    def purge_expired(
+        self, executions_before: datetime, schedules_before: datetime, limit: int
+    ) -> tuple[int, int]:
+        def purge(
+            collection: Collection[Document], statuses: Sequence[str], field: str, before: datetime
+        ) -> int:
+            # One status at a time, by equality: nx-27017 0.8.1 misses dates written by update
+            # operators when the same filter has ``$in``. delete_many has no limit, so pick the
+            # oldest ids first; the status in the delete keeps a record that changed meanwhile.
+            deleted = 0
+            for status in statuses:
+                ids = [
+                    document["_id"]
+                    for document in collection.find(
+                        {"status": status, field: {"$lt": utc_ms(before)}}, {"_id": 1}
+                    )
+                    .sort(field, ASCENDING)
+                    .limit(limit - deleted)
+                ]
+                if ids:
+                    result = collection.delete_many({"_id": {"$in": ids}, "status": status})
+                    deleted += result.deleted_count
+                if deleted >= limit:
+                    break
+            return deleted
+
+        with _transient("purge_expired"):
+            executions = purge(
+                self.executions,
+                ["succeeded", "failed", "skipped"],
+                "finished_at",
+                executions_before,
+            )
+            schedules = purge(
+                self.schedules, [_COMPLETED, _DELETED], "updated_at", schedules_before
+            )
+        return executions, schedules
 
     def count_tenant_schedules(self, tenant: str) -> int:
         with _transient("count_tenant_schedules"):

@@ -70,6 +70,11 @@ CREATE TABLE IF NOT EXISTS executions (
     manual INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (tenant, occurrence_id)
 ) WITHOUT ROWID;
+-- Retention: what purge_expired deletes, oldest first.
+CREATE INDEX IF NOT EXISTS executions_finished ON executions (finished_ms)
+    WHERE status IN ('succeeded', 'failed', 'skipped');
+CREATE INDEX IF NOT EXISTS schedules_finished ON schedules (updated_ms)
+    WHERE status IN ('completed', 'deleted');
 CREATE INDEX IF NOT EXISTS executions_by_schedule
     ON executions (tenant, schedule_id, scheduled_ms DESC, occurrence_id DESC);
 CREATE TABLE IF NOT EXISTS idempotency_keys (
@@ -341,6 +346,26 @@ class SqliteStore(Store):
             .fetchall()
         )
         return {row["status"]: row["n"] for row in rows}
+
+    def purge_expired(
+        self, executions_before: datetime, schedules_before: datetime, limit: int
+    ) -> tuple[int, int]:
+        with self.db.write() as connection:
+            executions = connection.execute(
+                "DELETE FROM executions WHERE (tenant, occurrence_id) IN ("
+                " SELECT tenant, occurrence_id FROM executions"
+                " WHERE status IN ('succeeded', 'failed', 'skipped') AND finished_ms < ?"
+                " ORDER BY finished_ms LIMIT ?)",
+                (to_epoch_ms(executions_before), limit),
+            ).rowcount
+            schedules = connection.execute(
+                "DELETE FROM schedules WHERE (tenant, schedule_id) IN ("
+                " SELECT tenant, schedule_id FROM schedules"
+                " WHERE status IN ('completed', 'deleted') AND updated_ms < ?"
+                " ORDER BY updated_ms LIMIT ?)",
+                (to_epoch_ms(schedules_before), limit),
+            ).rowcount
+        return executions, schedules
 
     def count_tenant_schedules(self, tenant: str) -> int:
         row = (

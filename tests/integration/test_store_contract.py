@@ -884,3 +884,49 @@ def test_api_keys_are_added_found_listed_and_revoked(store: Store) -> None:
     assert store.delete_api_key("not hex!") == 0
     assert store.delete_api_key("") == 0  # never "every key"
     assert store.list_api_keys() == [second, other]
+
+
+# -- retention -------------------------------------------------------------------------
+
+
+def test_purge_expired_deletes_only_old_final_records_and_finished_schedules(store: Store) -> None:
+    old, recent = T0, T0 + 10 * MINUTE
+    for index, finished in enumerate((old, old, recent)):
+        item = occurrence("s1", T0 + index * MINUTE)
+        taken = store.begin_attempt(item, "e", finished, finished + MINUTE)
+        assert taken is not None
+        outcome = AttemptOutcome(ExecutionStatus.SUCCEEDED, finished, http_status=200)
+        assert store.finish_attempt(taken, "e", outcome)
+    store.record_skips([(occurrence("s1", T0 + 5 * MINUTE), "missed")], old)
+    in_flight = occurrence("s1", T0 + 6 * MINUTE)
+    assert store.begin_attempt(in_flight, "e", old, old + MINUTE) is not None
+    retrying = occurrence("s1", T0 + 7 * MINUTE)
+    again = store.begin_attempt(retrying, "e", old, old + MINUTE)
+    assert again is not None
+    store.finish_attempt(again, "e", AttemptOutcome(ExecutionStatus.RETRYING, old, http_status=503))
+
+    create(store, "live")
+    create(store, "done", next_time=None)
+    create(store, "gone")
+    store.apply_state(TENANT, "gone", 5, ScheduleStatus.DELETED, None, T0)
+    create(store, "paused")
+    store.apply_state(TENANT, "paused", 5, ScheduleStatus.PAUSED, None, T0)
+
+    cutoff = T0 + 5 * MINUTE
+    assert store.purge_expired(cutoff, cutoff, limit=2) == (2, 2)
+    assert store.purge_expired(cutoff, cutoff, limit=2) == (1, 0)
+    assert store.purge_expired(cutoff, cutoff, limit=2) == (0, 0)
+
+    remaining = store.list_executions(TENANT, "s1", 50, None).items
+    assert sorted(record.status.value for record in remaining) == [
+        "retrying",
+        "running",
+        "succeeded",
+    ]
+    assert {record.finished_at for record in remaining if record.status.value == "succeeded"} == {
+        recent
+    }
+    assert store.get_schedule(TENANT, "live") is not None
+    assert store.get_schedule(TENANT, "paused") is not None
+    assert store.get_schedule(TENANT, "done") is None
+    assert store.get_schedule(TENANT, "gone") is None
