@@ -23,8 +23,8 @@ API_AUTH_MODES = ("auto", "keys", "none")
 @dataclass(frozen=True)
 class Settings:
     # Backends, as URLs: sqlite:///path/scheduler.db, mongodb://host/db, sqs://, sqs+http://host:port
-    store_url: str = "sqlite:///data/scheduler.db"
-    queue_url: str = "sqlite:///data/scheduler.db"
+    store_url: str = "sqlite:///scheduler-data/scheduler.db"
+    queue_url: str = "sqlite:///scheduler-data/scheduler.db"
     mongo_database: str = "scheduler"
     aws_region: str = "us-east-1"
     mutations_queue: str = "scheduler-mutations"
@@ -102,6 +102,13 @@ class Settings:
     # (comma-separated CIDRs); scheduler dev allows loopback. Everything else non-public is refused.
     allowed_networks: tuple[str, ...] = ()
 
+    # Retention: finished execution records, and completed or deleted schedules, are deleted
+    # this long after they finished (keep deletes' tombstones longer than queue 1 keeps a
+    # message: SQS keeps one 14 days at most). The pollers sweep every retention_sweep_seconds.
+    execution_retention_days: float = 30.0
+    schedule_retention_days: float = 30.0
+    retention_sweep_seconds: float = 600.0
+
     # Observability
     log_format: str = "json"
     log_level: str = "INFO"
@@ -142,6 +149,7 @@ class Settings:
             "poller_lease_seconds",
             "receive_wait_seconds",
             "min_interval_seconds",
+            "retention_sweep_seconds",
         ):
             if getattr(self, name) <= 0:
                 raise bad(name, "must be positive")
@@ -167,6 +175,17 @@ class Settings:
             raise bad("port", "not a TCP port")
         if self.log_format not in ("json", "text"):
             raise bad("log_format", "json or text")
+        if self.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+            raise bad("log_level", "DEBUG, INFO, WARNING, ERROR or CRITICAL")
+        for name in ("execution_retention_days", "schedule_retention_days"):
+            if getattr(self, name) <= 0:
+                raise bad(name, "must be positive")
+        if self.schedule_retention_days < 15:
+            raise bad(
+                "schedule_retention_days",
+                "at least 15: a tombstone must outlive any create still on queue 1 (SQS keeps "
+                "messages up to 14 days)",
+            )
         for name in ("store_url", "queue_url"):
             url = getattr(self, name)
             if not url.startswith(("sqlite://", "mongodb://", "mongodb+srv://", "sqs")):
