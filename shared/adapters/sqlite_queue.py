@@ -85,37 +85,36 @@ class SqliteQueue(MessageQueue):
             is None
         ):
             return []
-        received: list[ReceivedMessage] = []
+        receipt = uuid.uuid4().hex
         with self.db.write() as connection:
-            rows = connection.execute(
-                "SELECT id, body, receive_count, sent_ms FROM queue_messages"
-                " WHERE queue = ? AND visible_ms <= ? ORDER BY visible_ms LIMIT ?",
-                (self.name, now, max_messages),
-            ).fetchall()
-            for row in rows:
-                if self.dead_letter_queue is not None and row["receive_count"] >= self.max_receives:
-                    connection.execute(
-                        "UPDATE queue_messages SET queue = ?, receive_count = 0, visible_ms = ?,"
-                        " receipt = NULL WHERE id = ?",
-                        (self.dead_letter_queue, now, row["id"]),
-                    )
-                    continue
-                receipt = uuid.uuid4().hex
+            if self.dead_letter_queue is not None:
+                # Received too often already: to the dead-letter queue instead.
                 connection.execute(
-                    "UPDATE queue_messages SET visible_ms = ?, receive_count = receive_count + 1,"
-                    " receipt = ? WHERE id = ?",
-                    (now + int(visibility_timeout * 1000), receipt, row["id"]),
+                    "UPDATE queue_messages SET queue = ?, receive_count = 0, visible_ms = ?,"
+                    " receipt = NULL WHERE id IN (SELECT id FROM queue_messages"
+                    " WHERE queue = ? AND visible_ms <= ? ORDER BY visible_ms LIMIT ?)"
+                    " AND receive_count >= ?",
+                    (self.dead_letter_queue, now, self.name, now, max_messages, self.max_receives),
                 )
-                received.append(
-                    ReceivedMessage(
-                        message_id=str(row["id"]),
-                        body=row["body"],
-                        receipt_handle=f"{row['id']}:{receipt}",
-                        receive_count=row["receive_count"] + 1,
-                        sent_at=from_epoch_ms(row["sent_ms"]),
-                    )
-                )
-        return received
+            # One statement for the batch: the earliest visible messages become invisible
+            # for the visibility timeout, under one receipt (the id tells them apart).
+            rows = connection.execute(
+                "UPDATE queue_messages SET visible_ms = ?, receive_count = receive_count + 1,"
+                " receipt = ? WHERE id IN (SELECT id FROM queue_messages"
+                " WHERE queue = ? AND visible_ms <= ? ORDER BY visible_ms LIMIT ?)"
+                " RETURNING id, body, receive_count, sent_ms",
+                (now + int(visibility_timeout * 1000), receipt, self.name, now, max_messages),
+            ).fetchall()
+        return [
+            ReceivedMessage(
+                message_id=str(row["id"]),
+                body=row["body"],
+                receipt_handle=f"{row['id']}:{receipt}",
+                receive_count=row["receive_count"],
+                sent_at=from_epoch_ms(row["sent_ms"]),
+            )
+            for row in sorted(rows, key=lambda row: row["id"])
+        ]
 
     def delete(self, receipt_handles: Sequence[str]) -> None:
         if not receipt_handles:
