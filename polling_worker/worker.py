@@ -33,7 +33,7 @@ from shared.ports import (
     ExecutionStore,
     MessageQueue,
     OutgoingMessage,
-    ScheduleStore,
+    Store,
     SystemClock,
 )
 from shared.settings import Settings
@@ -53,7 +53,7 @@ class PollerStats:
 class Poller:
     def __init__(
         self,
-        store: ScheduleStore,
+        store: Store,
         executions: ExecutionStore,
         occurrences: MessageQueue,
         settings: Settings,
@@ -140,10 +140,12 @@ class Poller:
         if skips:
             self.executions.record_skips(skips, now)
             self.stats.skipped += len(skips)
-        for schedule, plan in plans:
-            advanced = self.store.advance_schedule(
-                schedule, self.owner, plan.next_schedule_time, plan.occurrence_count, now
-            )
+        # One batch for the claim (one transaction on SQLite), each under its own guard.
+        advances = [
+            (claimed, plan.next_schedule_time, plan.occurrence_count) for claimed, plan in plans
+        ]
+        applied = self.store.advance_schedules(advances, self.owner, now)
+        for (schedule, plan), advanced in zip(plans, applied, strict=True):
             if not advanced:
                 self.stats.lost_leases += 1
             log.info(
