@@ -9,6 +9,16 @@ Three parts in one process:
   occurrence's execution record (a lease: a duplicate delivery never makes a second run), makes
   the call, records the outcome, and only then deletes the message. A retry is the message
   coming back after a backoff (its visibility), so retry state survives a crash.
+
+Three things keep round trips off the path of each call (found by profiling at 2,000 fires/s):
+- a message is received invisible for long enough to be held, fired and given its execution
+  lease when the call has the default timeout, so firing needs no visibility change;
+- a successful outcome is recorded by a settler thread, with the others that finished within a
+  few milliseconds, in one ``settle_attempts`` (one transaction on SQLite);
+- settled messages are deleted in batches by the same thread, always after their outcome is
+  recorded. A crash in between brings back a message whose record is final (the next executor
+  deletes it as a duplicate) or, before the record, one whose call is made again with the same
+  ``Idempotency-Key``, as after a crash during the call.
 """
 
 from __future__ import annotations
@@ -18,6 +28,7 @@ import itertools
 import logging
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -40,6 +51,7 @@ from shared.model import (
     Execution,
     ExecutionStatus,
     Occurrence,
+    Payload,
     Schedule,
     ScheduleStatus,
 )
@@ -49,7 +61,7 @@ from shared.ports import (
     MessageQueue,
     OutgoingMessage,
     ReceivedMessage,
-    ScheduleStore,
+    Store,
     SystemClock,
     WebhookError,
     WebhookSender,
@@ -59,6 +71,16 @@ from shared.settings import Settings
 from shared.webhooks import WebhookSigner, build_request
 
 log = logging.getLogger(__name__)
+
+# A call's timeout unless its schedule sets another: the receive visibility covers it.
+DEFAULT_CALL_SECONDS: float = Payload.timeout_seconds
+# How late a fire may start and still need no visibility change.
+FIRE_SLACK_SECONDS = 1.0
+# Outcomes are recorded, and settled messages deleted, together: up to this many, or after
+# this long.
+SETTLE_BATCH = 50
+SETTLE_LINGER_SECONDS = 0.005
+SETTLE_TRIES = 3
 
 
 @dataclass(order=True)
@@ -84,7 +106,7 @@ class ExecutorStats:
 class Executor:
     def __init__(
         self,
-        store: ScheduleStore,
+        store: Store,
         executions: ExecutionStore,
         occurrences: MessageQueue,
         dead_letters: MessageQueue,
@@ -102,10 +124,18 @@ class Executor:
         self.owner = f"executor:{settings.worker_id}"
         self.signer = WebhookSigner(settings.webhook_secret) if settings.webhook_secret else None
         self.max_held = max(1000, settings.executor_concurrency * 4)
+        # What a held occurrence needs past its time: the execution lease of a call with the
+        # default timeout, and a little slack for a late start.
+        self.hold_past_due = timedelta(
+            seconds=settings.execution_lease_margin_seconds
+            + DEFAULT_CALL_SECONDS
+            + FIRE_SLACK_SECONDS
+        )
         # Long enough for a message that arrives when expected (``dispatch_lead_seconds`` before
-        # its time) to be held and fired without another visibility change.
+        # its time, rounded down to whole seconds) to be held and fired, and its call leased,
+        # without another visibility change.
         self.receive_visibility = (
-            settings.dispatch_lead_seconds + settings.execution_lease_margin_seconds + 1.0
+            settings.dispatch_lead_seconds + 1.0 + self.hold_past_due.total_seconds()
         )
         self._in_flight = 0
         self.heartbeat = Heartbeat(30.0)
@@ -113,10 +143,19 @@ class Executor:
         self._held: list[Held] = []
         self._sequence = itertools.count()
         self._changed = threading.Condition()
+        # Calls in flight, apart from ``_changed``: only a stop waits for them, and the dispatcher
+        # (waiting on ``_changed`` for the next due occurrence) must not wake for every call.
+        self._calls = threading.Condition()
         self._slots = threading.Semaphore(settings.executor_concurrency)
         self._pool = ThreadPoolExecutor(
             max_workers=settings.executor_concurrency, thread_name_prefix="fire"
         )
+        # Outcomes to record and receipts to delete, waiting for the settler thread (only while
+        # ``run`` runs; otherwise each is settled at once).
+        self._to_record: list[tuple[Execution, AttemptOutcome, str]] = []
+        self._to_delete: list[str] = []
+        self._batching = False
+        self._settle_ready = threading.Condition()
 
     # -- the loops ------------------------------------------------------------------------
 
@@ -125,7 +164,11 @@ class Executor:
         receiver = threading.Thread(
             target=self._receive_loop, args=(shutdown,), name="receive", daemon=True
         )
+        with self._settle_ready:
+            self._batching = True
+        settler = threading.Thread(target=self._settle_loop, name="settle", daemon=True)
         receiver.start()
+        settler.start()
         try:
             self._dispatch_loop(shutdown)
         finally:
@@ -134,6 +177,8 @@ class Executor:
             receiver.join(timeout=self.settings.receive_wait_seconds + 5)
             self._release_held()
             finished = self._wait_in_flight(self.settings.shutdown_timeout_seconds)
+            self._stop_batching()
+            settler.join(timeout=self.settings.shutdown_timeout_seconds)
             self._pool.shutdown(wait=finished, cancel_futures=True)
             log.info(
                 "executor stopped" if finished else "executor stopped with calls in flight",
@@ -162,22 +207,101 @@ class Executor:
             due = self.take_due(timeout=0.5)
             for item in due:
                 self._slots.acquire()
-                with self._changed:
+                with self._calls:
                     self._in_flight += 1
                 self._pool.submit(self._fire_and_release, item)
+
+    def _delete(self, receipt: str) -> None:
+        """Delete a settled message: soon, in a batch, while ``run`` runs; at once otherwise."""
+        with self._settle_ready:
+            if self._batching:
+                self._to_delete.append(receipt)
+                self._notify_if_full()
+                return
+        self.occurrences.delete([receipt])
+
+    def _record_success(self, execution: Execution, outcome: AttemptOutcome, receipt: str) -> None:
+        """Record a successful attempt and count it, then delete its message: batched while
+        ``run`` runs, at once otherwise."""
+        with self._settle_ready:
+            if self._batching:
+                self._to_record.append((execution, outcome, receipt))
+                self._notify_if_full()
+                return
+        self._settle_now([(execution, outcome, receipt)], [])
+
+    def _notify_if_full(self) -> None:
+        if len(self._to_record) + len(self._to_delete) >= SETTLE_BATCH:
+            self._settle_ready.notify()
+
+    def _settle_loop(self) -> None:
+        while True:
+            with self._settle_ready:
+                pending = len(self._to_record) + len(self._to_delete)
+                if self._batching and pending < SETTLE_BATCH:
+                    self._settle_ready.wait(SETTLE_LINGER_SECONDS if pending else 0.5)
+                to_record, self._to_record = self._to_record, []
+                to_delete, self._to_delete = self._to_delete, []
+                stopping = not self._batching
+            self._settle_now(to_record, to_delete)
+            if stopping:
+                return
+
+    def _settle_now(
+        self, to_record: Sequence[tuple[Execution, AttemptOutcome, str]], to_delete: list[str]
+    ) -> None:
+        if to_record:
+            batch = [(execution, outcome) for execution, outcome, _ in to_record]
+            for attempt in range(1, SETTLE_TRIES + 1):
+                try:
+                    self.store.settle_attempts(batch, self.owner)
+                except Exception as exc:
+                    if attempt < SETTLE_TRIES:
+                        time.sleep(0.1 * attempt)
+                        continue
+                    # Their messages stay: they come back after their visibility, and the
+                    # calls are made again (same Idempotency-Key) once the leases run out.
+                    log.error(
+                        "could not record %d outcome(s): %s",
+                        len(batch),
+                        exc,
+                        extra={"event": "record_failed"},
+                    )
+                    break
+                else:
+                    to_delete = to_delete + [receipt for _, _, receipt in to_record]
+                    break
+        if not to_delete:
+            return
+        try:
+            self.occurrences.delete(to_delete)
+        except Exception as exc:
+            # They come back after their visibility; their records are final: duplicates.
+            log.warning(
+                "could not delete %d settled message(s): %s",
+                len(to_delete),
+                exc,
+                extra={"event": "delete_failed"},
+            )
+
+    def _stop_batching(self) -> None:
+        """From now on settle at once; the settler thread settles what is left and ends."""
+        with self._settle_ready:
+            self._batching = False
+            self._settle_ready.notify()
 
     def _wait_in_flight(self, timeout: float) -> bool:
         """Wait up to ``timeout`` for the calls in flight to finish; whether they all did.
 
         Those still running when it expires keep their messages undeleted: they come back.
         """
-        with self._changed:
-            return self._changed.wait_for(lambda: self._in_flight == 0, timeout)
+        with self._calls:
+            return self._calls.wait_for(lambda: self._in_flight == 0, timeout)
 
     @property
     def in_flight(self) -> int:
         """Calls started and not finished (after a stop: those abandoned to their messages)."""
-        with self._changed:
+        with self._calls:
             return self._in_flight
 
     def take_due(self, timeout: float) -> list[Held]:
@@ -208,9 +332,9 @@ class Executor:
             )
         finally:
             self._slots.release()
-            with self._changed:
+            with self._calls:
                 self._in_flight -= 1
-                self._changed.notify_all()
+                self._calls.notify_all()
 
     def _release_held(self) -> None:
         """On shutdown, hand the occurrences not yet fired back to the queue at once."""
@@ -240,8 +364,7 @@ class Executor:
                 self.stats.poisoned += 1
                 continue
             visible_at = now + timedelta(seconds=self.receive_visibility)
-            due = max(occurrence.scheduled_time, now)
-            needed = due + timedelta(seconds=self.settings.execution_lease_margin_seconds)
+            needed = max(occurrence.scheduled_time, now) + self.hold_past_due
             if needed > visible_at:
                 hold = (needed - now).total_seconds()
                 self.occurrences.change_visibility(message.receipt_handle, hold)
@@ -291,7 +414,7 @@ class Executor:
             # Final already, or another executor holds it: this delivery is a duplicate.
             self.stats.duplicates += 1
             EXECUTIONS.labels("duplicate").inc()
-            self.occurrences.delete([receipt])
+            self._delete(receipt)
             return
         request = build_request(occurrence, payload, execution.attempts, self.signer, now)
         FIRE_LATENESS.observe(max(0.0, late))
@@ -345,7 +468,7 @@ class Executor:
 
     def _skip(self, occurrence: Occurrence, receipt: str, reason: str) -> None:
         self.executions.record_skips([(occurrence, reason)], self.clock.now())
-        self.occurrences.delete([receipt])
+        self._delete(receipt)
         self.stats.skipped += 1
         EXECUTIONS.labels("skipped").inc()
         log.info(
@@ -393,9 +516,7 @@ class Executor:
             outcome = AttemptOutcome(
                 ExecutionStatus.SUCCEEDED, finished, http_status, duration_ms, None
             )
-            if self.executions.finish_attempt(execution, self.owner, outcome):
-                self.store.record_run(execution.tenant, execution.schedule_id, True, finished)
-            self.occurrences.delete([receipt])
+            self._record_success(execution, outcome, receipt)
             self.stats.succeeded += 1
             EXECUTIONS.labels("succeeded").inc()
             log.info("occurrence succeeded", extra={"event": "occurrence_succeeded", **extra})
@@ -423,10 +544,9 @@ class Executor:
             )
             return
         outcome = AttemptOutcome(ExecutionStatus.FAILED, finished, http_status, duration_ms, error)
-        if self.executions.finish_attempt(execution, self.owner, outcome):
-            self.store.record_run(execution.tenant, execution.schedule_id, False, finished)
+        self.store.settle_attempts([(execution, outcome)], self.owner)
         self.dead_letters.send([OutgoingMessage(body)])
-        self.occurrences.delete([receipt])
+        self._delete(receipt)
         self.stats.failed += 1
         EXECUTIONS.labels("failed").inc()
         log.error(
