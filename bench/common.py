@@ -63,6 +63,8 @@ def machine() -> dict[str, Any]:
         "python": platform.python_version(),
         "sqlite": sqlite3.sqlite_version,
         "commit": commit or "unknown",
+        # Other work on the machine skews every figure: the load when the benchmark started.
+        "load_average": " ".join(Path("/proc/loadavg").read_text().split()[:3]),
     }
 
 
@@ -70,7 +72,8 @@ def machine_line() -> str:
     m = machine()
     return (
         f"machine: {m['cpu']}, {m['cores']} cores, {m['memory_mb']} MB, {m['os']}, "
-        f"Python {m['python']}, SQLite {m['sqlite']}, commit {m['commit']}"
+        f"Python {m['python']}, SQLite {m['sqlite']}, commit {m['commit']}, "
+        f"load average {m['load_average']}"
     )
 
 
@@ -108,6 +111,16 @@ def rss_mb(pid: int) -> float:
     except OSError:
         pass
     return math.nan
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used so far, from /proc (Linux)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return math.nan
+    # After the command: state is field 3, utime 14 and stime 15 (1-based, man 5 proc).
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 class RssSampler:
@@ -260,7 +273,9 @@ class Component:
 
 
 @contextmanager
-def profiled(pid: int, path: Path | None, rate: int = 200) -> Iterator[None]:
+def profiled(
+    pid: int, path: Path | None, rate: int = 200, subprocesses: bool = False
+) -> Iterator[None]:
     """Sample ``pid`` with py-spy into a speedscope/flamegraph file while the block runs."""
     if path is None:
         yield
@@ -278,6 +293,9 @@ def profiled(pid: int, path: Path | None, rate: int = 200) -> Iterator[None]:
             "--output",
             str(path),
             "--nonblocking",
+            *(["--subprocesses"] if subprocesses else []),
+            # e.g. BENCH_PYSPY_ARGS=--gil: only the thread holding the GIL (CPU, not waiting).
+            *os.environ.get("BENCH_PYSPY_ARGS", "").split(),
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

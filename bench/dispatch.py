@@ -59,7 +59,10 @@ def enqueue_rate(
             elapsed = time.perf_counter() - started
             if profiler is not None and profile is not None:
                 profiler.stop()
-                profile.write_text(profiler.output_html())
+                text = profile.suffix == ".txt"
+                profile.write_text(
+                    profiler.output_text(show_all=False) if text else profiler.output_html()
+                )
             depth = backends.queues.occurrences.depth()
         finally:
             backends.close()
@@ -188,7 +191,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--sizes", default="10000,100000,1000000", help="schedules stored")
     parser.add_argument("--due-per-claim", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=20)
-    parser.add_argument("--profile", type=Path, help="pyinstrument HTML of the enqueue run")
+    parser.add_argument(
+        "--profile", type=Path, help="pyinstrument profile of the enqueue run (.html, or .txt)"
+    )
     args = parser.parse_args(argv)
     rate = enqueue_rate(args.store_url, args.queue_url, args.due, args.profile)
     print(

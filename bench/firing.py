@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ from bench.common import (
     RssSampler,
     backend,
     common_arguments,
+    cpu_seconds,
     free_port,
     profiled,
     report,
@@ -117,6 +119,7 @@ def run_ours(
     log_dir: Path,
     profile_dir: Path | None,
     queue_pid: int | None = None,
+    executors: int = 1,
 ) -> dict[str, Any]:
     receiver.reset()
     with backend(store_url, queue_url) as where:
@@ -130,25 +133,39 @@ def run_ours(
             seed(backends.store, rows, accepted)
             expected = {f"{sid}:{_iso(moment)}" for sid, _, moment in rows}
             poller = Component("poller", where.settings_env(), log_dir)
-            executor = Component("executor", where.settings_env(), log_dir)
+            executor, *more_executors = [
+                Component("executor", where.settings_env(), log_dir) for _ in range(executors)
+            ]
 
             def profile(name: str, pid: int | None) -> Path | None:
                 if profile_dir is None or not pid:
                     return None
-                return profile_dir / f"{name}-{int(rate)}.svg"
+                return profile_dir / f"{name}-{int(rate)}.txt"
 
             try:
                 with (
                     RssSampler(executor.pid) as rss,
-                    profiled(executor.pid, profile("executor", executor.pid)),
                     profiled(poller.pid, profile("poller", poller.pid)),
-                    profiled(queue_pid or 0, profile("queue-server", queue_pid)),
+                    ExitStack() as firing_window,
                 ):
+                    # CPU used (and profiles taken) while firing, from the window's start: the
+                    # start-up of the processes is not counted.
+                    time.sleep(max(0.0, start.timestamp() - time.time()))
+                    firing = (executor, *more_executors)
+                    cpu_before = sum(cpu_seconds(c.pid) for c in firing)
+                    firing_window.enter_context(
+                        profiled(executor.pid, profile("executor", executor.pid))
+                    )
+                    firing_window.enter_context(
+                        profiled(queue_pid or 0, profile("queue-server", queue_pid))
+                    )
                     end = start.timestamp() + count / rate
                     receiver.wait_for(count, end + 60 + count / 50)
+                    cpu = {"executor": sum(cpu_seconds(c.pid) for c in firing) - cpu_before}
                     time.sleep(0.5)  # late duplicates, if any
             finally:
-                executor.stop()
+                for component in (executor, *more_executors):
+                    component.stop()
                 poller.stop()
             figures = firing_figures(receiver.dump(), expected, rate)
             figures["not_succeeded"] = _not_succeeded(backends.store, rows)
@@ -156,7 +173,11 @@ def run_ours(
                 figures["missing"] + figures["duplicates"] + figures["not_succeeded"]
             )
             figures["rss_mb"] = {"at_start": rss.at(start.timestamp()), "peak": rss.peak}
-            figures["backend"] = where.label
+            figures["cpu_seconds"] = cpu
+            figures["cpu_us_per_fire"] = {
+                name: 1e6 * seconds / max(1, figures["fired"]) for name, seconds in cpu.items()
+            }
+            figures["backend"] = where.label + (f", {executors} executors" if executors > 1 else "")
             return figures
         finally:
             backends.close()
@@ -201,9 +222,15 @@ def run_peer(
         text=True,
         cwd=ROOT,
     )
-    profile = profile_dir / f"apscheduler-{int(rate)}.svg" if profile_dir else None
+    profile = profile_dir / f"apscheduler-{int(rate)}.txt" if profile_dir else None
+    cpu = math.nan
     with RssSampler(process.pid) as rss, profiled(process.pid, profile):
-        out, _ = process.communicate(timeout=start - time.time() + 120 + count / 50)
+        time.sleep(max(0.0, start - time.time()))
+        cpu_before = cpu_seconds(process.pid)
+        while process.poll() is None and time.time() < start + 120 + count / 50:
+            cpu = cpu_seconds(process.pid) - cpu_before
+            time.sleep(0.05)
+        out, _ = process.communicate(timeout=60)
     counts = json.loads(out.strip().splitlines()[-1])
     arrivals = receiver.dump()
     expected = {key for _, _, key in arrivals if key.startswith("peer-")}
@@ -213,6 +240,8 @@ def run_peer(
     figures["not_succeeded"] = counts["errors"]
     figures["errors"] = figures["missing"] + figures["duplicates"] + counts["errors"]
     figures["rss_mb"] = {"at_start": rss.at(start), "peak": rss.peak}
+    figures["cpu_seconds"] = {"apscheduler": cpu}
+    figures["cpu_us_per_fire"] = {"apscheduler": 1e6 * cpu / max(1, figures["fired"])}
     figures["backend"] = "APScheduler 3 (memory job store)"
     return figures
 
@@ -228,6 +257,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--seconds", type=float, default=10.0, help="length of each window")
     parser.add_argument("--lead", type=float, default=8.0, help="seconds from storing to due")
     parser.add_argument("--no-peer", action="store_true", help="skip APScheduler")
+    parser.add_argument("--executors", type=int, default=1, help="executor processes")
     parser.add_argument("--moto", action="store_true", help="queues on a moto server started here")
     parser.add_argument("--profile-dir", type=Path, help="py-spy flame graphs of each process")
     parser.add_argument("--log-dir", type=Path, default=ROOT / "bench" / "logs")
@@ -265,6 +295,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     args.queue_url,
                     args.log_dir,
                     args.profile_dir,
+                    executors=args.executors,
                 )
             run: dict[str, Any] = {"rate": rate, "count": count, "ours": ours}
             if not args.no_peer:
@@ -324,13 +355,15 @@ def _row_text(run: dict[str, Any]) -> str:
     text = (
         f"rate {run['rate']:g}/s n={run['count']}: ours {ours['sustained_per_second']:.0f}/s "
         f"p99 {ours['lateness_ms']['p99']:.1f} ms max {ours['lateness_ms']['max']:.1f} ms "
-        f"errors {ours['errors']} rss {ours['rss_mb']['peak']:.0f} MB"
+        f"errors {ours['errors']} rss {ours['rss_mb']['peak']:.0f} MB "
+        f"cpu/fire {ours['cpu_us_per_fire']['executor']:.0f} us"
     )
     if "apscheduler" in run:
         peer = run["apscheduler"]
         text += (
             f" | apscheduler {peer['sustained_per_second']:.0f}/s "
-            f"p99 {peer['lateness_ms']['p99']:.1f} ms errors {peer['errors']}"
+            f"p99 {peer['lateness_ms']['p99']:.1f} ms errors {peer['errors']} "
+            f"cpu/fire {peer['cpu_us_per_fire']['apscheduler']:.0f} us"
         )
     return text
 

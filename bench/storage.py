@@ -57,28 +57,32 @@ def measure_sqlite(store: Any, count: int) -> dict[str, Any]:
             "SELECT name, sum(pgsize - unused) AS bytes FROM dbstat GROUP BY name"
         ).fetchall()
     }
+    # Every index with its table, so an index added later is counted without editing this.
+    table_of = {
+        row["name"]: row["tbl_name"]
+        for row in connection.execute("SELECT name, tbl_name FROM sqlite_schema").fetchall()
+    }
     definition = connection.execute("SELECT avg(length(definition)) FROM schedules").fetchone()[0]
 
-    def part(*names: str) -> float:
-        return sum(sizes.get(name, 0) for name in names) / count
+    def per_record(table: str) -> dict[str, Any]:
+        indexes = {
+            name: size
+            for name, size in sizes.items()
+            if table_of.get(name) == table and name != table
+        }
+        row = sizes.get(table, 0) / count
+        index_bytes = sum(indexes.values()) / count
+        return {
+            "row": row,
+            "indexes": index_bytes,
+            "total": row + index_bytes,
+            "index_bytes": {name: size / count for name, size in indexes.items()},
+        }
 
     return {
-        "schedule": {
-            "row": part("schedules"),
-            "indexes": part("schedules_due"),
-            "total": part("schedules", "schedules_due"),
-            "definition_json": definition,
-        },
-        "execution": {
-            "row": part("executions"),
-            "indexes": part("executions_by_schedule"),
-            "total": part("executions", "executions_by_schedule"),
-        },
-        "queued_occurrence": {
-            "row": part("queue_messages"),
-            "indexes": part("queue_messages_visible", "sqlite_sequence"),
-            "total": part("queue_messages", "queue_messages_visible"),
-        },
+        "schedule": {**per_record("schedules"), "definition_json": definition},
+        "execution": per_record("executions"),
+        "queued_occurrence": per_record("queue_messages"),
         "objects": sizes,
     }
 
