@@ -44,7 +44,7 @@ class Settings:
     # "keys": every request needs an API key (X-API-Key or Authorization: Bearer); "none": no
     # keys, every caller is default_tenant (scheduler dev); "auto": "keys" as soon as a key is
     # configured in api_keys or stored (scheduler keys create), "none" until then.
-    api_auth: str = "auto"
+    api_auth: str = "keys"
     # API keys from the environment, each "tenant:sha256:<hex SHA-256 of the key>" or, less
     # safely, "tenant:<key>" (hashed at start; only the hash is kept).
     api_keys: tuple[str, ...] = ()

@@ -43,6 +43,7 @@ def test_kill_9_of_pollers_and_executors_loses_nothing(
         **component_backends.env,
         "SCHEDULER_PORT": str(port),
         "SCHEDULER_API_WORKERS": "1",
+        "SCHEDULER_API_AUTH": "none",
         "SCHEDULER_POLL_INTERVAL_SECONDS": "0.2",
         "SCHEDULER_LOOKAHEAD_SECONDS": "10",
         "SCHEDULER_DISPATCH_LEAD_SECONDS": "1",

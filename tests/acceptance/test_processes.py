@@ -63,6 +63,7 @@ def test_the_four_components_as_separate_processes_share_their_backends(
         **component_backends.env,
         "SCHEDULER_PORT": str(port),
         "SCHEDULER_API_WORKERS": "1",
+        "SCHEDULER_API_AUTH": "none",
         "SCHEDULER_POLL_INTERVAL_SECONDS": "0.2",
         "SCHEDULER_ALLOWED_NETWORKS": "127.0.0.0/8",
         "SCHEDULER_WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",

@@ -31,6 +31,7 @@ FAST = {
     "allowed_networks": ("127.0.0.0/8", "::1/128"),
     "webhook_secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
     "log_format": "text",
+    "api_auth": "none",
 }
 
 
