@@ -32,9 +32,12 @@ from bench.common import (
     summary,
     table,
 )
-from shared.backends import open_backends
+from shared.backends import Backends, open_backends
 
 API = "/scheduler-service/v1"
+# Requests carry an API key, as in production (SCHEDULER_API_AUTH=keys, the default).
+API_KEY = "bench-key-0123456789abcdef"
+TENANT = "bench"
 
 
 def body(index: int, at: datetime) -> bytes:
@@ -62,6 +65,7 @@ async def _connection(
             request = (
                 f"POST {API}/schedule HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                 "Content-Type: application/json\r\n"
+                f"X-API-Key: {API_KEY}\r\n"
                 f"Content-Length: {len(payload)}\r\n\r\n"
             ).encode() + payload
             started = time.perf_counter()
@@ -124,14 +128,21 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         # One tenant holds every schedule here. By default a quota it never reaches, so the
         # quota check (a count of the tenant's live schedules on every create) runs but never
         # refuses; ``--quota 0`` turns the check off.
-        env = where.settings_env(port=port, host="127.0.0.1", tenant_schedule_quota=args.quota)
+        env = where.settings_env(
+            port=port,
+            host="127.0.0.1",
+            tenant_schedule_quota=args.quota,
+            api_keys=f"{TENANT}:{API_KEY}",
+        )
         backends = open_backends(where.settings())
         api = Component("api", env, args.log_dir)
         processor = Component("processor", env, args.log_dir)
         try:
             wait_healthy(f"http://127.0.0.1:{port}/healthz")
             warm = [body(index, at) for index in range(args.warmup)]
-            asyncio.run(load(port, warm, args.connections))
+            _, warm_statuses = asyncio.run(load(port, warm, args.connections))
+            if set(warm_statuses) != {202}:
+                raise RuntimeError(f"the API refused the warm-up creates: {warm_statuses}")
             _wait_stored(backends, args.warmup, time.time() + 120)
             bodies = [body(args.warmup + index, at) for index in range(args.count)]
             profile = args.profile_dir
@@ -195,7 +206,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     return result
 
 
-def _wait_stored(backends: Any, count: int, deadline: float) -> int:
+def _wait_stored(backends: Backends, count: int, deadline: float) -> int:
     """Wait until ``count`` schedules are stored (queue 1 drained into the store)."""
     while True:
         stored = sum(backends.store.count_schedules().values())

@@ -153,6 +153,7 @@ def run_ours(
                     time.sleep(max(0.0, start.timestamp() - time.time()))
                     firing = (executor, *more_executors)
                     cpu_before = sum(cpu_seconds(c.pid) for c in firing)
+                    queue_cpu_before = cpu_seconds(queue_pid) if queue_pid else 0.0
                     firing_window.enter_context(
                         profiled(executor.pid, profile("executor", executor.pid))
                     )
@@ -162,6 +163,8 @@ def run_ours(
                     end = start.timestamp() + count / rate
                     receiver.wait_for(count, end + 60 + count / 50)
                     cpu = {"executor": sum(cpu_seconds(c.pid) for c in firing) - cpu_before}
+                    if queue_pid:
+                        cpu["queue_server"] = cpu_seconds(queue_pid) - queue_cpu_before
                     time.sleep(0.5)  # late duplicates, if any
             finally:
                 for component in (executor, *more_executors):

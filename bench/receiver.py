@@ -128,7 +128,7 @@ class ReceiverProcess:
         return count
 
     def dump(self) -> list[Arrival]:
-        return [tuple(item) for item in self._get("dump")]  # type: ignore[misc]
+        return [(float(at), str(scheduled), str(key)) for at, scheduled, key in self._get("dump")]
 
     def reset(self) -> None:
         self._get("reset")
@@ -144,6 +144,8 @@ class ReceiverProcess:
     def stop(self) -> None:
         self.popen.terminate()
         self.popen.wait(10)
+        if self.popen.stdout is not None:
+            self.popen.stdout.close()
 
 
 def main() -> None:
