@@ -150,6 +150,9 @@ class MongoStore(Store):
                 [("tenant", ASCENDING), ("schedule_id", ASCENDING)], unique=True
             )
             self.schedules.create_index([("tenant", ASCENDING), ("name", ASCENDING)])
+            # The quota check of every create: a count of the tenant's live schedules from the
+            # index alone (COUNT_SCAN), no document fetched.
+            self.schedules.create_index([("tenant", ASCENDING), ("status", ASCENDING)])
             self.schedules.create_index([("tenant", ASCENDING), ("tags", ASCENDING)])
             self.executions.create_index(
                 [("tenant", ASCENDING), ("schedule_id", ASCENDING), ("scheduled_time", DESCENDING)]
