@@ -117,15 +117,19 @@ def claim_cost(
             moment = now
             claimed = 0
             for _ in range(rounds):
-                # Each round's lease has expired by the next (``now`` moves 2 ms on), so the
-                # same due schedules are claimed again: a full batch every round.
                 moment += timedelta(milliseconds=2)
                 started = time.perf_counter()
                 batch = store.claim_due_schedules(
-                    horizon, moment, due, "bench", moment + timedelta(milliseconds=1)
+                    horizon, moment, due, "bench", moment + timedelta(seconds=30)
                 )
                 full.append((time.perf_counter() - started) * 1000.0)
                 claimed = len(batch)
+                # Released unchanged (not timed), so the next round claims the same batch.
+                store.advance_schedules(
+                    [(item, item.next_schedule_time, item.occurrence_count) for item in batch],
+                    "bench",
+                    moment,
+                )
                 # Nothing due before ``now - 1 day``: what an idle poll costs.
                 started = time.perf_counter()
                 store.claim_due_schedules(

@@ -109,6 +109,20 @@ def moto_server(log_dir: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
         log.close()
 
 
+@contextmanager
+def localstack_server(log_dir: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """LocalStack (SQS only) from ``.peers/`` (``scripts/peers install``), as the tests run it."""
+    from tests.support.peers import start_localstack
+
+    directory = log_dir / f"localstack-{free_port()}"
+    directory.mkdir(parents=True)
+    peer = start_localstack(directory)
+    try:
+        yield "sqs+" + peer.url, peer.process
+    finally:
+        peer.stop()
+
+
 def run_ours(
     receiver: ReceiverProcess,
     rate: float,
@@ -262,6 +276,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--no-peer", action="store_true", help="skip APScheduler")
     parser.add_argument("--executors", type=int, default=1, help="executor processes")
     parser.add_argument("--moto", action="store_true", help="queues on a moto server started here")
+    parser.add_argument(
+        "--localstack", action="store_true", help="queues on LocalStack (.peers/) started here"
+    )
     parser.add_argument("--profile-dir", type=Path, help="py-spy flame graphs of each process")
     parser.add_argument("--log-dir", type=Path, default=ROOT / "bench" / "logs")
     args = parser.parse_args(argv)
@@ -274,8 +291,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     try:
         for rate in rates:
             count = max(1, int(rate * args.seconds))
-            if args.moto:
-                with moto_server(args.log_dir) as (url, process):
+            if args.moto or args.localstack:
+                server = moto_server if args.moto else localstack_server
+                with server(args.log_dir) as (url, process):
                     ours = run_ours(
                         receiver,
                         rate,
@@ -287,7 +305,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         args.profile_dir,
                         process.pid,
                     )
-                    ours["backend"] = "sqlite store + SQS queues on moto_server"
+                    peer_name = "moto_server" if args.moto else "LocalStack"
+                    ours["backend"] = f"sqlite store + SQS queues on {peer_name}"
             else:
                 ours = run_ours(
                     receiver,
