@@ -25,6 +25,7 @@ from shared.metrics import (
     OCCURRENCES_MISSED,
     OCCURRENCES_SENT,
     PROCESSING,
+    RETENTION_DELETED,
     Heartbeat,
 )
 from shared.model import Schedule
@@ -40,6 +41,10 @@ from shared.settings import Settings
 from shared.timeutil import iso_z
 
 log = logging.getLogger(__name__)
+
+# Retention deletes in batches, at most this many per sweep, so a sweep never holds up polling.
+SWEEP_BATCH = 1000
+SWEEP_BATCHES = 20
 
 
 @dataclass
@@ -69,6 +74,7 @@ class Poller:
         # Set to poll at once, e.g. by an in-process processor that stored a schedule due soon.
         self.wake = threading.Event()
         self.heartbeat = Heartbeat(max(30.0, 3 * settings.poll_interval_seconds))
+        self._next_sweep = time.monotonic()
 
     def run(self, shutdown: Shutdown) -> None:
         log.info("poller started", extra={"event": "poller_started", "owner": self.owner})
@@ -77,6 +83,8 @@ class Poller:
             self.heartbeat.beat()
             try:
                 claimed = self.poll_once()
+                if time.monotonic() >= self._next_sweep:
+                    self.sweep_expired()
             except Transient as exc:
                 log.warning("backend unavailable: %s", exc, extra={"event": "transient_error"})
                 claimed = 0
@@ -85,6 +93,31 @@ class Poller:
                 self.wake.wait(self.settings.poll_interval_seconds)
                 self.wake.clear()
         log.info("poller stopped", extra={"event": "poller_stopped"})
+
+    def sweep_expired(self) -> tuple[int, int]:
+        """Delete what retention no longer keeps; a large backlog is worked off over sweeps."""
+        settings = self.settings
+        self._next_sweep = time.monotonic() + settings.retention_sweep_seconds
+        now = self.clock.now()
+        executions_before = now - timedelta(days=settings.execution_retention_days)
+        schedules_before = now - timedelta(days=settings.schedule_retention_days)
+        executions = schedules = 0
+        for _ in range(SWEEP_BATCHES):
+            purged = self.store.purge_expired(executions_before, schedules_before, SWEEP_BATCH)
+            executions += purged[0]
+            schedules += purged[1]
+            if max(purged) < SWEEP_BATCH:
+                break
+        RETENTION_DELETED.labels("execution").inc(executions)
+        RETENTION_DELETED.labels("schedule").inc(schedules)
+        if executions or schedules:
+            log.info(
+                "retention deleted %d execution record(s) and %d schedule(s)",
+                executions,
+                schedules,
+                extra={"event": "retention_swept"},
+            )
+        return executions, schedules
 
     def poll_once(self) -> int:
         """Claim one batch of due schedules, enqueue their occurrences, advance them."""

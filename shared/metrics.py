@@ -70,6 +70,11 @@ MUTATIONS = Counter(
     "Mutations taken from queue 1, by result.",
     ["result"],  # applied, ignored, poisoned
 )
+RETENTION_DELETED = Counter(
+    "scheduler_retention_deleted_total",
+    "Execution records and schedules deleted because retention no longer keeps them.",
+    ["kind"],  # execution, schedule
+)
 PROCESSING = Histogram(
     "scheduler_processing_seconds",
     "Time spent per unit of work, by component and step.",
