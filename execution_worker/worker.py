@@ -231,15 +231,19 @@ class Executor:
         self._settle_now([(execution, outcome, receipt)], [])
 
     def _notify_if_full(self) -> None:
-        if len(self._to_record) + len(self._to_delete) >= SETTLE_BATCH:
+        # The first one starts the settler's short linger; a full batch ends it.
+        pending = len(self._to_record) + len(self._to_delete)
+        if pending == 1 or pending >= SETTLE_BATCH:
             self._settle_ready.notify()
 
     def _settle_loop(self) -> None:
         while True:
             with self._settle_ready:
+                if self._batching and not (self._to_record or self._to_delete):
+                    self._settle_ready.wait(0.5)  # idle until the first arrives
                 pending = len(self._to_record) + len(self._to_delete)
-                if self._batching and pending < SETTLE_BATCH:
-                    self._settle_ready.wait(SETTLE_LINGER_SECONDS if pending else 0.5)
+                if self._batching and 0 < pending < SETTLE_BATCH:
+                    self._settle_ready.wait(SETTLE_LINGER_SECONDS)  # a moment for more
                 to_record, self._to_record = self._to_record, []
                 to_delete, self._to_delete = self._to_delete, []
                 stopping = not self._batching
