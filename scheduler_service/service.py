@@ -16,7 +16,9 @@ applies at most once.
 Quota: the tenant's active + paused schedules are counted when a create is accepted. Creates are
 applied asynchronously, so the count misses those still on queue 1: under concurrent creates a
 tenant can exceed its quota by the creates in flight (milliseconds' worth). It is a guard
-against runaway clients, not an exact limit.
+against runaway clients, not an exact limit. Each API process reads a tenant's count from the
+store at most once a second and adds the creates it accepted since; only when that estimate
+reaches the quota does it count again before refusing, so a create costs no count at all.
 """
 
 from __future__ import annotations
@@ -98,6 +100,38 @@ class RevisionClock:
             return self._last
 
 
+class TenantCounts:
+    """Estimates of each tenant's live schedules: a store count at most ``max_age`` old, plus
+    the creates this process accepted since. It over-counts deletes made meanwhile (a refusal
+    counts again first) and misses other processes' creates of the last ``max_age``."""
+
+    def __init__(self, store: Store, max_age_seconds: float = 1.0) -> None:
+        self.store = store
+        self.max_age_seconds = max_age_seconds
+        self._counts: dict[str, tuple[int, float]] = {}
+        self._lock = threading.Lock()
+
+    def estimate(self, tenant: str) -> int:
+        with self._lock:
+            cached = self._counts.get(tenant)
+        if cached is not None and time.monotonic() - cached[1] < self.max_age_seconds:
+            return cached[0]
+        return self.count(tenant)
+
+    def count(self, tenant: str) -> int:
+        """Count in the store now."""
+        counted = self.store.count_tenant_schedules(tenant)
+        with self._lock:
+            self._counts[tenant] = (counted, time.monotonic())
+        return counted
+
+    def accepted(self, tenant: str) -> None:
+        with self._lock:
+            cached = self._counts.get(tenant)
+            if cached is not None:
+                self._counts[tenant] = (cached[0] + 1, cached[1])
+
+
 @dataclass(frozen=True)
 class Accepted:
     schedule_id: str
@@ -116,6 +150,7 @@ class ScheduleService:
         self.clock = clock
         self.revisions = RevisionClock()
         self.targets = TargetPolicy(settings.allowed_networks)
+        self.tenant_counts = TenantCounts(store)
 
     # -- mutations ---------------------------------------------------------------------
 
@@ -148,7 +183,9 @@ class ScheduleService:
             existing = self.store.get_schedule(tenant, schedule_id)
             if existing is not None and existing.status in LIVE:
                 return  # a replace: the count does not grow
-        count = self.store.count_tenant_schedules(tenant)
+        count = self.tenant_counts.estimate(tenant)
+        if count >= quota:
+            count = self.tenant_counts.count(tenant)
         if count >= quota:
             raise QuotaExceeded(
                 f"the tenant has {count} active or paused schedules; its quota is {quota}. "
@@ -201,6 +238,7 @@ class ScheduleService:
                         tenant, idempotency.key, idempotency.fingerprint
                     )
             raise
+        self.tenant_counts.accepted(tenant)
         return Accepted(schedule_id, revision, next_time, timezone)
 
     def _replay(
