@@ -474,3 +474,22 @@ def test_the_served_spec_declares_every_operation_and_its_errors(api: ApiUnderTe
     assert [p["name"] for p in create_op["parameters"]] == ["Idempotency-Key"]
     assert set(spec["components"]["securitySchemes"]) == {"ApiKey", "Bearer"}
     assert api.client.get("/docs").status_code == 200
+
+
+def test_the_quota_count_is_read_once_a_second_and_again_before_refusing(tmp_path: Path) -> None:
+    with api_under_test(tmp_path, tenant_schedule_quota=3) as api:
+        store = api.backends.store
+        counted: list[str] = []
+        original = store.count_tenant_schedules
+
+        def counting(tenant: str) -> int:
+            counted.append(tenant)
+            return original(tenant)
+
+        store.count_tenant_schedules = counting  # type: ignore[method-assign]
+        for _ in range(3):
+            assert api.client.post(f"{API}/schedule", json=BODY).status_code == 202
+        assert len(counted) == 1  # the creates accepted since are added to the one count
+        api.apply()
+        assert api.client.post(f"{API}/schedule", json=BODY).status_code == 403
+        assert len(counted) == 2  # counted again before refusing
