@@ -161,6 +161,11 @@ class Executor:
 
     def run(self, shutdown: Shutdown) -> None:
         log.info("executor started", extra={"event": "executor_started", "owner": self.owner})
+        if self.signer is None:
+            log.warning(
+                "SCHEDULER_WEBHOOK_SECRET is not set: webhooks are sent unsigned",
+                extra={"event": "webhooks_unsigned"},
+            )
         receiver = threading.Thread(
             target=self._receive_loop, args=(shutdown,), name="receive", daemon=True
         )

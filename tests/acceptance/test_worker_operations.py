@@ -55,3 +55,14 @@ def test_a_worker_serves_health_and_metrics(tmp_path: Path) -> None:
         assert "scheduler_poller_claim_batch_size_count" in text
     finally:
         assert poller.terminate() == 0
+
+
+def test_an_executor_without_a_signing_secret_says_webhooks_go_unsigned(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'scheduler.db'}"
+    executor = Process(
+        ["executor"], {"SCHEDULER_STORE_URL": url, "SCHEDULER_QUEUE_URL": url}, tmp_path / "e.log"
+    )
+    try:
+        executor.wait_for_output("webhooks are sent unsigned")
+    finally:
+        assert executor.terminate() == 0
