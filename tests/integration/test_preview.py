@@ -18,25 +18,14 @@ from processor_worker.worker import Processor
 from scheduler_cli.components import build_processor
 from scheduler_service.app import create_app
 from shared.backends import Backends, open_backends
-from shared.ports import Clock
 from shared.timeutil import UTC
+from tests.support.clocks import FixedClock
 from tests.support.harness import API, sqlite_settings
 
 # Friday 2026-03-06 12:00Z: New York springs forward two days later.
 NOW = datetime(2026, 3, 6, 12, 0, tzinfo=UTC)
 
 PAYLOAD = {"method": "POST", "url": "https://hooks.example.com/report"}
-
-
-class FixedClock(Clock):
-    def __init__(self, now: datetime) -> None:
-        self.current = now
-
-    def now(self) -> datetime:
-        return self.current
-
-    def monotonic(self) -> float:
-        return 0.0
 
 
 @pytest.fixture

@@ -21,21 +21,10 @@ from shared.model import (
     Timing,
     Unit,
 )
-from shared.ports import Clock
+from tests.support.clocks import FixedClock
 from tests.support.harness import sqlite_settings
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-class FixedClock(Clock):
-    def __init__(self, now: datetime) -> None:
-        self._now = now
-
-    def now(self) -> datetime:
-        return self._now
-
-    def monotonic(self) -> float:
-        return 0.0
 
 
 @pytest.fixture
