@@ -66,7 +66,7 @@ from shared.ports import (
     WebhookError,
     WebhookSender,
 )
-from shared.retry import backoff_delay, judge_response
+from shared.retry import Verdict, backoff_delay, judge_response
 from shared.settings import Settings
 from shared.webhooks import WebhookSigner, build_request
 
@@ -427,41 +427,28 @@ class Executor:
             return
         request = build_request(occurrence, payload, execution.attempts, self.signer, now)
         FIRE_LATENESS.observe(max(0.0, late))
+        http_status: int | None = None
         try:
             response = self.sender.send(request)
         except WebhookError as exc:
             finished = self.clock.now()
-            HTTP_RESPONSES.labels(status_class(None)).inc()
-            self._settle(
-                execution,
-                schedule,
-                receipt,
-                item.message.body,
-                finished,
-                succeeded=False,
-                retryable=exc.retryable,
-                http_status=None,
-                duration_ms=(finished - now).total_seconds() * 1000.0,
-                error=str(exc),
-                retry_after=None,
-            )
-            return
-        finished = self.clock.now()
-        HTTP_RESPONSES.labels(status_class(response.status)).inc()
-        WEBHOOK_DURATION.observe(response.duration_ms / 1000.0)
-        verdict = judge_response(response.status, response.headers, finished)
+            duration_ms = (finished - now).total_seconds() * 1000.0
+            verdict = Verdict(succeeded=False, retryable=exc.retryable, reason=str(exc))
+        else:
+            finished = self.clock.now()
+            http_status, duration_ms = response.status, response.duration_ms
+            WEBHOOK_DURATION.observe(duration_ms / 1000.0)
+            verdict = judge_response(http_status, response.headers, finished)
+        HTTP_RESPONSES.labels(status_class(http_status)).inc()
         self._settle(
             execution,
             schedule,
             receipt,
             item.message.body,
             finished,
-            succeeded=verdict.succeeded,
-            retryable=verdict.retryable,
-            http_status=response.status,
-            duration_ms=response.duration_ms,
-            error=verdict.reason,
-            retry_after=verdict.retry_after_seconds,
+            verdict,
+            http_status,
+            duration_ms,
         )
 
     def _skip_reason(self, occurrence: Occurrence, schedule: Schedule | None) -> str | None:
@@ -499,15 +486,13 @@ class Executor:
         receipt: str,
         body: str,
         finished: datetime,
-        *,
-        succeeded: bool,
-        retryable: bool,
+        verdict: Verdict,
         http_status: int | None,
         duration_ms: float,
-        error: str | None,
-        retry_after: float | None,
     ) -> None:
+        """Record how the attempt ended: success, a retry after backoff, or a dead letter."""
         policy = schedule.live_definition.retry
+        error = verdict.reason
         extra = {
             "tenant": execution.tenant,
             "schedule_id": execution.schedule_id,
@@ -521,7 +506,7 @@ class Executor:
             if execution.started_at
             else None,
         }
-        if succeeded:
+        if verdict.succeeded:
             outcome = AttemptOutcome(
                 ExecutionStatus.SUCCEEDED, finished, http_status, duration_ms, None
             )
@@ -530,8 +515,8 @@ class Executor:
             EXECUTIONS.labels("succeeded").inc()
             log.info("occurrence succeeded", extra={"event": "occurrence_succeeded", **extra})
             return
-        if retryable and execution.attempts < policy.max_attempts:
-            delay = backoff_delay(policy, execution.attempts, retry_after)
+        if verdict.retryable and execution.attempts < policy.max_attempts:
+            delay = backoff_delay(policy, execution.attempts, verdict.retry_after_seconds)
             outcome = AttemptOutcome(
                 ExecutionStatus.RETRYING,
                 finished,
