@@ -76,6 +76,9 @@ def test_the_four_components_as_separate_processes_share_their_backends(
         try:
             base = f"http://127.0.0.1:{port}"
             wait_until_healthy(base)
+            # On a loaded machine the workers may still be starting when the API answers.
+            for process in processes[1:]:
+                process.wait_for_output(rf"{process.args[0]} started", timeout=30)
             status, created = http_json("POST", f"{base}{API}/schedule", one_shot_in(receiver.url))
             assert status == 202
             calls = receiver.wait_for(1, timeout=10)
