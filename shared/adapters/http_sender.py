@@ -1,6 +1,9 @@
 """The webhook sender over HTTP(S): pooled connections, a timeout on every call, no redirects,
 and the SSRF guard (``shared.ssrf``) at fire time.
 
+The timeout bounds connecting, each read of the answer's status and headers, and the whole of
+reading its body (see ``_finish_body``).
+
 Each call resolves the URL's host once, checks every address DNS answered, and connects to the
 checked address itself: no second resolution, so a name cannot rebind to a private address
 between the check and the connection. The request still names the host (``Host`` header) and,
@@ -20,6 +23,33 @@ from shared.ports import WebhookError, WebhookRequest, WebhookResponse, WebhookS
 from shared.ssrf import Resolver, TargetPolicy, TargetRefused, system_resolver
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
+# The body of an answer is not used; up to this much is read so its connection can be reused.
+MAX_BODY_BYTES = 64 * 1024
+
+
+def _finish_body(response: urllib3.BaseHTTPResponse, deadline: float) -> None:
+    """Read the answer's body within the call's deadline, then give the connection back.
+
+    Each read waits at most until the deadline, so a body that trickles in, or one larger than
+    ``MAX_BODY_BYTES``, cannot hold the call past its timeout: it is cut off and its connection
+    closed instead of reused. The status is the webhook's answer either way.
+    """
+    sock = getattr(response.connection, "sock", None)
+    received = 0
+    try:
+        while sock is not None and received <= MAX_BODY_BYTES:
+            remaining = deadline - time.perf_counter()
+            if remaining <= 0:
+                break
+            sock.settimeout(remaining)
+            chunk = response.read1(16 * 1024)
+            if not chunk:
+                response.release_conn()
+                return
+            received += len(chunk)
+    except (HTTPError, OSError):
+        pass
+    response.close()
 
 
 class HttpSender(WebhookSender):
@@ -85,11 +115,7 @@ class HttpSender(WebhookSender):
                 assert_same_host=False,
                 preload_content=False,
             )
-            try:
-                # The body is not used; reading it lets the connection be reused.
-                response.drain_conn()
-            finally:
-                response.release_conn()
+            _finish_body(response, started + request.timeout_seconds)
         except HTTPError as exc:
             raise WebhookError(f"{type(exc).__name__}: {exc}") from exc
         duration_ms = (time.perf_counter() - started) * 1000.0
