@@ -210,8 +210,16 @@ class Executor:
         while not shutdown.is_set():
             self.heartbeat.beat()
             due = self.take_due(timeout=0.5)
-            for item in due:
-                self._slots.acquire()
+            for index, item in enumerate(due):
+                # Every worker busy: wait for one, but not past a stop. What is not fired by
+                # then goes back to the held ones, which a stop hands back to the queue.
+                while not self._slots.acquire(timeout=0.5):
+                    self.heartbeat.beat()
+                    if shutdown.is_set():
+                        with self._changed:
+                            for unfired in due[index:]:
+                                heapq.heappush(self._held, unfired)
+                        return
                 with self._calls:
                     self._in_flight += 1
                 self._pool.submit(self._fire_and_release, item)
