@@ -63,14 +63,28 @@ SEED_NAMES = {
 }
 
 
+# Times a schedule may name. Past 9000 a local time with its zone's offset no longer fits in a
+# datetime; before 1970 nothing can be scheduled. A schedule without an end simply omits it.
+FIRST_YEAR, LAST_YEAR = 1970, 9000
+
+
+def _year_in_range(year: int) -> None:
+    if not FIRST_YEAR <= year <= LAST_YEAR:
+        raise ValidationError(
+            f"the year must be between {FIRST_YEAR} and {LAST_YEAR} (for no end, leave it out)"
+        )
+
+
 def _iso_datetime(value: str) -> datetime:
     try:
-        return parse_iso(value)
+        moment = parse_iso(value)
     except ValueError:
         raise ValidationError(
             "not an ISO-8601 date-time (e.g. 2026-12-01T09:00:00 for local time in the "
             "schedule's timezone, or 2026-12-01T09:00:00Z)"
         ) from None
+    _year_in_range(moment.year)
+    return moment
 
 
 def _zone_name(value: str) -> None:
@@ -186,9 +200,14 @@ class ScheduleSpecSchema(Schema):
 
 def _seed_date(value: str, name: str) -> date:
     try:
-        return datetime.strptime(value.strip(), "%m/%d/%Y").date()
+        day = datetime.strptime(value.strip(), "%m/%d/%Y").date()
     except ValueError:
         raise ValidationError("a date as MM/DD/YYYY, e.g. 05/02/2024", name) from None
+    try:
+        _year_in_range(day.year)
+    except ValidationError as exc:
+        raise ValidationError(exc.messages, name) from None
+    return day
 
 
 def _seed_time(value: str, am_pm: str | None) -> time:

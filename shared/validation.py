@@ -69,13 +69,14 @@ def check_timing(
     if timing.rrule is not None:
         try:
             parse_rrule(timing.rrule, zone)
-        except ValueError as exc:
+        except (ValueError, TypeError, OverflowError) as exc:
+            # dateutil also raises TypeError (BYSECOND=61) and OverflowError (a huge INTERVAL).
             raise InvalidInput({field("rrule"): f"not a valid RFC 5545 rule: {exc}"}) from None
 
     try:
         recurrence = build_recurrence(timing, now)
         upcoming = list(recurrence.upcoming(now, INTERVAL_SAMPLE + 1))
-    except (ValueError, OverflowError) as exc:
+    except (ValueError, TypeError, OverflowError) as exc:
         raise InvalidInput({field(timing.kind): f"cannot compute its times: {exc}"}) from None
     if not upcoming:
         raise InvalidInput(_why_it_never_fires(timing, recurrence, now, field))

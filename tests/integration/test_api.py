@@ -165,6 +165,19 @@ def with_payload(**changes: Any) -> dict[str, Any]:
         ),
         (with_schedule(interval={"number": -5, "unit": "minute"}), "schedule.interval.number"),
         (with_schedule(cron="@every 100ms"), "schedule.cron"),
+        # Far-off years: out of range, never a 500 when shown in a local time.
+        (with_schedule(cron="0 9 * * 1-5", end="9999-12-31T23:59:59Z"), "schedule.end"),
+        (with_schedule(at="9999-12-31T20:00:00Z", timezone="Asia/Tokyo"), "schedule.at"),
+        (with_schedule(at="0001-01-02T00:00:00Z"), "schedule.at"),
+        (
+            with_schedule(
+                start_date="01/01/2027", end_date="12/31/9999", timeZone="UTC", time_of_day="10:00"
+            ),
+            "schedule.end_date",
+        ),
+        # What dateutil refuses with TypeError or OverflowError rather than ValueError.
+        (with_schedule(rrule="FREQ=SECONDLY;BYSECOND=61"), "schedule.rrule"),
+        (with_schedule(rrule="FREQ=DAILY;INTERVAL=99999999999999999999"), "schedule.rrule"),
         (with_payload(url="ftp://example.com/x"), "payload.url"),
         (with_payload(url="not a url"), "payload.url"),
         (with_payload(method="FETCH"), "payload.method"),
