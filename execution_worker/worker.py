@@ -74,8 +74,10 @@ log = logging.getLogger(__name__)
 
 # A call's timeout unless its schedule sets another: the receive visibility covers it.
 DEFAULT_CALL_SECONDS: float = Payload.timeout_seconds
-# How late a fire may start and still need no visibility change.
+# How late a fire may start and still need no visibility change; also how long after a lease
+# ends its message comes back.
 FIRE_SLACK_SECONDS = 1.0
+FIRE_SLACK = timedelta(seconds=FIRE_SLACK_SECONDS)
 # Outcomes are recorded, and settled messages deleted, together: up to this many, or after
 # this long.
 SETTLE_BATCH = 50
@@ -425,13 +427,11 @@ class Executor:
             seconds=payload.timeout_seconds + self.settings.execution_lease_margin_seconds
         )
         if now + lease > item.visible_at:
-            self.occurrences.change_visibility(receipt, lease.total_seconds())
+            # The message comes back only after the lease: then another executor may take over.
+            self.occurrences.change_visibility(receipt, (lease + FIRE_SLACK).total_seconds())
         execution = self.executions.begin_attempt(occurrence, self.owner, now, now + lease)
         if execution is None:
-            # Final already, or another executor holds it: this delivery is a duplicate.
-            self.stats.duplicates += 1
-            EXECUTIONS.labels("duplicate").inc()
-            self._delete(receipt)
+            self._not_mine(occurrence, receipt, now)
             return
         request = build_request(occurrence, payload, execution.attempts, self.signer, now)
         FIRE_LATENESS.observe(max(0.0, late))
@@ -458,6 +458,19 @@ class Executor:
             http_status,
             duration_ms,
         )
+
+    def _not_mine(self, occurrence: Occurrence, receipt: str, now: datetime) -> None:
+        """The occurrence could not be taken: final already (this delivery is a duplicate, and
+        goes), or held by another executor's live lease (this message waits for the lease to
+        end, in case that executor died: deleting it could lose the occurrence)."""
+        record = self.executions.get_execution(occurrence.tenant, occurrence.occurrence_id)
+        if record is not None and not record.status.is_final and record.lease_until is not None:
+            wait = record.lease_until - now + FIRE_SLACK
+            self.occurrences.change_visibility(receipt, max(wait.total_seconds(), 1.0))
+            return
+        self.stats.duplicates += 1
+        EXECUTIONS.labels("duplicate").inc()
+        self._delete(receipt)
 
     def _skip_reason(self, occurrence: Occurrence, schedule: Schedule | None) -> str | None:
         if schedule is None or schedule.status is ScheduleStatus.DELETED:

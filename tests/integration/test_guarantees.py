@@ -370,3 +370,30 @@ def test_two_pollers_and_two_executors_fire_each_occurrence_once(tmp_path: Path)
         assert len(calls) >= 60
         assert len(keys) == 60
         assert set(keys.values()) == {1}
+
+
+def test_a_delivery_that_meets_a_live_lease_waits_for_it_and_then_fires(tmp_path: Path) -> None:
+    with running_receiver() as receiver, running_pipeline(sqlite_settings(tmp_path)) as pipeline:
+        schedule_id = create(
+            pipeline, body(f"{receiver.url}/late", schedule={"at": "2030-01-01T00:00:00Z"})
+        )
+        stored = pipeline.wait_until_stored(schedule_id)
+        occurrence = Occurrence(
+            tenant="default",
+            schedule_id=schedule_id,
+            revision=stored["revision"],
+            scheduled_time=datetime.now(UTC),
+        )
+        # An executor that took the occurrence and died: its lease runs two more seconds.
+        now = datetime.now(UTC)
+        taken = pipeline.backends.store.begin_attempt(
+            occurrence, "executor:dead", now, now + timedelta(seconds=2)
+        )
+        assert taken is not None
+        pipeline.backends.queues.occurrences.send([OutgoingMessage(encode_occurrence(occurrence))])
+        calls = receiver.wait_for(1, timeout=10)
+        assert len(calls) == 1
+        assert calls[0].received_at >= now.timestamp() + 2
+        eventually(lambda: final_status(pipeline, schedule_id) == "succeeded")
+        record = pipeline.backends.store.get_execution("default", occurrence.occurrence_id)
+        assert record is not None and record.attempts == 2
