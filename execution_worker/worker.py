@@ -448,16 +448,7 @@ class Executor:
             WEBHOOK_DURATION.observe(duration_ms / 1000.0)
             verdict = judge_response(http_status, response.headers, finished)
         HTTP_RESPONSES.labels(status_class(http_status)).inc()
-        self._settle(
-            execution,
-            schedule,
-            receipt,
-            item.message.body,
-            finished,
-            verdict,
-            http_status,
-            duration_ms,
-        )
+        self._settle(execution, schedule, item.message, finished, verdict, http_status, duration_ms)
 
     def _not_mine(self, occurrence: Occurrence, receipt: str, now: datetime) -> None:
         """The occurrence could not be taken: final already (this delivery is a duplicate, and
@@ -504,14 +495,14 @@ class Executor:
         self,
         execution: Execution,
         schedule: Schedule,
-        receipt: str,
-        body: str,
+        message: ReceivedMessage,
         finished: datetime,
         verdict: Verdict,
         http_status: int | None,
         duration_ms: float,
     ) -> None:
         """Record how the attempt ended: success, a retry after backoff, or a dead letter."""
+        receipt = message.receipt_handle
         policy = schedule.live_definition.retry
         error = verdict.reason
         extra = {
@@ -536,7 +527,9 @@ class Executor:
             EXECUTIONS.labels("succeeded").inc()
             log.info("occurrence succeeded", extra={"event": "occurrence_succeeded", **extra})
             return
-        if verdict.retryable and execution.attempts < policy.max_attempts:
+        # The queue dead-letters a message delivered max_receives times: then this is the last.
+        deliveries_left = message.receive_count < self.settings.max_receives
+        if verdict.retryable and execution.attempts < policy.max_attempts and deliveries_left:
             delay = backoff_delay(policy, execution.attempts, verdict.retry_after_seconds)
             outcome = AttemptOutcome(
                 ExecutionStatus.RETRYING,
@@ -560,7 +553,7 @@ class Executor:
             return
         outcome = AttemptOutcome(ExecutionStatus.FAILED, finished, http_status, duration_ms, error)
         self.store.settle_attempts([(execution, outcome)], self.owner)
-        self.dead_letters.send([OutgoingMessage(body)])
+        self.dead_letters.send([OutgoingMessage(message.body)])
         self._delete(receipt)
         self.stats.failed += 1
         EXECUTIONS.labels("failed").inc()

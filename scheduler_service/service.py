@@ -203,6 +203,15 @@ class ScheduleService:
         now = self.clock.now()
         next_time = self.check(definition.timing, names, now)
         self.check_target(definition.payload.url)
+        if definition.retry.max_attempts > self.settings.max_receives:
+            # Each attempt is a delivery of the message; past max_receives the queue itself
+            # dead-letters it, before the attempts run out.
+            raise InvalidInput(
+                {
+                    "retry.max_attempts": f"at most {self.settings.max_receives} here "
+                    "(SCHEDULER_MAX_RECEIVES, the deliveries a message gets)"
+                }
+            )
         if idempotency is not None:
             recorded = self.store.get_idempotency_record(tenant, idempotency.key, now)
             if recorded is not None:

@@ -184,6 +184,8 @@ def with_payload(**changes: Any) -> dict[str, Any]:
         (with_payload(headers={"Bad Header": "x"}), "payload.headers"),
         (with_payload(timeout_seconds=0), "payload.timeout_seconds"),
         ({**SEED_BODY, "priority": 11}, "priority"),
+        # More attempts than the queue delivers a message (SCHEDULER_MAX_RECEIVES, 20).
+        ({**SEED_BODY, "retry": {"max_attempts": 21}}, "retry.max_attempts"),
         ({**SEED_BODY, "unexpected": 1}, "unexpected"),
         ({key: value for key, value in SEED_BODY.items() if key != "payload"}, "payload"),
     ],

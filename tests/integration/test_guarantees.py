@@ -397,3 +397,25 @@ def test_a_delivery_that_meets_a_live_lease_waits_for_it_and_then_fires(tmp_path
         eventually(lambda: final_status(pipeline, schedule_id) == "succeeded")
         record = pipeline.backends.store.get_execution("default", occurrence.occurrence_id)
         assert record is not None and record.attempts == 2
+
+
+def test_the_last_delivery_the_queue_allows_fails_the_occurrence_instead_of_retrying(
+    tmp_path: Path,
+) -> None:
+    settings = sqlite_settings(tmp_path, max_receives=3)
+    with running_receiver(answers(503)) as receiver, pipeline_parts(settings) as pipeline:
+        payload = body(f"{receiver.url}/down", schedule={"at": at_in(0)})
+        payload["retry"] = {**QUICK_RETRY, "max_attempts": 3}
+        schedule_id = create(pipeline, payload)
+        queue = pipeline.backends.queues.occurrences
+        pipeline.poller.poll_once()
+        # The queue already delivered this message twice before (executors that died).
+        for _ in range(2):
+            assert len(queue.receive(1, 2.0, visibility_timeout=0)) == 1
+        pipeline.executor.receive_once(wait_seconds=2.0)
+        (item,) = pipeline.executor.take_due(timeout=1.0)
+        assert item.message.receive_count == 3
+        pipeline.executor.fire(item)
+        assert len(receiver.calls) == 1
+        assert final_status(pipeline, schedule_id) == "failed"
+        assert dead_letters(pipeline) == 1
