@@ -278,8 +278,9 @@ class ExecutionStore(ABC):
     def record_skips(self, skips: Sequence[tuple[Occurrence, str]], now: datetime) -> int:
         """Record occurrences as ``SKIPPED``, each with its reason.
 
-        A record that exists is changed only while it is ``RETRYING``; a running, succeeded or
-        failed occurrence keeps its record. Returns how many records were written.
+        A record that exists is changed only while it is ``RETRYING``, or ``RUNNING`` with a
+        lease that ended before ``now`` (its executor died); a live run, a succeeded, failed or
+        skipped occurrence keeps its record. Returns how many records were written.
         """
 
     @abstractmethod

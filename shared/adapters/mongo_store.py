@@ -712,7 +712,25 @@ class MongoStore(Store):
                         upsert=True,
                     )
                 except DuplicateKeyError:
-                    continue  # running, succeeded, failed or skipped: its record stays
+                    # Running with a lease that ran out (its executor died): skipped too. A live
+                    # run, or a succeeded, failed or skipped record, stays as it is.
+                    result = self.executions.update_one(
+                        {
+                            "_id": _key(occurrence.tenant, occurrence.occurrence_id),
+                            "status": "running",
+                            "lease_until": {"$lt": finished},
+                        },
+                        {
+                            "$set": {
+                                "status": "skipped",
+                                "finished_at": finished,
+                                "error": reason,
+                                "next_attempt_at": None,
+                                "lease_owner": None,
+                                "lease_until": None,
+                            }
+                        },
+                    )
                 if result.matched_count or result.upserted_id is not None:
                     written += 1
         return written

@@ -553,7 +553,9 @@ class SqliteStore(Store):
                     " VALUES (?, ?, ?, ?, 'skipped', 0, ?, ?, ?, ?)"
                     " ON CONFLICT (tenant, occurrence_id) DO UPDATE SET status = 'skipped',"
                     " finished_ms = excluded.finished_ms, error = excluded.error,"
-                    " next_attempt_ms = NULL WHERE status = 'retrying'",
+                    " next_attempt_ms = NULL, lease_owner = NULL, lease_until_ms = NULL"
+                    " WHERE status = 'retrying'"
+                    " OR (status = 'running' AND lease_until_ms < excluded.finished_ms)",
                     (
                         occurrence.tenant,
                         occurrence.occurrence_id,

@@ -35,6 +35,7 @@ from tests.support.peers import MONGO_URL, mongo_url_for
 
 T0 = datetime(2026, 3, 8, 7, 30, 0, 123_000, tzinfo=UTC)
 MINUTE = timedelta(minutes=1)
+SECOND = timedelta(seconds=1)
 TENANT = "acme"
 
 
@@ -930,3 +931,14 @@ def test_purge_expired_deletes_only_old_final_records_and_finished_schedules(sto
     assert store.get_schedule(TENANT, "paused") is not None
     assert store.get_schedule(TENANT, "done") is None
     assert store.get_schedule(TENANT, "gone") is None
+
+
+def test_record_skips_takes_over_a_run_whose_lease_ran_out(store: Store) -> None:
+    abandoned = occurrence("s1", T0)
+    assert store.begin_attempt(abandoned, "executor:dead", T0, T0 + MINUTE) is not None
+    assert store.record_skips([(abandoned, "schedule deleted")], T0 + 30 * SECOND) == 0
+    assert store.record_skips([(abandoned, "schedule deleted")], T0 + 2 * MINUTE) == 1
+    record = store.get_execution(TENANT, abandoned.occurrence_id)
+    assert record is not None
+    assert (record.status, record.error) == (ExecutionStatus.SKIPPED, "schedule deleted")
+    assert record.lease_owner is None and record.lease_until is None
