@@ -420,7 +420,12 @@ class Executor:
         now = self.clock.now()
         grace = definition.misfire.grace_seconds
         late = (now - occurrence.scheduled_time).total_seconds()
-        if grace is not None and not occurrence.manual and late > grace:
+        if (
+            grace is not None
+            and late > grace
+            and not occurrence.manual
+            and not self._is_retry(occurrence, item.message)
+        ):
             self._skip(occurrence, receipt, f"late by {late:.3f}s, beyond grace of {grace:g}s")
             return
         lease = timedelta(
@@ -449,6 +454,14 @@ class Executor:
             verdict = judge_response(http_status, response.headers, finished)
         HTTP_RESPONSES.labels(status_class(http_status)).inc()
         self._settle(execution, schedule, item.message, finished, verdict, http_status, duration_ms)
+
+    def _is_retry(self, occurrence: Occurrence, message: ReceivedMessage) -> bool:
+        """Whether an attempt was made already: grace applies to the first attempt only (a
+        retry is late by its backoff). Only a redelivered message needs to look."""
+        if message.receive_count <= 1:
+            return False
+        record = self.executions.get_execution(occurrence.tenant, occurrence.occurrence_id)
+        return record is not None and record.attempts > 0
 
     def _not_mine(self, occurrence: Occurrence, receipt: str, now: datetime) -> None:
         """The occurrence could not be taken: final already (this delivery is a duplicate, and
