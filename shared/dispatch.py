@@ -7,7 +7,7 @@ where ``next_schedule_time`` moves to.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from shared.model import MisfirePolicy, Occurrence, Schedule
@@ -31,7 +31,6 @@ class DispatchPlan:
     next_schedule_time: datetime | None
     occurrence_count: int
     missed_count: int = 0
-    notes: list[str] = field(default_factory=list)
 
 
 def plan_dispatch(
@@ -87,10 +86,16 @@ def plan_dispatch(
         moment = recurrence.next_after(moment)
 
     skipped: list[SkippedOccurrence] = []
+    # The walk stopped while still in the missed stretch: it goes on at the next poll.
+    stretch_goes_on = walked >= MAX_MISSED_WALK and not to_send
     if missed:
         if policy is MisfirePolicy.FIRE_ALL:
-            to_send = missed[:max_to_send]
+            allowed = max_to_send if limit is None else min(max_to_send, limit - count)
+            to_send = missed[:allowed]
             moment = missed[len(to_send)].scheduled_time if len(to_send) < len(missed) else moment
+        elif policy is MisfirePolicy.FIRE_ONCE and stretch_goes_on:
+            reason = "missed; fire_once runs the last occurrence of the stretch"
+            skipped = [SkippedOccurrence(item, reason) for item in missed]
         elif policy is MisfirePolicy.FIRE_ONCE:
             to_send = [missed[-1]]
             reason = f"missed; fire_once ran {missed[-1].occurrence_id} instead"
