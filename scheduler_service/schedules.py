@@ -40,7 +40,6 @@ from scheduler_service.service import (
     IdempotentRequest,
     ScheduleService,
     execution_view,
-    mask_headers,
     schedule_view,
     time_pair,
 )
@@ -126,13 +125,8 @@ def json_response(body: Any, status: int, headers: dict[str, str] | None = None)
 
 
 def present(schedule: Schedule) -> dict[str, Any]:
-    """The schedule as clients see it: secret header and query values masked."""
-    view = schedule_view(schedule)
-    patterns = service().settings.secret_headers
-    payload = schedule.live_definition.payload
-    view["payload"]["headers"] = mask_headers(payload.headers, patterns)
-    view["payload"]["queryParameters"] = mask_headers(payload.query, patterns)
-    return view
+    """The schedule as clients see it, masked by the configured secret patterns."""
+    return schedule_view(schedule, service().settings.secret_headers)
 
 
 def idempotent_request(headers: dict[str, Any]) -> IdempotentRequest | None:

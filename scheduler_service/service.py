@@ -33,6 +33,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from shared.describe import describe
 from shared.errors import InvalidInput, NotFound, SchedulerError
@@ -61,7 +62,6 @@ from shared.timeutil import iso_local, iso_z, load_zone
 from shared.validation import CANONICAL_FIELDS, check_timing
 
 MASK = "********"
-SECRET_HEADERS: tuple[str, ...] = Settings().secret_headers
 # A repeat of an idempotent create this long after the first, with the schedule still unknown,
 # re-sends its mutation (the first may have died between recording and enqueueing).
 RESEND_AFTER = timedelta(seconds=30)
@@ -377,24 +377,37 @@ def time_pair(moment: datetime | None, timezone: str) -> dict[str, str | None]:
     return {"utc": iso_z(moment), "local": iso_local(moment, load_zone(timezone))}
 
 
-def is_secret(name: str, patterns: Iterable[str] = SECRET_HEADERS) -> bool:
+def is_secret(name: str, patterns: Iterable[str]) -> bool:
     lowered = name.lower()
     return any(fnmatch.fnmatchcase(lowered, pattern.lower()) for pattern in patterns)
 
 
-def mask_headers(
-    headers: Mapping[str, Any], patterns: Iterable[str] = SECRET_HEADERS
-) -> dict[str, Any]:
+def mask_headers(headers: Mapping[str, Any], patterns: Iterable[str]) -> dict[str, Any]:
     """Secret-looking values replaced by ``MASK`` (``SCHEDULER_SECRET_HEADERS``)."""
     patterns = tuple(patterns)
     return {name: MASK if is_secret(name, patterns) else value for name, value in headers.items()}
 
 
-def schedule_view(schedule: Schedule) -> dict[str, Any]:
+def mask_url(url: str, patterns: Iterable[str]) -> str:
+    """The URL with the values of secret-looking query parameters masked (``?token=…``)."""
+    parts = urlsplit(url)
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    patterns = tuple(patterns)
+    if not any(is_secret(name, patterns) for name, _ in pairs):
+        return url
+    masked = [(name, MASK if is_secret(name, patterns) else value) for name, value in pairs]
+    return urlunsplit(parts._replace(query=urlencode(masked, safe="*")))
+
+
+def schedule_view(schedule: Schedule, secret_patterns: Iterable[str]) -> dict[str, Any]:
+    """The schedule as clients see it: values of secret-looking headers and query parameters
+    (in ``queryParameters`` or in the URL itself) masked."""
     definition = schedule.live_definition
     timing = definition.timing
     payload = definition.payload.to_document()
-    payload["headers"] = mask_headers(definition.payload.headers)
+    payload["url"] = mask_url(definition.payload.url, secret_patterns)
+    payload["headers"] = mask_headers(definition.payload.headers, secret_patterns)
+    payload["queryParameters"] = mask_headers(definition.payload.query, secret_patterns)
     next_time = time_pair(schedule.next_schedule_time, timing.timezone)
     return {
         "id": schedule.schedule_id,

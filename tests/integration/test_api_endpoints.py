@@ -348,6 +348,7 @@ def test_secret_headers_and_query_values_are_masked_by_configurable_patterns(
                 "X-Visible": "yes",
             },
             "queryParameters": {"x-tenant": "acme", "page": "2"},
+            "url": "https://hooks.example.com/run?x-tenant=acme&page=2&x-auth-token=t0k",
         }
         create(api, "m1", payload=payload)
         api.apply()
@@ -359,6 +360,9 @@ def test_secret_headers_and_query_values_are_masked_by_configurable_patterns(
             "X-Visible": "yes",
         }
         assert view["queryParameters"] == {"x-tenant": "********", "page": "2"}
+        assert view["url"] == (
+            "https://hooks.example.com/run?x-tenant=********&page=2&x-auth-token=********"
+        )
         # The stored value is the real one: only the call uses it.
         stored = api.backends.store.get_schedule("default", "m1")
         assert stored is not None
