@@ -88,6 +88,10 @@ class Poller:
             except Transient as exc:
                 log.warning("backend unavailable: %s", exc, extra={"event": "transient_error"})
                 claimed = 0
+            except Exception:
+                # The loop goes on whatever failed; the claims it held expire with their lease.
+                log.exception("polling failed", extra={"event": "poller_error"})
+                claimed = 0
             # A full batch means more is due right now: go again without waiting.
             if claimed < self.settings.claim_batch_size:
                 self.wake.wait(self.settings.poll_interval_seconds)

@@ -57,6 +57,11 @@ class Processor:
             except Transient as exc:
                 log.warning("backend unavailable: %s", exc, extra={"event": "transient_error"})
                 shutdown.wait(1.0)
+            except Exception:
+                # Whatever it is (a full disk, a refused permission), the loop goes on: the
+                # messages of the batch come back after their visibility timeout.
+                log.exception("processing failed", extra={"event": "processor_error"})
+                shutdown.wait(1.0)
         log.info("processor stopped", extra={"event": "processor_stopped"})
 
     def process_batch(self, wait_seconds: float = 0.0) -> int:

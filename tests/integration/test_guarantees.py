@@ -435,3 +435,21 @@ def test_grace_does_not_turn_a_retry_into_a_skip(tmp_path: Path) -> None:
         eventually(lambda: final_status(pipeline, schedule_id) == "succeeded")
         assert len(receiver.calls) == 3
         assert history(pipeline, schedule_id)[0]["attempts"] == 3
+
+
+def test_a_worker_loop_survives_an_unexpected_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with running_receiver() as receiver, running_pipeline(sqlite_settings(tmp_path)) as pipeline:
+        real_claim = pipeline.backends.store.claim_due_schedules
+        failures = iter([OSError("disk full"), OSError("disk full")])
+
+        def claim_failing_twice(*args: Any, **kwargs: Any) -> Any:
+            failure = next(failures, None)
+            if failure is not None:
+                raise failure
+            return real_claim(*args, **kwargs)
+
+        monkeypatch.setattr(pipeline.backends.store, "claim_due_schedules", claim_failing_twice)
+        create(pipeline, every_second(f"{receiver.url}/still"))
+        assert receiver.wait_for(1, timeout=8)
