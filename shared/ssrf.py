@@ -123,6 +123,12 @@ class TargetPolicy:
         if not host:
             raise ValueError("the URL has no host")
         _ = parts.port  # ValueError for a port that is not a number from 0 to 65535
+        try:
+            # As the sender will: IDNA folds look-alikes (full-width digits, circled digits…)
+            # into the ASCII they stand for, which may be a literal address.
+            host = host if host.isascii() else host.encode("idna").decode("ascii")
+        except UnicodeError:
+            raise ValueError(f"{host!r} is not a valid host name") from None
         name = host.rstrip(".").lower()
         if name in LOCALHOST_NAMES or name.endswith(".localhost"):
             refusals = [self.refusal(address) for address in _LOOPBACK]
@@ -134,11 +140,6 @@ class TargetPolicy:
             refusal = self.refusal(address)
             if refusal is not None:
                 raise TargetRefused(refusal)
-            return
-        try:
-            name.encode("idna")
-        except UnicodeError:
-            raise ValueError(f"{host!r} is not a valid host name") from None
 
     def resolve(self, host: str, resolver: Resolver) -> IPAddress:
         """The check at fire time: the address to connect to, every answer of DNS checked.

@@ -114,6 +114,9 @@ def test_literal_addresses_in_every_notation(host: str, expected: str | None) ->
         "http://LOCALHOST./",
         "http://api.localhost/",
         "http://0.0.0.0:80/",
+        # Look-alike digits that IDNA folds into a loopback address.
+        "http://\u2460\u2461\u2466.0.0.1/",
+        "http://\uff11\uff12\uff17.0.0.1/",
     ],
 )
 def test_creation_refuses_non_public_literals_and_localhost(url: str) -> None:
