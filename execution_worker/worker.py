@@ -57,7 +57,6 @@ from shared.model import (
 )
 from shared.ports import (
     Clock,
-    ExecutionStore,
     MessageQueue,
     OutgoingMessage,
     ReceivedMessage,
@@ -109,7 +108,6 @@ class Executor:
     def __init__(
         self,
         store: Store,
-        executions: ExecutionStore,
         occurrences: MessageQueue,
         dead_letters: MessageQueue,
         sender: WebhookSender,
@@ -117,7 +115,6 @@ class Executor:
         clock: Clock | None = None,
     ) -> None:
         self.store = store
-        self.executions = executions
         self.occurrences = occurrences
         self.dead_letters = dead_letters
         self.sender = sender
@@ -187,6 +184,8 @@ class Executor:
             self._stop_batching()
             settler.join(timeout=self.settings.shutdown_timeout_seconds)
             self._pool.shutdown(wait=finished, cancel_futures=True)
+            if finished:
+                self.sender.close()
             log.info(
                 "executor stopped" if finished else "executor stopped with calls in flight",
                 extra={"event": "executor_stopped", "in_flight": self._in_flight},
@@ -434,7 +433,7 @@ class Executor:
         if now + lease > item.visible_at:
             # The message comes back only after the lease: then another executor may take over.
             self.occurrences.change_visibility(receipt, (lease + FIRE_SLACK).total_seconds())
-        execution = self.executions.begin_attempt(occurrence, self.owner, now, now + lease)
+        execution = self.store.begin_attempt(occurrence, self.owner, now, now + lease)
         if execution is None:
             self._not_mine(occurrence, receipt, now)
             return
@@ -460,14 +459,14 @@ class Executor:
         retry is late by its backoff). Only a redelivered message needs to look."""
         if message.receive_count <= 1:
             return False
-        record = self.executions.get_execution(occurrence.tenant, occurrence.occurrence_id)
+        record = self.store.get_execution(occurrence.tenant, occurrence.occurrence_id)
         return record is not None and record.attempts > 0
 
     def _not_mine(self, occurrence: Occurrence, receipt: str, now: datetime) -> None:
         """The occurrence could not be taken: final already (this delivery is a duplicate, and
         goes), or held by another executor's live lease (this message waits for the lease to
         end, in case that executor died: deleting it could lose the occurrence)."""
-        record = self.executions.get_execution(occurrence.tenant, occurrence.occurrence_id)
+        record = self.store.get_execution(occurrence.tenant, occurrence.occurrence_id)
         if record is not None and not record.status.is_final and record.lease_until is not None:
             wait = record.lease_until - now + FIRE_SLACK
             self.occurrences.change_visibility(receipt, max(wait.total_seconds(), 1.0))
@@ -488,7 +487,7 @@ class Executor:
         return None
 
     def _skip(self, occurrence: Occurrence, receipt: str, reason: str) -> None:
-        self.executions.record_skips([(occurrence, reason)], self.clock.now())
+        self.store.record_skips([(occurrence, reason)], self.clock.now())
         self._delete(receipt)
         self.stats.skipped += 1
         EXECUTIONS.labels("skipped").inc()
@@ -552,7 +551,7 @@ class Executor:
                 error,
                 finished + delay,
             )
-            self.executions.finish_attempt(execution, self.owner, outcome)
+            self.store.finish_attempt(execution, self.owner, outcome)
             self.occurrences.change_visibility(receipt, delay.total_seconds())
             self.stats.retried += 1
             RETRIES.inc()
@@ -575,6 +574,3 @@ class Executor:
             error,
             extra={"event": "occurrence_failed", "error": error, **extra},
         )
-
-    def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)

@@ -31,7 +31,6 @@ from shared.metrics import (
 from shared.model import Schedule
 from shared.ports import (
     Clock,
-    ExecutionStore,
     MessageQueue,
     OutgoingMessage,
     Store,
@@ -59,13 +58,11 @@ class Poller:
     def __init__(
         self,
         store: Store,
-        executions: ExecutionStore,
         occurrences: MessageQueue,
         settings: Settings,
         clock: Clock | None = None,
     ) -> None:
         self.store = store
-        self.executions = executions
         self.occurrences = occurrences
         self.settings = settings
         self.owner = f"poller:{settings.worker_id}"
@@ -175,7 +172,7 @@ class Poller:
         OCCURRENCES_SENT.inc(len(messages))
         skips = [(item.occurrence, item.reason) for _, plan in plans for item in plan.skipped]
         if skips:
-            self.executions.record_skips(skips, now)
+            self.store.record_skips(skips, now)
             self.stats.skipped += len(skips)
         # One batch for the claim (one transaction on SQLite), each under its own guard.
         advances = [

@@ -26,12 +26,11 @@ def build_processor(
 
 
 def build_poller(settings: Settings, backends: Backends, clock: Clock | None = None) -> Poller:
-    return Poller(backends.store, backends.store, backends.queues.occurrences, settings, clock)
+    return Poller(backends.store, backends.queues.occurrences, settings, clock)
 
 
 def build_executor(settings: Settings, backends: Backends, clock: Clock | None = None) -> Executor:
     return Executor(
-        backends.store,
         backends.store,
         backends.queues.occurrences,
         backends.queues.dead_letters,

@@ -47,7 +47,7 @@ from shared.describe import describe
 from shared.errors import InvalidInput, NotFound
 from shared.model import Schedule, ScheduleDefinition, ScheduleStatus
 from shared.ports import ScheduleFilter
-from shared.recurrence import instant_in
+from shared.recurrence import instant_in, upcoming
 from shared.timeutil import UTC, load_zone, parse_iso, utc_ms
 
 blp = Blueprint(
@@ -346,7 +346,7 @@ def preview(body: dict[str, Any]) -> Any:
     if "after" in body:
         accepted_at = instant_in(parse_iso(body["after"]), load_zone(timing.timezone))
     scheduler.check(timing, names, accepted_at)
-    times = scheduler.upcoming(timing, accepted_at, body["count"])
+    times = upcoming(timing, accepted_at, body["count"])
     return {
         "occurrences": [time_pair(moment, timing.timezone) for moment in times],
         "description": describe(timing),

@@ -55,7 +55,7 @@ from shared.ports import (
     ScheduleFilter,
     Store,
 )
-from shared.recurrence import build_recurrence, first_occurrence, upcoming
+from shared.recurrence import build_recurrence, first_occurrence
 from shared.settings import Settings
 from shared.ssrf import TargetPolicy, TargetRefused
 from shared.timeutil import iso_local, iso_z, load_zone
@@ -363,12 +363,6 @@ class ScheduleService:
     ) -> Page[Execution]:
         self.get(tenant, schedule_id)
         return self.store.list_executions(tenant, schedule_id, limit, cursor)
-
-    # -- views -------------------------------------------------------------------------
-
-    def upcoming(self, timing: Timing, accepted_at: datetime, count: int) -> list[datetime]:
-        """The first ``count`` times of a schedule accepted at ``accepted_at``."""
-        return upcoming(timing, accepted_at, count)
 
 
 def time_pair(moment: datetime | None, timezone: str) -> dict[str, str | None]:

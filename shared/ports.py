@@ -7,7 +7,6 @@ here are the specification both must meet.
 
 from __future__ import annotations
 
-import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -31,17 +30,10 @@ class Clock(ABC):
     def now(self) -> datetime:
         """The current instant, aware UTC, to the millisecond."""
 
-    @abstractmethod
-    def monotonic(self) -> float:
-        """Seconds from an arbitrary origin, never going back; for measuring durations."""
-
 
 class SystemClock(Clock):
     def now(self) -> datetime:
         return utc_ms(datetime.now(UTC))
-
-    def monotonic(self) -> float:
-        return time.monotonic()
 
 
 @dataclass(frozen=True)

@@ -222,7 +222,8 @@ class SqliteStore(Store):
         now_ms = to_epoch_ms(now)
         with self.db.write() as connection:
             row = connection.execute(
-                "SELECT state_revision, status FROM schedules WHERE tenant = ? AND schedule_id = ?",
+                "SELECT state_revision, status, next_ms FROM schedules"
+                " WHERE tenant = ? AND schedule_id = ?",
                 (tenant, schedule_id),
             ).fetchone()
             if row is None:
@@ -241,12 +242,10 @@ class SqliteStore(Store):
                 return False
             if status is ScheduleStatus.PAUSED and current is not ScheduleStatus.ACTIVE:
                 return False
-            next_ms = _ms(next_schedule_time) if status is ScheduleStatus.ACTIVE else None
-            if status is ScheduleStatus.PAUSED:
-                next_ms = connection.execute(
-                    "SELECT next_ms FROM schedules WHERE tenant = ? AND schedule_id = ?",
-                    (tenant, schedule_id),
-                ).fetchone()["next_ms"]
+            next_ms = {
+                ScheduleStatus.ACTIVE: _ms(next_schedule_time),
+                ScheduleStatus.PAUSED: row["next_ms"],  # kept, for showing
+            }.get(status)
             if status is ScheduleStatus.ACTIVE and next_ms is None:
                 status = ScheduleStatus.COMPLETED
             connection.execute(

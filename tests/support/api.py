@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -31,9 +30,6 @@ class SteppedClock(Clock):
 
     def now(self) -> datetime:
         return utc_ms(datetime.now(UTC) + self.offset)
-
-    def monotonic(self) -> float:
-        return time.monotonic() + self.offset.total_seconds()
 
     def advance(self, seconds: float) -> None:
         self.offset += timedelta(seconds=seconds)

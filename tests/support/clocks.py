@@ -15,6 +15,3 @@ class FixedClock(Clock):
 
     def now(self) -> datetime:
         return self.current
-
-    def monotonic(self) -> float:
-        return 0.0

@@ -54,7 +54,6 @@ class Pipeline:
         self.processor.on_applied = self.poller.wake.set
         self.shutdown = Shutdown()
         self.threads: list[threading.Thread] = []
-        self.extra_executors: list[Executor] = []
 
     def start(self, *names: str) -> Pipeline:
         """Start the named workers (``processor``, ``poller``, ``executor``), by default all."""
@@ -72,16 +71,12 @@ class Pipeline:
         settings = self.settings.with_changes(worker_id=f"{kind}-{len(self.threads)}")
         if kind == "poller":
             return build_poller(settings, self.backends)
-        executor = build_executor(settings, self.backends)
-        self.extra_executors.append(executor)
-        return executor
+        return build_executor(settings, self.backends)
 
     def stop(self) -> None:
         self.shutdown.request()
         for thread in self.threads:
             thread.join(timeout=10)
-        for executor in (self.executor, *self.extra_executors):
-            executor.sender.close()
 
     def wait_until_stored(self, schedule_id: str, timeout: float = 5.0) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
