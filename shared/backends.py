@@ -18,13 +18,14 @@ DatabaseOpener = Callable[[str], SqliteDatabase]
 class Backends:
     store: Store
     queues: Queues
-    databases: list[SqliteDatabase] = field(default_factory=list)
+    # What open_backends created besides the adapters: SQLite files, an SQS client.
+    resources: list[Callable[[], None]] = field(default_factory=list)
 
     def close(self) -> None:
         self.queues.close()
         self.store.close()
-        for database in self.databases:
-            database.close()
+        for close in self.resources:
+            close()
 
 
 def open_backends(settings: Settings, *, create: bool = True) -> Backends:
@@ -38,13 +39,15 @@ def open_backends(settings: Settings, *, create: bool = True) -> Backends:
             databases[key] = SqliteDatabase(path)
         return databases[key]
 
+    resources: list[Callable[[], None]] = []
     store = _open_store(settings, database)
-    queues = _open_queues(settings, database)
+    queues = _open_queues(settings, database, resources)
+    resources += [opened.close for opened in databases.values()]
     if create:
         store.ensure_indexes()
         for queue in (queues.dead_letters, queues.mutations, queues.occurrences):
             queue.create()
-    return Backends(store, queues, list(databases.values()))
+    return Backends(store, queues, resources)
 
 
 def _open_store(settings: Settings, database: DatabaseOpener) -> Store:
@@ -60,7 +63,9 @@ def _open_store(settings: Settings, database: DatabaseOpener) -> Store:
     raise ConfigurationError(f"SCHEDULER_STORE_URL: unsupported store {url!r}")
 
 
-def _open_queues(settings: Settings, database: DatabaseOpener) -> Queues:
+def _open_queues(
+    settings: Settings, database: DatabaseOpener, resources: list[Callable[[], None]]
+) -> Queues:
     url = settings.queue_url
     names = (settings.mutations_queue, settings.occurrences_queue)
     if url.startswith("sqlite://"):
@@ -86,6 +91,7 @@ def _open_queues(settings: Settings, database: DatabaseOpener) -> Queues:
         else:
             raise ConfigurationError(f"SCHEDULER_QUEUE_URL: unsupported queue URL {url!r}")
         client = sqs_client(endpoint, region)
+        resources.append(client.close)
         mutations, occurrences = (
             SqsQueue(client, name, settings.dead_letter_queue, settings.max_receives)
             for name in names

@@ -285,7 +285,8 @@ class SqsQueue(MessageQueue):
         )
 
     def close(self) -> None:
-        """Nothing to release: the client is passed in, and its creator closes it."""
+        """Nothing to release: the client is passed in, and whoever created it closes it
+        (``shared.backends.Backends.close``)."""
 
 
 def _batch_error(
