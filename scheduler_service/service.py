@@ -2,8 +2,9 @@
 
 Creates and replaces go through queue 1 (the processor computes and stores them); pause, resume
 and delete are applied to the store at once, guarded by a state revision, because the contract
-promises that no occurrence fires after a delete (or pause) is accepted. A manual trigger goes
-straight to queue 2.
+promises that no occurrence fires after a delete (or pause) is accepted: the executor checks the
+schedule right before each call, so only a call already begun when the delete lands completes.
+A manual trigger goes straight to queue 2.
 
 Every method takes the caller's tenant: a schedule of another tenant is ``NotFound``.
 
