@@ -295,6 +295,29 @@ class Store(ScheduleStore, ExecutionStore):
     do better (SQLite: one transaction for the batch).
     """
 
+    def get_schedules(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Schedule]:
+        """``get_schedule`` for each ``(tenant, schedule_id)``: the version check of every
+        occurrence due together, in one read where the backend allows it.
+
+        Returns the stored schedules (tombstones included) by key; unknown keys are absent.
+        """
+        found = {}
+        for tenant, schedule_id in dict.fromkeys(keys):
+            schedule = self.get_schedule(tenant, schedule_id)
+            if schedule is not None:
+                found[(tenant, schedule_id)] = schedule
+        return found
+
+    def begin_attempts(
+        self, occurrences: Sequence[Occurrence], owner: str, now: datetime, lease_until: datetime
+    ) -> list[Execution | None]:
+        """``begin_attempt`` for each occurrence, with the same guards, in order.
+
+        One write for the batch where the backend allows it (duplicates sorted out after).
+        ``None`` at a position means that occurrence must not be fired.
+        """
+        return [self.begin_attempt(item, owner, now, lease_until) for item in occurrences]
+
     def advance_schedules(
         self,
         advances: Sequence[tuple[Schedule, datetime | None, int]],

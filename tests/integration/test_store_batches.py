@@ -108,3 +108,26 @@ def test_settle_attempts_records_each_and_counts_only_recorded_final_ones(store:
     assert state("s3") == (ExecutionStatus.RETRYING, 503, 0, 0, None)  # not final: not counted
     assert state("s4") == (ExecutionStatus.RUNNING, None, 0, 0, None)  # lost its lease
     assert store.settle_attempts([], "executor-1") == []
+
+
+def test_get_schedules_reads_every_key_tombstones_included_unknown_absent(store: Store) -> None:
+    create(store, "s1")
+    create(store, "s2", tenant="other")
+    store.apply_state(TENANT, "gone", 1, ScheduleStatus.DELETED, None, T0)
+    found = store.get_schedules(
+        [(TENANT, "s1"), (TENANT, "s2"), ("other", "s2"), (TENANT, "gone"), (TENANT, "s1")]
+    )
+    assert sorted(found) == sorted([("other", "s2"), (TENANT, "gone"), (TENANT, "s1")])
+    assert found[(TENANT, "gone")].status is ScheduleStatus.DELETED
+    assert found[(TENANT, "s1")].schedule_id == "s1"
+
+
+def test_begin_attempts_keeps_the_guard_of_begin_attempt_per_item(store: Store) -> None:
+    first, second = occurrence("s1", T0), occurrence("s1", T0 + MINUTE)
+    lease = T0 + MINUTE
+    [held] = store.begin_attempts([first], "executor-1", T0, lease)
+    assert held is not None and held.attempts == 1
+    began = store.begin_attempts([first, second], "executor-2", T0, lease)
+    assert began[0] is None  # executor-1's lease is live
+    assert began[1] is not None and began[1].occurrence_id == second.occurrence_id
+    assert store.begin_attempts([], "executor-2", T0, lease) == []
