@@ -11,6 +11,12 @@ read-then-write. Where an upsert's filter does not match an existing document, M
 insert a second document with the same ``_id`` and fails with ``DuplicateKeyError``: that is how
 "exists but the guard refused" is told apart from "did not exist".
 
+The hot paths work in batches, a constant number of commands per batch whatever its size
+(``tests/integration/test_mongo_round_trips.py``): a claim, the advances, the executor's version
+check, begin and settle. Each item of a batch keeps its own guard; which guards matched is read
+back by a token that only that call writes (``claim_token``, ``advance_token``, ``begin_token``,
+``finish_token``), and only when the matched count says that some did not.
+
 No update filter uses ``$or``: where a change applies in several cases, each case is its own
 guarded update. That is as atomic, and it keeps the adapter right on nx-27017 (0.8.1), a wire
 server we test against, which applies an update whose filter has ``$or`` to a document with
@@ -21,6 +27,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -28,9 +35,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pymongo
-from pymongo import ASCENDING, DESCENDING, ReturnDocument
+from pymongo import ASCENDING, DESCENDING, ReturnDocument, UpdateOne
 from pymongo.collection import Collection
 from pymongo.errors import (
+    BulkWriteError,
     ConnectionFailure,
     DuplicateKeyError,
     ExecutionTimeout,
@@ -59,6 +67,7 @@ Document = dict[str, Any]
 _ROUNDS = 8
 # How often a claim looks again for candidates it lost to a concurrent claimer.
 _CLAIM_ROUNDS = 3
+_DUPLICATE_KEY = 11000
 
 _DELETED = ScheduleStatus.DELETED.value
 _ACTIVE = ScheduleStatus.ACTIVE.value
@@ -184,6 +193,15 @@ class MongoStore(Store):
         with _transient("get_schedule"):
             document = self.schedules.find_one({"_id": _key(tenant, schedule_id)})
         return None if document is None else _schedule(document)
+
+    def get_schedules(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Schedule]:
+        if not keys:
+            return {}
+        ids = list(dict.fromkeys(_key(tenant, schedule_id) for tenant, schedule_id in keys))
+        with _transient("get_schedules"):
+            documents = list(self.schedules.find({"_id": {"$in": ids}}))
+        schedules = (_schedule(document) for document in documents)
+        return {(schedule.tenant, schedule.schedule_id): schedule for schedule in schedules}
 
     def apply_definition(
         self,
@@ -326,38 +344,48 @@ class MongoStore(Store):
     def claim_due_schedules(
         self, horizon: datetime, now: datetime, limit: int, owner: str, lease_until: datetime
     ) -> list[Schedule]:
+        # A constant number of round trips per batch, whatever its size: the candidates' ids
+        # from the (status, next_schedule_time, lease_until) index, one guarded update_many that
+        # stamps a fresh claim token on those still free, and one read of what carries the token
+        # (by _id, so it stays an index lookup). Of concurrent claimers, each candidate goes to
+        # one: the update's filter repeats the whole condition. A claimer that lost candidates
+        # to another goes round again, and the next read no longer sees what the other holds.
         due: Document = {"status": _ACTIVE, "next_schedule_time": {"$lte": utc_ms(horizon)}}
-        # A schedule is claimable without a lease (null) or with an expired one (its poller died).
-        free: list[Document] = [{"lease_until": None}, {"lease_until": {"$lt": utc_ms(now)}}]
-        lease = {"$set": {"lease_owner": owner, "lease_until": utc_ms(lease_until)}}
+        expired: Document = {"lease_until": {"$lt": utc_ms(now)}}
+        leased = utc_ms(lease_until)
         claimed: list[Schedule] = []
         with _transient("claim_due_schedules"):
             for _ in range(_CLAIM_ROUNDS):
                 wanted = limit - len(claimed)
                 if wanted <= 0:
                     break
-                candidates = [
-                    document["_id"]
-                    for document in self.schedules.find({**due, "$or": free}, {"_id": 1})
+                candidates = list(
+                    self.schedules.find(
+                        {**due, "$or": [{"lease_until": None}, expired]},
+                        {"_id": 1, "lease_until": 1},
+                    )
                     .sort("next_schedule_time", ASCENDING)
                     .limit(wanted)
-                ]
-                lost = 0
-                for key in candidates:
-                    # Each guard repeats the whole condition: of two concurrent claimers of the
-                    # same candidate, only one update matches.
-                    for lease_state in free:
-                        document = self.schedules.find_one_and_update(
-                            {"_id": key, **due, **lease_state},
-                            lease,
-                            return_document=ReturnDocument.AFTER,
+                )
+                if not candidates:
+                    break
+                token = uuid.uuid4().hex
+                stamp = {
+                    "$set": {"lease_owner": owner, "lease_until": leased, "claim_token": token}
+                }
+                # Free means no lease, or one that ran out (its poller died): two guarded cases,
+                # as no update filter here uses $or (see the module's docstring).
+                free = [c["_id"] for c in candidates if c.get("lease_until") is None]
+                lapsed = [c["_id"] for c in candidates if c.get("lease_until") is not None]
+                for ids, lease_state in ((free, {"lease_until": None}), (lapsed, expired)):
+                    if ids:
+                        self.schedules.update_many(
+                            {"_id": {"$in": ids}, **due, **lease_state}, stamp
                         )
-                        if document is not None:
-                            claimed.append(_schedule(document))
-                            break
-                    else:
-                        lost += 1
-                if not lost or len(candidates) < wanted:
+                ids = [c["_id"] for c in candidates]
+                won = list(self.schedules.find({"_id": {"$in": ids}, "claim_token": token}))
+                claimed += [_schedule(document) for document in won]
+                if len(won) == len(candidates) or len(candidates) < wanted:
                     break
         claimed.sort(key=_due_order)
         return claimed
@@ -370,8 +398,24 @@ class MongoStore(Store):
         occurrence_count: int,
         now: datetime,
     ) -> bool:
-        with _transient("advance_schedule"):
-            result = self.schedules.update_one(
+        return self.advance_schedules(
+            [(claimed, next_schedule_time, occurrence_count)], owner, now
+        )[0]
+
+    def advance_schedules(
+        self,
+        advances: Sequence[tuple[Schedule, datetime | None, int]],
+        owner: str,
+        now: datetime,
+    ) -> list[bool]:
+        # One bulk_write, each update under its own guard. Which guards matched: all of them
+        # when the matched count says so (the common case); otherwise one read of the token
+        # that only the updates of this call wrote.
+        if not advances:
+            return []
+        token = uuid.uuid4().hex
+        updates = [
+            UpdateOne(
                 {
                     "_id": _key(claimed.tenant, claimed.schedule_id),
                     "lease_owner": owner,
@@ -381,31 +425,36 @@ class MongoStore(Store):
                 },
                 {
                     "$set": {
-                        "next_schedule_time": _ms(next_schedule_time),
-                        "occurrence_count": occurrence_count,
-                        "status": _completes(next_schedule_time),
+                        "next_schedule_time": _ms(next_time),
+                        "occurrence_count": count,
+                        "status": _completes(next_time),
                         "updated_at": utc_ms(now),
                         "lease_owner": None,
                         "lease_until": None,
+                        "advance_token": token,
                     }
                 },
             )
-        return result.matched_count == 1
+            for claimed, next_time, count in advances
+        ]
+        keys = [_key(claimed.tenant, claimed.schedule_id) for claimed, _, _ in advances]
+        with _transient("advance_schedules"):
+            result = self.schedules.bulk_write(updates, ordered=False)
+            if result.matched_count == len(set(keys)) == len(keys):
+                return [True] * len(keys)
+            applied = {
+                document["_id"]
+                for document in self.schedules.find(
+                    {"_id": {"$in": keys}, "advance_token": token}, {"_id": 1}
+                )
+            }
+        # A schedule named twice in one call is advanced once: by its first entry.
+        first = {key: index for index, key in reversed(list(enumerate(keys)))}
+        return [key in applied and first[key] == index for index, key in enumerate(keys)]
 
     def record_run(self, tenant: str, schedule_id: str, succeeded: bool, at: datetime) -> None:
-        changes: Document = {
-            "$inc": {"run_count": 1, "failure_count": 0 if succeeded else 1},
-            "$set": {
-                "last_run_at": utc_ms(at),
-                "last_status": "succeeded" if succeeded else "failed",
-            },
-        }
-        if succeeded:
-            changes["$set"]["consecutive_failures"] = 0
-        else:
-            changes["$inc"]["consecutive_failures"] = 1
         with _transient("record_run"):
-            self.schedules.update_one({"_id": _key(tenant, schedule_id)}, changes)
+            self.schedules.update_one(*_run_count(tenant, schedule_id, succeeded, at))
 
     def list_schedules(
         self, tenant: str, query: ScheduleFilter, limit: int, cursor: str | None
@@ -645,35 +694,148 @@ class MongoStore(Store):
                 # It changed state between the guarded updates: go round again.
         raise Transient(f"begin_attempt {key}: too many concurrent changes, try again")
 
+    def begin_attempts(
+        self, occurrences: Sequence[Occurrence], owner: str, now: datetime, lease_until: datetime
+    ) -> list[Execution | None]:
+        # One insert_many for the batch: the first delivery of an occurrence, the common case.
+        # The records that exist already (duplicates, sorted out after) get the guarded updates
+        # of begin_attempt as one update_many per case, stamped with a token of this call, and
+        # one read says which of them this call took.
+        if not occurrences:
+            return []
+        started = utc_ms(now)
+        token = uuid.uuid4().hex
+        attempt: Document = {
+            "status": "running",
+            "started_at": started,
+            "lease_owner": owner,
+            "lease_until": utc_ms(lease_until),
+            "next_attempt_at": None,
+            "begin_token": token,
+        }
+        records = [
+            {
+                "_id": _key(occurrence.tenant, occurrence.occurrence_id),
+                "tenant": occurrence.tenant,
+                "occurrence_id": occurrence.occurrence_id,
+                "schedule_id": occurrence.schedule_id,
+                "scheduled_time": occurrence.scheduled_time,
+                "attempts": 1,
+                "revision": occurrence.revision,
+                "finished_at": None,
+                "http_status": None,
+                "duration_ms": None,
+                "lateness_ms": None,
+                "error": None,
+                "manual": occurrence.manual,
+                **attempt,
+            }
+            for occurrence in occurrences
+        ]
+        began: list[Execution | None] = [None] * len(records)
+        with _transient("begin_attempts"):
+            try:
+                self.executions.insert_many(records, ordered=False)
+                taken: set[int] = set()
+            except BulkWriteError as exc:
+                errors = exc.details.get("writeErrors", [])
+                if any(error.get("code") != _DUPLICATE_KEY for error in errors):
+                    raise
+                taken = {error["index"] for error in errors}
+            for index, record in enumerate(records):
+                if index not in taken:
+                    began[index] = _execution(record)
+            if not taken:
+                return began
+            # The first delivery of each taken key in the batch, with its revision.
+            firsts = {records[index]["_id"]: index for index in sorted(taken, reverse=True)}
+            keys = list(firsts)
+            for guard in (
+                {"status": {"$in": ["retrying", "skipped"]}},
+                {"status": "running", "lease_until": {"$lt": started}},
+            ):
+                # The previous attempt's outcome fields stay; the revision is the delivery's.
+                self.executions.bulk_write(
+                    [
+                        UpdateOne(
+                            {"_id": key, **guard},
+                            {
+                                "$set": {**attempt, "revision": records[index]["revision"]},
+                                "$inc": {"attempts": 1},
+                            },
+                        )
+                        for key, index in firsts.items()
+                    ],
+                    ordered=False,
+                )
+            current = {
+                document["_id"]: document
+                for document in self.executions.find({"_id": {"$in": keys}})
+            }
+        # A key is handed to one delivery of the batch; its other deliveries must not fire.
+        handed = {record["_id"] for index, record in enumerate(records) if index not in taken}
+        for index in sorted(taken):
+            key = records[index]["_id"]
+            document = current.get(key)
+            if key in handed:
+                continue
+            handed.add(key)
+            if document is not None and document.get("begin_token") == token:
+                began[index] = _execution(document)
+            elif document is None or not _held_or_final(document, started):
+                # It changed state between the update and the read (or vanished): one at a time.
+                began[index] = self.begin_attempt(occurrences[index], owner, now, lease_until)
+        return began
+
     def finish_attempt(self, execution: Execution, owner: str, outcome: AttemptOutcome) -> bool:
-        started = execution.started_at
-        lateness = (
-            None
-            if started is None
-            else (utc_ms(started) - execution.scheduled_time).total_seconds() * 1000.0
-        )
         with _transient("finish_attempt"):
-            result = self.executions.update_one(
-                {
-                    "_id": _key(execution.tenant, execution.occurrence_id),
-                    "lease_owner": owner,
-                    "status": "running",
-                },
-                {
-                    "$set": {
-                        "status": outcome.status.value,
-                        "finished_at": utc_ms(outcome.finished_at),
-                        "http_status": outcome.http_status,
-                        "duration_ms": outcome.duration_ms,
-                        "lateness_ms": lateness,
-                        "error": outcome.error,
-                        "next_attempt_at": _ms(outcome.next_attempt_at),
-                        "lease_owner": None,
-                        "lease_until": None,
-                    }
-                },
-            )
+            result = self.executions.update_one(*_finish(execution, owner, outcome))
         return result.matched_count == 1
+
+    def settle_attempts(
+        self, settled: Sequence[tuple[Execution, AttemptOutcome]], owner: str
+    ) -> list[bool]:
+        # Two bulk_writes per batch: the outcomes, each under the guard of finish_attempt, then
+        # the run counts of the final ones that were recorded. Which guards matched: all when
+        # the matched count says so; otherwise one read of the token only this call writes.
+        if not settled:
+            return []
+        token = uuid.uuid4().hex
+        keys = [_key(execution.tenant, execution.occurrence_id) for execution, _ in settled]
+        with _transient("settle_attempts"):
+            result = self.executions.bulk_write(
+                [
+                    UpdateOne(*_finish(execution, owner, outcome, token))
+                    for execution, outcome in settled
+                ],
+                ordered=False,
+            )
+            if result.matched_count == len(set(keys)) == len(keys):
+                recorded = [True] * len(keys)
+            else:
+                applied = {
+                    document["_id"]
+                    for document in self.executions.find(
+                        {"_id": {"$in": keys}, "finish_token": token}, {"_id": 1}
+                    )
+                }
+                first = {key: index for index, key in reversed(list(enumerate(keys)))}
+                recorded = [key in applied and first[key] == i for i, key in enumerate(keys)]
+            runs = [
+                UpdateOne(
+                    *_run_count(
+                        execution.tenant,
+                        execution.schedule_id,
+                        outcome.status is ExecutionStatus.SUCCEEDED,
+                        outcome.finished_at,
+                    )
+                )
+                for (execution, outcome), done in zip(settled, recorded, strict=True)
+                if done and outcome.status.is_final
+            ]
+            if runs:
+                self.schedules.bulk_write(runs, ordered=False)
+        return recorded
 
     def record_skips(self, skips: Sequence[tuple[Occurrence, str]], now: datetime) -> int:
         finished = utc_ms(now)
@@ -763,6 +925,64 @@ class MongoStore(Store):
             last = items[-1]
             next_cursor = f"{to_epoch_ms(last.scheduled_time)}|{last.occurrence_id}"
         return Page(items, next_cursor)
+
+
+def _held_or_final(document: Mapping[str, Any], started: datetime) -> bool:
+    """Whether a record refuses a new attempt: final, or running under a live lease."""
+    status = ExecutionStatus(document["status"])
+    if status.is_final:
+        return True
+    live = _instant(document.get("lease_until"))
+    return status is ExecutionStatus.RUNNING and live is not None and live >= started
+
+
+def _finish(
+    execution: Execution, owner: str, outcome: AttemptOutcome, token: str | None = None
+) -> tuple[Document, Document]:
+    """The guarded update of ``finish_attempt``: filter and change."""
+    started = execution.started_at
+    lateness = (
+        None
+        if started is None
+        else (utc_ms(started) - execution.scheduled_time).total_seconds() * 1000.0
+    )
+    changes: Document = {
+        "status": outcome.status.value,
+        "finished_at": utc_ms(outcome.finished_at),
+        "http_status": outcome.http_status,
+        "duration_ms": outcome.duration_ms,
+        "lateness_ms": lateness,
+        "error": outcome.error,
+        "next_attempt_at": _ms(outcome.next_attempt_at),
+        "lease_owner": None,
+        "lease_until": None,
+    }
+    if token is not None:
+        changes["finish_token"] = token
+    guard = {
+        "_id": _key(execution.tenant, execution.occurrence_id),
+        "lease_owner": owner,
+        "status": "running",
+    }
+    return guard, {"$set": changes}
+
+
+def _run_count(
+    tenant: str, schedule_id: str, succeeded: bool, at: datetime
+) -> tuple[Document, Document]:
+    """The update of ``record_run``: runs, failures, consecutive failures (reset on success)."""
+    changes: Document = {
+        "$inc": {"run_count": 1, "failure_count": 0 if succeeded else 1},
+        "$set": {
+            "last_run_at": utc_ms(at),
+            "last_status": "succeeded" if succeeded else "failed",
+        },
+    }
+    if succeeded:
+        changes["$set"]["consecutive_failures"] = 0
+    else:
+        changes["$inc"]["consecutive_failures"] = 1
+    return {"_id": _key(tenant, schedule_id)}, changes
 
 
 def _due_order(schedule: Schedule) -> tuple[datetime, str]:

@@ -102,6 +102,7 @@ CREATE TABLE IF NOT EXISTS api_keys (
 """
 
 _KEY_ID = re.compile(r"^[0-9a-f]{8,64}$")
+_KEYS_PER_READ = 500
 
 
 def _ms(moment: datetime | None) -> int | None:
@@ -140,6 +141,22 @@ class SqliteStore(Store):
             .fetchone()
         )
         return None if row is None else _schedule(row)
+
+    def get_schedules(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Schedule]:
+        unique = list(dict.fromkeys(keys))
+        found = {}
+        connection = self.db.connection()
+        # One statement per chunk (SQLite bounds the number of parameters of a statement).
+        for start in range(0, len(unique), _KEYS_PER_READ):
+            chunk = unique[start : start + _KEYS_PER_READ]
+            values = ", ".join("(?, ?)" for _ in chunk)
+            rows = connection.execute(
+                f"SELECT * FROM schedules WHERE (tenant, schedule_id) IN (VALUES {values})",
+                [part for key in chunk for part in key],
+            ).fetchall()
+            for row in rows:
+                found[(row["tenant"], row["schedule_id"])] = _schedule(row)
+        return found
 
     def apply_definition(
         self,
@@ -477,47 +494,20 @@ class SqliteStore(Store):
     def begin_attempt(
         self, occurrence: Occurrence, owner: str, now: datetime, lease_until: datetime
     ) -> Execution | None:
-        # One statement: a new record, or the next attempt of one that is retrying, skipped, or
-        # running under an expired lease; nothing (no row back) when final or leased.
-        rows = self.db.write_one(
-            "INSERT INTO executions (tenant, occurrence_id, schedule_id, scheduled_ms,"
-            " status, attempts, revision, started_ms, lease_owner, lease_until_ms, manual)"
-            " VALUES (?, ?, ?, ?, 'running', 1, ?, ?, ?, ?, ?)"
-            " ON CONFLICT (tenant, occurrence_id) DO UPDATE SET status = 'running',"
-            " attempts = attempts + 1, revision = excluded.revision,"
-            " started_ms = excluded.started_ms, lease_owner = excluded.lease_owner,"
-            " lease_until_ms = excluded.lease_until_ms, next_attempt_ms = NULL"
-            " WHERE status IN ('retrying', 'skipped')"
-            " OR (status = 'running' AND lease_until_ms < excluded.started_ms)"
-            " RETURNING attempts",
-            (
-                occurrence.tenant,
-                occurrence.occurrence_id,
-                occurrence.schedule_id,
-                to_epoch_ms(occurrence.scheduled_time),
-                occurrence.revision,
-                to_epoch_ms(now),
-                owner,
-                to_epoch_ms(lease_until),
-                occurrence.manual,
-            ),
-        )
-        if not rows:
-            return None
-        attempts = rows[0]["attempts"]
-        return Execution(
-            tenant=occurrence.tenant,
-            occurrence_id=occurrence.occurrence_id,
-            schedule_id=occurrence.schedule_id,
-            scheduled_time=occurrence.scheduled_time,
-            status=ExecutionStatus.RUNNING,
-            attempts=attempts,
-            revision=occurrence.revision,
-            started_at=utc_ms(now),
-            lease_owner=owner,
-            lease_until=utc_ms(lease_until),
-            manual=occurrence.manual,
-        )
+        rows = self.db.write_one(_BEGIN, _begin_parameters(occurrence, owner, now, lease_until))
+        return _began(occurrence, owner, now, lease_until, rows)
+
+    def begin_attempts(
+        self, occurrences: Sequence[Occurrence], owner: str, now: datetime, lease_until: datetime
+    ) -> list[Execution | None]:
+        began = []
+        with self.db.write() as connection:
+            for occurrence in occurrences:
+                rows = connection.execute(
+                    _BEGIN, _begin_parameters(occurrence, owner, now, lease_until)
+                ).fetchall()
+                began.append(_began(occurrence, owner, now, lease_until, rows))
+        return began
 
     def finish_attempt(self, execution: Execution, owner: str, outcome: AttemptOutcome) -> bool:
         with self.db.write() as connection:
@@ -604,6 +594,62 @@ class SqliteStore(Store):
             last = items[-1]
             next_cursor = f"{to_epoch_ms(last.scheduled_time)}|{last.occurrence_id}"
         return Page(items, next_cursor)
+
+
+# One statement: a new record, or the next attempt of one that is retrying, skipped, or running
+# under an expired lease; nothing (no row back) when final or leased.
+_BEGIN = (
+    "INSERT INTO executions (tenant, occurrence_id, schedule_id, scheduled_ms,"
+    " status, attempts, revision, started_ms, lease_owner, lease_until_ms, manual)"
+    " VALUES (?, ?, ?, ?, 'running', 1, ?, ?, ?, ?, ?)"
+    " ON CONFLICT (tenant, occurrence_id) DO UPDATE SET status = 'running',"
+    " attempts = attempts + 1, revision = excluded.revision,"
+    " started_ms = excluded.started_ms, lease_owner = excluded.lease_owner,"
+    " lease_until_ms = excluded.lease_until_ms, next_attempt_ms = NULL"
+    " WHERE status IN ('retrying', 'skipped')"
+    " OR (status = 'running' AND lease_until_ms < excluded.started_ms)"
+    " RETURNING attempts"
+)
+
+
+def _begin_parameters(
+    occurrence: Occurrence, owner: str, now: datetime, lease_until: datetime
+) -> tuple[Any, ...]:
+    return (
+        occurrence.tenant,
+        occurrence.occurrence_id,
+        occurrence.schedule_id,
+        to_epoch_ms(occurrence.scheduled_time),
+        occurrence.revision,
+        to_epoch_ms(now),
+        owner,
+        to_epoch_ms(lease_until),
+        occurrence.manual,
+    )
+
+
+def _began(
+    occurrence: Occurrence,
+    owner: str,
+    now: datetime,
+    lease_until: datetime,
+    rows: Sequence[sqlite3.Row],
+) -> Execution | None:
+    if not rows:
+        return None
+    return Execution(
+        tenant=occurrence.tenant,
+        occurrence_id=occurrence.occurrence_id,
+        schedule_id=occurrence.schedule_id,
+        scheduled_time=occurrence.scheduled_time,
+        status=ExecutionStatus.RUNNING,
+        attempts=rows[0]["attempts"],
+        revision=occurrence.revision,
+        started_at=utc_ms(now),
+        lease_owner=owner,
+        lease_until=utc_ms(lease_until),
+        manual=occurrence.manual,
+    )
 
 
 def _advance(

@@ -12,6 +12,7 @@ from shared.model import AttemptOutcome, ExecutionStatus, ScheduleStatus
 from shared.ports import Store
 from tests.integration.test_store_contract import (
     MINUTE,
+    SECOND,
     T0,
     TENANT,
     claim,
@@ -131,3 +132,47 @@ def test_begin_attempts_keeps_the_guard_of_begin_attempt_per_item(store: Store) 
     assert began[0] is None  # executor-1's lease is live
     assert began[1] is not None and began[1].occurrence_id == second.occurrence_id
     assert store.begin_attempts([], "executor-2", T0, lease) == []
+
+
+def test_begin_attempts_takes_over_retries_skips_and_expired_leases_and_refuses_the_rest(
+    store: Store,
+) -> None:
+    names = ("new", "retrying", "skipped", "expired", "live", "done")
+    items = {name: occurrence(name) for name in names}
+    for name in ("retrying", "live", "done"):
+        began = store.begin_attempt(items[name], "executor-1", T0, T0 + MINUTE)
+        assert began is not None
+        if name in ("retrying", "done"):
+            status = ExecutionStatus.RETRYING if name == "retrying" else ExecutionStatus.SUCCEEDED
+            outcome = AttemptOutcome(status, T0 + SECOND, 503, 1.0, None, T0 + MINUTE)
+            assert store.finish_attempt(began, "executor-1", outcome)
+    store.record_skips([(items["skipped"], "paused")], T0)
+    # Half a minute on: executor-1's lease on "live" holds; "expired" had a shorter one.
+    assert store.begin_attempt(items["expired"], "executor-1", T0, T0 + SECOND) is not None
+    now = T0 + 30 * SECOND
+    batch = store.begin_attempts(
+        [items[name] for name in names] + [items["new"]], "executor-2", now, now + MINUTE
+    )
+    by_name = dict(zip([*names, "new-again"], batch, strict=True))
+    assert by_name["live"] is None and by_name["done"] is None
+    assert by_name["new-again"] is None  # the same occurrence twice in a batch fires once
+    attempts = {name: execution.attempts for name, execution in by_name.items() if execution}
+    assert attempts == {"new": 1, "retrying": 2, "skipped": 1, "expired": 2}
+    for name in attempts:
+        record = store.get_execution(TENANT, items[name].occurrence_id)
+        assert record is not None
+        assert (record.status, record.lease_owner) == (ExecutionStatus.RUNNING, "executor-2")
+        assert record.lease_until == now + MINUTE
+
+
+def test_settle_attempts_counts_a_run_once_when_an_outcome_is_given_twice(store: Store) -> None:
+    create(store, "s1")
+    began = store.begin_attempt(occurrence("s1"), "executor-1", T0, T0 + MINUTE)
+    assert began is not None
+    outcome = AttemptOutcome(ExecutionStatus.SUCCEEDED, T0 + SECOND, 200, 1.0)
+    assert store.settle_attempts([(began, outcome), (began, outcome)], "executor-1") == [
+        True,
+        False,
+    ]
+    schedule = store.get_schedule(TENANT, "s1")
+    assert schedule is not None and schedule.run_count == 1

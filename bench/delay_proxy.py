@@ -1,0 +1,114 @@
+"""A loopback TCP proxy for the MongoDB wire protocol that adds a set delay to every command.
+
+Each message a client sends (a MongoDB request: 16-byte header, ``messageLength`` first) is held
+for ``--delay-ms`` before it goes on to the server; answers come back at once. A driver waits
+for the answer of each command it sends on a connection, so every round trip costs the delay:
+what a network between the workers and a cluster adds. Loopback only.
+
+    python -m bench.delay_proxy --listen 27100 --target 127.0.0.1:27017 --delay-ms 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import struct
+import threading
+from collections.abc import Iterator
+
+HEADER = struct.Struct("<i")
+
+
+async def _requests(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, delay: float
+) -> None:
+    try:
+        while True:
+            header = await reader.readexactly(4)
+            (length,) = HEADER.unpack(header)
+            rest = await reader.readexactly(length - 4)
+            if delay > 0:
+                await asyncio.sleep(delay)
+            writer.write(header + rest)
+            await writer.drain()
+    except (asyncio.IncompleteReadError, ConnectionError):
+        pass
+    finally:
+        writer.close()
+
+
+async def _answers(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        while chunk := await reader.read(65536):
+            writer.write(chunk)
+            await writer.drain()
+    except ConnectionError:
+        pass
+    finally:
+        writer.close()
+
+
+async def _serve(
+    port: int, target: tuple[str, int], delay: float, ready: threading.Event, stop: asyncio.Event
+) -> None:
+    async def connection(
+        client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter
+    ) -> None:
+        try:
+            server_reader, server_writer = await asyncio.open_connection(*target)
+        except OSError:
+            client_writer.close()
+            return
+        await asyncio.gather(
+            _requests(client_reader, server_writer, delay),
+            _answers(server_reader, client_writer),
+        )
+
+    server = await asyncio.start_server(connection, "127.0.0.1", port)
+    ready.set()
+    async with server:
+        await stop.wait()
+
+
+@contextlib.contextmanager
+def delaying_proxy(port: int, target: tuple[str, int], delay_ms: float) -> Iterator[str]:
+    """Run the proxy on a thread of this process while the block runs; yields its host:port."""
+    ready = threading.Event()
+    loop = asyncio.new_event_loop()
+    stop = asyncio.Event()
+
+    def run() -> None:
+        asyncio.set_event_loop(loop)
+        loop.run_until_complete(_serve(port, target, delay_ms / 1000.0, ready, stop))
+
+    thread = threading.Thread(target=run, name="delay-proxy", daemon=True)
+    thread.start()
+    if not ready.wait(10):
+        raise RuntimeError("the delaying proxy did not start")
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(10)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--listen", type=int, required=True, help="port on 127.0.0.1")
+    parser.add_argument("--target", required=True, help="host:port of the MongoDB server")
+    parser.add_argument("--delay-ms", type=float, default=1.0, help="added to every command")
+    args = parser.parse_args()
+    host, _, port = args.target.rpartition(":")
+    if host not in ("127.0.0.1", "localhost", "::1", "[::1]"):
+        parser.error("--target: loopback only")
+    ready = threading.Event()
+    print(f"delaying every command by {args.delay_ms} ms: 127.0.0.1:{args.listen} -> {args.target}")
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(
+            _serve(args.listen, (host, int(port)), args.delay_ms / 1000.0, ready, asyncio.Event())
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,106 @@
+"""The MongoDB store's hot paths cost a constant number of commands per batch, whatever its size.
+
+Counted on the wire (pymongo command monitoring) against nx-27017, and against the MongoDB of
+``SCHEDULER_TEST_MONGO_URL`` when it is set: what a real cluster would be asked.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import pymongo
+import pytest
+from pymongo import monitoring
+
+from shared.adapters.mongo_store import MongoStore
+from shared.model import AttemptOutcome, ExecutionStatus
+from tests.integration.test_store_contract import MINUTE, SECOND, T0, TENANT, create, occurrence
+from tests.support.peers import MONGO_URL, mongo_url_for
+
+
+class Commands(monitoring.CommandListener):
+    def __init__(self) -> None:
+        self.names: Counter[str] = Counter()
+
+    def started(self, event: monitoring.CommandStartedEvent) -> None:
+        self.names[event.command_name] += 1
+
+    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
+        pass
+
+    def failed(self, event: monitoring.CommandFailedEvent) -> None:
+        pass
+
+    def take(self) -> int:
+        count = sum(self.names.values())
+        self.names.clear()
+        return count
+
+
+@pytest.fixture(params=["nx-27017", *(["mongo-url"] if MONGO_URL else [])])
+def counted(request: pytest.FixtureRequest) -> Iterator[tuple[MongoStore, Commands]]:
+    commands = Commands()
+    client: pymongo.MongoClient[dict[str, Any]] = pymongo.MongoClient(
+        mongo_url_for(request, request.param), tz_aware=True, event_listeners=[commands]
+    )
+    database = f"scheduler_test_{uuid.uuid4().hex[:12]}"
+    store = MongoStore(client, database)
+    store.ensure_indexes()
+    try:
+        yield store, commands
+    finally:
+        client.drop_database(database)
+        client.close()
+
+
+def fire_batch(store: MongoStore, commands: Commands, size: int, prefix: str) -> dict[str, int]:
+    """Commands of each step of ``size`` one-time schedules, claim to recorded success."""
+    for number in range(size):
+        create(store, f"{prefix}{number:03d}")
+    commands.take()
+    claimed = store.claim_due_schedules(T0, T0, size, "poller-1", T0 + MINUTE)
+    steps = {"claim": commands.take()}
+    assert len(claimed) == size
+    assert store.advance_schedules([(s, None, 1) for s in claimed], "poller-1", T0) == [True] * size
+    steps["advance"] = commands.take()
+    due = [occurrence(s.schedule_id) for s in claimed]
+    assert len(store.get_schedules([(o.tenant, o.schedule_id) for o in due])) == size
+    steps["version check"] = commands.take()
+    began = store.begin_attempts(due, "executor-1", T0, T0 + MINUTE)
+    steps["begin"] = commands.take()
+    outcome = AttemptOutcome(ExecutionStatus.SUCCEEDED, T0 + SECOND, 200, 1.0)
+    settled = [(execution, outcome) for execution in began if execution is not None]
+    assert store.settle_attempts(settled, "executor-1") == [True] * size
+    steps["settle"] = commands.take()
+    counted = store.get_schedules([(TENANT, s.schedule_id) for s in claimed])
+    assert all(schedule.run_count == 1 for schedule in counted.values())
+    return steps
+
+
+def test_a_batch_costs_the_same_commands_whatever_its_size(
+    counted: tuple[MongoStore, Commands],
+) -> None:
+    store, commands = counted
+    small = fire_batch(store, commands, 3, "small-")
+    large = fire_batch(store, commands, 60, "large-")
+    assert small == large
+    # Three to claim, two to settle (the outcomes, then the run counts), one for each other step.
+    assert large == {"claim": 3, "advance": 1, "version check": 1, "begin": 1, "settle": 2}
+
+
+def test_a_batch_with_redeliveries_costs_a_few_commands_more_not_one_per_item(
+    counted: tuple[MongoStore, Commands],
+) -> None:
+    store, commands = counted
+    due = [occurrence(f"s{number:03d}") for number in range(40)]
+    first = store.begin_attempts(due[:20], "executor-1", T0, T0 + SECOND)
+    assert all(first)
+    commands.take()
+    # Half the batch comes round again after executor-1's lease ran out.
+    later = T0 + MINUTE
+    again = store.begin_attempts(due, "executor-2", later, later + MINUTE)
+    assert [execution.attempts if execution else None for execution in again] == [2] * 20 + [1] * 20
+    assert commands.take() <= 4  # insert, two guarded updates, one read
