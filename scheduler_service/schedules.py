@@ -126,7 +126,10 @@ def json_response(body: Any, status: int, headers: dict[str, str] | None = None)
 
 def present(schedule: Schedule) -> dict[str, Any]:
     """The schedule as clients see it, masked by the configured secret patterns."""
-    return schedule_view(schedule, service().settings.secret_headers)
+    scheduler = service()
+    return schedule_view(
+        schedule, scheduler.settings.secret_headers, scheduler.next_fire_time(schedule)
+    )
 
 
 def idempotent_request(headers: dict[str, Any]) -> IdempotentRequest | None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import itertools
 import secrets
 import threading
 import time
@@ -67,6 +68,9 @@ MASK = "********"
 # re-sends its mutation (the first may have died between recording and enqueueing).
 RESEND_AFTER = timedelta(seconds=30)
 LIVE = (ScheduleStatus.ACTIVE, ScheduleStatus.PAUSED)
+# How many occurrences are counted to tell whether one still ahead of a schedule that has used
+# up its max_occurrences was among those sent; past it, it is taken as sent.
+MAX_COUNT_WALK = 10_000
 
 
 class IdempotencyConflict(SchedulerError):
@@ -354,6 +358,11 @@ class ScheduleService:
         self.queues.occurrences.send([OutgoingMessage(encode_occurrence(occurrence))])
         return occurrence
 
+    def next_fire_time(self, schedule: Schedule) -> datetime | None:
+        """When the schedule fires next, as of now (see ``next_fire_time``)."""
+        lookahead = timedelta(seconds=self.settings.lookahead_seconds)
+        return next_fire_time(schedule, self.clock.now(), lookahead)
+
     def list_schedules(
         self, tenant: str, query: ScheduleFilter, limit: int, cursor: str | None
     ) -> Page[Schedule]:
@@ -364,6 +373,38 @@ class ScheduleService:
     ) -> Page[Execution]:
         self.get(tenant, schedule_id)
         return self.store.list_executions(tenant, schedule_id, limit, cursor)
+
+
+def next_fire_time(schedule: Schedule, now: datetime, lookahead: timedelta) -> datetime | None:
+    """The next time the schedule fires, which is not its dispatch cursor.
+
+    The stored ``next_schedule_time`` is how far the poller has sent occurrences: it sends those
+    due within ``lookahead`` ahead of their time and moves the cursor past them. So the next fire
+    is the first occurrence from now on when it is before the cursor (already sent, not yet
+    due), else the cursor itself (also when it is overdue: it fires as soon as it is sent). A
+    schedule with no cursor has nothing left to send, but what the last advance sent (at most
+    ``lookahead`` after it) may still be ahead. A paused schedule fires nothing.
+    """
+    if schedule.status not in (ScheduleStatus.ACTIVE, ScheduleStatus.COMPLETED):
+        return None
+    cursor = schedule.next_schedule_time
+    if cursor is not None and cursor <= now:
+        return cursor
+    if cursor is None and schedule.updated_at + lookahead < now:
+        return None
+    timing = schedule.live_definition.timing
+    recurrence = build_recurrence(timing, schedule.accepted_at)
+    ahead = recurrence.first_at_or_after(max(now, schedule.accepted_at))
+    if ahead is None or (cursor is not None and ahead >= cursor):
+        return cursor
+    if cursor is None and timing.max_occurrences is not None:
+        # The schedule stopped at its max_occurrences: was this one among them?
+        counted = itertools.islice(
+            recurrence.upcoming(schedule.accepted_at, timing.max_occurrences), MAX_COUNT_WALK
+        )
+        if all(moment < ahead for moment in counted) and timing.max_occurrences <= MAX_COUNT_WALK:
+            return None
+    return ahead
 
 
 def time_pair(moment: datetime | None, timezone: str) -> dict[str, str | None]:
@@ -394,16 +435,19 @@ def mask_url(url: str, patterns: Iterable[str]) -> str:
     return urlunsplit(parts._replace(query=urlencode(masked, safe="*")))
 
 
-def schedule_view(schedule: Schedule, secret_patterns: Iterable[str]) -> dict[str, Any]:
-    """The schedule as clients see it: values of secret-looking headers and query parameters
-    (in ``queryParameters`` or in the URL itself) masked."""
+def schedule_view(
+    schedule: Schedule, secret_patterns: Iterable[str], next_time: datetime | None
+) -> dict[str, Any]:
+    """The schedule as clients see it, firing next at ``next_time``: values of secret-looking
+    headers and query parameters (in ``queryParameters`` or in the URL itself) masked."""
     definition = schedule.live_definition
     timing = definition.timing
     payload = definition.payload.to_document()
     payload["url"] = mask_url(definition.payload.url, secret_patterns)
     payload["headers"] = mask_headers(definition.payload.headers, secret_patterns)
     payload["queryParameters"] = mask_headers(definition.payload.query, secret_patterns)
-    next_time = time_pair(schedule.next_schedule_time, timing.timezone)
+    next_pair = time_pair(next_time, timing.timezone)
+    cursor = schedule.next_schedule_time
     return {
         "id": schedule.schedule_id,
         "name": definition.name,
@@ -416,8 +460,9 @@ def schedule_view(schedule: Schedule, secret_patterns: Iterable[str]) -> dict[st
         "schedule": definition.request.get("schedule", timing.to_document()),
         "timing": timing.to_document(),
         "timezone": timing.timezone,
-        "next_schedule_time": next_time["utc"],
-        "next_schedule_time_local": next_time["local"],
+        "next_schedule_time": next_pair["utc"],
+        "next_schedule_time_local": next_pair["local"],
+        "dispatch_cursor": iso_z(cursor) if cursor is not None else None,
         "payload": payload,
         "metadata": dict(definition.metadata),
         "tags": list(definition.tags),
