@@ -34,7 +34,7 @@ from scheduler_service.responses import (
     ScheduleViewSchema,
     TriggeredSchema,
 )
-from scheduler_service.schemas import SCHEDULE_ID, PreviewSchema, ScheduleBodySchema
+from scheduler_service.schemas import ISO_TEXT, SCHEDULE_ID, PreviewSchema, ScheduleBodySchema
 from scheduler_service.service import (
     Accepted,
     IdempotentRequest,
@@ -305,7 +305,7 @@ def _instant_arg(query: dict[str, Any], name: str) -> datetime | None:
     if text is None:
         return None
     try:
-        moment = parse_iso(text)
+        moment = parse_iso(text) if ISO_TEXT.fullmatch(text) else None
     except ValueError:
         moment = None
     if moment is None or moment.tzinfo is None:

@@ -31,7 +31,7 @@ import secrets
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -43,6 +43,8 @@ from shared.messages import DefinitionMutation, encode_mutation, encode_occurren
 from shared.model import (
     Execution,
     Occurrence,
+    Payload,
+    RetryPolicy,
     Schedule,
     ScheduleDefinition,
     ScheduleStatus,
@@ -159,15 +161,47 @@ class ScheduleService:
 
     # -- mutations ---------------------------------------------------------------------
 
-    def check(self, timing: Timing, names: Mapping[str, str], now: datetime) -> datetime | None:
-        """Domain checks of a parsed timing; returns its first occurrence."""
+    def check(self, timing: Timing, names: Mapping[str, str], now: datetime) -> None:
+        """Domain checks of a parsed timing (``shared.validation``)."""
         check_timing(
             timing,
             now,
             timedelta(seconds=self.settings.min_interval_seconds),
             names={**CANONICAL_FIELDS, **names},
         )
-        return first_occurrence(timing, now)
+
+    def check_retry(self, retry: RetryPolicy) -> None:
+        if retry.max_attempts > self.settings.max_receives:
+            # Each attempt is a delivery of the message; past max_receives the queue itself
+            # dead-letters it, before the attempts run out.
+            raise InvalidInput(
+                {
+                    "retry.max_attempts": f"at most {self.settings.max_receives} here "
+                    "(SCHEDULER_MAX_RECEIVES, the deliveries a message gets)"
+                }
+            )
+
+    def domain_errors(self, parts: Mapping[str, Any], now: datetime) -> dict[str, list[str]]:
+        """The domain checks of a body's parts that were read (``schedule`` as ``(timing,
+        names)``, ``payload``, ``retry``), every bad field named: so a body with a bad field
+        elsewhere still learns that its cron line is bad, in the same answer."""
+        now = self.clock.now()
+        checks: list[Callable[[], object]] = []
+        # A part that was not read is absent, or left as the partial dict marshmallow read.
+        if isinstance(parts.get("schedule"), tuple):
+            timing, names = parts["schedule"]
+            checks.append(lambda: self.check(timing, names, now))
+        if isinstance(parts.get("payload"), Payload):
+            checks.append(lambda: self.check_target(parts["payload"].url))
+        if isinstance(parts.get("retry"), RetryPolicy):
+            checks.append(lambda: self.check_retry(parts["retry"]))
+        errors: dict[str, list[str]] = {}
+        for check in checks:
+            try:
+                check()
+            except InvalidInput as exc:
+                errors.update(exc.fields)
+        return errors
 
     def check_target(self, url: str) -> None:
         """The SSRF guard at creation: the URL's host as written (``shared.ssrf``)."""
@@ -206,17 +240,15 @@ class ScheduleService:
         idempotency: IdempotentRequest | None = None,
     ) -> Accepted:
         now = self.clock.now()
-        next_time = self.check(definition.timing, names, now)
-        self.check_target(definition.payload.url)
-        if definition.retry.max_attempts > self.settings.max_receives:
-            # Each attempt is a delivery of the message; past max_receives the queue itself
-            # dead-letters it, before the attempts run out.
-            raise InvalidInput(
-                {
-                    "retry.max_attempts": f"at most {self.settings.max_receives} here "
-                    "(SCHEDULER_MAX_RECEIVES, the deliveries a message gets)"
-                }
-            )
+        parts = {
+            "schedule": (definition.timing, names),
+            "payload": definition.payload,
+            "retry": definition.retry,
+        }
+        errors = self.domain_errors(parts, now)
+        if errors:
+            raise InvalidInput(errors)
+        next_time = first_occurrence(definition.timing, now)
         if idempotency is not None:
             recorded = self.store.get_idempotency_record(tenant, idempotency.key, now)
             if recorded is not None:
