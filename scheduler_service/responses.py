@@ -40,8 +40,16 @@ class AcceptedSchema(Open):
     id = fields.String(required=True)
     status = fields.String(required=True, metadata={"description": "always accepted"})
     revision = fields.Integer(required=True)
-    next_schedule_time = fields.String(allow_none=True, required=True)
-    next_schedule_time_local = fields.String(allow_none=True, required=True)
+    next_schedule_time = fields.String(
+        allow_none=True,
+        required=True,
+        metadata={"description": "the first time it will fire (ISO-8601 UTC); null if never"},
+    )
+    next_schedule_time_local = fields.String(
+        allow_none=True,
+        required=True,
+        metadata={"description": "the same time in the schedule's timezone, with its offset"},
+    )
 
 
 class TimePairSchema(Open):
@@ -83,8 +91,27 @@ class ScheduleViewSchema(Open):
     schedule = fields.Dict(required=True, metadata={"description": "as the client sent it"})
     timing = fields.Dict(required=True, metadata={"description": "the canonical form"})
     timezone = fields.String(required=True)
-    next_schedule_time = fields.String(allow_none=True, required=True)
-    next_schedule_time_local = fields.String(allow_none=True, required=True)
+    next_schedule_time = fields.String(
+        allow_none=True,
+        required=True,
+        metadata={
+            "description": "the next time the schedule will fire (ISO-8601 UTC), as of this "
+            "answer; null when it will not fire again (paused, or no occurrence left)"
+        },
+    )
+    next_schedule_time_local = fields.String(
+        allow_none=True,
+        required=True,
+        metadata={"description": "next_schedule_time in the schedule's timezone, with its offset"},
+    )
+    dispatch_cursor = fields.String(
+        allow_none=True,
+        metadata={
+            "description": "for operators: the first occurrence the poller has not yet sent "
+            "(it sends occurrences a few minutes ahead of their time); the ?next_after= and "
+            "?next_before= filters of GET /schedules compare it"
+        },
+    )
     payload = fields.Dict(
         required=True, metadata={"description": "the call; secret header values are masked"}
     )
@@ -179,11 +206,11 @@ class ListSchedulesQuery(Query):
     tag = fields.String(validate=validate.Length(min=1, max=100))
     next_after = fields.String(
         validate=validate.Length(max=64),
-        metadata={"description": "next_schedule_time at or after this ISO-8601 instant"},
+        metadata={"description": "dispatch_cursor at or after this ISO-8601 instant"},
     )
     next_before = fields.String(
         validate=validate.Length(max=64),
-        metadata={"description": "next_schedule_time at or before this ISO-8601 instant"},
+        metadata={"description": "dispatch_cursor at or before this ISO-8601 instant"},
     )
     limit = _limit()
     cursor = _cursor()

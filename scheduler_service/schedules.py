@@ -34,7 +34,7 @@ from scheduler_service.responses import (
     ScheduleViewSchema,
     TriggeredSchema,
 )
-from scheduler_service.schemas import SCHEDULE_ID, PreviewSchema, ScheduleBodySchema
+from scheduler_service.schemas import ISO_TEXT, SCHEDULE_ID, PreviewSchema, ScheduleBodySchema
 from scheduler_service.service import (
     Accepted,
     IdempotentRequest,
@@ -126,7 +126,10 @@ def json_response(body: Any, status: int, headers: dict[str, str] | None = None)
 
 def present(schedule: Schedule) -> dict[str, Any]:
     """The schedule as clients see it, masked by the configured secret patterns."""
-    return schedule_view(schedule, service().settings.secret_headers)
+    scheduler = service()
+    return schedule_view(
+        schedule, scheduler.settings.secret_headers, scheduler.next_fire_time(schedule)
+    )
 
 
 def idempotent_request(headers: dict[str, Any]) -> IdempotentRequest | None:
@@ -302,7 +305,7 @@ def _instant_arg(query: dict[str, Any], name: str) -> datetime | None:
     if text is None:
         return None
     try:
-        moment = parse_iso(text)
+        moment = parse_iso(text) if ISO_TEXT.fullmatch(text) else None
     except ValueError:
         moment = None
     if moment is None or moment.tzinfo is None:

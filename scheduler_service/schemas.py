@@ -9,12 +9,16 @@ Two shapes of the ``schedule`` object are accepted:
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+import zoneinfo
+from collections.abc import Callable
 from datetime import date, datetime, time, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
+from flask import current_app, has_app_context
 from marshmallow import (
     EXCLUDE,
     RAISE,
@@ -75,8 +79,15 @@ def _year_in_range(year: int) -> None:
         )
 
 
+# What an ISO-8601 date-time may hold: ASCII digits, separators, a designator; nothing after
+# (Python's parser would let a trailing NUL through).
+ISO_TEXT = re.compile(r"\d{4}-[\d\-W]+(?:[T ][\d:.,+\-]*[Zz]?)?", re.ASCII)
+
+
 def _iso_datetime(value: str) -> datetime:
     try:
+        if not ISO_TEXT.fullmatch(value):
+            raise ValueError(value)
         moment = parse_iso(value)
     except ValueError:
         raise ValidationError(
@@ -87,7 +98,24 @@ def _iso_datetime(value: str) -> datetime:
     return moment
 
 
+@functools.cache
+def region_zones() -> frozenset[str]:
+    """The IANA zone names a schedule may use: the tz database's zones and links, without the
+    files that are not zones of a region (``localtime``, ``posixrules``, ``Factory``) nor the
+    ``posix/`` and ``right/`` (leap-second) copies."""
+    return frozenset(
+        name
+        for name in zoneinfo.available_timezones()
+        if name not in {"localtime", "posixrules", "Factory"}
+        and not name.startswith(("posix/", "right/"))
+    )
+
+
 def _zone_name(value: str) -> None:
+    if value not in region_zones():
+        raise ValidationError(
+            f"unknown time zone {value[:64]!r}: give an IANA name such as 'Europe/Paris' or 'UTC'"
+        )
     try:
         load_zone(value)
     except ValueError as exc:
@@ -112,6 +140,24 @@ class WholeNumber(fields.Integer):
             raise self.make_error("invalid")
         number: int = super()._deserialize(value, attr, data, **kwargs)
         return number
+
+
+class JsonNumber(fields.Float):
+    """A JSON number: not a string of digits, and not ``true``/``false``."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self.make_error("invalid")
+        try:
+            number: float = super()._deserialize(value, attr, data, **kwargs)
+        except OverflowError:
+            raise self.make_error("too_large") from None
+        return number
+
+
+# The most occurrences a schedule may be limited to: far beyond any real need, and small enough
+# for every store to keep as a 64-bit integer.
+MAX_OCCURRENCES = 1_000_000_000
 
 
 class IntervalSchema(Schema):
@@ -146,7 +192,11 @@ class ScheduleSpecSchema(Schema):
     rrule = fields.String(validate=validate.Length(min=1, max=2000))
     start = fields.String(validate=_iso_datetime)
     end = fields.String(validate=_iso_datetime)
-    max_occurrences = WholeNumber(validate=validate.Range(min=1))
+    max_occurrences = WholeNumber(
+        validate=validate.Range(
+            min=1, max=MAX_OCCURRENCES, error=f"a whole number from 1 to {MAX_OCCURRENCES:,}"
+        )
+    )
 
     @validates_schema
     def one_shape(self, data: dict[str, Any], **_: Any) -> None:
@@ -226,14 +276,25 @@ def _seed_time(value: str, am_pm: str | None) -> time:
 def seed_timing(data: dict[str, Any]) -> Timing:
     """The blueprint's form: start at ``start_date`` + ``time_of_day`` local, repeat from there,
     stop after the end of ``end_date`` local; no ``repeat_interval`` means once."""
-    start_day = _seed_date(data["start_date"], "start_date")
-    at_time = _seed_time(data["time_of_day"], data.get("am_pm"))
+    errors: dict[str, Any] = {}
+
+    def read(parse: Callable[..., Any], *args: Any) -> Any:
+        try:
+            return parse(*args)
+        except ValidationError as exc:
+            errors[exc.field_name] = exc.messages
+            return None
+
+    start_day = read(_seed_date, data["start_date"], "start_date")
+    at_time = read(_seed_time, data["time_of_day"], data.get("am_pm"))
+    end_day = read(_seed_date, data["end_date"], "end_date") if "end_date" in data else None
+    if start_day is not None and end_day is not None and end_day < start_day:
+        errors["end_date"] = ["end_date is before start_date"]
+    if errors:
+        raise ValidationError(errors)
     anchor = datetime.combine(start_day, at_time)
     end = None
-    if "end_date" in data:
-        end_day = _seed_date(data["end_date"], "end_date")
-        if end_day < start_day:
-            raise ValidationError("end_date is before start_date", "end_date")
+    if end_day is not None:
         end = datetime.combine(end_day + timedelta(days=1), time()) - timedelta(milliseconds=1)
     interval = data.get("repeat_interval")
     if interval is None:
@@ -337,7 +398,7 @@ class PayloadSchema(Schema):
         keys=fields.String(), values=fields.Raw(), load_default=dict, validate=_query
     )
     body = fields.Raw(allow_none=True, load_default=None)
-    timeout_seconds = fields.Float(
+    timeout_seconds = JsonNumber(
         load_default=10.0, validate=validate.Range(min=0.001, max=300, min_inclusive=True)
     )
 
@@ -362,8 +423,8 @@ class RetrySchema(Schema):
         unknown = RAISE
 
     max_attempts = WholeNumber(load_default=5, validate=validate.Range(1, 100))
-    backoff_seconds = fields.Float(load_default=1.0, validate=validate.Range(0.01, 3600))
-    max_backoff_seconds = fields.Float(load_default=300.0, validate=validate.Range(0.01, 43200))
+    backoff_seconds = JsonNumber(load_default=1.0, validate=validate.Range(0.01, 3600))
+    max_backoff_seconds = JsonNumber(load_default=300.0, validate=validate.Range(0.01, 43200))
 
     @post_load
     def to_policy(self, data: dict[str, Any], **_: Any) -> RetryPolicy:
@@ -377,14 +438,30 @@ class MisfireSchema(Schema):
     policy = fields.String(
         load_default="fire_once", validate=validate.OneOf([p.value for p in MisfirePolicy])
     )
-    grace_seconds = fields.Float(allow_none=True, load_default=None, validate=validate.Range(0))
+    grace_seconds = JsonNumber(allow_none=True, load_default=None, validate=validate.Range(0))
 
     @post_load
     def to_misfire(self, data: dict[str, Any], **_: Any) -> Misfire:
         return Misfire(MisfirePolicy(data["policy"]), data["grace_seconds"])
 
 
-class ScheduleBodySchema(Schema):
+class DomainChecked(Schema):
+    """A body whose domain checks (``ScheduleService.domain_errors``: does the timing fire, and
+    not too often; is the target allowed …) run on the parts that were read even when another
+    field is bad, so that one answer names every bad field. A body without field errors gets
+    the same checks from the service."""
+
+    def handle_error(self, error: ValidationError, data: Any, *, many: bool, **kwargs: Any) -> None:
+        scheduler = current_app.extensions.get("scheduler") if has_app_context() else None
+        if scheduler is None or not isinstance(error.messages, dict):
+            return
+        if isinstance(error.valid_data, dict):
+            found = scheduler.domain_errors(error.valid_data, scheduler.clock.now())
+            for name, messages in found.items():
+                error.messages.setdefault(name, messages)
+
+
+class ScheduleBodySchema(DomainChecked):
     """The body of ``POST /schedule`` and ``PUT /schedule/{id}``."""
 
     class Meta:
@@ -414,7 +491,7 @@ class ScheduleBodySchema(Schema):
     misfire = fields.Nested(MisfireSchema, load_default=lambda: Misfire())
 
 
-class PreviewSchema(Schema):
+class PreviewSchema(DomainChecked):
     class Meta:
         unknown = EXCLUDE
 

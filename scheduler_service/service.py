@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import itertools
 import secrets
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -42,6 +43,8 @@ from shared.messages import DefinitionMutation, encode_mutation, encode_occurren
 from shared.model import (
     Execution,
     Occurrence,
+    Payload,
+    RetryPolicy,
     Schedule,
     ScheduleDefinition,
     ScheduleStatus,
@@ -67,6 +70,9 @@ MASK = "********"
 # re-sends its mutation (the first may have died between recording and enqueueing).
 RESEND_AFTER = timedelta(seconds=30)
 LIVE = (ScheduleStatus.ACTIVE, ScheduleStatus.PAUSED)
+# How many occurrences are counted to tell whether one still ahead of a schedule that has used
+# up its max_occurrences was among those sent; past it, it is taken as sent.
+MAX_COUNT_WALK = 10_000
 
 
 class IdempotencyConflict(SchedulerError):
@@ -155,15 +161,47 @@ class ScheduleService:
 
     # -- mutations ---------------------------------------------------------------------
 
-    def check(self, timing: Timing, names: Mapping[str, str], now: datetime) -> datetime | None:
-        """Domain checks of a parsed timing; returns its first occurrence."""
+    def check(self, timing: Timing, names: Mapping[str, str], now: datetime) -> None:
+        """Domain checks of a parsed timing (``shared.validation``)."""
         check_timing(
             timing,
             now,
             timedelta(seconds=self.settings.min_interval_seconds),
             names={**CANONICAL_FIELDS, **names},
         )
-        return first_occurrence(timing, now)
+
+    def check_retry(self, retry: RetryPolicy) -> None:
+        if retry.max_attempts > self.settings.max_receives:
+            # Each attempt is a delivery of the message; past max_receives the queue itself
+            # dead-letters it, before the attempts run out.
+            raise InvalidInput(
+                {
+                    "retry.max_attempts": f"at most {self.settings.max_receives} here "
+                    "(SCHEDULER_MAX_RECEIVES, the deliveries a message gets)"
+                }
+            )
+
+    def domain_errors(self, parts: Mapping[str, Any], now: datetime) -> dict[str, list[str]]:
+        """The domain checks of a body's parts that were read (``schedule`` as ``(timing,
+        names)``, ``payload``, ``retry``), every bad field named: so a body with a bad field
+        elsewhere still learns that its cron line is bad, in the same answer."""
+        now = self.clock.now()
+        checks: list[Callable[[], object]] = []
+        # A part that was not read is absent, or left as the partial dict marshmallow read.
+        if isinstance(parts.get("schedule"), tuple):
+            timing, names = parts["schedule"]
+            checks.append(lambda: self.check(timing, names, now))
+        if isinstance(parts.get("payload"), Payload):
+            checks.append(lambda: self.check_target(parts["payload"].url))
+        if isinstance(parts.get("retry"), RetryPolicy):
+            checks.append(lambda: self.check_retry(parts["retry"]))
+        errors: dict[str, list[str]] = {}
+        for check in checks:
+            try:
+                check()
+            except InvalidInput as exc:
+                errors.update(exc.fields)
+        return errors
 
     def check_target(self, url: str) -> None:
         """The SSRF guard at creation: the URL's host as written (``shared.ssrf``)."""
@@ -202,17 +240,15 @@ class ScheduleService:
         idempotency: IdempotentRequest | None = None,
     ) -> Accepted:
         now = self.clock.now()
-        next_time = self.check(definition.timing, names, now)
-        self.check_target(definition.payload.url)
-        if definition.retry.max_attempts > self.settings.max_receives:
-            # Each attempt is a delivery of the message; past max_receives the queue itself
-            # dead-letters it, before the attempts run out.
-            raise InvalidInput(
-                {
-                    "retry.max_attempts": f"at most {self.settings.max_receives} here "
-                    "(SCHEDULER_MAX_RECEIVES, the deliveries a message gets)"
-                }
-            )
+        parts = {
+            "schedule": (definition.timing, names),
+            "payload": definition.payload,
+            "retry": definition.retry,
+        }
+        errors = self.domain_errors(parts, now)
+        if errors:
+            raise InvalidInput(errors)
+        next_time = first_occurrence(definition.timing, now)
         if idempotency is not None:
             recorded = self.store.get_idempotency_record(tenant, idempotency.key, now)
             if recorded is not None:
@@ -354,6 +390,11 @@ class ScheduleService:
         self.queues.occurrences.send([OutgoingMessage(encode_occurrence(occurrence))])
         return occurrence
 
+    def next_fire_time(self, schedule: Schedule) -> datetime | None:
+        """When the schedule fires next, as of now (see ``next_fire_time``)."""
+        lookahead = timedelta(seconds=self.settings.lookahead_seconds)
+        return next_fire_time(schedule, self.clock.now(), lookahead)
+
     def list_schedules(
         self, tenant: str, query: ScheduleFilter, limit: int, cursor: str | None
     ) -> Page[Schedule]:
@@ -364,6 +405,38 @@ class ScheduleService:
     ) -> Page[Execution]:
         self.get(tenant, schedule_id)
         return self.store.list_executions(tenant, schedule_id, limit, cursor)
+
+
+def next_fire_time(schedule: Schedule, now: datetime, lookahead: timedelta) -> datetime | None:
+    """The next time the schedule fires, which is not its dispatch cursor.
+
+    The stored ``next_schedule_time`` is how far the poller has sent occurrences: it sends those
+    due within ``lookahead`` ahead of their time and moves the cursor past them. So the next fire
+    is the first occurrence from now on when it is before the cursor (already sent, not yet
+    due), else the cursor itself (also when it is overdue: it fires as soon as it is sent). A
+    schedule with no cursor has nothing left to send, but what the last advance sent (at most
+    ``lookahead`` after it) may still be ahead. A paused schedule fires nothing.
+    """
+    if schedule.status not in (ScheduleStatus.ACTIVE, ScheduleStatus.COMPLETED):
+        return None
+    cursor = schedule.next_schedule_time
+    if cursor is not None and cursor <= now:
+        return cursor
+    if cursor is None and schedule.updated_at + lookahead < now:
+        return None
+    timing = schedule.live_definition.timing
+    recurrence = build_recurrence(timing, schedule.accepted_at)
+    ahead = recurrence.first_at_or_after(max(now, schedule.accepted_at))
+    if ahead is None or (cursor is not None and ahead >= cursor):
+        return cursor
+    if cursor is None and timing.max_occurrences is not None:
+        # The schedule stopped at its max_occurrences: was this one among them?
+        counted = itertools.islice(
+            recurrence.upcoming(schedule.accepted_at, timing.max_occurrences), MAX_COUNT_WALK
+        )
+        if all(moment < ahead for moment in counted) and timing.max_occurrences <= MAX_COUNT_WALK:
+            return None
+    return ahead
 
 
 def time_pair(moment: datetime | None, timezone: str) -> dict[str, str | None]:
@@ -394,16 +467,19 @@ def mask_url(url: str, patterns: Iterable[str]) -> str:
     return urlunsplit(parts._replace(query=urlencode(masked, safe="*")))
 
 
-def schedule_view(schedule: Schedule, secret_patterns: Iterable[str]) -> dict[str, Any]:
-    """The schedule as clients see it: values of secret-looking headers and query parameters
-    (in ``queryParameters`` or in the URL itself) masked."""
+def schedule_view(
+    schedule: Schedule, secret_patterns: Iterable[str], next_time: datetime | None
+) -> dict[str, Any]:
+    """The schedule as clients see it, firing next at ``next_time``: values of secret-looking
+    headers and query parameters (in ``queryParameters`` or in the URL itself) masked."""
     definition = schedule.live_definition
     timing = definition.timing
     payload = definition.payload.to_document()
     payload["url"] = mask_url(definition.payload.url, secret_patterns)
     payload["headers"] = mask_headers(definition.payload.headers, secret_patterns)
     payload["queryParameters"] = mask_headers(definition.payload.query, secret_patterns)
-    next_time = time_pair(schedule.next_schedule_time, timing.timezone)
+    next_pair = time_pair(next_time, timing.timezone)
+    cursor = schedule.next_schedule_time
     return {
         "id": schedule.schedule_id,
         "name": definition.name,
@@ -416,8 +492,9 @@ def schedule_view(schedule: Schedule, secret_patterns: Iterable[str]) -> dict[st
         "schedule": definition.request.get("schedule", timing.to_document()),
         "timing": timing.to_document(),
         "timezone": timing.timezone,
-        "next_schedule_time": next_time["utc"],
-        "next_schedule_time_local": next_time["local"],
+        "next_schedule_time": next_pair["utc"],
+        "next_schedule_time_local": next_pair["local"],
+        "dispatch_cursor": iso_z(cursor) if cursor is not None else None,
         "payload": payload,
         "metadata": dict(definition.metadata),
         "tags": list(definition.tags),

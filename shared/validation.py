@@ -57,21 +57,25 @@ def check_timing(
         zone = load_zone(timing.timezone)
     except ValueError as exc:
         raise InvalidInput({field("timezone"): str(exc)}) from None
+    # Each unreadable part is named, all in one answer.
+    unreadable: dict[str, str] = {}
     start = instant_in(timing.start, zone) if timing.start is not None else None
     end = instant_in(timing.end, zone) if timing.end is not None else None
     if start is not None and end is not None and end < start:
-        raise InvalidInput({field("end"): f"end ({iso_z(end)}) is before start ({iso_z(start)})"})
+        unreadable[field("end")] = f"end ({iso_z(end)}) is before start ({iso_z(start)})"
     if timing.cron is not None:
         try:
             cron_recurrence(timing.cron, zone, now)
         except ValueError as exc:
-            raise InvalidInput({field("cron"): str(exc)}) from None
+            unreadable[field("cron")] = str(exc)
     if timing.rrule is not None:
         try:
             parse_rrule(timing.rrule, zone)
         except (ValueError, TypeError, OverflowError) as exc:
             # dateutil also raises TypeError (BYSECOND=61) and OverflowError (a huge INTERVAL).
-            raise InvalidInput({field("rrule"): f"not a valid RFC 5545 rule: {exc}"}) from None
+            unreadable[field("rrule")] = f"not a valid RFC 5545 rule: {exc}"
+    if unreadable:
+        raise InvalidInput(unreadable)
 
     try:
         recurrence = build_recurrence(timing, now)
