@@ -7,13 +7,16 @@ Loopback only: the API in-process (Flask's test client) or a real ``scheduler de
 from __future__ import annotations
 
 import http.client
+import json
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.support.api import api_under_test
+from tests.support.api import ApiUnderTest, api_under_test
 from tests.support.harness import API
 from tests.support.processes import Process
 
@@ -68,3 +71,72 @@ def test_healthz_fails_when_the_store_cannot_be_opened(tmp_path: Path) -> None:
         assert "unavailable" in answer.get_json()["checks"]["store"]
         shutil.move(tmp_path / "elsewhere", data)
         assert api.client.get("/healthz").status_code == 200
+
+
+KEY = "sk_acme_0123456789abcdef"
+WITH_KEY = {"X-API-Key": KEY}
+
+
+def probe_body(**changes: Any) -> dict[str, Any]:
+    return {
+        "name": "probe",
+        "schedule": {"cron": "@every 1h"},
+        "payload": {"method": "POST", "url": "http://127.0.0.1:9/hook"},
+        **changes,
+    }
+
+
+def nested(depth: int) -> Any:
+    value: Any = "bottom"
+    for level in range(depth):
+        value = [value] if level % 2 else {"a": value}
+    return value
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiUnderTest]:
+    directory = tmp_path_factory.mktemp("adversarial")
+    with api_under_test(directory, api_auth="keys", api_keys=(f"acme:{KEY}",)) as api:
+        yield api
+
+
+@pytest.mark.parametrize("depth", [100, 900, 970, 5000])
+def test_json_nested_deeply_is_400_naming_the_body(api: ApiUnderTest, depth: int) -> None:
+    # Built by hand: json.dumps itself would recurse too deeply. At 970 levels the parser
+    # still copes, and the schema's validation exhausts the stack.
+    deep = "[" * depth + "]" * depth
+    valid = json.dumps(probe_body())
+    for raw in (
+        valid[:-1] + ', "metadata": {"deep": ' + deep + "}}",
+        valid[:-2] + ', "body": ' + deep + "}}",
+        deep,
+    ):
+        answer = api.client.post(
+            f"{API}/schedule", data=raw, content_type="application/json", headers=WITH_KEY
+        )
+        assert answer.status_code == 400, answer.get_data(as_text=True)
+        assert answer.get_json()["errors"][0]["field"] == "body"
+    assert api.queued() == 0
+
+
+def test_json_as_deep_as_a_payload_needs_is_accepted(api: ApiUnderTest) -> None:
+    body = probe_body(payload={**probe_body()["payload"], "body": nested(40)})
+    answer = api.client.post(f"{API}/schedule", json=body, headers=WITH_KEY)
+    assert answer.status_code == 202, answer.get_json()
+
+
+def test_brackets_inside_strings_do_not_count_as_depth(api: ApiUnderTest) -> None:
+    body = probe_body(metadata={"note": "[" * 5000 + '\\"{' * 100})
+    answer = api.client.post(f"{API}/schedule", json=body, headers=WITH_KEY)
+    assert answer.status_code == 202, answer.get_json()
+
+
+@pytest.mark.parametrize(
+    "raw", [b"{not json", b"[" * 2000, b"\xff\xfe", b'{"name": NaN}', b"x" * 300_000]
+)
+def test_no_key_is_401_whatever_the_body(api: ApiUnderTest, raw: bytes) -> None:
+    for path in (f"{API}/schedule", f"{API}/schedule/some-id", f"{API}/schedule/preview"):
+        method = api.client.put if path.endswith("some-id") else api.client.post
+        answer = method(path, data=raw, content_type="text/plain")
+        assert answer.status_code == 401, (path, answer.get_data(as_text=True))
+        assert answer.headers["WWW-Authenticate"].startswith("Bearer")
