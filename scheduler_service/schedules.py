@@ -225,8 +225,7 @@ class ScheduleResource(MethodView):
         """Create or replace the schedule with this id (the same id, the same schedule)."""
         if body.get("id") not in (None, schedule_id):
             raise InvalidInput({"id": f"does not match the id in the path ({schedule_id!r})"})
-        if not SCHEDULE_ID.match(schedule_id):
-            raise InvalidInput({"id": "1-128 characters: letters, digits, . _ ~ -"})
+        check_id(schedule_id)
         definition, names = definition_from(body)
         accepted = service().accept_definition(
             g.tenant, schedule_id, definition, names, idempotent_request(headers)
@@ -234,9 +233,11 @@ class ScheduleResource(MethodView):
         return accepted_response(accepted)
 
     @blp.response(202, DeletedSchema)
-    @problems(404)
+    @problems(400, 404)
     def delete(self, schedule_id: str) -> dict[str, Any]:
-        """Stop the schedule for good: no occurrence fires after this answer."""
+        """Stop the schedule for good: no occurrence fires after this answer. An id no create
+        could have used is a 400."""
+        check_id(schedule_id)
         service().delete(g.tenant, schedule_id)
         return {"id": schedule_id, "status": "deleted"}
 
@@ -287,6 +288,14 @@ def list_executions(query: dict[str, Any], schedule_id: str) -> dict[str, Any]:
         "items": [execution_view(item) for item in page.items],
         "next_cursor": _encode_cursor(page.next_cursor, "e"),
     }
+
+
+def check_id(schedule_id: str) -> None:
+    """An id a schedule can have, or ``InvalidInput`` naming ``id``."""
+    if not SCHEDULE_ID.match(schedule_id):
+        raise InvalidInput(
+            {"id": "1-128 characters: letters, digits, . _ ~ -, starting with a letter or digit"}
+        )
 
 
 def _limit(query: dict[str, Any]) -> int:

@@ -13,6 +13,7 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import pytest
 
@@ -116,7 +117,6 @@ def test_json_nested_deeply_is_400_naming_the_body(api: ApiUnderTest, depth: int
         )
         assert answer.status_code == 400, answer.get_data(as_text=True)
         assert answer.get_json()["errors"][0]["field"] == "body"
-    assert api.queued() == 0
 
 
 def test_json_as_deep_as_a_payload_needs_is_accepted(api: ApiUnderTest) -> None:
@@ -140,3 +140,22 @@ def test_no_key_is_401_whatever_the_body(api: ApiUnderTest, raw: bytes) -> None:
         answer = method(path, data=raw, content_type="text/plain")
         assert answer.status_code == 401, (path, answer.get_data(as_text=True))
         assert answer.headers["WWW-Authenticate"].startswith("Bearer")
+
+
+@pytest.mark.parametrize(
+    "schedule_id", ["%00", "..", ".", "a%0D%0Ab", "a%0A", "x" * 1000, "%20", "-x", "a:b"]
+)
+def test_delete_of_an_id_no_schedule_can_have_is_400_and_stores_nothing(
+    api: ApiUnderTest, schedule_id: str
+) -> None:
+    answer = api.client.delete(f"{API}/schedule/{schedule_id}", headers=WITH_KEY)
+    assert answer.status_code == 400, answer.get_data(as_text=True)
+    assert answer.get_json()["errors"][0]["field"] == "id"
+    assert api.backends.store.get_schedule("acme", unquote(schedule_id)) is None
+
+
+def test_put_of_an_id_ending_in_a_newline_is_400(api: ApiUnderTest) -> None:
+    queued = api.queued()
+    answer = api.client.put(f"{API}/schedule/abc%0A", json=probe_body(), headers=WITH_KEY)
+    assert answer.status_code == 400
+    assert api.queued() == queued
