@@ -10,13 +10,16 @@ import http.client
 import json
 import os
 import shutil
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
 import pytest
 
+from shared.ports import ScheduleFilter
 from tests.support.api import ApiUnderTest, api_under_test
 from tests.support.harness import API
 from tests.support.processes import Process
@@ -159,3 +162,35 @@ def test_put_of_an_id_ending_in_a_newline_is_400(api: ApiUnderTest) -> None:
     answer = api.client.put(f"{API}/schedule/abc%0A", json=probe_body(), headers=WITH_KEY)
     assert answer.status_code == 400
     assert api.queued() == queued
+
+
+def concurrently(count: int, call: Callable[[int], int]) -> list[int]:
+    """``call(i)`` for i in range(count), all released at once; their results."""
+    start = threading.Barrier(count)
+
+    def at_once(index: int) -> int:
+        start.wait()
+        return call(index)
+
+    with ThreadPoolExecutor(count) as pool:
+        return list(pool.map(at_once, range(count)))
+
+
+@pytest.mark.parametrize("with_ids", [False, True])
+def test_the_quota_holds_under_forty_concurrent_creates(tmp_path: Path, with_ids: bool) -> None:
+    with api_under_test(tmp_path, tenant_schedule_quota=5) as api:
+
+        def create(index: int) -> int:
+            body = probe_body(id=f"crowd-{index}") if with_ids else probe_body()
+            return api.app.test_client().post(f"{API}/schedule", json=body).status_code
+
+        statuses = concurrently(40, create)
+        api.apply()
+        assert statuses.count(202) == 5, statuses
+        assert set(statuses) == {202, 403}
+        assert api.backends.store.count_tenant_schedules("default") == 5
+        # Room made by a delete is seen at once.
+        live = api.backends.store.list_schedules("default", ScheduleFilter(), 10, None).items
+        assert api.client.delete(f"{API}/schedule/{live[0].schedule_id}").status_code == 202
+        assert api.client.post(f"{API}/schedule", json=probe_body()).status_code == 202
+        assert api.client.post(f"{API}/schedule", json=probe_body()).status_code == 403
