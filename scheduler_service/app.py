@@ -17,6 +17,7 @@ from scheduler_service.errors import problem, register_error_handlers
 from scheduler_service.health import blp as health_blueprint
 from scheduler_service.metrics import backend_registry
 from scheduler_service.metrics import blp as metrics_blueprint
+from scheduler_service.ratelimit import TenantRateLimiter
 from scheduler_service.responses import ProblemSchema
 from scheduler_service.schedules import blp as schedules_blueprint
 from scheduler_service.service import ScheduleService
@@ -90,6 +91,7 @@ def create_app(
     )
     service = ScheduleService(backends.store, backends.queues, settings, clock or SystemClock())
     authenticator = Authenticator(settings, backends.store)
+    rate_limiter = TenantRateLimiter(settings.tenant_rate_limit)
     app.extensions["scheduler"] = service
     app.extensions["scheduler_backends"] = backends
     app.extensions["scheduler_auth"] = authenticator
@@ -110,6 +112,15 @@ def create_app(
         else:
             # AuthFailure, raised here, is answered 401 by the error handlers.
             g.tenant = authenticator.tenant_for(request.headers)
+            retry_after = rate_limiter.retry_after(g.tenant)
+            if retry_after is not None:
+                return problem(
+                    429,
+                    "Too Many Requests",
+                    f"over the tenant's rate limit ({settings.tenant_rate_limit}); retry in "
+                    f"{retry_after} s",
+                    headers={"Retry-After": str(retry_after)},
+                )
         if request.method in ("POST", "PUT", "PATCH"):
             return body_problem(settings.max_body_bytes)
         return None

@@ -93,7 +93,7 @@ def problem_response(status: int, description: str) -> Any:
 
 
 def problems(*statuses: int) -> Any:
-    """Declare the error answers a view can give (401 and 503 apply to every view)."""
+    """Declare the error answers a view can give (401, 429 and 503 apply to every view)."""
     descriptions = {
         400: "Invalid input: every bad field is named in errors",
         401: "No API key, or an unknown one",
@@ -102,11 +102,12 @@ def problems(*statuses: int) -> Any:
         409: "Idempotency-Key reused with another request",
         413: "Body over the size limit",
         415: "Body not JSON",
+        429: "Over the tenant's rate limit; retry after Retry-After seconds",
         503: "A backend is unavailable; retry",
     }
 
     def decorate(view: Any) -> Any:
-        for status in sorted({*statuses, 401, 503}, reverse=True):
+        for status in sorted({*statuses, 401, 429, 503}, reverse=True):
             view = problem_response(status, descriptions[status])(view)
         return view
 

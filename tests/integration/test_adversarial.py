@@ -19,7 +19,9 @@ from urllib.parse import unquote
 
 import pytest
 
+from shared.errors import ConfigurationError
 from shared.ports import ScheduleFilter
+from shared.settings import Settings
 from tests.support.api import ApiUnderTest, api_under_test
 from tests.support.harness import API
 from tests.support.processes import Process
@@ -194,3 +196,31 @@ def test_the_quota_holds_under_forty_concurrent_creates(tmp_path: Path, with_ids
         assert api.client.delete(f"{API}/schedule/{live[0].schedule_id}").status_code == 202
         assert api.client.post(f"{API}/schedule", json=probe_body()).status_code == 202
         assert api.client.post(f"{API}/schedule", json=probe_body()).status_code == 403
+
+
+def test_a_tenant_over_its_rate_limit_gets_429_with_retry_after_and_others_do_not(
+    tmp_path: Path,
+) -> None:
+    other_key = "sk_globex_0123456789abcdef"
+    with api_under_test(
+        tmp_path,
+        api_auth="keys",
+        api_keys=(f"acme:{KEY}", f"globex:{other_key}"),
+        tenant_rate_limit="5/minute",
+    ) as api:
+        path = f"{API}/schedules"
+        statuses = [api.client.get(path, headers=WITH_KEY).status_code for _ in range(8)]
+        assert statuses == [200] * 5 + [429] * 3
+        refused = api.client.post(f"{API}/schedule", json=probe_body(), headers=WITH_KEY)
+        assert refused.status_code == 429
+        assert 1 <= int(refused.headers["Retry-After"]) <= 60
+        assert refused.mimetype == "application/problem+json"
+        assert api.queued() == 0
+        assert api.client.get(path, headers={"X-API-Key": other_key}).status_code == 200
+        # Probes are not counted.
+        assert api.client.get("/healthz").status_code == 200
+
+
+def test_a_rate_limit_that_is_not_one_is_refused_at_start() -> None:
+    with pytest.raises(ConfigurationError, match="SCHEDULER_TENANT_RATE_LIMIT"):
+        Settings.from_env({"SCHEDULER_TENANT_RATE_LIMIT": "lots"})
