@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
+from itertools import accumulate
 from typing import Any
 
 from flask import Flask, Response, g, request
@@ -15,6 +17,7 @@ from scheduler_service.errors import problem, register_error_handlers
 from scheduler_service.health import blp as health_blueprint
 from scheduler_service.metrics import backend_registry
 from scheduler_service.metrics import blp as metrics_blueprint
+from scheduler_service.ratelimit import TenantRateLimiter
 from scheduler_service.responses import ProblemSchema
 from scheduler_service.schedules import blp as schedules_blueprint
 from scheduler_service.service import ScheduleService
@@ -28,6 +31,12 @@ DEFAULT_TENANT = "default"
 # counts over all tenants (no schedule of anyone's): keep the API port off the public internet
 # or scrape the workers' metrics port.
 PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/metrics", "/openapi.json"})
+
+# Arrays and objects within each other, at most: far more than any schedule needs.
+MAX_JSON_DEPTH = 64
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_JSON_BRACKET = re.compile(rb"[\[\]{}]")
+_BRACKET_STEP = {b"[": 1, b"{": 1, b"]": -1, b"}": -1}
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +91,7 @@ def create_app(
     )
     service = ScheduleService(backends.store, backends.queues, settings, clock or SystemClock())
     authenticator = Authenticator(settings, backends.store)
+    rate_limiter = TenantRateLimiter(settings.tenant_rate_limit)
     app.extensions["scheduler"] = service
     app.extensions["scheduler_backends"] = backends
     app.extensions["scheduler_auth"] = authenticator
@@ -96,48 +106,70 @@ def create_app(
 
     @app.before_request
     def check_request() -> Response | None:
-        if request.method in ("POST", "PUT", "PATCH"):
-            length = request.content_length
-            if length is not None and length > settings.max_body_bytes:
-                return problem(
-                    413,
-                    "Payload Too Large",
-                    f"the body is {length} bytes; the limit is {settings.max_body_bytes}",
-                )
-            # A body sent without a length (chunked) is read up to the limit, no further.
-            data = request.get_data(cache=True)
-            if length is None and len(data) >= settings.max_body_bytes:
-                return problem(
-                    413,
-                    "Payload Too Large",
-                    f"the body reaches the limit of {settings.max_body_bytes} bytes",
-                )
-            if data and not request.is_json:
-                return problem(
-                    415,
-                    "Unsupported Media Type",
-                    "send the body as JSON with Content-Type: application/json",
-                )
-            reason = json_problem(data) if data else None
-            if reason is not None:
-                return problem(400, "Invalid JSON", reason, [{"field": "body", "message": reason}])
+        # The key first: a caller without one learns nothing about what its body would get.
         if request.path in PUBLIC_PATHS or request.path.startswith("/docs"):
             g.tenant = None
-            return None
-        # AuthFailure, raised here, is answered 401 by the error handlers.
-        g.tenant = authenticator.tenant_for(request.headers)
+        else:
+            # AuthFailure, raised here, is answered 401 by the error handlers.
+            g.tenant = authenticator.tenant_for(request.headers)
+            retry_after = rate_limiter.retry_after(g.tenant)
+            if retry_after is not None:
+                return problem(
+                    429,
+                    "Too Many Requests",
+                    f"over the tenant's rate limit ({settings.tenant_rate_limit}); retry in "
+                    f"{retry_after} s",
+                    headers={"Retry-After": str(retry_after)},
+                )
+        if request.method in ("POST", "PUT", "PATCH"):
+            return body_problem(settings.max_body_bytes)
         return None
 
     return app
+
+
+def body_problem(max_body_bytes: int) -> Response | None:
+    """Why the request's body cannot be taken (413, 415, 400), or None."""
+    length = request.content_length
+    if length is not None and length > max_body_bytes:
+        return problem(
+            413, "Payload Too Large", f"the body is {length} bytes; the limit is {max_body_bytes}"
+        )
+    # A body sent without a length (chunked) is read up to the limit, no further.
+    data = request.get_data(cache=True)
+    if length is None and len(data) >= max_body_bytes:
+        return problem(
+            413, "Payload Too Large", f"the body reaches the limit of {max_body_bytes} bytes"
+        )
+    if data and not request.is_json:
+        return problem(
+            415,
+            "Unsupported Media Type",
+            "send the body as JSON with Content-Type: application/json",
+        )
+    reason = json_problem(data) if data else None
+    if reason is not None:
+        return problem(400, "Invalid JSON", reason, [{"field": "body", "message": reason}])
+    return None
+
+
+def json_depth(data: bytes) -> int:
+    """How deeply the arrays and objects of a JSON text nest, found without parsing it (so
+    without recursion): the brackets outside strings, counted."""
+    brackets = _JSON_BRACKET.findall(_JSON_STRING.sub(b'""', data))
+    return max(accumulate(map(_BRACKET_STEP.__getitem__, brackets)), default=0)
 
 
 def json_problem(data: bytes) -> str | None:
     """Why a body is not JSON the service can keep, or None.
 
     Beyond syntax: no NaN or Infinity (not JSON; they would be stored and sent on), no lone
-    surrogates (they cannot be encoded to UTF-8 when stored or sent), no nesting so deep that
-    parsing it exhausts the stack.
+    surrogates (they cannot be encoded to UTF-8 when stored or sent), nesting at most
+    ``MAX_JSON_DEPTH`` deep (checked before any parser recurses: schema validation and
+    serialisation recurse once a level, and a thousand levels exhaust the stack).
     """
+    if json_depth(data) > MAX_JSON_DEPTH:
+        return f"the JSON is nested more than {MAX_JSON_DEPTH} levels deep"
 
     def refuse_constant(name: str) -> Any:
         raise ValueError(f"{name} is not a JSON number")

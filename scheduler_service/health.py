@@ -16,10 +16,17 @@ blp = Blueprint("health", __name__, description="Liveness and readiness")
 
 @blp.route("/healthz")
 @blp.response(200, HealthSchema)
+@blp.alt_response(503, schema=HealthSchema, description="The process cannot open its store")
 @blp.doc(security=[])
-def healthz() -> dict[str, Any]:
-    """The process is alive."""
-    return {"status": "ok"}
+def healthz() -> tuple[dict[str, Any], int]:
+    """The process is alive and can still open its embedded store (SQLite), if it has one."""
+    backends: Backends = current_app.extensions["scheduler_backends"]
+    try:
+        for check in backends.liveness:
+            check()
+    except Transient as exc:
+        return {"status": "unavailable", "checks": {"store": f"unavailable: {exc}"}}, 503
+    return {"status": "ok"}, 200
 
 
 @blp.route("/readyz")

@@ -93,7 +93,7 @@ def problem_response(status: int, description: str) -> Any:
 
 
 def problems(*statuses: int) -> Any:
-    """Declare the error answers a view can give (401 and 503 apply to every view)."""
+    """Declare the error answers a view can give (401, 429 and 503 apply to every view)."""
     descriptions = {
         400: "Invalid input: every bad field is named in errors",
         401: "No API key, or an unknown one",
@@ -102,11 +102,12 @@ def problems(*statuses: int) -> Any:
         409: "Idempotency-Key reused with another request",
         413: "Body over the size limit",
         415: "Body not JSON",
+        429: "Over the tenant's rate limit; retry after Retry-After seconds",
         503: "A backend is unavailable; retry",
     }
 
     def decorate(view: Any) -> Any:
-        for status in sorted({*statuses, 401, 503}, reverse=True):
+        for status in sorted({*statuses, 401, 429, 503}, reverse=True):
             view = problem_response(status, descriptions[status])(view)
         return view
 
@@ -228,8 +229,7 @@ class ScheduleResource(MethodView):
         """Create or replace the schedule with this id (the same id, the same schedule)."""
         if body.get("id") not in (None, schedule_id):
             raise InvalidInput({"id": f"does not match the id in the path ({schedule_id!r})"})
-        if not SCHEDULE_ID.match(schedule_id):
-            raise InvalidInput({"id": "1-128 characters: letters, digits, . _ ~ -"})
+        check_id(schedule_id)
         definition, names = definition_from(body)
         accepted = service().accept_definition(
             g.tenant, schedule_id, definition, names, idempotent_request(headers)
@@ -237,9 +237,11 @@ class ScheduleResource(MethodView):
         return accepted_response(accepted)
 
     @blp.response(202, DeletedSchema)
-    @problems(404)
+    @problems(400, 404)
     def delete(self, schedule_id: str) -> dict[str, Any]:
-        """Stop the schedule for good: no occurrence fires after this answer."""
+        """Stop the schedule for good: no occurrence fires after this answer. An id no create
+        could have used is a 400."""
+        check_id(schedule_id)
         service().delete(g.tenant, schedule_id)
         return {"id": schedule_id, "status": "deleted"}
 
@@ -290,6 +292,14 @@ def list_executions(query: dict[str, Any], schedule_id: str) -> dict[str, Any]:
         "items": [execution_view(item) for item in page.items],
         "next_cursor": _encode_cursor(page.next_cursor, "e"),
     }
+
+
+def check_id(schedule_id: str) -> None:
+    """An id a schedule can have, or ``InvalidInput`` naming ``id``."""
+    if not SCHEDULE_ID.match(schedule_id):
+        raise InvalidInput(
+            {"id": "1-128 characters: letters, digits, . _ ~ -, starting with a letter or digit"}
+        )
 
 
 def _limit(query: dict[str, Any]) -> int:

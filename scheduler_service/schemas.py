@@ -41,7 +41,8 @@ from shared.model import (
 )
 from shared.timeutil import load_zone, parse_iso
 
-SCHEDULE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._~-]{0,127}$")
+# \Z, not $: "$" also matches before a final newline.
+SCHEDULE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._~-]{0,127}\Z")
 HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$")
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 RESERVED_HEADERS = frozenset(

@@ -14,12 +14,17 @@ withdrawn; if the process dies in between, a repeat made after ``RESEND_AFTER`` 
 still unknown and sends the very same mutation (same id, revision and time), which the store
 applies at most once.
 
-Quota: the tenant's active + paused schedules are counted when a create is accepted. Creates are
-applied asynchronously, so the count misses those still on queue 1: under concurrent creates a
-tenant can exceed its quota by the creates in flight (milliseconds' worth). It is a guard
-against runaway clients, not an exact limit. Each API process reads a tenant's count from the
-store at most once a second and adds the creates it accepted since; only when that estimate
-reaches the quota does it count again before refusing, so a create costs no count at all.
+Quota: a tenant's active + paused schedules, plus the creates accepted but not yet applied.
+Creates are applied asynchronously, so a count of the store alone misses those still on queue 1
+(40 concurrent creates under a quota of 5 once made 17 schedules). Each API process therefore
+admits creates one at a time per tenant (``TenantCounts``) and counts, beside the store's
+count, the creates it admitted that the store did not yet hold: within one process (``scheduler
+dev``, one gunicorn worker) the quota is exact. What a process cannot see is the creates other
+API processes admitted that are still on queue 1: with P processes a tenant can exceed its quota
+by at most the creates the other P - 1 admitted and the processor has not yet applied (normally
+milliseconds' worth; more while the processor is stopped), and never by more than (P - 1) times
+the quota. The store is counted at most once a second per process and tenant, and again before
+a refusal (deletes may have freed room), so a create costs no count at all.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -107,36 +112,70 @@ class RevisionClock:
             return self._last
 
 
+@dataclass
+class _Tally:
+    """A tenant's live schedules as one API process knows them."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    # Live schedules in the store when last counted, and when that was (monotonic).
+    stored: int = 0
+    counted_at: float = float("-inf")
+    # Creates this process admitted that the store did not hold when it last looked: still on
+    # queue 1, or applied since.
+    pending: dict[str, None] = field(default_factory=dict)
+
+
 class TenantCounts:
-    """Estimates of each tenant's live schedules: a store count at most ``max_age`` old, plus
-    the creates this process accepted since. It over-counts deletes made meanwhile (a refusal
-    counts again first) and misses other processes' creates of the last ``max_age``."""
+    """Admission against a tenant's quota, exact within one API process.
+
+    A create is admitted under the tenant's lock when the store's count plus the creates this
+    process admitted that the store did not yet hold stays under the quota; it then counts as
+    pending until a later count finds it stored (or deleted). The store is counted at most once
+    every ``max_age_seconds`` (a create costs no store read), and again before a refusal, since
+    deletes may have freed room. Other API processes' creates still on queue 1 are not seen:
+    see the module docstring for how far that lets a tenant exceed its quota.
+    """
 
     def __init__(self, store: Store, max_age_seconds: float = 1.0) -> None:
         self.store = store
         self.max_age_seconds = max_age_seconds
-        self._counts: dict[str, tuple[int, float]] = {}
+        self._tallies: dict[str, _Tally] = {}
         self._lock = threading.Lock()
 
-    def estimate(self, tenant: str) -> int:
+    def admit(self, tenant: str, schedule_id: str, quota: int) -> None:
+        """Count ``schedule_id`` as pending, or ``QuotaExceeded``."""
         with self._lock:
-            cached = self._counts.get(tenant)
-        if cached is not None and time.monotonic() - cached[1] < self.max_age_seconds:
-            return cached[0]
-        return self.count(tenant)
+            tally = self._tallies.setdefault(tenant, _Tally())
+        with tally.lock:
+            if time.monotonic() - tally.counted_at >= self.max_age_seconds:
+                self._count(tenant, tally)
+            if tally.stored + len(tally.pending) >= quota:
+                self._count(tenant, tally)
+            live = tally.stored + len(tally.pending)
+            if live >= quota:
+                raise QuotaExceeded(
+                    f"the tenant has {live} active or paused schedules (counting creates not "
+                    f"yet applied); its quota is {quota}. Delete some, or ask for a larger quota."
+                )
+            tally.pending[schedule_id] = None
 
-    def count(self, tenant: str) -> int:
-        """Count in the store now."""
-        counted = self.store.count_tenant_schedules(tenant)
+    def withdraw(self, tenant: str, schedule_id: str) -> None:
+        """An admitted create that was not enqueued after all."""
         with self._lock:
-            self._counts[tenant] = (counted, time.monotonic())
-        return counted
+            tally = self._tallies.get(tenant)
+        if tally is not None:
+            with tally.lock:
+                tally.pending.pop(schedule_id, None)
 
-    def accepted(self, tenant: str) -> None:
-        with self._lock:
-            cached = self._counts.get(tenant)
-            if cached is not None:
-                self._counts[tenant] = (cached[0] + 1, cached[1])
+    def _count(self, tenant: str, tally: _Tally) -> None:
+        # Pending creates first: one applied between the two reads is counted twice (a refusal
+        # a little early), never not at all.
+        if tally.pending:
+            found = self.store.get_schedules([(tenant, pending) for pending in tally.pending])
+            for _, schedule_id in found:
+                del tally.pending[schedule_id]
+        tally.stored = self.store.count_tenant_schedules(tenant)
+        tally.counted_at = time.monotonic()
 
 
 @dataclass(frozen=True)
@@ -212,24 +251,19 @@ class ScheduleService:
         except ValueError as exc:
             raise InvalidInput({"payload.url": str(exc)}) from None
 
-    def check_quota(self, tenant: str, schedule_id: str | None) -> None:
-        """Best-effort (see the module docstring): a create that adds a live schedule is refused
-        when the tenant already has ``tenant_schedule_quota`` of them."""
+    def check_quota(self, tenant: str, schedule_id: str, replaces: bool) -> bool:
+        """Admit a create that adds a live schedule, or ``QuotaExceeded`` when the tenant has
+        ``tenant_schedule_quota`` of them (see the module docstring). Returns whether it was
+        admitted (and must be withdrawn if it is not enqueued)."""
         quota = self.settings.tenant_schedule_quota
         if not quota:
-            return
-        if schedule_id is not None:
+            return False
+        if replaces:
             existing = self.store.get_schedule(tenant, schedule_id)
             if existing is not None and existing.status in LIVE:
-                return  # a replace: the count does not grow
-        count = self.tenant_counts.estimate(tenant)
-        if count >= quota:
-            count = self.tenant_counts.count(tenant)
-        if count >= quota:
-            raise QuotaExceeded(
-                f"the tenant has {count} active or paused schedules; its quota is {quota}. "
-                "Delete some, or ask for a larger quota."
-            )
+                return False  # a replace: the count does not grow
+        self.tenant_counts.admit(tenant, schedule_id, quota)
+        return True
 
     def accept_definition(
         self,
@@ -253,8 +287,31 @@ class ScheduleService:
             recorded = self.store.get_idempotency_record(tenant, idempotency.key, now)
             if recorded is not None:
                 return self._replay(recorded, idempotency, definition, now)
-        self.check_quota(tenant, schedule_id)
+        replaces = schedule_id is not None
         schedule_id = schedule_id or str(uuid.uuid4())
+        admitted = self.check_quota(tenant, schedule_id, replaces)
+        try:
+            accepted = self._enqueue_definition(
+                tenant, schedule_id, definition, next_time, now, idempotency
+            )
+        except BaseException:
+            if admitted:
+                self.tenant_counts.withdraw(tenant, schedule_id)
+            raise
+        if admitted and accepted.replayed:
+            # A concurrent repeat of the same Idempotency-Key enqueued it, under its own id.
+            self.tenant_counts.withdraw(tenant, schedule_id)
+        return accepted
+
+    def _enqueue_definition(
+        self,
+        tenant: str,
+        schedule_id: str,
+        definition: ScheduleDefinition,
+        next_time: datetime | None,
+        now: datetime,
+        idempotency: IdempotentRequest | None,
+    ) -> Accepted:
         revision = self.revisions.next()
         timezone = definition.timing.timezone
         if idempotency is not None:
@@ -284,7 +341,6 @@ class ScheduleService:
                         tenant, idempotency.key, idempotency.fingerprint
                     )
             raise
-        self.tenant_counts.accepted(tenant)
         return Accepted(schedule_id, revision, next_time, timezone)
 
     def _replay(

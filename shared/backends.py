@@ -20,6 +20,9 @@ class Backends:
     queues: Queues
     # What open_backends created besides the adapters: SQLite files, an SQS client.
     resources: list[Callable[[], None]] = field(default_factory=list)
+    # Checks that this process can still open its local files (the SQLite databases); each
+    # raises Transient when it cannot. Remote backends are readiness, not liveness.
+    liveness: list[Callable[[], None]] = field(default_factory=list)
 
     def close(self) -> None:
         self.queues.close()
@@ -47,7 +50,7 @@ def open_backends(settings: Settings, *, create: bool = True) -> Backends:
         store.ensure_indexes()
         for queue in (queues.dead_letters, queues.mutations, queues.occurrences):
             queue.create()
-    return Backends(store, queues, resources)
+    return Backends(store, queues, resources, [opened.check for opened in databases.values()])
 
 
 def _open_store(settings: Settings, database: DatabaseOpener) -> Store:

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, get_type_hints
 
+from limits import parse_many
+
 from shared.errors import ConfigurationError
 
 PREFIX = "SCHEDULER_"
@@ -52,6 +54,9 @@ class Settings:
     default_tenant: str = "default"
     # How many schedules that can still fire (active + paused) a tenant may have; 0: no limit.
     tenant_schedule_quota: int = 10_000
+    # Requests a tenant may make to each API process, in the notation of the ``limits``
+    # library: "100/second;2000/minute". Over it: 429 with Retry-After. Empty: no limit.
+    tenant_rate_limit: str = ""
     # How long the answer to a create with an Idempotency-Key is kept for its repeats.
     idempotency_ttl_seconds: float = 86_400.0
     # Page size of the list endpoints when ?limit is absent, and the largest one allowed.
@@ -207,6 +212,11 @@ class Settings:
                 raise bad("api_keys", f"the key hash of tenant {tenant!r} is not 64 hex digits")
             if not key.startswith("sha256:") and len(key) < 16:
                 raise bad("api_keys", f"the key of tenant {tenant!r} is under 16 characters")
+        if self.tenant_rate_limit.strip():
+            try:
+                parse_many(self.tenant_rate_limit)
+            except ValueError:
+                raise bad("tenant_rate_limit", "limits such as 100/second;2000/minute") from None
         if self.tenant_schedule_quota < 0:
             raise bad("tenant_schedule_quota", "must not be negative (0: no limit)")
         if self.idempotency_ttl_seconds <= 0:

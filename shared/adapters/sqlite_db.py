@@ -1,10 +1,11 @@
-"""A SQLite database file shared by threads and processes: WAL mode, one connection per thread."""
+"""A SQLite database file shared by threads and processes: WAL mode, pooled connections."""
 
 from __future__ import annotations
 
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,8 +26,38 @@ def sqlite_path(url: str) -> Path:
     return Path(path)
 
 
+class _Connections:
+    """A pair of connections to the file: for reads, with SQLite's busy handler, and for
+    writes, without it (``SqliteDatabase._retrying`` waits instead)."""
+
+    def __init__(self, reader: sqlite3.Connection, writer: sqlite3.Connection) -> None:
+        self.reader = reader
+        self.writer = writer
+
+    def close(self) -> None:
+        self.reader.close()
+        self.writer.close()
+
+
+class _Lease:
+    """A thread's hold on a pair, kept in its thread-local storage. When the thread ends Python
+    drops its locals, and the lease's finalizer gives the pair back to the pool."""
+
+    def __init__(self, connections: _Connections) -> None:
+        self.connections = connections
+        self.writing = False
+
+
 class SqliteDatabase:
-    """Connections to one database file, one per thread, all in autocommit mode.
+    """Connections to one database file, a pair per thread, all in autocommit mode.
+
+    A thread takes a pair from a pool the first time it needs one and gives it back when it
+    ends, so a server with a thread per request (``scheduler dev``) holds as many pairs as it
+    has live threads plus at most ``max_idle`` idle ones, however many requests it serves.
+
+    Opening waits for other processes at every step: the busy handler is set when a connection
+    is made, before any statement, and the switch to WAL is tried again while another process
+    holds the lock (components started together on a fresh file all open it at once).
 
     Writes go through ``write()``, which takes SQLite's write lock up front (``BEGIN IMMEDIATE``)
     so a read-then-write inside it is atomic across threads and processes. The threads of one
@@ -43,48 +74,88 @@ class SqliteDatabase:
     of SQLite's schedule. Reads keep SQLite's busy handler (in WAL mode they rarely need it).
     """
 
-    def __init__(self, path: Path, busy_timeout_seconds: float = 30.0) -> None:
+    def __init__(self, path: Path, busy_timeout_seconds: float = 30.0, max_idle: int = 8) -> None:
         self.path = path
         self.busy_timeout_seconds = busy_timeout_seconds
+        self.max_idle = max_idle
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
-        self._connections: list[sqlite3.Connection] = []
+        self._idle: list[_Connections] = []
+        # Every pair open now, lent or idle: what close() closes.
+        self._open: set[_Connections] = set()
         self._lock = threading.Lock()
         self._write_lock = threading.Lock()
-        with self.write() as connection:
-            connection.execute("PRAGMA user_version")
-        self.connection().execute("PRAGMA journal_mode=WAL")
+        connection = self._connect()
+        try:
+            self._retrying(connection, "PRAGMA journal_mode=WAL", ())
+        finally:
+            connection.close()
 
     def connection(self) -> sqlite3.Connection:
         """This thread's connection for reads."""
-        connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
-        if connection is None:
-            connection = self._open(self.busy_timeout_seconds)
-            self._local.connection = connection
-        return connection
+        return self._lease().connections.reader
 
-    def _writer(self) -> sqlite3.Connection:
-        """This thread's connection for writes: no busy handler, ``_retrying`` waits instead."""
-        connection: sqlite3.Connection | None = getattr(self._local, "writer", None)
-        if connection is None:
-            connection = self._open(0.0)
-            self._local.writer = connection
-        return connection
+    def check(self) -> None:
+        """Open the file anew and read its schema: fails (``Transient``) when the process cannot
+        open it now, for want of file descriptors, permissions or the file itself."""
+        try:
+            connection = self._connect()
+            try:
+                connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            finally:
+                connection.close()
+        except sqlite3.Error as exc:
+            raise Transient(f"sqlite cannot open {self.path}: {exc}") from exc
 
-    def _open(self, timeout: float) -> sqlite3.Connection:
+    def _lease(self) -> _Lease:
+        lease: _Lease | None = getattr(self._local, "lease", None)
+        if lease is None:
+            with self._lock:
+                connections = self._idle.pop() if self._idle else None
+            if connections is None:
+                connections = self._open_pair()
+                with self._lock:
+                    self._open.add(connections)
+            lease = _Lease(connections)
+            weakref.finalize(lease, self._give_back, connections)
+            self._local.lease = lease
+        return lease
+
+    def _give_back(self, connections: _Connections) -> None:
+        with self._lock:
+            if connections not in self._open:
+                return  # closed by close() meanwhile
+            if len(self._idle) < self.max_idle:
+                self._idle.append(connections)
+                return
+            self._open.discard(connections)
+        connections.close()
+
+    def _connect(self) -> sqlite3.Connection:
+        # The timeout is SQLite's busy handler, in force from the first statement on.
         connection = sqlite3.connect(
             self.path,
-            timeout=timeout,
+            timeout=self.busy_timeout_seconds,
             isolation_level=None,
             check_same_thread=False,
         )
         connection.row_factory = sqlite3.Row
-        # NORMAL is durable against a killed process in WAL mode; only an OS crash can
-        # lose the last transactions.
-        connection.execute("PRAGMA synchronous=NORMAL")
-        with self._lock:
-            self._connections.append(connection)
         return connection
+
+    def _open_pair(self) -> _Connections:
+        reader = self._connect()
+        writer = self._connect()
+        try:
+            for connection in (reader, writer):
+                # NORMAL is durable against a killed process in WAL mode; only an OS crash can
+                # lose the last transactions.
+                self._retrying(connection, "PRAGMA synchronous=NORMAL", ())
+            writer.execute("PRAGMA busy_timeout=0")
+        except BaseException:
+            reader.close()
+            writer.close()
+            raise
+        return _Connections(reader, writer)
 
     def _retrying(self, connection: sqlite3.Connection, sql: str, parameters: Any) -> Any:
         """Run a statement that takes the write lock, trying again while another process holds
@@ -105,12 +176,13 @@ class SqliteDatabase:
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
-        connection = self._writer()
-        if getattr(self._local, "writing", False):
+        lease = self._lease()
+        connection = lease.connections.writer
+        if lease.writing:
             raise RuntimeError("a write inside a write on the same thread would deadlock")
         if not self._write_lock.acquire(timeout=self.busy_timeout_seconds):
             raise Transient("sqlite busy: another thread of this process holds the write lock")
-        self._local.writing = True
+        lease.writing = True
         try:
             self._retrying(connection, "BEGIN IMMEDIATE", ())
             try:
@@ -121,7 +193,7 @@ class SqliteDatabase:
             else:
                 connection.execute("COMMIT")
         finally:
-            self._local.writing = False
+            lease.writing = False
             self._write_lock.release()
 
     def write_one(self, sql: str, parameters: Sequence[Any] = ()) -> list[sqlite3.Row]:
@@ -131,8 +203,9 @@ class SqliteDatabase:
         so a statement that reads and writes (an upsert) is atomic; and it costs one call into
         SQLite instead of three, each of which lets another thread take the GIL.
         """
-        connection = self._writer()
-        if getattr(self._local, "writing", False):
+        lease = self._lease()
+        connection = lease.connections.writer
+        if lease.writing:
             raise RuntimeError("a write inside a write on the same thread would deadlock")
         if not self._write_lock.acquire(timeout=self.busy_timeout_seconds):
             raise Transient("sqlite busy: another thread of this process holds the write lock")
@@ -144,7 +217,8 @@ class SqliteDatabase:
 
     def close(self) -> None:
         with self._lock:
-            for connection in self._connections:
-                connection.close()
-            self._connections.clear()
+            for connections in self._open:
+                connections.close()
+            self._open.clear()
+            self._idle.clear()
         self._local = threading.local()

@@ -1,0 +1,226 @@
+"""Probes an attacker (or a careless client) would try, kept running: exhausting descriptors,
+deep JSON, bodies without keys, impossible ids, concurrent creates past the quota, floods.
+
+Loopback only: the API in-process (Flask's test client) or a real ``scheduler dev``.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import shutil
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+import pytest
+
+from shared.errors import ConfigurationError
+from shared.ports import ScheduleFilter
+from shared.settings import Settings
+from tests.support.api import ApiUnderTest, api_under_test
+from tests.support.harness import API
+from tests.support.processes import Process
+
+
+def open_descriptors(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def status_of(host: str, port: int, method: str, path: str) -> int:
+    """One request on a connection of its own (a new server thread each, as a crowd would)."""
+    connection = http.client.HTTPConnection(host, port, timeout=10)
+    try:
+        connection.request(method, path)
+        response = connection.getresponse()
+        response.read()
+        return response.status
+    finally:
+        connection.close()
+
+
+@pytest.mark.slow
+def test_scheduler_dev_keeps_its_descriptors_flat_over_thousands_of_requests(
+    tmp_path: Path,
+) -> None:
+    data = str(tmp_path / "data")
+    dev = Process(["dev", "--port", "0", "--data-dir", data], {}, tmp_path / "log")
+    try:
+        base = dev.wait_for_output(r"API on http://(127\.0\.0\.1):(\d+)")
+        host, port = base.group(1), int(base.group(2))
+        path = f"{API}/schedule/no-such-schedule"
+        for _ in range(50):
+            assert status_of(host, port, "GET", path) == 404
+        before = open_descriptors(dev.popen.pid)
+        statuses = {status_of(host, port, "GET", path) for _ in range(2000)}
+        after = open_descriptors(dev.popen.pid)
+        assert statuses == {404}
+        # A leak costs two descriptors a request (4,000 here); the pool allows a few idle.
+        assert after - before <= 16, (before, after)
+        assert status_of(host, port, "GET", "/healthz") == 200
+    finally:
+        assert dev.terminate() == 0, dev.output()[-3000:]
+
+
+def test_healthz_fails_when_the_store_cannot_be_opened(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    with api_under_test(data) as api:
+        assert api.client.get("/healthz").status_code == 200
+        # The open connections still work; opening the file again cannot.
+        shutil.move(data, tmp_path / "elsewhere")
+        answer = api.client.get("/healthz")
+        assert answer.status_code == 503
+        assert "unavailable" in answer.get_json()["checks"]["store"]
+        shutil.move(tmp_path / "elsewhere", data)
+        assert api.client.get("/healthz").status_code == 200
+
+
+KEY = "sk_acme_0123456789abcdef"
+WITH_KEY = {"X-API-Key": KEY}
+
+
+def probe_body(**changes: Any) -> dict[str, Any]:
+    return {
+        "name": "probe",
+        "schedule": {"cron": "@every 1h"},
+        "payload": {"method": "POST", "url": "http://127.0.0.1:9/hook"},
+        **changes,
+    }
+
+
+def nested(depth: int) -> Any:
+    value: Any = "bottom"
+    for level in range(depth):
+        value = [value] if level % 2 else {"a": value}
+    return value
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiUnderTest]:
+    directory = tmp_path_factory.mktemp("adversarial")
+    with api_under_test(directory, api_auth="keys", api_keys=(f"acme:{KEY}",)) as api:
+        yield api
+
+
+@pytest.mark.parametrize("depth", [100, 900, 970, 5000])
+def test_json_nested_deeply_is_400_naming_the_body(api: ApiUnderTest, depth: int) -> None:
+    # Built by hand: json.dumps itself would recurse too deeply. At 970 levels the parser
+    # still copes, and the schema's validation exhausts the stack.
+    deep = "[" * depth + "]" * depth
+    valid = json.dumps(probe_body())
+    for raw in (
+        valid[:-1] + ', "metadata": {"deep": ' + deep + "}}",
+        valid[:-2] + ', "body": ' + deep + "}}",
+        deep,
+    ):
+        answer = api.client.post(
+            f"{API}/schedule", data=raw, content_type="application/json", headers=WITH_KEY
+        )
+        assert answer.status_code == 400, answer.get_data(as_text=True)
+        assert answer.get_json()["errors"][0]["field"] == "body"
+
+
+def test_json_as_deep_as_a_payload_needs_is_accepted(api: ApiUnderTest) -> None:
+    body = probe_body(payload={**probe_body()["payload"], "body": nested(40)})
+    answer = api.client.post(f"{API}/schedule", json=body, headers=WITH_KEY)
+    assert answer.status_code == 202, answer.get_json()
+
+
+def test_brackets_inside_strings_do_not_count_as_depth(api: ApiUnderTest) -> None:
+    body = probe_body(metadata={"note": "[" * 5000 + '\\"{' * 100})
+    answer = api.client.post(f"{API}/schedule", json=body, headers=WITH_KEY)
+    assert answer.status_code == 202, answer.get_json()
+
+
+@pytest.mark.parametrize(
+    "raw", [b"{not json", b"[" * 2000, b"\xff\xfe", b'{"name": NaN}', b"x" * 300_000]
+)
+def test_no_key_is_401_whatever_the_body(api: ApiUnderTest, raw: bytes) -> None:
+    for path in (f"{API}/schedule", f"{API}/schedule/some-id", f"{API}/schedule/preview"):
+        method = api.client.put if path.endswith("some-id") else api.client.post
+        answer = method(path, data=raw, content_type="text/plain")
+        assert answer.status_code == 401, (path, answer.get_data(as_text=True))
+        assert answer.headers["WWW-Authenticate"].startswith("Bearer")
+
+
+@pytest.mark.parametrize(
+    "schedule_id", ["%00", "..", ".", "a%0D%0Ab", "a%0A", "x" * 1000, "%20", "-x", "a:b"]
+)
+def test_delete_of_an_id_no_schedule_can_have_is_400_and_stores_nothing(
+    api: ApiUnderTest, schedule_id: str
+) -> None:
+    answer = api.client.delete(f"{API}/schedule/{schedule_id}", headers=WITH_KEY)
+    assert answer.status_code == 400, answer.get_data(as_text=True)
+    assert answer.get_json()["errors"][0]["field"] == "id"
+    assert api.backends.store.get_schedule("acme", unquote(schedule_id)) is None
+
+
+def test_put_of_an_id_ending_in_a_newline_is_400(api: ApiUnderTest) -> None:
+    queued = api.queued()
+    answer = api.client.put(f"{API}/schedule/abc%0A", json=probe_body(), headers=WITH_KEY)
+    assert answer.status_code == 400
+    assert api.queued() == queued
+
+
+def concurrently(count: int, call: Callable[[int], int]) -> list[int]:
+    """``call(i)`` for i in range(count), all released at once; their results."""
+    start = threading.Barrier(count)
+
+    def at_once(index: int) -> int:
+        start.wait()
+        return call(index)
+
+    with ThreadPoolExecutor(count) as pool:
+        return list(pool.map(at_once, range(count)))
+
+
+@pytest.mark.parametrize("with_ids", [False, True])
+def test_the_quota_holds_under_forty_concurrent_creates(tmp_path: Path, with_ids: bool) -> None:
+    with api_under_test(tmp_path, tenant_schedule_quota=5) as api:
+
+        def create(index: int) -> int:
+            body = probe_body(id=f"crowd-{index}") if with_ids else probe_body()
+            return api.app.test_client().post(f"{API}/schedule", json=body).status_code
+
+        statuses = concurrently(40, create)
+        api.apply()
+        assert statuses.count(202) == 5, statuses
+        assert set(statuses) == {202, 403}
+        assert api.backends.store.count_tenant_schedules("default") == 5
+        # Room made by a delete is seen at once.
+        live = api.backends.store.list_schedules("default", ScheduleFilter(), 10, None).items
+        assert api.client.delete(f"{API}/schedule/{live[0].schedule_id}").status_code == 202
+        assert api.client.post(f"{API}/schedule", json=probe_body()).status_code == 202
+        assert api.client.post(f"{API}/schedule", json=probe_body()).status_code == 403
+
+
+def test_a_tenant_over_its_rate_limit_gets_429_with_retry_after_and_others_do_not(
+    tmp_path: Path,
+) -> None:
+    other_key = "sk_globex_0123456789abcdef"
+    with api_under_test(
+        tmp_path,
+        api_auth="keys",
+        api_keys=(f"acme:{KEY}", f"globex:{other_key}"),
+        tenant_rate_limit="5/minute",
+    ) as api:
+        path = f"{API}/schedules"
+        statuses = [api.client.get(path, headers=WITH_KEY).status_code for _ in range(8)]
+        assert statuses == [200] * 5 + [429] * 3
+        refused = api.client.post(f"{API}/schedule", json=probe_body(), headers=WITH_KEY)
+        assert refused.status_code == 429
+        assert 1 <= int(refused.headers["Retry-After"]) <= 60
+        assert refused.mimetype == "application/problem+json"
+        assert api.queued() == 0
+        assert api.client.get(path, headers={"X-API-Key": other_key}).status_code == 200
+        # Probes are not counted.
+        assert api.client.get("/healthz").status_code == 200
+
+
+def test_a_rate_limit_that_is_not_one_is_refused_at_start() -> None:
+    with pytest.raises(ConfigurationError, match="SCHEDULER_TENANT_RATE_LIMIT"):
+        Settings.from_env({"SCHEDULER_TENANT_RATE_LIMIT": "lots"})
