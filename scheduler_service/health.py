@@ -16,7 +16,7 @@ blp = Blueprint("health", __name__, description="Liveness and readiness")
 
 @blp.route("/healthz")
 @blp.response(200, HealthSchema)
-@blp.doc(security=[])
+@blp.doc(security=[], operationId="healthz")
 def healthz() -> dict[str, Any]:
     """The process is alive."""
     return {"status": "ok"}
@@ -25,7 +25,7 @@ def healthz() -> dict[str, Any]:
 @blp.route("/readyz")
 @blp.response(200, HealthSchema)
 @blp.alt_response(503, schema=HealthSchema, description="A backend does not answer")
-@blp.doc(security=[])
+@blp.doc(security=[], operationId="readyz")
 def readyz() -> tuple[dict[str, Any], int]:
     """The store and the queues answer."""
     backends: Backends = current_app.extensions["scheduler_backends"]
