@@ -13,6 +13,8 @@ from flask import Flask, Response, g, request
 from flask_smorest import Api
 
 from scheduler_service.auth import Authenticator
+from scheduler_service.docs import SWAGGER_UI_URL
+from scheduler_service.docs import blp as docs_blueprint
 from scheduler_service.errors import problem, register_error_handlers
 from scheduler_service.health import blp as health_blueprint
 from scheduler_service.metrics import backend_registry
@@ -76,7 +78,7 @@ def create_app(
         OPENAPI_URL_PREFIX="/",
         OPENAPI_JSON_PATH="openapi.json",
         OPENAPI_SWAGGER_UI_PATH="/docs",
-        OPENAPI_SWAGGER_UI_URL="https://cdn.jsdelivr.net/npm/swagger-ui-dist/",
+        OPENAPI_SWAGGER_UI_URL=SWAGGER_UI_URL,
         API_SPEC_OPTIONS={
             "components": {"securitySchemes": SECURITY_SCHEMES},
             "security": [{"ApiKey": []}, {"Bearer": []}],
@@ -102,6 +104,7 @@ def create_app(
     api.register_blueprint(schedules_blueprint)
     api.register_blueprint(health_blueprint)
     api.register_blueprint(metrics_blueprint)
+    app.register_blueprint(docs_blueprint)
     register_error_handlers(app)
 
     @app.before_request

@@ -17,7 +17,7 @@ blp = Blueprint("health", __name__, description="Liveness and readiness")
 @blp.route("/healthz")
 @blp.response(200, HealthSchema)
 @blp.alt_response(503, schema=HealthSchema, description="The process cannot open its store")
-@blp.doc(security=[])
+@blp.doc(security=[], operationId="healthz")
 def healthz() -> tuple[dict[str, Any], int]:
     """The process is alive and can still open its embedded store (SQLite), if it has one."""
     backends: Backends = current_app.extensions["scheduler_backends"]
@@ -32,7 +32,7 @@ def healthz() -> tuple[dict[str, Any], int]:
 @blp.route("/readyz")
 @blp.response(200, HealthSchema)
 @blp.alt_response(503, schema=HealthSchema, description="A backend does not answer")
-@blp.doc(security=[])
+@blp.doc(security=[], operationId="readyz")
 def readyz() -> tuple[dict[str, Any], int]:
     """The store and the queues answer."""
     backends: Backends = current_app.extensions["scheduler_backends"]

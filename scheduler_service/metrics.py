@@ -22,6 +22,7 @@ def backend_registry(backends: Backends) -> CollectorRegistry:
 @blp.route("/metrics")
 @blp.doc(
     security=[],
+    operationId="metrics",
     responses={
         "200": {
             "description": "Prometheus text exposition format",

@@ -172,11 +172,12 @@ ACCEPTED_HEADERS = {
 @blp.arguments(ScheduleBodySchema, error_status_code=400)
 @blp.arguments(IdempotencyHeader, location="headers", error_status_code=400)
 @blp.response(202, AcceptedSchema, headers=ACCEPTED_HEADERS)
+@blp.doc(operationId="createSchedule")
 @problems(400, 403, 409, 413, 415)
 def create_schedule(body: dict[str, Any], headers: dict[str, Any]) -> Response:
     """Create a schedule (asynchronously: a GET may answer 404 for a few milliseconds).
 
-    With an ``Idempotency-Key``, a repeat with the same body answers the same schedule and
+    With an `Idempotency-Key`, a repeat with the same body answers the same schedule and
     creates nothing; with another body, 409.
     """
     definition, names = definition_from(body)
@@ -189,6 +190,7 @@ def create_schedule(body: dict[str, Any], headers: dict[str, Any]) -> Response:
 @blp.route("/schedules", methods=["GET"])
 @blp.arguments(ListSchedulesQuery, location="query", unknown=RAISE, error_status_code=400)
 @blp.response(200, SchedulePageSchema)
+@blp.doc(operationId="listSchedules")
 @problems(400)
 def list_schedules(query: dict[str, Any]) -> Response:
     """The tenant's schedules (never deleted ones), by id, a page at a time."""
@@ -216,6 +218,7 @@ def list_schedules(query: dict[str, Any]) -> Response:
 @blp.route("/schedule/<schedule_id>")
 class ScheduleResource(MethodView):
     @blp.response(200, ScheduleViewSchema)
+    @blp.doc(operationId="getSchedule")
     @problems(404)
     def get(self, schedule_id: str) -> Response:
         """The stored schedule, its status, next time and run counts; 404 if unknown or deleted."""
@@ -224,6 +227,7 @@ class ScheduleResource(MethodView):
     @blp.arguments(ScheduleBodySchema, error_status_code=400)
     @blp.arguments(IdempotencyHeader, location="headers", error_status_code=400)
     @blp.response(202, AcceptedSchema, headers=ACCEPTED_HEADERS)
+    @blp.doc(operationId="replaceSchedule")
     @problems(400, 403, 409, 413, 415)
     def put(self, body: dict[str, Any], headers: dict[str, Any], schedule_id: str) -> Response:
         """Create or replace the schedule with this id (the same id, the same schedule)."""
@@ -237,6 +241,7 @@ class ScheduleResource(MethodView):
         return accepted_response(accepted)
 
     @blp.response(202, DeletedSchema)
+    @blp.doc(operationId="deleteSchedule")
     @problems(400, 404)
     def delete(self, schedule_id: str) -> dict[str, Any]:
         """Stop the schedule for good: no occurrence fires after this answer. An id no create
@@ -248,6 +253,7 @@ class ScheduleResource(MethodView):
 
 @blp.route("/schedule/<schedule_id>/pause", methods=["POST"])
 @blp.response(202, ScheduleViewSchema)
+@blp.doc(operationId="pauseSchedule")
 @problems(404)
 def pause_schedule(schedule_id: str) -> Response:
     """Stop firing until resumed; occurrences that fall in the pause are skipped. Pausing a
@@ -257,6 +263,7 @@ def pause_schedule(schedule_id: str) -> Response:
 
 @blp.route("/schedule/<schedule_id>/resume", methods=["POST"])
 @blp.response(202, ScheduleViewSchema)
+@blp.doc(operationId="resumeSchedule")
 @problems(404)
 def resume_schedule(schedule_id: str) -> Response:
     """Fire again from now on (the occurrences of the pause are not caught up)."""
@@ -265,10 +272,11 @@ def resume_schedule(schedule_id: str) -> Response:
 
 @blp.route("/schedule/<schedule_id>/trigger", methods=["POST"])
 @blp.response(202, TriggeredSchema)
+@blp.doc(operationId="triggerSchedule")
 @problems(404)
 def trigger_schedule(schedule_id: str) -> dict[str, Any]:
     """Run the schedule once now, beside its own times (even while paused). The run has its
-    own occurrence id and appears in the history with ``manual: true``."""
+    own occurrence id and appears in the history with `manual: true`."""
     occurrence = service().trigger(g.tenant, schedule_id)
     return {
         "id": schedule_id,
@@ -281,6 +289,7 @@ def trigger_schedule(schedule_id: str) -> dict[str, Any]:
 @blp.route("/schedule/<schedule_id>/executions", methods=["GET"])
 @blp.arguments(ListExecutionsQuery, location="query", unknown=RAISE, error_status_code=400)
 @blp.response(200, ExecutionPageSchema)
+@blp.doc(operationId="listExecutions")
 @problems(400, 404)
 def list_executions(query: dict[str, Any], schedule_id: str) -> dict[str, Any]:
     """The run history, newest first: status, attempts, HTTP status, duration, lateness, error."""
@@ -349,10 +358,11 @@ def _decode_cursor(cursor: str | None, kind: str) -> str | None:
 @blp.route("/schedule/preview", methods=["POST"])
 @blp.arguments(PreviewSchema, error_status_code=400)
 @blp.response(200, PreviewAnswerSchema)
+@blp.doc(operationId="previewSchedule")
 @problems(400, 413, 415)
 def preview(body: dict[str, Any]) -> Any:
     """The next fire times of a schedule (UTC and local) and a plain-English description,
-    without storing anything: as if it were accepted now, or at ``after`` if given."""
+    without storing anything: as if it were accepted now, or at `after` if given."""
     timing, names = body["schedule"]
     scheduler = service()
     accepted_at = scheduler.clock.now()

@@ -43,6 +43,18 @@ from shared.timeutil import load_zone, parse_iso
 
 # \Z, not $: "$" also matches before a final newline.
 SCHEDULE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._~-]{0,127}\Z")
+
+
+class OneOfAnyCase(validate.OneOf):
+    """``OneOf`` in any letter case; the OpenAPI enum lists each choice once (upper case), so
+    generated clients get no duplicate values."""
+
+    def __call__(self, value: Any) -> Any:
+        if not isinstance(value, str) or value.upper() not in self.choices:
+            raise ValidationError(self._format_error(value))
+        return value
+
+
 HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$")
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 RESERVED_HEADERS = frozenset(
@@ -183,7 +195,7 @@ class ScheduleSpecSchema(Schema):
     end_date = fields.String(metadata={"description": "MM/DD/YYYY, last local date (inclusive)"})
     timeZone = fields.String(validate=_zone_name)
     time_of_day = fields.String(metadata={"description": "hh:mm, with am_pm, or HH:MM (24 h)"})
-    am_pm = fields.String(validate=validate.OneOf(["AM", "PM", "am", "pm"]))
+    am_pm = fields.String(validate=OneOfAnyCase(["AM", "PM"]))
     repeat_interval = fields.Nested(IntervalSchema)
     # The canonical shape.
     timezone = fields.String(validate=_zone_name, metadata={"description": "IANA zone"})
@@ -476,7 +488,7 @@ class ScheduleBodySchema(DomainChecked):
     )
     name = fields.String(load_default="", validate=validate.Length(max=200))
     description = fields.String(load_default="", validate=validate.Length(max=2000))
-    type = fields.String(load_default="API", validate=validate.OneOf(["API", "api"]))
+    type = fields.String(load_default="API", validate=OneOfAnyCase(["API"]))
     schedule = fields.Nested(ScheduleSpecSchema, required=True)
     payload = fields.Nested(PayloadSchema, required=True)
     metadata = fields.Dict(

@@ -1,0 +1,54 @@
+"""A typed Python client of the scheduler's HTTP API.
+
+from scheduler_client import SchedulerClient
+
+client = SchedulerClient("http://127.0.0.1:8080", api_key="sk_…")
+accepted = client.create({"name": "hello", "schedule": {"cron": "@every 10s"},
+                          "payload": {"method": "GET", "url": "https://example.com/"}})
+for schedule in client.list(status="active"):
+    print(schedule["id"], schedule["next_schedule_time"])
+"""
+
+from scheduler_client.client import SchedulerClient
+from scheduler_client.errors import (
+    ApiError,
+    Conflict,
+    ConnectionFailed,
+    FieldError,
+    InvalidRequest,
+    NotFound,
+    QuotaExceeded,
+    SchedulerClientError,
+    ServiceUnavailable,
+    Unauthorized,
+)
+from scheduler_client.types import (
+    Accepted,
+    Deleted,
+    Execution,
+    Preview,
+    Schedule,
+    TimePair,
+    Triggered,
+)
+
+__all__ = [
+    "Accepted",
+    "ApiError",
+    "Conflict",
+    "ConnectionFailed",
+    "Deleted",
+    "Execution",
+    "FieldError",
+    "InvalidRequest",
+    "NotFound",
+    "Preview",
+    "QuotaExceeded",
+    "Schedule",
+    "SchedulerClient",
+    "SchedulerClientError",
+    "ServiceUnavailable",
+    "TimePair",
+    "Triggered",
+    "Unauthorized",
+]

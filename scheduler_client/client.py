@@ -1,0 +1,230 @@
+"""``SchedulerClient``: every call of the API, over one urllib3 connection pool.
+
+Retries: a request that never reached the server (connection refused or reset before it was
+sent) is retried whatever the call. A call whose repeat cannot do anything twice is also retried
+after a timeout, a reset mid-answer, a 429, 502, 503 or 504, with exponential backoff that
+honours ``Retry-After``: reads, ``replace`` (a PUT), ``pause``, ``resume``, ``preview``, and
+``create``, which sends an ``Idempotency-Key`` so that a repeat answers the same schedule.
+``trigger`` (each call is one more run) and ``delete`` (a repeat of a delete that was applied
+answers 404) are never repeated once sent.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator, Mapping
+from typing import Any, cast
+from urllib.parse import quote
+
+import urllib3
+from urllib3.exceptions import HTTPError
+from urllib3.util import Retry, Timeout
+
+from scheduler_client.errors import ConnectionFailed, api_error
+from scheduler_client.types import (
+    Accepted,
+    Deleted,
+    Execution,
+    Preview,
+    Schedule,
+    Triggered,
+)
+
+API_PREFIX = "/scheduler-service/v1"
+RETRY_STATUSES = frozenset({429, 502, 503, 504})
+
+
+class SchedulerClient:
+    """A client of one scheduler API.
+
+    ``base_url`` is where the API listens (``http://127.0.0.1:8080``); ``api_key`` is sent as
+    ``X-API-Key`` (``None`` for ``scheduler dev``, which needs none). ``timeout`` bounds
+    connecting and then each read, in seconds; ``retries`` is how many times a call may be
+    repeated (see the module's docstring for which), ``backoff_seconds`` the first pause.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None = None,
+        *,
+        timeout: float = 10.0,
+        retries: int = 3,
+        backoff_seconds: float = 0.5,
+        max_backoff_seconds: float = 10.0,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.timeout = Timeout(connect=timeout, read=timeout)
+        self.retries = retries
+        self.backoff_seconds = backoff_seconds
+        self.max_backoff_seconds = max_backoff_seconds
+        self._headers = {"Accept": "application/json", "User-Agent": "scheduler-client/0.1"}
+        if api_key is not None:
+            self._headers["X-API-Key"] = api_key
+        self._pool = urllib3.PoolManager()
+
+    def close(self) -> None:
+        self._pool.clear()
+
+    def __enter__(self) -> SchedulerClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- schedules ----------------------------------------------------------------------------
+
+    def create(self, body: Mapping[str, Any], *, idempotency_key: str | None = None) -> Accepted:
+        """Create a schedule (asynchronously: ``get`` may raise ``NotFound`` for a few ms).
+
+        Without ``idempotency_key`` a fresh one is sent, so a retry never creates a second.
+        """
+        key = idempotency_key or str(uuid.uuid4())
+        answer = self._call(
+            "POST", "/schedule", body=body, headers={"Idempotency-Key": key}, idempotent=True
+        )
+        return cast(Accepted, answer)
+
+    def replace(
+        self,
+        schedule_id: str,
+        body: Mapping[str, Any],
+        *,
+        idempotency_key: str | None = None,
+    ) -> Accepted:
+        """Create or replace the schedule with this id."""
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
+        answer = self._call(
+            "PUT", self._path(schedule_id), body=body, headers=headers, idempotent=True
+        )
+        return cast(Accepted, answer)
+
+    def get(self, schedule_id: str) -> Schedule:
+        return cast(Schedule, self._call("GET", self._path(schedule_id), idempotent=True))
+
+    def delete(self, schedule_id: str) -> Deleted:
+        """Stop the schedule for good."""
+        return cast(Deleted, self._call("DELETE", self._path(schedule_id), idempotent=False))
+
+    def pause(self, schedule_id: str) -> Schedule:
+        answer = self._call("POST", self._path(schedule_id, "pause"), idempotent=True)
+        return cast(Schedule, answer)
+
+    def resume(self, schedule_id: str) -> Schedule:
+        answer = self._call("POST", self._path(schedule_id, "resume"), idempotent=True)
+        return cast(Schedule, answer)
+
+    def trigger(self, schedule_id: str) -> Triggered:
+        """Run the schedule once now, beside its own times."""
+        answer = self._call("POST", self._path(schedule_id, "trigger"), idempotent=False)
+        return cast(Triggered, answer)
+
+    def preview(
+        self, schedule: Mapping[str, Any], count: int = 10, after: str | None = None
+    ) -> Preview:
+        """The next ``count`` fire times of ``schedule`` (as in a create body) and its
+        description, storing nothing."""
+        body: dict[str, Any] = {"schedule": dict(schedule), "count": count}
+        if after is not None:
+            body["after"] = after
+        return cast(Preview, self._call("POST", "/schedule/preview", body=body, idempotent=True))
+
+    def list(
+        self,
+        *,
+        status: str | None = None,
+        name: str | None = None,
+        tag: str | None = None,
+        next_after: str | None = None,
+        next_before: str | None = None,
+        page_size: int | None = None,
+    ) -> Iterator[Schedule]:
+        """Every schedule that matches, by id, fetching one page at a time as it is consumed."""
+        query = {
+            "status": status,
+            "name": name,
+            "tag": tag,
+            "next_after": next_after,
+            "next_before": next_before,
+            "limit": page_size,
+        }
+        for item in self._pages("/schedules", query):
+            yield cast(Schedule, item)
+
+    def executions(self, schedule_id: str, *, page_size: int | None = None) -> Iterator[Execution]:
+        """The schedule's runs, newest first, fetching one page at a time as it is consumed."""
+        for item in self._pages(self._path(schedule_id, "executions"), {"limit": page_size}):
+            yield cast(Execution, item)
+
+    # -- transport ----------------------------------------------------------------------------
+
+    @staticmethod
+    def _path(schedule_id: str, action: str | None = None) -> str:
+        path = f"/schedule/{quote(schedule_id, safe='')}"
+        return f"{path}/{action}" if action else path
+
+    def _pages(self, path: str, query: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+        fields = {name: str(value) for name, value in query.items() if value is not None}
+        while True:
+            page = self._call("GET", path, fields=fields, idempotent=True)
+            yield from page["items"]
+            cursor = page.get("next_cursor")
+            if not cursor:
+                return
+            fields = {**fields, "cursor": cursor}
+
+    def _retry(self, idempotent: bool) -> Retry:
+        again = self.retries if idempotent else 0
+        return Retry(
+            total=self.retries,
+            connect=self.retries,
+            read=again,
+            status=again,
+            other=0,
+            redirect=0,
+            allowed_methods=None,
+            status_forcelist=RETRY_STATUSES,
+            backoff_factor=self.backoff_seconds,
+            backoff_max=self.max_backoff_seconds,
+            respect_retry_after_header=True,
+            raise_on_status=False,
+            raise_on_redirect=False,
+        )
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        idempotent: bool,
+        body: Mapping[str, Any] | None = None,
+        fields: Mapping[str, str] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> Any:
+        url = f"{self.base_url}{API_PREFIX}{path}"
+        sent = {**self._headers, **(headers or {})}
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            sent["Content-Type"] = "application/json"
+        try:
+            response = self._pool.request(
+                method,
+                url,
+                body=data,
+                fields=dict(fields) if fields else None,
+                headers=sent,
+                timeout=self.timeout,
+                retries=self._retry(idempotent),
+            )
+        except HTTPError as exc:
+            raise ConnectionFailed(f"{method} {url}: {exc}") from exc
+        try:
+            answer = json.loads(response.data) if response.data else None
+        except ValueError:
+            answer = None
+        if response.status >= 400:
+            problem = answer if isinstance(answer, dict) else {"title": response.reason or ""}
+            raise api_error(response.status, problem)
+        return answer

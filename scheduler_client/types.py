@@ -1,0 +1,83 @@
+"""The API's answers as typed dictionaries (as documented in ``/openapi.json``).
+
+They are plain ``dict`` at run time: a field the API adds later is kept, not refused.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+
+class TimePair(TypedDict):
+    utc: str
+    local: str
+
+
+class Accepted(TypedDict):
+    id: str
+    status: str
+    revision: int
+    next_schedule_time: str | None
+    next_schedule_time_local: str | None
+
+
+class Deleted(TypedDict):
+    id: str
+    status: str
+
+
+class Triggered(TypedDict):
+    id: str
+    occurrence_id: str
+    scheduled_time: str
+    status: str
+
+
+class Preview(TypedDict):
+    occurrences: list[TimePair]
+    description: str
+
+
+class Schedule(TypedDict):
+    id: str
+    name: str
+    description: str
+    schedule_description: str
+    type: str
+    status: str
+    revision: int
+    schedule: dict[str, Any]
+    timing: dict[str, Any]
+    timezone: str
+    next_schedule_time: str | None
+    next_schedule_time_local: str | None
+    payload: dict[str, Any]
+    metadata: dict[str, Any]
+    tags: list[str]
+    priority: int
+    retry: dict[str, Any]
+    misfire: dict[str, Any]
+    runs: int
+    failures: int
+    consecutive_failures: int
+    occurrences_dispatched: int
+    last_run_at: str | None
+    last_status: str | None
+    created_at: str
+    updated_at: str
+
+
+class Execution(TypedDict):
+    occurrence_id: str
+    schedule_id: str
+    scheduled_time: str
+    status: str
+    attempts: int
+    http_status: int | None
+    duration_ms: float | None
+    lateness_ms: float | None
+    error: str | None
+    started_at: str | None
+    finished_at: str | None
+    next_attempt_at: str | None
+    manual: bool

@@ -1,0 +1,146 @@
+"""The Python client against real ``scheduler`` processes: ``scheduler dev``, and the four
+components apart with API keys (on one SQLite file, and on MongoDB and SQS over the wire)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+
+from scheduler_client import (
+    InvalidRequest,
+    NotFound,
+    SchedulerClient,
+    Unauthorized,
+)
+from tests.support.peers import ComponentBackends
+from tests.support.processes import Process, free_port, wait_until_healthy
+from tests.support.receiver import Receiver, running_receiver
+
+pytestmark = pytest.mark.slow
+
+T = TypeVar("T")
+
+
+def eventually(probe: Callable[[], T], timeout: float = 15.0) -> T:
+    """``probe()``'s first answer that neither raises ``NotFound``/``AssertionError`` nor is
+    falsy."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            answer = probe()
+            if answer:
+                return answer
+        except (NotFound, AssertionError):
+            if time.monotonic() > deadline:
+                raise
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{probe} gave nothing within {timeout}s")
+        time.sleep(0.05)
+
+
+def hourly(name: str, receiver: Receiver, tag: str = "client") -> dict[str, object]:
+    return {
+        "name": name,
+        "tags": [tag],
+        "schedule": {"cron": "0 * * * *", "timezone": "Europe/Paris"},
+        "payload": {"method": "POST", "url": f"{receiver.url}/hook", "body": {"from": name}},
+    }
+
+
+def exercise(client: SchedulerClient, receiver: Receiver) -> None:
+    """Every call of the client, each checked as a user would."""
+    ids = [client.create(hourly(f"c{n}", receiver))["id"] for n in range(5)]
+    for schedule_id in ids:
+        eventually(lambda schedule_id=schedule_id: client.get(schedule_id))
+    listed = [schedule["id"] for schedule in client.list(tag="client", page_size=2)]
+    assert sorted(listed) == sorted(ids)
+    assert [s["name"] for s in client.list(name="c3")] == ["c3"]
+
+    first = ids[0]
+    replaced = client.replace(first, {**hourly("renamed", receiver), "priority": 7})
+    assert replaced["id"] == first and replaced["status"] == "accepted"
+    eventually(lambda: client.get(first)["name"] == "renamed")
+
+    assert client.pause(first)["status"] == "paused"
+    assert [s["id"] for s in client.list(status="paused")] == [first]
+    assert client.resume(first)["status"] == "active"
+
+    triggered = client.trigger(first)
+    assert triggered["occurrence_id"].startswith(first)
+    runs = eventually(
+        lambda: [e for e in client.executions(first) if e["status"] == "succeeded"], timeout=20
+    )
+    assert runs[0]["manual"] and runs[0]["http_status"] == 200
+    assert receiver.calls[-1].json() == {"from": "renamed"}
+
+    preview = client.preview({"cron": "30 9 * * 1-5", "timezone": "Asia/Kolkata"}, count=3)
+    assert len(preview["occurrences"]) == 3
+    assert preview["occurrences"][0]["local"].endswith("09:30:00+05:30")
+    assert preview["description"]
+
+    with pytest.raises(InvalidRequest) as raised:
+        client.create({**hourly("bad", receiver), "schedule": {"cron": "61 * * * *"}})
+    assert raised.value.status == 400
+    assert raised.value.messages_for("schedule.cron")
+
+    assert client.delete(first) == {"id": first, "status": "deleted"}
+    with pytest.raises(NotFound) as missing:
+        client.get(first)
+    assert missing.value.title == "Not Found"
+    with pytest.raises(NotFound):
+        client.delete(first)
+
+
+def test_the_client_against_scheduler_dev(tmp_path: Path) -> None:
+    with running_receiver() as receiver:
+        dev = Process(["dev", "--port", "0", "--data-dir", str(tmp_path)], {}, tmp_path / "dev.log")
+        try:
+            api = dev.wait_for_output(r"API on (http://127\.0\.0\.1:\d+)").group(1)
+            with SchedulerClient(api.removesuffix("/scheduler-service/v1")) as client:
+                exercise(client, receiver)
+        finally:
+            assert dev.terminate() == 0, dev.output()[-3000:]
+
+
+def test_the_client_against_the_four_components_with_api_keys(
+    tmp_path: Path, component_backends: ComponentBackends
+) -> None:
+    port = free_port()
+    env = {
+        **component_backends.env,
+        "SCHEDULER_PORT": str(port),
+        "SCHEDULER_API_WORKERS": "1",
+        "SCHEDULER_API_AUTH": "keys",
+        "SCHEDULER_API_KEYS": "acme:sk_test_acme_0123456789,globex:sk_test_globex_0123456789",
+        "SCHEDULER_POLL_INTERVAL_SECONDS": "0.2",
+        "SCHEDULER_ALLOWED_NETWORKS": "127.0.0.0/8",
+        "SCHEDULER_WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+    }
+    base = f"http://127.0.0.1:{port}"
+    with running_receiver() as receiver:
+        processes = [
+            Process([name], env, tmp_path / f"{name}.log")
+            for name in ("api", "processor", "poller", "executor")
+        ]
+        try:
+            wait_until_healthy(base)
+            for process in processes[1:]:
+                process.wait_for_output(rf"{process.args[0]} started", timeout=30)
+            with pytest.raises(Unauthorized) as refused:
+                list(SchedulerClient(base, "sk_nobody").list())
+            assert refused.value.status == 401
+            with SchedulerClient(base, "sk_test_acme_0123456789") as acme:
+                exercise(acme, receiver)
+                kept = acme.create(hourly("kept", receiver))["id"]
+                eventually(lambda: acme.get(kept))
+            with SchedulerClient(base, "sk_test_globex_0123456789") as globex:
+                assert list(globex.list()) == []
+                with pytest.raises(NotFound):
+                    globex.get(kept)
+        finally:
+            codes = {process.args[0]: process.terminate() for process in processes}
+        assert set(codes.values()) == {0}, {p.args[0]: p.output()[-2000:] for p in processes}

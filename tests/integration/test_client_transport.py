@@ -1,0 +1,86 @@
+"""The Python client's transport: which calls it repeats, its timeouts, its errors.
+
+Against a stand-in server on 127.0.0.1 that answers as each test tells it.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from scheduler_client import (
+    ConnectionFailed,
+    SchedulerClient,
+    ServiceUnavailable,
+)
+from tests.support.processes import free_port
+from tests.support.receiver import Call, running_receiver
+
+
+def unavailable(call: Call) -> tuple[int, dict[str, str]]:
+    return 503, {"Retry-After": "0"}
+
+
+def client_of(url: str, **options: float) -> SchedulerClient:
+    return SchedulerClient(url, "sk_test", retries=2, backoff_seconds=0.01, **options)
+
+
+def test_reads_and_repeatable_writes_are_retried_on_503_then_raise() -> None:
+    with running_receiver(unavailable) as server:
+        client = client_of(server.url)
+        with pytest.raises(ServiceUnavailable) as raised:
+            client.get("a")
+        assert raised.value.status == 503
+        assert len(server.calls) == 3
+        with pytest.raises(ServiceUnavailable):
+            client.pause("a")
+        assert len(server.calls) == 6
+        assert all(call.headers["x-api-key"] == "sk_test" for call in server.calls)
+
+
+def test_trigger_and_delete_are_sent_once() -> None:
+    with running_receiver(unavailable) as server:
+        client = client_of(server.url)
+        with pytest.raises(ServiceUnavailable):
+            client.trigger("a")
+        with pytest.raises(ServiceUnavailable):
+            client.delete("a")
+        assert [call.method for call in server.calls] == ["POST", "DELETE"]
+
+
+def test_a_retried_create_repeats_its_idempotency_key() -> None:
+    with running_receiver(unavailable) as server:
+        client = client_of(server.url)
+        with pytest.raises(ServiceUnavailable):
+            client.create({"name": "x"})
+        keys = {call.headers["idempotency-key"] for call in server.calls}
+        assert len(server.calls) == 3 and len(keys) == 1
+        with pytest.raises(ServiceUnavailable):
+            client.create({"name": "x"})
+        assert len({call.headers["idempotency-key"] for call in server.calls}) == 2
+
+
+@pytest.fixture
+def silent_server() -> Iterator[str]:
+    """Accepts connections (the kernel's backlog) and never answers."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+
+
+def test_a_call_that_gets_no_answer_times_out(silent_server: str) -> None:
+    client = SchedulerClient(silent_server, timeout=0.2, retries=0)
+    started = time.monotonic()
+    with pytest.raises(ConnectionFailed):
+        client.get("a")
+    assert time.monotonic() - started < 3
+
+
+def test_a_server_that_is_not_there_is_a_connection_failure() -> None:
+    client = SchedulerClient(f"http://127.0.0.1:{free_port()}", retries=1, backoff_seconds=0.01)
+    with pytest.raises(ConnectionFailed):
+        client.trigger("a")
