@@ -80,7 +80,9 @@ def create_app(
         MAX_CONTENT_LENGTH=settings.max_body_bytes,
         JSON_SORT_KEYS=False,
     )
-    service = ScheduleService(backends.store, backends.queues, settings, clock or SystemClock())
+    service = ScheduleService(
+        backends.store, backends.queues, settings, clock or SystemClock(), backends.secrets
+    )
     authenticator = Authenticator(settings, backends.store)
     app.extensions["scheduler"] = service
     app.extensions["scheduler_backends"] = backends

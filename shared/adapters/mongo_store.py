@@ -50,6 +50,7 @@ from shared.model import (
     ScheduleStatus,
 )
 from shared.ports import ApiKey, IdempotencyRecord, Page, ScheduleFilter, Store
+from shared.secrets import SecretBox
 from shared.timeutil import UTC, from_epoch_ms, parse_iso, to_epoch_ms, utc_ms
 
 Document = dict[str, Any]
@@ -110,9 +111,16 @@ def _transient(action: str) -> Iterator[None]:
 
 class MongoStore(Store):
     def __init__(
-        self, client: pymongo.MongoClient[Document], database_name: str, owns_client: bool = False
+        self,
+        client: pymongo.MongoClient[Document],
+        database_name: str,
+        owns_client: bool = False,
+        *,
+        secrets: SecretBox,
     ) -> None:
+        """``secrets`` seals each payload's secret parts in the ``definition`` field."""
         self.client = client
+        self.secrets = secrets
         self.owns_client = owns_client
         database = client[database_name]
         self.schedules: Collection[Document] = database["schedules"]
@@ -121,7 +129,7 @@ class MongoStore(Store):
         self.api_keys: Collection[Document] = database["api_keys"]
 
     @classmethod
-    def from_url(cls, url: str, database_name: str) -> MongoStore:
+    def from_url(cls, url: str, database_name: str, *, secrets: SecretBox) -> MongoStore:
         """A store on its own client (closed by ``close()``); connects lazily, fails fast.
 
         Short timeouts by default, so an unreachable server becomes ``Transient`` in seconds;
@@ -136,7 +144,7 @@ class MongoStore(Store):
         client: pymongo.MongoClient[Document] = pymongo.MongoClient(
             url, tz_aware=True, appname="scheduler", **timeouts
         )
-        return cls(client, database_name, owns_client=True)
+        return cls(client, database_name, owns_client=True, secrets=secrets)
 
     def ensure_indexes(self) -> None:
         # Plain indexes only: no partialFilterExpression and no reliance on a unique index
@@ -183,7 +191,7 @@ class MongoStore(Store):
     def get_schedule(self, tenant: str, schedule_id: str) -> Schedule | None:
         with _transient("get_schedule"):
             document = self.schedules.find_one({"_id": _key(tenant, schedule_id)})
-        return None if document is None else _schedule(document)
+        return None if document is None else _schedule(document, self.secrets)
 
     def apply_definition(
         self,
@@ -201,7 +209,7 @@ class MongoStore(Store):
             # JSON text, as in the SQLite adapter: client-chosen keys (metadata, headers, query
             # parameters, the raw request) may contain '.' or start with '$', which MongoDB
             # restricts in stored field names.
-            "definition": json.dumps(definition.to_document(), separators=(",", ":")),
+            "definition": json.dumps(self.secrets.seal(definition), separators=(",", ":")),
             "name": definition.name,
             "tags": list(definition.tags),
             "next_schedule_time": _ms(next_schedule_time),
@@ -353,7 +361,7 @@ class MongoStore(Store):
                             return_document=ReturnDocument.AFTER,
                         )
                         if document is not None:
-                            claimed.append(_schedule(document))
+                            claimed.append(_schedule(document, self.secrets))
                             break
                     else:
                         lost += 1
@@ -435,7 +443,7 @@ class MongoStore(Store):
             documents = list(
                 self.schedules.find(selector).sort("schedule_id", ASCENDING).limit(limit + 1)
             )
-        items = [_schedule(document) for document in documents[:limit]]
+        items = [_schedule(document, self.secrets) for document in documents[:limit]]
         more = len(documents) > limit
         return Page(items, items[-1].schedule_id if more and items else None)
 
@@ -776,7 +784,7 @@ def _required(value: datetime | None) -> datetime:
     return value
 
 
-def _schedule(document: Mapping[str, Any]) -> Schedule:
+def _schedule(document: Mapping[str, Any], secrets: SecretBox) -> Schedule:
     definition = document.get("definition")
     return Schedule(
         tenant=document["tenant"],
@@ -784,9 +792,7 @@ def _schedule(document: Mapping[str, Any]) -> Schedule:
         revision=document["revision"],
         state_revision=document["state_revision"],
         status=ScheduleStatus(document["status"]),
-        definition=None
-        if definition is None
-        else ScheduleDefinition.from_document(json.loads(definition)),
+        definition=None if definition is None else secrets.open(json.loads(definition)),
         next_schedule_time=_instant(document.get("next_schedule_time")),
         accepted_at=_required(_instant(document.get("accepted_at"))),
         created_at=_required(_instant(document.get("created_at"))),
