@@ -35,6 +35,7 @@ from bench.delay_proxy import delaying_proxy
 from bench.seed import TENANT, one_time_definition
 from shared.adapters.mongo_store import MongoStore
 from shared.model import AttemptOutcome, ExecutionStatus, Occurrence
+from shared.secrets import SecretBox, new_secret_key
 
 HOOK = "http://127.0.0.1:9/hook"
 
@@ -67,7 +68,7 @@ def _via(url: str, host_port: str) -> str:
 @contextmanager
 def _store(url: str, database: str) -> Iterator[MongoStore]:
     """A store as the workers open it (``from_url``: the same client options)."""
-    store = MongoStore.from_url(url, database)
+    store = MongoStore.from_url(url, database, secrets=SecretBox([new_secret_key()]))
     try:
         yield store
     finally:

@@ -13,6 +13,7 @@ from shared.messages import decode_mutation
 from shared.metrics import MUTATIONS, PROCESSING, Heartbeat
 from shared.ports import Clock, MessageQueue, OutgoingMessage, ScheduleStore, SystemClock
 from shared.recurrence import first_occurrence
+from shared.secrets import SecretBox
 from shared.timeutil import iso_z
 
 log = logging.getLogger(__name__)
@@ -33,6 +34,7 @@ class Processor:
         store: ScheduleStore,
         mutations: MessageQueue,
         dead_letters: MessageQueue,
+        secrets: SecretBox,
         batch_size: int = 10,
         wait_seconds: float = 1.0,
         clock: Clock | None = None,
@@ -41,6 +43,7 @@ class Processor:
         self.store = store
         self.mutations = mutations
         self.dead_letters = dead_letters
+        self.secrets = secrets
         self.batch_size = batch_size
         self.wait_seconds = wait_seconds
         self.clock = clock or SystemClock()
@@ -72,7 +75,7 @@ class Processor:
         started = time.perf_counter()
         for message in messages:
             try:
-                mutation = decode_mutation(message.body)
+                mutation = decode_mutation(message.body, self.secrets)
                 next_time = first_occurrence(mutation.definition.timing, mutation.accepted_at)
             except (PoisonMessage, ValueError) as exc:
                 log.error("poison message on queue 1: %s", exc, extra={"event": "poison_message"})

@@ -19,6 +19,7 @@ def build_processor(
         backends.store,
         backends.queues.mutations,
         backends.queues.dead_letters,
+        backends.secrets,
         batch_size=settings.processor_batch_size,
         wait_seconds=settings.receive_wait_seconds,
         clock=clock,

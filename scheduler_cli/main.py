@@ -16,11 +16,12 @@ from werkzeug.serving import make_server
 from scheduler_cli import keys, operator
 from scheduler_cli.components import build_executor, build_poller, build_processor
 from scheduler_service.app import create_app
-from shared.backends import Backends, open_backends
+from shared.backends import KEY_FILE, Backends, open_backends
 from shared.errors import ConfigurationError
 from shared.lifecycle import Shutdown
 from shared.logs import configure_logging
 from shared.metrics import Heartbeat, serve_worker_endpoint
+from shared.secrets import new_secret_key, write_private
 from shared.settings import PREFIX, Settings
 from shared.webhooks import new_webhook_secret
 
@@ -46,11 +47,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands.add_parser("processor", help="apply queue 1 to the store")
     commands.add_parser("poller", help="send due occurrences to queue 2")
     commands.add_parser("executor", help="fire occurrences from queue 2")
+    commands.add_parser(
+        "secret-key", help="print a new key for SCHEDULER_SECRET_KEYS (seals webhook secrets)"
+    )
     operator.add_commands(commands)
     keys.add_commands(commands)
     args = parser.parse_args(argv)
     if args.command in ("schedules", "executions"):
         return operator.run(args, dict(os.environ))
+    if args.command == "secret-key":
+        print(new_secret_key())
+        return 0
     try:
         if args.command == "dev":
             return run_dev(args.host, args.port, Path(args.data_dir))
@@ -60,7 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.command == "keys":
         return keys.run(args, settings)
-    configure_logging(settings.log_format, settings.log_level)
+    configure_logging(settings.log_format, settings.log_level, settings.secret_headers)
     if args.command == "api":
         return run_api(settings)
     builders: dict[str, Callable[[Settings, Backends], Worker]] = {
@@ -127,8 +134,7 @@ def dev_settings(host: str, port: int, data_dir: Path) -> Settings:
     if PREFIX + "WEBHOOK_SECRET" not in environ:
         secret_file = data_dir / "webhook-secret"
         if not secret_file.exists():
-            secret_file.write_text(new_webhook_secret() + "\n")
-            secret_file.chmod(0o600)
+            write_private(secret_file, new_webhook_secret() + "\n")
         overrides["webhook_secret"] = secret_file.read_text().strip()
     return Settings.from_env(environ, **overrides)
 
@@ -137,7 +143,7 @@ def run_dev(host: str, port: int, data_dir: Path) -> int:
     """Everything in one process on the embedded SQLite backends."""
     data_dir = data_dir.resolve()
     settings = dev_settings(host, port, data_dir)
-    configure_logging(settings.log_format, settings.log_level)
+    configure_logging(settings.log_format, settings.log_level, settings.secret_headers)
     shutdown = Shutdown()
     shutdown.install_signal_handlers()
     backends = open_backends(settings)
@@ -159,6 +165,7 @@ def run_dev(host: str, port: int, data_dir: Path) -> int:
         f"scheduler dev: API on {base}/scheduler-service/v1  (docs: {base}/docs)\n"
         f"scheduler dev: data in {data_dir} (kept across restarts)\n"
         f"scheduler dev: webhooks signed with the secret in {data_dir / 'webhook-secret'}\n"
+        f"scheduler dev: webhook secrets sealed with the keys in {data_dir / KEY_FILE}\n"
         "scheduler dev: no API key needed (one default tenant); Ctrl-C stops",
         flush=True,
     )

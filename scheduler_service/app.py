@@ -91,7 +91,9 @@ def create_app(
         MAX_CONTENT_LENGTH=settings.max_body_bytes,
         JSON_SORT_KEYS=False,
     )
-    service = ScheduleService(backends.store, backends.queues, settings, clock or SystemClock())
+    service = ScheduleService(
+        backends.store, backends.queues, settings, clock or SystemClock(), backends.secrets
+    )
     authenticator = Authenticator(settings, backends.store)
     rate_limiter = TenantRateLimiter(settings.tenant_rate_limit)
     app.extensions["scheduler"] = service

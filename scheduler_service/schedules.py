@@ -298,7 +298,7 @@ def list_executions(query: dict[str, Any], schedule_id: str) -> dict[str, Any]:
         raise InvalidInput({"cursor": "not a cursor this endpoint gave"})
     page = service().list_executions(g.tenant, schedule_id, _limit(query), cursor)
     return {
-        "items": [execution_view(item) for item in page.items],
+        "items": [execution_view(item, service().settings.secret_headers) for item in page.items],
         "next_cursor": _encode_cursor(page.next_cursor, "e"),
     }
 

@@ -30,7 +30,7 @@ a refusal (deletes may have freed room), so a create costs no count at all.
 from __future__ import annotations
 
 import contextlib
-import fnmatch
+import dataclasses
 import itertools
 import secrets
 import threading
@@ -40,7 +40,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from shared.describe import describe
 from shared.errors import InvalidInput, NotFound, SchedulerError
@@ -65,12 +64,18 @@ from shared.ports import (
     Store,
 )
 from shared.recurrence import build_recurrence, first_occurrence
+from shared.secrets import (
+    SecretBox,
+    carries_mask,
+    keep_masked_secrets,
+    masked_payload,
+    redact,
+)
 from shared.settings import Settings
 from shared.ssrf import TargetPolicy, TargetRefused
 from shared.timeutil import iso_local, iso_z, load_zone
 from shared.validation import CANONICAL_FIELDS, check_timing
 
-MASK = "********"
 # A repeat of an idempotent create this long after the first, with the schedule still unknown,
 # re-sends its mutation (the first may have died between recording and enqueueing).
 RESEND_AFTER = timedelta(seconds=30)
@@ -189,8 +194,12 @@ class Accepted:
 
 
 class ScheduleService:
-    def __init__(self, store: Store, queues: Queues, settings: Settings, clock: Clock) -> None:
+    def __init__(
+        self, store: Store, queues: Queues, settings: Settings, clock: Clock, secrets: SecretBox
+    ) -> None:
+        """``secrets`` seals the payloads of the mutations sent on queue 1."""
         self.store = store
+        self.secrets = secrets
         self.queues = queues
         self.settings = settings
         self.clock = clock
@@ -274,6 +283,7 @@ class ScheduleService:
         idempotency: IdempotentRequest | None = None,
     ) -> Accepted:
         now = self.clock.now()
+        definition = self.keep_secrets(tenant, schedule_id, definition)
         parts = {
             "schedule": (definition.timing, names),
             "payload": definition.payload,
@@ -331,7 +341,7 @@ class ScheduleService:
                 return self._replay(in_force, idempotency, definition, now)
         mutation = DefinitionMutation(tenant, schedule_id, revision, now, definition)
         try:
-            self.queues.mutations.send([OutgoingMessage(encode_mutation(mutation))])
+            self.queues.mutations.send([OutgoingMessage(encode_mutation(mutation, self.secrets))])
         except BaseException:
             if idempotency is not None:
                 # Nothing was enqueued: a repeat must be free to try again. If even this fails,
@@ -342,6 +352,20 @@ class ScheduleService:
                     )
             raise
         return Accepted(schedule_id, revision, next_time, timezone)
+
+    def keep_secrets(
+        self, tenant: str, schedule_id: str | None, definition: ScheduleDefinition
+    ) -> ScheduleDefinition:
+        """Masked values sent back as an answer showed them keep the stored schedule's values
+        (``shared.secrets.keep_masked_secrets``): a replace need not know a secret to keep it."""
+        if not carries_mask(definition.payload):
+            return definition
+        stored = self.store.get_schedule(tenant, schedule_id) if schedule_id else None
+        stored_payload = stored.definition.payload if stored and stored.definition else None
+        payload = keep_masked_secrets(
+            definition.payload, stored_payload, self.settings.secret_headers
+        )
+        return dataclasses.replace(definition, payload=payload)
 
     def _replay(
         self,
@@ -364,7 +388,7 @@ class ScheduleService:
             mutation = DefinitionMutation(
                 record.tenant, record.schedule_id, record.revision, record.created_at, definition
             )
-            self.queues.mutations.send([OutgoingMessage(encode_mutation(mutation))])
+            self.queues.mutations.send([OutgoingMessage(encode_mutation(mutation, self.secrets))])
         return Accepted(
             record.schedule_id,
             record.revision,
@@ -501,39 +525,15 @@ def time_pair(moment: datetime | None, timezone: str) -> dict[str, str | None]:
     return {"utc": iso_z(moment), "local": iso_local(moment, load_zone(timezone))}
 
 
-def is_secret(name: str, patterns: Iterable[str]) -> bool:
-    lowered = name.lower()
-    return any(fnmatch.fnmatchcase(lowered, pattern.lower()) for pattern in patterns)
-
-
-def mask_headers(headers: Mapping[str, Any], patterns: Iterable[str]) -> dict[str, Any]:
-    """Secret-looking values replaced by ``MASK`` (``SCHEDULER_SECRET_HEADERS``)."""
-    patterns = tuple(patterns)
-    return {name: MASK if is_secret(name, patterns) else value for name, value in headers.items()}
-
-
-def mask_url(url: str, patterns: Iterable[str]) -> str:
-    """The URL with the values of secret-looking query parameters masked (``?token=…``)."""
-    parts = urlsplit(url)
-    pairs = parse_qsl(parts.query, keep_blank_values=True)
-    patterns = tuple(patterns)
-    if not any(is_secret(name, patterns) for name, _ in pairs):
-        return url
-    masked = [(name, MASK if is_secret(name, patterns) else value) for name, value in pairs]
-    return urlunsplit(parts._replace(query=urlencode(masked, safe="*")))
-
-
 def schedule_view(
     schedule: Schedule, secret_patterns: Iterable[str], next_time: datetime | None
 ) -> dict[str, Any]:
-    """The schedule as clients see it, firing next at ``next_time``: values of secret-looking
-    headers and query parameters (in ``queryParameters`` or in the URL itself) masked."""
+    """The schedule as clients see it, firing next at ``next_time``: secrets in the payload's
+    URL, headers and query parameters masked by name and by shape
+    (``shared.secrets.masked_payload``)."""
     definition = schedule.live_definition
     timing = definition.timing
-    payload = definition.payload.to_document()
-    payload["url"] = mask_url(definition.payload.url, secret_patterns)
-    payload["headers"] = mask_headers(definition.payload.headers, secret_patterns)
-    payload["queryParameters"] = mask_headers(definition.payload.query, secret_patterns)
+    payload = masked_payload(definition.payload, secret_patterns)
     next_pair = time_pair(next_time, timing.timezone)
     cursor = schedule.next_schedule_time
     return {
@@ -568,7 +568,9 @@ def schedule_view(
     }
 
 
-def execution_view(execution: Execution) -> dict[str, Any]:
+def execution_view(execution: Execution, secret_patterns: Iterable[str]) -> dict[str, Any]:
+    """An execution as clients see it: an HTTP client's error may quote the URL it called."""
+
     def stamp(moment: datetime | None) -> str | None:
         return iso_z(moment) if moment else None
 
@@ -581,7 +583,7 @@ def execution_view(execution: Execution) -> dict[str, Any]:
         "http_status": execution.http_status,
         "duration_ms": execution.duration_ms,
         "lateness_ms": execution.lateness_ms,
-        "error": execution.error,
+        "error": None if execution.error is None else redact(execution.error, secret_patterns),
         "started_at": stamp(execution.started_at),
         "finished_at": stamp(execution.finished_at),
         "next_attempt_at": stamp(execution.next_attempt_at),

@@ -9,7 +9,10 @@ from urllib.parse import parse_qs, urlsplit
 from shared.adapters.sqlite_db import SqliteDatabase, sqlite_path
 from shared.errors import ConfigurationError
 from shared.ports import MessageQueue, Queues, Store
+from shared.secrets import SecretBox, key_file_keys
 from shared.settings import Settings
+
+KEY_FILE = "secret-keys"
 
 DatabaseOpener = Callable[[str], SqliteDatabase]
 
@@ -18,6 +21,8 @@ DatabaseOpener = Callable[[str], SqliteDatabase]
 class Backends:
     store: Store
     queues: Queues
+    # Seals webhook secrets in the store and on queue 1.
+    secrets: SecretBox
     # What open_backends created besides the adapters: SQLite files, an SQS client.
     resources: list[Callable[[], None]] = field(default_factory=list)
     # Checks that this process can still open its local files (the SQLite databases); each
@@ -43,26 +48,36 @@ def open_backends(settings: Settings, *, create: bool = True) -> Backends:
         return databases[key]
 
     resources: list[Callable[[], None]] = []
-    store = _open_store(settings, database)
+    secrets = secret_box(settings)
+    store = _open_store(settings, database, secrets)
     queues = _open_queues(settings, database, resources)
     resources += [opened.close for opened in databases.values()]
     if create:
         store.ensure_indexes()
         for queue in (queues.dead_letters, queues.mutations, queues.occurrences):
             queue.create()
-    return Backends(store, queues, resources, [opened.check for opened in databases.values()])
+    return Backends(
+        store, queues, secrets, resources, [opened.check for opened in databases.values()]
+    )
 
 
-def _open_store(settings: Settings, database: DatabaseOpener) -> Store:
+def secret_box(settings: Settings) -> SecretBox:
+    """``SCHEDULER_SECRET_KEYS``, or the key file beside a SQLite store's database."""
+    if settings.secret_keys:
+        return SecretBox(settings.secret_keys)
+    return SecretBox(key_file_keys(sqlite_path(settings.store_url).parent / KEY_FILE))
+
+
+def _open_store(settings: Settings, database: DatabaseOpener, secrets: SecretBox) -> Store:
     url = settings.store_url
     if url.startswith("sqlite://"):
         from shared.adapters.sqlite_store import SqliteStore
 
-        return SqliteStore(database(url))
+        return SqliteStore(database(url), secrets=secrets)
     if url.startswith(("mongodb://", "mongodb+srv://")):
         from shared.adapters.mongo_store import MongoStore
 
-        return MongoStore.from_url(url, settings.mongo_database)
+        return MongoStore.from_url(url, settings.mongo_database, secrets=secrets)
     raise ConfigurationError(f"SCHEDULER_STORE_URL: unsupported store {url!r}")
 
 

@@ -1,7 +1,11 @@
 """Logging: JSON lines for machines, or readable text for ``scheduler dev``.
 
 Log calls pass context in ``extra`` (``event``, ``schedule_id``, ``occurrence_id``, ``tenant`` …);
-the JSON formatter writes each as a field. Header values are never passed to a log call.
+the JSON formatter writes each as a field. Header values are never passed to a log call, and
+as a second guard every line is passed through ``shared.secrets.redact`` before it is written.
+HTTP and database client libraries log whole requests at DEBUG (urllib3 the request line with
+its query, botocore and pymongo the messages and documents): they log at WARNING and above only,
+whatever ``SCHEDULER_LOG_LEVEL`` says.
 """
 
 from __future__ import annotations
@@ -12,12 +16,48 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
+from shared.secrets import DEFAULT_SECRET_NAMES, redact
+
+# Loggers of client libraries whose DEBUG and INFO lines quote requests, URLs or documents.
+CLIENT_LOGGERS = (
+    "urllib3",
+    "requests",
+    "aiohttp",
+    "httpx",
+    "httpcore",
+    "botocore",
+    "boto3",
+    "s3transfer",
+    "pymongo",
+    "werkzeug",
+)
 # Attributes every LogRecord has; anything else on a record came from ``extra``.
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
 
 
 def _context(record: logging.LogRecord) -> dict[str, Any]:
     return {key: value for key, value in vars(record).items() if key not in _STANDARD}
+
+
+class RedactingFilter(logging.Filter):
+    """Masks what looks secret in a record's message and exception (``shared.secrets.redact``)."""
+
+    def __init__(self, secret_patterns: tuple[str, ...] = DEFAULT_SECRET_NAMES) -> None:
+        super().__init__()
+        self.secret_patterns = secret_patterns
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = redact(record.getMessage(), self.secret_patterns)
+        record.args = None
+        for key, value in _context(record).items():
+            if isinstance(value, str):
+                setattr(record, key, redact(value, self.secret_patterns))
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text, self.secret_patterns)
+            record.exc_info = None
+        return True
 
 
 class JsonFormatter(logging.Formatter):
@@ -31,6 +71,8 @@ class JsonFormatter(logging.Formatter):
         entry.update(_context(record))
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
+        elif record.exc_text:
+            entry["exception"] = record.exc_text
         return json.dumps(entry, default=str)
 
 
@@ -45,14 +87,21 @@ class TextFormatter(logging.Formatter):
             line += f"  [{details}]"
         if record.exc_info:
             line += "\n" + self.formatException(record.exc_info)
+        elif record.exc_text:
+            line += "\n" + record.exc_text
         return line
 
 
-def configure_logging(log_format: str, level: str) -> None:
+def configure_logging(
+    log_format: str, level: str, secret_patterns: tuple[str, ...] = DEFAULT_SECRET_NAMES
+) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if log_format == "json" else TextFormatter())
+    handler.addFilter(RedactingFilter(secret_patterns))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
-    # One line per HTTP request from the development server is noise next to our own events.
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    # Their requests may carry webhook secrets; the development server's lines are noise.
+    quiet = max(logging.WARNING, root.level)
+    for name in CLIENT_LOGGERS:
+        logging.getLogger(name).setLevel(quiet)

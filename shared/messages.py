@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from shared.errors import PoisonMessage
+from shared.errors import ConfigurationError, PoisonMessage
 from shared.model import Occurrence, ScheduleDefinition
+from shared.secrets import SecretBox
 from shared.timeutil import iso_z, parse_iso
 
 FORMAT_VERSION = 1
@@ -28,7 +29,8 @@ class DefinitionMutation:
     definition: ScheduleDefinition
 
 
-def encode_mutation(mutation: DefinitionMutation) -> str:
+def encode_mutation(mutation: DefinitionMutation, secrets: SecretBox) -> str:
+    """The message, with the payload's secret parts sealed by ``secrets``."""
     return json.dumps(
         {
             "v": FORMAT_VERSION,
@@ -37,13 +39,14 @@ def encode_mutation(mutation: DefinitionMutation) -> str:
             "schedule_id": mutation.schedule_id,
             "revision": mutation.revision,
             "accepted_at": iso_z(mutation.accepted_at),
-            "definition": mutation.definition.to_document(),
+            "definition": secrets.seal(mutation.definition),
         },
         separators=(",", ":"),
     )
 
 
-def decode_mutation(body: str) -> DefinitionMutation:
+def decode_mutation(body: str, secrets: SecretBox) -> DefinitionMutation:
+    """``PoisonMessage`` also when no key of ``secrets`` opens its payload."""
     try:
         data = _load(body, "definition")
         return DefinitionMutation(
@@ -51,10 +54,12 @@ def decode_mutation(body: str) -> DefinitionMutation:
             schedule_id=data["schedule_id"],
             revision=int(data["revision"]),
             accepted_at=_instant(data["accepted_at"]),
-            definition=ScheduleDefinition.from_document(data["definition"]),
+            definition=secrets.open(data["definition"]),
         )
     except PoisonMessage:
         raise
+    except ConfigurationError as exc:
+        raise PoisonMessage(f"undecodable mutation: {exc}") from exc
     except (KeyError, TypeError, ValueError) as exc:
         raise PoisonMessage(f"undecodable mutation: {exc!r}") from exc
 

@@ -16,6 +16,7 @@ from typing import Any, get_type_hints
 from limits import parse_many
 
 from shared.errors import ConfigurationError
+from shared.secrets import DEFAULT_SECRET_NAMES, SecretBox
 
 PREFIX = "SCHEDULER_"
 TENANT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._~-]{0,63}$")
@@ -62,23 +63,15 @@ class Settings:
     # Page size of the list endpoints when ?limit is absent, and the largest one allowed.
     default_page_size: int = 50
     max_page_size: int = 200
-    # Webhook header names whose values are secret (case-insensitive shell patterns): masked in
-    # every API response, never logged; only the executor's call uses them.
-    secret_headers: tuple[str, ...] = (
-        "authorization",
-        "proxy-authorization",
-        "cookie",
-        "*token*",
-        "*-key",
-        "*_key",
-        "*apikey*",
-        "*secret*",
-        "*password*",
-        "*passwd*",
-        "*credential*",
-        "*signature*",
-        "*session*",
-    )
+    # Webhook header and query parameter names whose values are secret (case-insensitive shell
+    # patterns): masked in every API response, never logged; only the executor's call uses
+    # them. Values shaped like credentials are masked whatever their name.
+    secret_headers: tuple[str, ...] = DEFAULT_SECRET_NAMES
+    # Keys that seal webhook secrets (URL, headers, query, body) in the store and on queue 1:
+    # Fernet keys (`scheduler secret-key` makes one), comma-separated, newest first: the first
+    # seals, every one opens. Required with MongoDB; with SQLite, empty means the key file
+    # `secret-keys` beside the database (made, mode 0600, if missing).
+    secret_keys: tuple[str, ...] = field(default=(), repr=False)
 
     # Processor
     processor_batch_size: int = 10
@@ -102,7 +95,7 @@ class Settings:
     # Extra time past an attempt's timeout before another executor may take the occurrence over.
     execution_lease_margin_seconds: float = 30.0
     shutdown_timeout_seconds: float = 30.0
-    webhook_secret: str = ""
+    webhook_secret: str = field(default="", repr=False)
     # Networks webhooks may target although private, loopback, link-local or reserved
     # (comma-separated CIDRs); scheduler dev allows loopback. Everything else non-public is refused.
     allowed_networks: tuple[str, ...] = ()
@@ -230,6 +223,14 @@ class Settings:
                 raise bad("allowed_networks", f"{network!r} is not a CIDR network") from None
         if not all(pattern.strip() for pattern in self.secret_headers):
             raise bad("secret_headers", "empty pattern")
+        if self.secret_keys:
+            SecretBox(self.secret_keys)
+        elif not self.store_url.startswith("sqlite://"):
+            raise bad(
+                "secret_keys",
+                "required with a MongoDB store (it seals webhook secrets); make one with "
+                "`scheduler secret-key`",
+            )
 
 
 def _convert(variable: str, raw: str, kind: Any) -> Any:

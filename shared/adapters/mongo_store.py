@@ -58,6 +58,7 @@ from shared.model import (
     ScheduleStatus,
 )
 from shared.ports import ApiKey, IdempotencyRecord, Page, ScheduleFilter, Store
+from shared.secrets import SecretBox
 from shared.timeutil import UTC, from_epoch_ms, parse_iso, to_epoch_ms, utc_ms
 
 Document = dict[str, Any]
@@ -119,9 +120,16 @@ def _transient(action: str) -> Iterator[None]:
 
 class MongoStore(Store):
     def __init__(
-        self, client: pymongo.MongoClient[Document], database_name: str, owns_client: bool = False
+        self,
+        client: pymongo.MongoClient[Document],
+        database_name: str,
+        owns_client: bool = False,
+        *,
+        secrets: SecretBox,
     ) -> None:
+        """``secrets`` seals each payload's secret parts in the ``definition`` field."""
         self.client = client
+        self.secrets = secrets
         self.owns_client = owns_client
         database = client[database_name]
         self.schedules: Collection[Document] = database["schedules"]
@@ -130,7 +138,7 @@ class MongoStore(Store):
         self.api_keys: Collection[Document] = database["api_keys"]
 
     @classmethod
-    def from_url(cls, url: str, database_name: str) -> MongoStore:
+    def from_url(cls, url: str, database_name: str, *, secrets: SecretBox) -> MongoStore:
         """A store on its own client (closed by ``close()``); connects lazily, fails fast.
 
         Short timeouts by default, so an unreachable server becomes ``Transient`` in seconds;
@@ -145,7 +153,7 @@ class MongoStore(Store):
         client: pymongo.MongoClient[Document] = pymongo.MongoClient(
             url, tz_aware=True, appname="scheduler", **timeouts
         )
-        return cls(client, database_name, owns_client=True)
+        return cls(client, database_name, owns_client=True, secrets=secrets)
 
     def ensure_indexes(self) -> None:
         # Plain indexes only: no partialFilterExpression and no reliance on a unique index
@@ -192,7 +200,7 @@ class MongoStore(Store):
     def get_schedule(self, tenant: str, schedule_id: str) -> Schedule | None:
         with _transient("get_schedule"):
             document = self.schedules.find_one({"_id": _key(tenant, schedule_id)})
-        return None if document is None else _schedule(document)
+        return None if document is None else _schedule(document, self.secrets)
 
     def get_schedules(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Schedule]:
         if not keys:
@@ -200,7 +208,7 @@ class MongoStore(Store):
         ids = list(dict.fromkeys(_key(tenant, schedule_id) for tenant, schedule_id in keys))
         with _transient("get_schedules"):
             documents = list(self.schedules.find({"_id": {"$in": ids}}))
-        schedules = (_schedule(document) for document in documents)
+        schedules = (_schedule(document, self.secrets) for document in documents)
         return {(schedule.tenant, schedule.schedule_id): schedule for schedule in schedules}
 
     def apply_definition(
@@ -219,7 +227,7 @@ class MongoStore(Store):
             # JSON text, as in the SQLite adapter: client-chosen keys (metadata, headers, query
             # parameters, the raw request) may contain '.' or start with '$', which MongoDB
             # restricts in stored field names.
-            "definition": json.dumps(definition.to_document(), separators=(",", ":")),
+            "definition": json.dumps(self.secrets.seal(definition), separators=(",", ":")),
             "name": definition.name,
             "tags": list(definition.tags),
             "next_schedule_time": _ms(next_schedule_time),
@@ -384,7 +392,7 @@ class MongoStore(Store):
                         )
                 ids = [c["_id"] for c in candidates]
                 won = list(self.schedules.find({"_id": {"$in": ids}, "claim_token": token}))
-                claimed += [_schedule(document) for document in won]
+                claimed += [_schedule(document, self.secrets) for document in won]
                 if len(won) == len(candidates) or len(candidates) < wanted:
                     break
         claimed.sort(key=_due_order)
@@ -484,7 +492,7 @@ class MongoStore(Store):
             documents = list(
                 self.schedules.find(selector).sort("schedule_id", ASCENDING).limit(limit + 1)
             )
-        items = [_schedule(document) for document in documents[:limit]]
+        items = [_schedule(document, self.secrets) for document in documents[:limit]]
         more = len(documents) > limit
         return Page(items, items[-1].schedule_id if more and items else None)
 
@@ -996,7 +1004,7 @@ def _required(value: datetime | None) -> datetime:
     return value
 
 
-def _schedule(document: Mapping[str, Any]) -> Schedule:
+def _schedule(document: Mapping[str, Any], secrets: SecretBox) -> Schedule:
     definition = document.get("definition")
     return Schedule(
         tenant=document["tenant"],
@@ -1004,9 +1012,7 @@ def _schedule(document: Mapping[str, Any]) -> Schedule:
         revision=document["revision"],
         state_revision=document["state_revision"],
         status=ScheduleStatus(document["status"]),
-        definition=None
-        if definition is None
-        else ScheduleDefinition.from_document(json.loads(definition)),
+        definition=None if definition is None else secrets.open(json.loads(definition)),
         next_schedule_time=_instant(document.get("next_schedule_time")),
         accepted_at=_required(_instant(document.get("accepted_at"))),
         created_at=_required(_instant(document.get("created_at"))),

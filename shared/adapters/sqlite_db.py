@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 import time
@@ -78,7 +79,10 @@ class SqliteDatabase:
         self.path = path
         self.busy_timeout_seconds = busy_timeout_seconds
         self.max_idle = max_idle
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        # Readable by its owner only: it holds API key hashes and sealed webhook secrets.
+        # SQLite gives the -wal and -shm files the same mode.
+        os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
         self._local = threading.local()
         self._idle: list[_Connections] = []
         # Every pair open now, lent or idle: what close() closes.

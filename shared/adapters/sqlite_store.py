@@ -21,6 +21,7 @@ from shared.model import (
     ScheduleStatus,
 )
 from shared.ports import ApiKey, IdempotencyRecord, Page, ScheduleFilter, Store
+from shared.secrets import SecretBox
 from shared.timeutil import from_epoch_ms, to_epoch_ms, utc_ms
 
 SCHEMA = """
@@ -114,8 +115,10 @@ def _time(epoch_ms: int | None) -> datetime | None:
 
 
 class SqliteStore(Store):
-    def __init__(self, database: SqliteDatabase) -> None:
+    def __init__(self, database: SqliteDatabase, *, secrets: SecretBox) -> None:
+        """``secrets`` seals each payload's secret parts in the ``definition`` column."""
         self.db = database
+        self.secrets = secrets
 
     def ensure_indexes(self) -> None:
         self.db.connection().executescript(SCHEMA)
@@ -140,7 +143,7 @@ class SqliteStore(Store):
             )
             .fetchone()
         )
-        return None if row is None else _schedule(row)
+        return None if row is None else _schedule(row, self.secrets)
 
     def get_schedules(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Schedule]:
         unique = list(dict.fromkeys(keys))
@@ -155,7 +158,7 @@ class SqliteStore(Store):
                 [part for key in chunk for part in key],
             ).fetchall()
             for row in rows:
-                found[(row["tenant"], row["schedule_id"])] = _schedule(row)
+                found[(row["tenant"], row["schedule_id"])] = _schedule(row, self.secrets)
         return found
 
     def apply_definition(
@@ -167,7 +170,7 @@ class SqliteStore(Store):
         next_schedule_time: datetime | None,
         accepted_at: datetime,
     ) -> bool:
-        document = json.dumps(definition.to_document(), separators=(",", ":"))
+        document = json.dumps(self.secrets.seal(definition), separators=(",", ":"))
         tags = json.dumps(list(definition.tags))
         accepted = to_epoch_ms(accepted_at)
         next_ms = _ms(next_schedule_time)
@@ -290,7 +293,10 @@ class SqliteStore(Store):
                 [(owner, until, row["tenant"], row["schedule_id"]) for row in rows],
             )
         leased_until = utc_ms(lease_until)
-        return [_schedule(row).evolve(lease_owner=owner, lease_until=leased_until) for row in rows]
+        return [
+            _schedule(row, self.secrets).evolve(lease_owner=owner, lease_until=leased_until)
+            for row in rows
+        ]
 
     def advance_schedule(
         self,
@@ -351,7 +357,7 @@ class SqliteStore(Store):
             )
             .fetchall()
         )
-        items = [_schedule(row) for row in rows[:limit]]
+        items = [_schedule(row, self.secrets) for row in rows[:limit]]
         more = len(rows) > limit
         return Page(items, items[-1].schedule_id if more and items else None)
 
@@ -730,7 +736,7 @@ def _finish(
     return cursor.rowcount == 1
 
 
-def _schedule(row: sqlite3.Row) -> Schedule:
+def _schedule(row: sqlite3.Row, secrets: SecretBox) -> Schedule:
     definition = row["definition"]
     return Schedule(
         tenant=row["tenant"],
@@ -738,9 +744,7 @@ def _schedule(row: sqlite3.Row) -> Schedule:
         revision=row["revision"],
         state_revision=row["state_revision"],
         status=ScheduleStatus(row["status"]),
-        definition=None
-        if definition is None
-        else ScheduleDefinition.from_document(json.loads(definition)),
+        definition=None if definition is None else secrets.open(json.loads(definition)),
         next_schedule_time=_time(row["next_ms"]),
         accepted_at=from_epoch_ms(row["accepted_ms"]),
         created_at=from_epoch_ms(row["created_ms"]),

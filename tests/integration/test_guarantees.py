@@ -289,9 +289,13 @@ def test_mutations_delivered_out_of_order_keep_the_newest(tmp_path: Path) -> Non
 
         newer = renamed(stored["revision"] + 2, "newer")
         older = renamed(stored["revision"] + 1, "older")
-        pipeline.backends.queues.mutations.send([OutgoingMessage(encode_mutation(newer))])
+        pipeline.backends.queues.mutations.send(
+            [OutgoingMessage(encode_mutation(newer, pipeline.backends.secrets))]
+        )
         eventually(lambda: view(pipeline, "ordered")["name"] == "newer")
-        pipeline.backends.queues.mutations.send([OutgoingMessage(encode_mutation(older))])
+        pipeline.backends.queues.mutations.send(
+            [OutgoingMessage(encode_mutation(older, pipeline.backends.secrets))]
+        )
         time.sleep(0.5)
         assert view(pipeline, "ordered")["name"] == "newer"
         assert pipeline.processor.stats.ignored == 1

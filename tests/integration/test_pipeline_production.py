@@ -28,7 +28,7 @@ from shared.backends import Backends
 from shared.ports import Queues
 from shared.settings import Settings
 from tests.integration.test_pipeline_embedded import ON_TIME_SECONDS, every_second_body, lateness
-from tests.support.harness import API, FAST, Pipeline
+from tests.support.harness import API, FAST, TEST_SECRETS, Pipeline
 from tests.support.peers import WIRE_VARIANTS, fake_aws, wire_backends
 from tests.support.receiver import running_receiver
 
@@ -80,11 +80,13 @@ def pipeline(
                 SqsQueue(client, "occurrences", "dead", 5),
                 SqsQueue(client, "dead"),
             )
-            store = MongoStore(mongomock_ng.MongoClient(tz_aware=True), "scheduler")
+            store = MongoStore(
+                mongomock_ng.MongoClient(tz_aware=True), "scheduler", secrets=TEST_SECRETS
+            )
             store.ensure_indexes()
             for queue in (queues.dead_letters, queues.mutations, queues.occurrences):
                 queue.create()
-            yield SteppedPipeline(Backends(store, queues))
+            yield SteppedPipeline(Backends(store, queues, TEST_SECRETS))
         return
     with wire_backends(request, monkeypatch, tmp_path, request.param) as wire:
         settings = wire.settings(Settings.from_env({}, **FAST))

@@ -31,6 +31,7 @@ from shared.model import (
 )
 from shared.ports import ApiKey, IdempotencyRecord, ScheduleFilter, Store
 from shared.timeutil import UTC
+from tests.support.harness import TEST_SECRETS
 from tests.support.peers import MONGO_URL, mongo_url_for
 
 T0 = datetime(2026, 3, 8, 7, 30, 0, 123_000, tzinfo=UTC)
@@ -53,7 +54,9 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     adapter: Store
     if request.param in WIRE_STORES:
         database_name = f"scheduler_test_{uuid.uuid4().hex[:12]}"
-        wire = MongoStore.from_url(mongo_url_for(request, request.param), database_name)
+        wire = MongoStore.from_url(
+            mongo_url_for(request, request.param), database_name, secrets=TEST_SECRETS
+        )
         wire.ensure_indexes()
         try:
             yield wire
@@ -62,7 +65,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
             wire.close()
     elif request.param == "sqlite":
         database = SqliteDatabase(tmp_path / "store.db")
-        adapter = SqliteStore(database)
+        adapter = SqliteStore(database, secrets=TEST_SECRETS)
         adapter.ensure_indexes()
         try:
             yield adapter
@@ -71,7 +74,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
             database.close()
     else:
         client: Any = mongomock_ng.MongoClient(tz_aware=True)
-        adapter = MongoStore(client, "scheduler_test")
+        adapter = MongoStore(client, "scheduler_test", secrets=TEST_SECRETS)
         adapter.ensure_indexes()
         try:
             yield adapter
@@ -519,7 +522,9 @@ def test_indexes_need_no_partial_or_sparse_behaviour(store: Store) -> None:
 
 def test_an_unreachable_mongodb_is_transient() -> None:
     # Port 9 (discard) on loopback: nothing listens, the connection is refused at once.
-    store = MongoStore.from_url("mongodb://127.0.0.1:9/?serverSelectionTimeoutMS=200", "x")
+    store = MongoStore.from_url(
+        "mongodb://127.0.0.1:9/?serverSelectionTimeoutMS=200", "x", secrets=TEST_SECRETS
+    )
     try:
         with pytest.raises(Transient):
             store.ping()
@@ -700,9 +705,9 @@ def _claim_all_in_process(location: str, database_name: str | None, owner: str) 
     database: SqliteDatabase | None = None
     if database_name is None:
         database = SqliteDatabase(Path(location))
-        store = SqliteStore(database)
+        store = SqliteStore(database, secrets=TEST_SECRETS)
     else:
-        store = MongoStore.from_url(location, database_name)
+        store = MongoStore.from_url(location, database_name, secrets=TEST_SECRETS)
     try:
         assert _start is not None
         _start.wait(timeout=60)

@@ -18,9 +18,13 @@ from scheduler_cli.components import build_executor, build_poller, build_process
 from scheduler_service.app import create_app
 from shared.backends import Backends, open_backends
 from shared.lifecycle import Shutdown
+from shared.secrets import SecretBox
 from shared.settings import Settings
 
 API = "/scheduler-service/v1"
+# Seals payloads where a test has no SQLite key file: MongoDB stores (where it is required).
+SECRET_KEY = "SukMKV7xXEs-qZMGvu801THEA_PmsAPXiOYd3-3Dat4="
+TEST_SECRETS = SecretBox([SECRET_KEY])
 
 # Fast loops so a test sees a schedule fire within a second or two.
 FAST = {

@@ -30,7 +30,7 @@ from pymongo.errors import PyMongoError
 from shared.adapters.sqs_queue import sqs_client
 from shared.backends import Backends, open_backends
 from shared.settings import Settings
-from tests.support.harness import FAST, sqlite_settings
+from tests.support.harness import FAST, SECRET_KEY, sqlite_settings
 from tests.support.processes import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -267,6 +267,7 @@ class WireBackends:
             "store_url": self.mongo_url,
             "queue_url": self.queue_url,
             "mongo_database": self.database,
+            "secret_keys": SECRET_KEY,
             **self.queue_names,
         }
 

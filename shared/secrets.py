@@ -1,0 +1,324 @@
+"""A schedule's secrets: sealed at rest and on queue 1, masked in every answer, kept out of logs.
+
+The secret parts of a payload are the URL (its userinfo, query and path may carry credentials),
+the headers, the query parameters and the body. ``SecretBox`` seals them together into one
+Fernet token (AES-128-CBC with an HMAC-SHA256: authenticated, from ``cryptography``) wherever a
+definition is written down: the store's row or document and queue 1's message. Queue 2 carries
+no payload. Several keys may be configured: the first seals, every one opens, so a key is
+rotated by putting a new one first and dropping the old one once nothing sealed with it is left.
+
+A definition written before sealing existed (a plain payload) is still read as it is, and is
+sealed the next time the schedule is written (a replace).
+
+Answers show a payload masked: a value is replaced by ``MASK`` when its name matches a secret
+pattern (``SCHEDULER_SECRET_HEADERS``) or when the value itself looks like a credential (an
+HTTP authentication scheme with its credentials, a JWT, a well-known token prefix, a long random
+string). A replace may send a masked value back as it was shown: the stored value is kept.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+
+from cryptography.fernet import Fernet, InvalidToken, MultiFernet
+
+from shared.errors import ConfigurationError, InvalidInput
+from shared.model import JSON, Payload, ScheduleDefinition
+
+MASK = "********"
+# Names whose values are secret, as case-insensitive shell patterns (SCHEDULER_SECRET_HEADERS).
+DEFAULT_SECRET_NAMES: tuple[str, ...] = (
+    "*authorization*",
+    "*authentication*",
+    "*auth",
+    "*cookie*",
+    "key",
+    "*token*",
+    "*-key",
+    "*_key",
+    "*apikey*",
+    "*secret*",
+    "*password*",
+    "*passwd*",
+    "pwd",
+    "*credential*",
+    "*signature*",
+    "sig",
+    "*session*",
+)
+# The payload fields sealed together into its "sealed" field.
+SEALED_FIELDS = ("url", "headers", "queryParameters", "body")
+SEALED = "sealed"
+
+# "Basic …", "Bearer …", "Digest …", "Token …" and the other registered HTTP auth schemes.
+_AUTH_SCHEME = re.compile(
+    r"\b(?:basic|bearer|digest|token|negotiate|ntlm|hoba|mutual|vapid|dpop|gnap|"
+    r"aws4-hmac-sha256|scram-sha-1|scram-sha-256)\s+(?=\S)",
+    re.IGNORECASE,
+)
+_JWT = re.compile(r"eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*")
+# Tokens whose prefix says what they are: GitHub, GitLab, Slack, Stripe, OpenAI-style "sk-",
+# AWS access key ids, Google API keys, Standard Webhooks secrets.
+_KNOWN_TOKEN = re.compile(
+    r"(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}|glpat-[\w-]{20,}|xox[abposr]-[\w-]{10,}"
+    r"|[sr]k_(?:live|test)_\w{10,}|sk-[\w-]{20,}|AKIA[0-9A-Z]{16}|AIza[\w-]{35}"
+    r"|whsec_[A-Za-z0-9+/=]{16,})"
+)
+# A long run of base64 or hex characters: random enough to be a key. A slug or a word is not
+# (it has no digits, or only one case of letters and is not hex).
+_LONG_RUN = re.compile(r"[A-Za-z0-9_+/=-]{32,}")
+_HEX = re.compile(r"[0-9a-fA-F]{32,}")
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
+def is_secret_name(name: str, patterns: Iterable[str]) -> bool:
+    lowered = name.lower()
+    return any(fnmatch.fnmatchcase(lowered, pattern.lower()) for pattern in patterns)
+
+
+def _random_looking(run: str) -> bool:
+    if not any(c.isdigit() for c in run) or not any(c.isalpha() for c in run):
+        return False
+    if _HEX.fullmatch(run):
+        return True
+    if _UUID.fullmatch(run):
+        return False  # an id, not a key
+    return any(c.islower() for c in run) and any(c.isupper() for c in run)
+
+
+def _credential_looking(text: str) -> bool:
+    """After an auth scheme in free text: not a word (``token expired``) but a credential."""
+    mixed = any(c.islower() for c in text) and any(c.isupper() for c in text)
+    return len(text) >= 6 and (mixed or any(not c.isalpha() for c in text))
+
+
+def looks_secret(value: str) -> bool:
+    """A credential by its shape, whatever its name: an auth scheme with credentials, a JWT, a
+    known token prefix, or a long random-looking string."""
+    if _AUTH_SCHEME.match(value.strip()) or _JWT.search(value) or _KNOWN_TOKEN.search(value):
+        return True
+    return any(_random_looking(run) for run in _LONG_RUN.findall(value))
+
+
+def mask_value(name: str, value: Any, patterns: Iterable[str]) -> Any:
+    """``MASK`` for a secret name; for another name, each value that looks secret."""
+    if is_secret_name(name, patterns):
+        return MASK
+    if isinstance(value, list):
+        return [MASK if isinstance(item, str) and looks_secret(item) else item for item in value]
+    return MASK if isinstance(value, str) and looks_secret(value) else value
+
+
+def mask_pairs(pairs: Mapping[str, Any], patterns: Iterable[str]) -> dict[str, Any]:
+    patterns = tuple(patterns)
+    return {name: mask_value(name, value, patterns) for name, value in pairs.items()}
+
+
+def mask_url(url: str, patterns: Iterable[str]) -> str:
+    """The URL with its password (or a lone user name), the values of secret query parameters
+    and token-shaped path segments masked."""
+    patterns = tuple(patterns)
+    try:
+        parts = urlsplit(url)
+        username, password = parts.username, parts.password
+    except ValueError:
+        return MASK
+    netloc = parts.netloc
+    if username is not None or password is not None:
+        host = netloc.rpartition("@")[2]
+        user = quote(username or "", safe="") if password is not None else MASK
+        netloc = f"{user}:{MASK}@{host}" if password is not None else f"{user}@{host}"
+    path = "/".join(MASK if looks_secret(segment) else segment for segment in parts.path.split("/"))
+    query = parts.query
+    pairs = parse_qsl(query, keep_blank_values=True)
+    masked = [(name, mask_value(name, value, patterns)) for name, value in pairs]
+    if masked != pairs:
+        query = urlencode(masked, safe="*")
+    return urlunsplit(parts._replace(netloc=netloc, path=path, query=query))
+
+
+def masked_payload(payload: Payload, patterns: Iterable[str]) -> dict[str, JSON]:
+    """The payload as an answer shows it."""
+    patterns = tuple(patterns)
+    document = payload.to_document()
+    document["url"] = mask_url(payload.url, patterns)
+    document["headers"] = mask_pairs(payload.headers, patterns)
+    document["queryParameters"] = mask_pairs(payload.query, patterns)
+    return document
+
+
+def _contains_mask(value: Any) -> bool:
+    if isinstance(value, list):
+        return any(_contains_mask(item) for item in value)
+    return isinstance(value, str) and MASK in value
+
+
+def carries_mask(payload: Payload) -> bool:
+    """Whether a value of the payload's URL, headers or query parameters holds ``MASK``."""
+    values = [payload.url, *payload.headers.values(), *payload.query.values()]
+    return any(_contains_mask(value) for value in values)
+
+
+def keep_masked_secrets(
+    payload: Payload, stored: Payload | None, patterns: Iterable[str]
+) -> Payload:
+    """``payload`` with each value sent back masked, exactly as an answer showed the stored
+    one, replaced by the stored value: a replace can keep a secret it cannot read.
+
+    A mask that matches nothing stored is refused (``InvalidInput`` naming the field): it would
+    otherwise be sent to the webhook as the literal ``********``.
+    """
+    patterns = tuple(patterns)
+    errors: dict[str, str] = {}
+    unreadable = "is masked: send the value itself, or the stored schedule's masked value as shown"
+
+    def kept(field: str, name: str, value: Any, stored_pairs: Mapping[str, Any]) -> Any:
+        if not _contains_mask(value):
+            return value
+        fold = field == "headers"
+        for stored_name, stored_value in stored_pairs.items():
+            same = stored_name.lower() == name.lower() if fold else stored_name == name
+            if same and mask_value(stored_name, stored_value, patterns) == value:
+                return stored_value
+        errors[f"payload.{field}.{name}"] = unreadable
+        return value
+
+    url = payload.url
+    if MASK in url:
+        if stored is not None and mask_url(stored.url, patterns) == url:
+            url = stored.url
+        else:
+            errors["payload.url"] = unreadable
+    headers = {
+        name: kept("headers", name, value, stored.headers if stored else {})
+        for name, value in payload.headers.items()
+    }
+    query = {
+        name: kept("queryParameters", name, value, stored.query if stored else {})
+        for name, value in payload.query.items()
+    }
+    if errors:
+        raise InvalidInput(errors)
+    return Payload(
+        method=payload.method,
+        url=url,
+        headers=headers,
+        query=query,
+        body=payload.body,
+        timeout_seconds=payload.timeout_seconds,
+    )
+
+
+_USERINFO = re.compile(r"(?P<scheme>\b[a-z][a-z0-9+.-]*://)(?P<user>[^/@\s:\"']*):[^/@\s\"']+@")
+_SCHEME_CREDENTIAL = re.compile(
+    r"(?P<scheme>" + _AUTH_SCHEME.pattern.removesuffix(r"\s+(?=\S)") + r")\s+"
+    r"(?P<credential>[^\s\"',]+)",
+    re.IGNORECASE,
+)
+_PAIR = re.compile(r"(?P<name>[\w.~-]+)=(?P<value>[^&\s\"',;#]+)")
+
+
+def redact(text: str, patterns: Iterable[str] = DEFAULT_SECRET_NAMES) -> str:
+    """``text`` (a log line, an error message) with anything that looks secret masked:
+    passwords in URLs, ``name=value`` pairs with a secret name, credentials after an HTTP auth
+    scheme, JWTs, known token prefixes and long random-looking strings."""
+    patterns = tuple(patterns)
+    text = _USERINFO.sub(lambda m: f"{m['scheme']}{m['user']}:{MASK}@", text)
+
+    def pair(match: re.Match[str]) -> str:
+        if is_secret_name(match["name"], patterns):
+            return f"{match['name']}={MASK}"
+        return match[0]
+
+    text = _PAIR.sub(pair, text)
+    text = _SCHEME_CREDENTIAL.sub(
+        lambda m: f"{m['scheme']} {MASK}" if _credential_looking(m["credential"]) else m[0], text
+    )
+    text = _JWT.sub(MASK, text)
+    text = _KNOWN_TOKEN.sub(MASK, text)
+    return _LONG_RUN.sub(lambda m: MASK if _random_looking(m[0]) else m[0], text)
+
+
+class SecretBox:
+    """Seals and opens the secret parts of payloads with the configured keys (first seals)."""
+
+    def __init__(self, keys: Sequence[str]) -> None:
+        if not keys:
+            raise ConfigurationError("SCHEDULER_SECRET_KEYS: no key")
+        self._fernet = MultiFernet([_fernet(key) for key in keys])
+
+    def seal(self, definition: ScheduleDefinition) -> dict[str, JSON]:
+        """The definition's document with its payload's secret parts sealed."""
+        document = definition.to_document()
+        payload = document["payload"]
+        secret = {name: payload.pop(name) for name in SEALED_FIELDS}
+        plain = json.dumps(secret, separators=(",", ":")).encode()
+        payload[SEALED] = self._fernet.encrypt(plain).decode("ascii")
+        return document
+
+    def open(self, document: Mapping[str, JSON]) -> ScheduleDefinition:
+        """The definition of a document written by ``seal``, or of a plain one written before
+        sealing existed. ``ConfigurationError`` when no configured key opens it."""
+        payload = document.get("payload")
+        if isinstance(payload, Mapping) and SEALED in payload:
+            try:
+                plain = self._fernet.decrypt(payload[SEALED])
+            except (InvalidToken, TypeError) as exc:
+                raise ConfigurationError(
+                    "a schedule's payload is sealed with a key that is not in "
+                    "SCHEDULER_SECRET_KEYS (or was altered)"
+                ) from exc
+            opened = {name: value for name, value in payload.items() if name != SEALED}
+            opened.update(json.loads(plain))
+            document = {**document, "payload": opened}
+        return ScheduleDefinition.from_document(document)
+
+
+def _fernet(key: str) -> Fernet:
+    try:
+        return Fernet(key.strip())
+    except (ValueError, TypeError):
+        raise ConfigurationError(
+            "SCHEDULER_SECRET_KEYS: each key is 32 bytes in URL-safe base64 (44 characters), as "
+            "`scheduler secret-key` prints"
+        ) from None
+
+
+def new_secret_key() -> str:
+    return Fernet.generate_key().decode("ascii")
+
+
+def write_private(path: Path, text: str) -> None:
+    """Create ``path`` readable by its owner only (0600), from the first byte on."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w") as file:
+        file.write(text)
+
+
+def key_file_keys(path: Path) -> tuple[str, ...]:
+    """The keys in ``path``, one a line, newest first; a new file with one key if missing.
+
+    Several processes may start at once: the new file is written aside and linked into place,
+    so the first one wins and none reads a half-written file."""
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        draft = path.with_name(f".{path.name}.{os.getpid()}")
+        draft.unlink(missing_ok=True)
+        write_private(draft, new_secret_key() + "\n")
+        try:
+            os.link(draft, path)
+        except FileExistsError:
+            pass  # another process made it first
+        finally:
+            draft.unlink()
+    keys = tuple(line.strip() for line in path.read_text().splitlines() if line.strip())
+    if not keys:
+        raise ConfigurationError(f"{path}: no secret key in the file")
+    return keys
