@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from urllib.parse import parse_qs, urlsplit
 
 from shared.adapters.sqlite_db import SqliteDatabase, sqlite_path
@@ -59,7 +60,11 @@ def _open_store(settings: Settings, database: DatabaseOpener) -> Store:
     if url.startswith(("mongodb://", "mongodb+srv://")):
         from shared.adapters.mongo_store import MongoStore
 
-        return MongoStore.from_url(url, settings.mongo_database)
+        return MongoStore.from_url(
+            url,
+            settings.mongo_database,
+            execution_retention=timedelta(days=settings.execution_retention_days),
+        )
     raise ConfigurationError(f"SCHEDULER_STORE_URL: unsupported store {url!r}")
 
 

@@ -198,6 +198,9 @@ class ScheduleStore(ABC):
         completed schedules and tombstones last changed before ``schedules_before``. Records in
         flight and schedules that can still fire are never touched. Returns how many execution
         records and schedules were deleted; a caller loops while either equals ``limit``.
+
+        A backend that expires execution records by itself (MongoDB: a TTL index that follows
+        the retention setting) leaves them to it and returns ``0`` for them.
         """
 
     @abstractmethod
