@@ -115,6 +115,8 @@ class Settings:
     # Workers serve /metrics and /healthz on this port (0: not served); the API serves its own.
     metrics_port: int = 0
     metrics_host: str = "127.0.0.1"
+    # How old the schedules-by-status gauge may be: counting is a scan of the store.
+    schedule_counts_seconds: float = 30.0
 
     # Worker identity (defaults to host:pid)
     worker_id: str = field(default_factory=lambda: f"{os.uname().nodename}:{os.getpid()}")
@@ -155,6 +157,8 @@ class Settings:
                 raise bad(name, "must be positive")
         if self.lookahead_seconds > 900:
             raise bad("lookahead_seconds", "at most 900 (the longest SQS delay)")
+        if self.schedule_counts_seconds < 0:
+            raise bad("schedule_counts_seconds", "must not be negative")
         if self.dispatch_lead_seconds < 0:
             raise bad("dispatch_lead_seconds", "must not be negative")
         for name in (
