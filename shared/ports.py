@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Generic, TypeVar
 
+from shared.errors import SchedulerError
 from shared.model import (
     AttemptOutcome,
     Execution,
@@ -378,6 +379,15 @@ class QueueDepth:
     delayed: int
 
 
+class MessageTooLarge(SchedulerError):
+    """A message over the queue's size limit: the queue refuses it, whenever it is sent."""
+
+    def __init__(self, queue: str, size: int, limit: int) -> None:
+        super().__init__(f"a message of {size} bytes is over the {limit}-byte limit of {queue!r}")
+        self.size = size
+        self.limit = limit
+
+
 class MessageQueue(ABC):
     """A queue with SQS's semantics.
 
@@ -391,7 +401,10 @@ class MessageQueue(ABC):
 
     @abstractmethod
     def send(self, messages: Sequence[OutgoingMessage]) -> None:
-        """Enqueue messages (in batches as the backend allows); all or an exception."""
+        """Enqueue messages (in batches as the backend allows); all or an exception.
+
+        ``MessageTooLarge`` (and nothing sent) when one is over the queue's size limit.
+        """
 
     @abstractmethod
     def receive(

@@ -131,6 +131,10 @@ class Settings:
             variable = PREFIX + spec.name.upper()
             if variable in environ:
                 values[spec.name] = _convert(variable, environ[variable], hints[spec.name])
+        # The AWS SDKs' own variables name the region when ours does not.
+        for variable in ("AWS_REGION", "AWS_DEFAULT_REGION"):
+            if "aws_region" not in values and environ.get(variable):
+                values["aws_region"] = environ[variable]
         values.update(overrides)
         settings = cls(**values)
         settings.validate()
