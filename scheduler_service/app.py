@@ -99,7 +99,9 @@ def create_app(
     app.extensions["scheduler"] = service
     app.extensions["scheduler_backends"] = backends
     app.extensions["scheduler_auth"] = authenticator
-    app.extensions["scheduler_metrics"] = backend_registry(backends)
+    app.extensions["scheduler_metrics"] = backend_registry(
+        backends, settings.schedule_counts_seconds
+    )
     log.info("API authentication: %s", authenticator.describe(), extra={"event": "api_auth"})
 
     api = ProblemApi(app)

@@ -12,6 +12,7 @@ from werkzeug.exceptions import HTTPException
 from scheduler_service.auth import AuthFailure
 from scheduler_service.service import IdempotencyConflict, QuotaExceeded
 from shared.errors import InvalidInput, NotFound, Transient
+from shared.ports import MessageTooLarge
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +104,11 @@ def register_error_handlers(app: Flask) -> None:
     @app.errorhandler(NotFound)
     def not_found(exc: NotFound) -> Response:
         return problem(404, "Not Found", f"no schedule {exc.args[0]!r}" if exc.args else None)
+
+    @app.errorhandler(MessageTooLarge)
+    def too_large_for_the_queue(exc: MessageTooLarge) -> Response:
+        reason = f"the schedule is {exc.size} bytes as queued; the queue takes {exc.limit}"
+        return problem(413, "Payload Too Large", reason, [{"field": "body", "message": reason}])
 
     @app.errorhandler(Transient)
     def unavailable(exc: Transient) -> Response:

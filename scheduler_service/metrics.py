@@ -13,9 +13,9 @@ from shared.metrics import BackendCollector
 blp = Blueprint("metrics", __name__, description="Prometheus metrics")
 
 
-def backend_registry(backends: Backends) -> CollectorRegistry:
+def backend_registry(backends: Backends, schedule_counts_seconds: float) -> CollectorRegistry:
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(BackendCollector(backends.store, backends.queues))
+    registry.register(BackendCollector(backends.store, backends.queues, schedule_counts_seconds))
     return registry
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from urllib.parse import parse_qs, urlsplit
 
 from shared.adapters.sqlite_db import SqliteDatabase, sqlite_path
@@ -77,7 +78,12 @@ def _open_store(settings: Settings, database: DatabaseOpener, secrets: SecretBox
     if url.startswith(("mongodb://", "mongodb+srv://")):
         from shared.adapters.mongo_store import MongoStore
 
-        return MongoStore.from_url(url, settings.mongo_database, secrets=secrets)
+        return MongoStore.from_url(
+            url,
+            settings.mongo_database,
+            secrets=secrets,
+            execution_retention=timedelta(days=settings.execution_retention_days),
+        )
     raise ConfigurationError(f"SCHEDULER_STORE_URL: unsupported store {url!r}")
 
 

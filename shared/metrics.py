@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
@@ -88,17 +88,38 @@ def status_class(status: int | None) -> str:
 
 
 class BackendCollector(Collector):
-    """Gauges read from the backends at scrape time: schedules by status, queue depths."""
+    """Gauges read from the backends at scrape time: queue depths, and schedules by status,
+    counted at most once per ``max_age_seconds`` (a count of every schedule is a scan of the
+    store, too dear to repeat for every scrape of every process)."""
 
-    def __init__(self, store: ScheduleStore, queues: Queues) -> None:
+    def __init__(
+        self,
+        store: ScheduleStore,
+        queues: Queues,
+        max_age_seconds: float,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.store = store
         self.queues = queues
+        self.max_age_seconds = max_age_seconds
+        self.monotonic = monotonic
+        self._counts: Mapping[str, int] = {}
+        self._counted_at: float | None = None
+        self._lock = threading.Lock()
+
+    def schedule_counts(self) -> Mapping[str, int]:
+        with self._lock:
+            now = self.monotonic()
+            if self._counted_at is None or now - self._counted_at >= self.max_age_seconds:
+                self._counts = self.store.count_schedules()
+                self._counted_at = now
+            return self._counts
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         schedules = GaugeMetricFamily(
             "scheduler_schedules", "Stored schedules by status.", labels=["status"]
         )
-        counts = self.store.count_schedules()
+        counts = self.schedule_counts()
         for status in ("active", "paused", "completed"):
             schedules.add_metric([status], counts.get(status, 0))
         yield schedules

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Generic, TypeVar
 
+from shared.errors import SchedulerError
 from shared.model import (
     AttemptOutcome,
     Execution,
@@ -198,6 +199,9 @@ class ScheduleStore(ABC):
         completed schedules and tombstones last changed before ``schedules_before``. Records in
         flight and schedules that can still fire are never touched. Returns how many execution
         records and schedules were deleted; a caller loops while either equals ``limit``.
+
+        A backend that expires execution records by itself (MongoDB: a TTL index that follows
+        the retention setting) leaves them to it and returns ``0`` for them.
         """
 
     @abstractmethod
@@ -375,6 +379,15 @@ class QueueDepth:
     delayed: int
 
 
+class MessageTooLarge(SchedulerError):
+    """A message over the queue's size limit: the queue refuses it, whenever it is sent."""
+
+    def __init__(self, queue: str, size: int, limit: int) -> None:
+        super().__init__(f"a message of {size} bytes is over the {limit}-byte limit of {queue!r}")
+        self.size = size
+        self.limit = limit
+
+
 class MessageQueue(ABC):
     """A queue with SQS's semantics.
 
@@ -388,7 +401,10 @@ class MessageQueue(ABC):
 
     @abstractmethod
     def send(self, messages: Sequence[OutgoingMessage]) -> None:
-        """Enqueue messages (in batches as the backend allows); all or an exception."""
+        """Enqueue messages (in batches as the backend allows); all or an exception.
+
+        ``MessageTooLarge`` (and nothing sent) when one is over the queue's size limit.
+        """
 
     @abstractmethod
     def receive(

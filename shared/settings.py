@@ -113,6 +113,8 @@ class Settings:
     # Workers serve /metrics and /healthz on this port (0: not served); the API serves its own.
     metrics_port: int = 0
     metrics_host: str = "127.0.0.1"
+    # How old the schedules-by-status gauge may be: counting is a scan of the store.
+    schedule_counts_seconds: float = 30.0
 
     # Worker identity (defaults to host:pid)
     worker_id: str = field(default_factory=lambda: f"{os.uname().nodename}:{os.getpid()}")
@@ -127,6 +129,10 @@ class Settings:
             variable = PREFIX + spec.name.upper()
             if variable in environ:
                 values[spec.name] = _convert(variable, environ[variable], hints[spec.name])
+        # The AWS SDKs' own variables name the region when ours does not.
+        for variable in ("AWS_REGION", "AWS_DEFAULT_REGION"):
+            if "aws_region" not in values and environ.get(variable):
+                values["aws_region"] = environ[variable]
         values.update(overrides)
         settings = cls(**values)
         settings.validate()
@@ -153,6 +159,8 @@ class Settings:
                 raise bad(name, "must be positive")
         if self.lookahead_seconds > 900:
             raise bad("lookahead_seconds", "at most 900 (the longest SQS delay)")
+        if self.schedule_counts_seconds < 0:
+            raise bad("schedule_counts_seconds", "must not be negative")
         if self.dispatch_lead_seconds < 0:
             raise bad("dispatch_lead_seconds", "must not be negative")
         for name in (

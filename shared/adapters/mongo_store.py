@@ -30,7 +30,7 @@ import re
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -126,11 +126,15 @@ class MongoStore(Store):
         owns_client: bool = False,
         *,
         secrets: SecretBox,
+        execution_retention: timedelta | None = None,
     ) -> None:
-        """``secrets`` seals each payload's secret parts in the ``definition`` field."""
+        """``secrets`` seals each payload's secret parts in the ``definition`` field.
+        ``execution_retention``: finished records expire that long after they became final
+        (a TTL index, made or changed by ``ensure_indexes``); ``None`` keeps them."""
         self.client = client
         self.secrets = secrets
         self.owns_client = owns_client
+        self.execution_retention = execution_retention
         database = client[database_name]
         self.schedules: Collection[Document] = database["schedules"]
         self.executions: Collection[Document] = database["executions"]
@@ -138,22 +142,43 @@ class MongoStore(Store):
         self.api_keys: Collection[Document] = database["api_keys"]
 
     @classmethod
-    def from_url(cls, url: str, database_name: str, *, secrets: SecretBox) -> MongoStore:
+    def from_url(
+        cls,
+        url: str,
+        database_name: str,
+        *,
+        secrets: SecretBox,
+        execution_retention: timedelta | None = None,
+    ) -> MongoStore:
         """A store on its own client (closed by ``close()``); connects lazily, fails fast.
 
-        Short timeouts by default, so an unreachable server becomes ``Transient`` in seconds;
-        the same options in the URL win.
+        Safe on a replica set by default: writes acknowledged by a majority (a write the
+        primary acknowledged alone can be rolled back by an election) and reads from the
+        primary (a secondary may lag, and a claim or a version check must see the latest
+        write). Short timeouts, so an unreachable server becomes ``Transient`` in seconds. The
+        same options in the URL win (``w=``, ``readPreference=``, ``…TimeoutMS=``).
         """
         query = urlsplit(url).query.lower()
-        timeouts: dict[str, Any] = {
+        defaults: dict[str, Any] = {
             name: value
-            for name, value in (("serverSelectionTimeoutMS", 3000), ("connectTimeoutMS", 5000))
-            if f"{name.lower()}=" not in query
+            for name, value in (
+                ("serverSelectionTimeoutMS", 3000),
+                ("connectTimeoutMS", 5000),
+                ("w", "majority"),
+                ("readPreference", "primary"),
+            )
+            if not re.search(rf"(^|&){name.lower()}=", query)
         }
         client: pymongo.MongoClient[Document] = pymongo.MongoClient(
-            url, tz_aware=True, appname="scheduler", **timeouts
+            url, tz_aware=True, appname="scheduler", **defaults
         )
-        return cls(client, database_name, owns_client=True, secrets=secrets)
+        return cls(
+            client,
+            database_name,
+            owns_client=True,
+            secrets=secrets,
+            execution_retention=execution_retention,
+        )
 
     def ensure_indexes(self) -> None:
         # Plain indexes only: no partialFilterExpression and no reliance on a unique index
@@ -161,23 +186,43 @@ class MongoStore(Store):
         # implements neither, and every schedule document, tombstones included, carries
         # ``tenant`` and ``schedule_id``, so a full unique index is right on every server.
         with _transient("ensure_indexes"):
-            # The poller's claim: active schedules in next_schedule_time order.
-            self.schedules.create_index([("status", ASCENDING), ("next_schedule_time", ASCENDING)])
+            # The poller's claim: active schedules in next_schedule_time order, the lease
+            # checked in the index.
+            self.schedules.create_index(
+                [
+                    ("status", ASCENDING),
+                    ("next_schedule_time", ASCENDING),
+                    ("lease_until", ASCENDING),
+                ]
+            )
+            # Listing a tenant's schedules (in schedule_id order), one index per filter.
             self.schedules.create_index(
                 [("tenant", ASCENDING), ("schedule_id", ASCENDING)], unique=True
             )
+            # By status; and the quota check of every create, a count of the tenant's live
+            # schedules from the index alone (COUNT_SCAN).
+            self.schedules.create_index(
+                [("tenant", ASCENDING), ("status", ASCENDING), ("schedule_id", ASCENDING)]
+            )
             self.schedules.create_index([("tenant", ASCENDING), ("name", ASCENDING)])
-            # The quota check of every create: a count of the tenant's live schedules from the
-            # index alone (COUNT_SCAN), no document fetched.
-            self.schedules.create_index([("tenant", ASCENDING), ("status", ASCENDING)])
-            self.schedules.create_index([("tenant", ASCENDING), ("tags", ASCENDING)])
+            self.schedules.create_index(
+                [("tenant", ASCENDING), ("tags", ASCENDING), ("schedule_id", ASCENDING)]
+            )
+            self.schedules.create_index([("tenant", ASCENDING), ("next_schedule_time", ASCENDING)])
+            # A schedule's executions, newest first, in the order the history is served.
             self.executions.create_index(
-                [("tenant", ASCENDING), ("schedule_id", ASCENDING), ("scheduled_time", DESCENDING)]
+                [
+                    ("tenant", ASCENDING),
+                    ("schedule_id", ASCENDING),
+                    ("scheduled_time", DESCENDING),
+                    ("occurrence_id", DESCENDING),
+                ]
             )
             self.api_keys.create_index([("tenant", ASCENDING)])
-            # Retention (purge_expired): finished records and schedules, oldest first.
-            self.executions.create_index([("status", ASCENDING), ("finished_at", ASCENDING)])
+            # Retention (purge_expired): completed and deleted schedules, oldest first.
             self.schedules.create_index([("status", ASCENDING), ("updated_at", ASCENDING)])
+            if self.execution_retention is not None:
+                self._expire_executions(int(self.execution_retention.total_seconds()))
             try:
                 # MongoDB drops expired idempotency records itself; reads check ``expires_at``
                 # anyway, so a server without TTL indexes is still right, only fuller.
@@ -186,6 +231,26 @@ class MongoStore(Store):
                 )
             except OperationFailure:
                 self.idempotency_keys.create_index([("expires_at", ASCENDING)])
+
+    def _expire_executions(self, seconds: int) -> None:
+        """Final and skipped records expire ``seconds`` after ``final_at`` (a TTL index), which
+        only they carry: a record in flight or retrying has none and never expires.
+
+        A change of the retention setting changes the index in place (``collMod``), never a
+        rebuild. nx-27017 (a wire server we test against) answers ``collMod`` without changing
+        the index and never expires documents; MongoDB does both.
+        """
+        for index in self.executions.index_information().values():
+            # Found by its key, not its name: nx-27017 names indexes its own way.
+            if [field for field, _ in index["key"]] == ["final_at"]:
+                if index.get("expireAfterSeconds") != seconds:
+                    self.executions.database.command(
+                        "collMod",
+                        self.executions.name,
+                        index={"keyPattern": {"final_at": 1}, "expireAfterSeconds": seconds},
+                    )
+                return
+        self.executions.create_index([("final_at", ASCENDING)], expireAfterSeconds=seconds)
 
     def close(self) -> None:
         if self.owns_client:
@@ -509,40 +574,30 @@ class MongoStore(Store):
     def purge_expired(
         self, executions_before: datetime, schedules_before: datetime, limit: int
     ) -> tuple[int, int]:
-        def purge(
-            collection: Collection[Document], statuses: Sequence[str], field: str, before: datetime
-        ) -> int:
-            # One status at a time, by equality: nx-27017 0.8.1 misses dates written by update
-            # operators when the same filter has ``$in``. delete_many has no limit, so pick the
-            # oldest ids first; the status in the delete keeps a record that changed meanwhile.
-            deleted = 0
-            for status in statuses:
+        # Execution records expire by the TTL index on final_at (``ensure_indexes``): MongoDB
+        # deletes them as they age, which no sweep of bounded batches keeps up with at scale.
+        # Schedules are purged here: one status at a time, by equality (nx-27017 0.8.1 misses
+        # dates written by update operators when the same filter has ``$in``). delete_many has
+        # no limit, so pick the oldest ids first; the status in the delete keeps a schedule
+        # that changed meanwhile.
+        deleted = 0
+        with _transient("purge_expired"):
+            for status in (_COMPLETED, _DELETED):
                 ids = [
                     document["_id"]
-                    for document in collection.find(
-                        {"status": status, field: {"$lt": utc_ms(before)}}, {"_id": 1}
+                    for document in self.schedules.find(
+                        {"status": status, "updated_at": {"$lt": utc_ms(schedules_before)}},
+                        {"_id": 1},
                     )
-                    .sort(field, ASCENDING)
+                    .sort("updated_at", ASCENDING)
                     .limit(limit - deleted)
                 ]
                 if ids:
-                    result = collection.delete_many({"_id": {"$in": ids}, "status": status})
+                    result = self.schedules.delete_many({"_id": {"$in": ids}, "status": status})
                     deleted += result.deleted_count
                 if deleted >= limit:
                     break
-            return deleted
-
-        with _transient("purge_expired"):
-            executions = purge(
-                self.executions,
-                ["succeeded", "failed", "skipped"],
-                "finished_at",
-                executions_before,
-            )
-            schedules = purge(
-                self.schedules, [_COMPLETED, _DELETED], "updated_at", schedules_before
-            )
-        return executions, schedules
+        return 0, deleted
 
     def count_tenant_schedules(self, tenant: str) -> int:
         with _transient("count_tenant_schedules"):
@@ -654,6 +709,7 @@ class MongoStore(Store):
             "lease_owner": owner,
             "lease_until": utc_ms(lease_until),
             "next_attempt_at": None,
+            "final_at": None,
         }
         with _transient("begin_attempt"):
             for _ in range(_ROUNDS):
@@ -719,6 +775,7 @@ class MongoStore(Store):
             "lease_owner": owner,
             "lease_until": utc_ms(lease_until),
             "next_attempt_at": None,
+            "final_at": None,
             "begin_token": token,
         }
         records = [
@@ -860,6 +917,7 @@ class MongoStore(Store):
                             "$set": {
                                 "status": "skipped",
                                 "finished_at": finished,
+                                "final_at": finished,
                                 "error": reason,
                                 "next_attempt_at": None,
                             },
@@ -894,6 +952,7 @@ class MongoStore(Store):
                             "$set": {
                                 "status": "skipped",
                                 "finished_at": finished,
+                                "final_at": finished,
                                 "error": reason,
                                 "next_attempt_at": None,
                                 "lease_owner": None,
@@ -913,6 +972,9 @@ class MongoStore(Store):
     def list_executions(
         self, tenant: str, schedule_id: str, limit: int, cursor: str | None
     ) -> Page[Execution]:
+        # Served in the order of the (tenant, schedule_id, scheduled_time, occurrence_id) index,
+        # no in-memory sort: after a cursor, each branch of the $or is a bounded scan of that
+        # index, already in the sort's order, and MongoDB merges them (SORT_MERGE).
         selector: Document = {"tenant": tenant, "schedule_id": schedule_id}
         if cursor is not None:
             scheduled_ms, _, occurrence = cursor.partition("|")
@@ -962,6 +1024,8 @@ def _finish(
         "lateness_ms": lateness,
         "error": outcome.error,
         "next_attempt_at": _ms(outcome.next_attempt_at),
+        # What the TTL index of retention counts from: only records that are done carry it.
+        "final_at": utc_ms(outcome.finished_at) if outcome.status.is_final else None,
         "lease_owner": None,
         "lease_until": None,
     }

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -15,11 +15,18 @@ from botocore.exceptions import ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from shared.errors import SchedulerError, Transient
-from shared.ports import MessageQueue, OutgoingMessage, QueueDepth, ReceivedMessage
+from shared.ports import (
+    MessageQueue,
+    MessageTooLarge,
+    OutgoingMessage,
+    QueueDepth,
+    ReceivedMessage,
+)
 from shared.timeutil import from_epoch_ms
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
+    from mypy_boto3_sqs.literals import QueueAttributeNameType
     from mypy_boto3_sqs.type_defs import (
         BatchResultErrorEntryTypeDef,
         SendMessageBatchRequestEntryTypeDef,
@@ -30,8 +37,16 @@ BATCH_SIZE = 10
 MAX_DELAY_SECONDS = 900
 MAX_WAIT_SECONDS = 20
 MAX_VISIBILITY_SECONDS = 43_200
+# What the queues this service creates are given: SQS's longest retention (14 days) and largest
+# message (1 MiB; a batch's messages together may not exceed it either).
+RETENTION_SECONDS = 14 * 24 * 3600
+MAX_MESSAGE_BYTES = 1024 * 1024
+# The size limit assumed of a queue that does not say (SQS's default before 2025: 256 KiB).
+DEFAULT_MESSAGE_BYTES = 256 * 1024
 
 _MISSING_QUEUE = {"AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist"}
+# CreateQueue with attributes other than those of the existing queue of that name.
+_QUEUE_EXISTS = {"QueueAlreadyExists", "QueueNameExists"}
 # Answers to a receipt that is stale (deleted, re-received, or expired): nothing to do.
 _STALE_RECEIPT = {
     "ReceiptHandleIsInvalid",
@@ -88,6 +103,23 @@ def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
         yield items[start : start + size]
 
 
+def _batches(
+    messages: Sequence[OutgoingMessage], max_bytes: int
+) -> Iterator[list[OutgoingMessage]]:
+    """Batches of at most ``BATCH_SIZE`` messages whose bodies together fit ``max_bytes``."""
+    batch: list[OutgoingMessage] = []
+    size = 0
+    for message in messages:
+        length = len(message.body.encode())
+        if batch and (len(batch) == BATCH_SIZE or size + length > max_bytes):
+            yield batch
+            batch, size = [], 0
+        batch.append(message)
+        size += length
+    if batch:
+        yield batch
+
+
 def _delay(seconds: float) -> int:
     return max(0, min(MAX_DELAY_SECONDS, math.floor(seconds)))
 
@@ -118,32 +150,49 @@ class SqsQueue(MessageQueue):
         self.dead_letter_queue = dead_letter_queue
         self.max_receives = max_receives
         self._url: str | None = None
+        self._max_bytes: int | None = None
         self._lock = threading.Lock()
 
     # -- set-up --------------------------------------------------------------------------
 
     def create(self) -> None:
-        """Create the queue (and its dead-letter queue) if missing, and link them.
+        """Create the queue (and its dead-letter queue) if missing, linked to it.
 
         Idempotent and order-independent: the dead-letter queue is created here too if its own
-        ``SqsQueue`` has not made it yet, and the redrive policy is (re)set on every call.
+        ``SqsQueue`` has not made it yet. A queue this creates keeps messages 14 days and takes
+        messages of up to 1 MiB; its redrive policy is set as it is created, or later only if
+        it has none, so a policy an operator changed is never overwritten at a start.
         """
         with _transient("create"):
-            url = self._lookup_url(self.name) or self._create_queue(self.name)
+            attributes: dict[QueueAttributeNameType, str] = {
+                "MessageRetentionPeriod": str(RETENTION_SECONDS),
+                "MaximumMessageSize": str(MAX_MESSAGE_BYTES),
+            }
+            redrive = None
             if self.dead_letter_queue is not None:
                 dlq_url = self._lookup_url(self.dead_letter_queue) or self._create_queue(
-                    self.dead_letter_queue
+                    self.dead_letter_queue, attributes
                 )
                 dlq_arn = self.client.get_queue_attributes(
                     QueueUrl=dlq_url, AttributeNames=["QueueArn"]
                 )["Attributes"]["QueueArn"]
                 policy = {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": self.max_receives}
+                redrive = json.dumps(policy, separators=(",", ":"))
+            url = self._lookup_url(self.name)
+            if url is None:
+                if redrive is not None:
+                    attributes["RedrivePolicy"] = redrive
+                url = self._create_queue(self.name, attributes)
+            current = self.client.get_queue_attributes(
+                QueueUrl=url, AttributeNames=["MaximumMessageSize", "RedrivePolicy"]
+            )["Attributes"]
+            if redrive is not None and not current.get("RedrivePolicy"):
                 self.client.set_queue_attributes(
-                    QueueUrl=url,
-                    Attributes={"RedrivePolicy": json.dumps(policy, separators=(",", ":"))},
+                    QueueUrl=url, Attributes={"RedrivePolicy": redrive}
                 )
         with self._lock:
             self._url = url
+            self._max_bytes = int(current.get("MaximumMessageSize", DEFAULT_MESSAGE_BYTES))
 
     def _lookup_url(self, name: str) -> str | None:
         try:
@@ -153,10 +202,32 @@ class SqsQueue(MessageQueue):
                 return None
             raise
 
-    def _create_queue(self, name: str) -> str:
-        # Without attributes CreateQueue returns the existing queue when another process has
-        # just created it, so two processes starting together both succeed.
-        return self.client.create_queue(QueueName=name)["QueueUrl"]
+    def _create_queue(self, name: str, attributes: Mapping[QueueAttributeNameType, str]) -> str:
+        # Two processes starting together both create it with the same attributes, which
+        # CreateQueue accepts; if it now exists with others (made meanwhile by someone else),
+        # that queue is the one to use.
+        try:
+            return self.client.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
+        except ClientError as exc:
+            if _error_code(exc) in _QUEUE_EXISTS:
+                url = self._lookup_url(name)
+                if url is not None:
+                    return url
+            raise
+
+    def max_message_bytes(self) -> int:
+        """The largest message the queue takes (its ``MaximumMessageSize``)."""
+        with self._lock:
+            if self._max_bytes is not None:
+                return self._max_bytes
+        with self._calling("get_queue_attributes") as url:
+            attributes = self.client.get_queue_attributes(
+                QueueUrl=url, AttributeNames=["MaximumMessageSize"]
+            )["Attributes"]
+        limit = int(attributes.get("MaximumMessageSize", DEFAULT_MESSAGE_BYTES))
+        with self._lock:
+            self._max_bytes = limit
+        return limit
 
     def _queue_url(self) -> str:
         with self._lock:
@@ -189,8 +260,13 @@ class SqsQueue(MessageQueue):
     def send(self, messages: Sequence[OutgoingMessage]) -> None:
         if not messages:
             return
+        limit = self.max_message_bytes()
+        for message in messages:
+            size = len(message.body.encode())
+            if size > limit:
+                raise MessageTooLarge(self.name, size, limit)
         with self._calling("send") as url:
-            for batch in _chunks(messages, BATCH_SIZE):
+            for batch in _batches(messages, limit):
                 entries: list[SendMessageBatchRequestEntryTypeDef] = [
                     {
                         "Id": str(index),

@@ -5,12 +5,21 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
+from shared.adapters.sqlite_db import SqliteDatabase
+from shared.adapters.sqlite_queue import SqliteQueue
+from shared.adapters.sqlite_store import SqliteStore
 from shared.logs import JsonFormatter
+from shared.metrics import BackendCollector
+from shared.model import Every, Payload, ScheduleDefinition, Timing, Unit
+from shared.ports import Queues
 from tests.support.harness import API, Pipeline, running_pipeline, sqlite_settings
 from tests.support.receiver import running_receiver
 
@@ -27,7 +36,8 @@ def scrape(pipeline: Pipeline) -> dict[tuple[str, tuple[tuple[str, str], ...]], 
 
 
 def test_firing_moves_the_lateness_histogram_and_the_outcome_counters(tmp_path: Path) -> None:
-    with running_receiver() as receiver, running_pipeline(sqlite_settings(tmp_path)) as pipeline:
+    settings = sqlite_settings(tmp_path, schedule_counts_seconds=0)
+    with running_receiver() as receiver, running_pipeline(settings) as pipeline:
         before = scrape(pipeline)
         body = {
             "schedule": {"cron": "@every 1s"},
@@ -86,3 +96,38 @@ def test_secret_header_values_never_reach_the_logs(
     assert caplog.records
     for entry in caplog.records:
         assert "TOPSECRET" not in JsonFormatter().format(entry)
+
+
+def test_the_schedules_gauge_counts_the_store_at_most_once_per_max_age(tmp_path: Path) -> None:
+    database = SqliteDatabase(tmp_path / "store.db")
+    counted = []
+
+    class CountingStore(SqliteStore):
+        def count_schedules(self) -> Mapping[str, int]:
+            counted.append(1)
+            return super().count_schedules()
+
+    store = CountingStore(database)
+    store.ensure_indexes()
+    queues = Queues(*(SqliteQueue(database, name) for name in ("q1", "q2", "dl")))
+    for queue in (queues.mutations, queues.occurrences, queues.dead_letters):
+        queue.create()
+    now = [100.0]
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(BackendCollector(store, queues, 30.0, monotonic=lambda: now[0]))
+
+    def active() -> float | None:
+        return registry.get_sample_value("scheduler_schedules", {"status": "active"})
+
+    assert active() == 0
+    definition = ScheduleDefinition(
+        Timing("UTC", interval=Every(1, Unit.DAY)), Payload("GET", "https://example.com/")
+    )
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    store.apply_definition("default", "daily", 1, definition, at, at)
+    now[0] += 29
+    assert active() == 0  # the counts of the last scrape, not a new scan
+    now[0] += 1
+    assert active() == 1
+    assert len(counted) == 2
+    database.close()

@@ -18,6 +18,7 @@ from pymongo import monitoring
 from shared.adapters.mongo_store import MongoStore
 from shared.model import AttemptOutcome, ExecutionStatus
 from tests.integration.test_store_contract import MINUTE, SECOND, T0, TENANT, create, occurrence
+from tests.support.harness import TEST_SECRETS
 from tests.support.peers import MONGO_URL, mongo_url_for
 
 
@@ -47,7 +48,7 @@ def counted(request: pytest.FixtureRequest) -> Iterator[tuple[MongoStore, Comman
         mongo_url_for(request, request.param), tz_aware=True, event_listeners=[commands]
     )
     database = f"scheduler_test_{uuid.uuid4().hex[:12]}"
-    store = MongoStore(client, database)
+    store = MongoStore(client, database, secrets=TEST_SECRETS)
     store.ensure_indexes()
     try:
         yield store, commands
