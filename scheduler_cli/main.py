@@ -1,4 +1,4 @@
-"""``scheduler dev | api | processor | poller | executor | schedules | executions``."""
+"""The scheduler service's command: run it, and operate it from a terminal."""
 
 from __future__ import annotations
 
@@ -36,7 +36,12 @@ class Worker(Protocol):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="scheduler", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="scheduler",
+        description="Run the scheduler service (all in one process with dev, or each component "
+        "apart), and operate it: schedules and executions through a running API, API keys in "
+        "the store.",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     dev = commands.add_parser("dev", help="run all four components in one process, embedded")
     dev.add_argument("--host", default="127.0.0.1")
@@ -54,12 +59,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "dev":
             return run_dev(args.host, args.port, Path(args.data_dir))
+        if args.command == "keys":
+            return keys.run(args, keys.keys_settings(args, os.environ))
         settings = Settings.from_env()
     except ConfigurationError as exc:
         print(f"scheduler: configuration error: {exc}", file=sys.stderr)
         return 2
-    if args.command == "keys":
-        return keys.run(args, settings)
     configure_logging(settings.log_format, settings.log_level)
     if args.command == "api":
         return run_api(settings)
