@@ -101,6 +101,17 @@ def run_component(settings: Settings, build: Callable[[Settings, Backends], Work
 
 def run_api(settings: Settings) -> int:
     from gunicorn.app.base import BaseApplication
+    from gunicorn.glogging import Logger
+
+    class SharedLogger(Logger):  # type: ignore[misc]
+        """gunicorn's own lines (start, workers booting and dying, errors) go through this
+        process's logging, in its format: in production every line on stderr is JSON."""
+
+        def setup(self, cfg: Any) -> None:
+            super().setup(cfg)
+            for logger in (self.error_log, self.access_log):
+                logger.handlers.clear()
+                logger.propagate = True
 
     class Server(BaseApplication):  # type: ignore[misc]
         def load_config(self) -> None:
@@ -108,6 +119,7 @@ def run_api(settings: Settings) -> int:
             self.cfg.set("workers", settings.api_workers)
             self.cfg.set("threads", settings.api_threads)
             self.cfg.set("accesslog", None)
+            self.cfg.set("logger_class", SharedLogger)
 
         def load(self) -> Any:
             # Each gunicorn worker opens its own connections after the fork.
