@@ -9,16 +9,34 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
+from pathlib import Path
 from typing import TextIO
 
 from scheduler_service.auth import hash_key, new_api_key
+from shared.adapters.sqlite_db import sqlite_path
 from shared.backends import open_backends
 from shared.ports import ApiKey, SystemClock
-from shared.settings import TENANT_NAME, Settings
+from shared.settings import PREFIX, TENANT_NAME, Settings
+
+
+def keys_settings(args: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
+    """The settings of the store the keys are in: ``SCHEDULER_STORE_URL``, or else the
+    database of ``scheduler dev`` in ``--data-dir``, found as ``scheduler dev`` finds it."""
+    if PREFIX + "STORE_URL" in environ:
+        return Settings.from_env(environ)
+    url = f"sqlite:///{(Path(args.data_dir) / 'scheduler.db').resolve()}"
+    return Settings.from_env(environ, store_url=url, queue_url=url)
 
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    keys = commands.add_parser("keys", help="API keys: create, list, revoke (in the store)")
+    keys = commands.add_parser(
+        "keys",
+        help="API keys: create, list, revoke (in the store)",
+        description="Keys are kept in the store of SCHEDULER_STORE_URL; without it, in the "
+        "database scheduler dev keeps in --data-dir (scheduler-data, from the folder it was "
+        "started in). A database that does not exist is never created.",
+    )
     actions = keys.add_subparsers(dest="action", required=True)
     create = actions.add_parser("create", help="a new key for a tenant, shown once")
     create.add_argument("tenant")
@@ -32,9 +50,16 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     listing.add_argument("--tenant")
     revoke = actions.add_parser("revoke", help="delete a stored key by its id")
     revoke.add_argument("key_id")
+    for parser in (create, listing, revoke):
+        parser.add_argument(
+            "--data-dir",
+            default="scheduler-data",
+            help="scheduler dev's data folder, when SCHEDULER_STORE_URL is not set",
+        )
 
 
-def run(args: argparse.Namespace, settings: Settings, out: TextIO = sys.stdout) -> int:
+def run(args: argparse.Namespace, settings: Settings, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
     if args.action == "create" and not TENANT_NAME.match(args.tenant):
         print("scheduler keys: a tenant is 1-64 letters, digits, . _ ~ -", file=sys.stderr)
         return 2
@@ -42,6 +67,17 @@ def run(args: argparse.Namespace, settings: Settings, out: TextIO = sys.stdout) 
         key = new_api_key()
         out.write(f"key: {key}\nSCHEDULER_API_KEYS entry: {args.tenant}:sha256:{hash_key(key)}\n")
         return 0
+    if settings.store_url.startswith("sqlite:"):
+        database = sqlite_path(settings.store_url).resolve()
+        if not database.is_file():
+            # A new empty database would hold a key no running API reads.
+            print(
+                f"scheduler keys: no database at {database}. Run this in the folder scheduler "
+                "dev was started from, pass --data-dir, or set SCHEDULER_STORE_URL to the "
+                "API's store.",
+                file=sys.stderr,
+            )
+            return 2
     backends = open_backends(settings)
     try:
         store = backends.store

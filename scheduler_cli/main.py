@@ -1,4 +1,4 @@
-"""``scheduler dev | api | processor | poller | executor | schedules | executions``."""
+"""The scheduler service's command: run it, and operate it from a terminal."""
 
 from __future__ import annotations
 
@@ -37,7 +37,12 @@ class Worker(Protocol):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="scheduler", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="scheduler",
+        description="Run the scheduler service (all in one process with dev, or each component "
+        "apart), and operate it: schedules and executions through a running API, API keys in "
+        "the store.",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     dev = commands.add_parser("dev", help="run all four components in one process, embedded")
     dev.add_argument("--host", default="127.0.0.1")
@@ -61,12 +66,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "dev":
             return run_dev(args.host, args.port, Path(args.data_dir))
+        if args.command == "keys":
+            return keys.run(args, keys.keys_settings(args, os.environ))
         settings = Settings.from_env()
     except ConfigurationError as exc:
         print(f"scheduler: configuration error: {exc}", file=sys.stderr)
         return 2
-    if args.command == "keys":
-        return keys.run(args, settings)
     configure_logging(settings.log_format, settings.log_level, settings.secret_headers)
     if args.command == "api":
         return run_api(settings)
@@ -103,6 +108,17 @@ def run_component(settings: Settings, build: Callable[[Settings, Backends], Work
 
 def run_api(settings: Settings) -> int:
     from gunicorn.app.base import BaseApplication
+    from gunicorn.glogging import Logger
+
+    class SharedLogger(Logger):  # type: ignore[misc]
+        """gunicorn's own lines (start, workers booting and dying, errors) go through this
+        process's logging, in its format: in production every line on stderr is JSON."""
+
+        def setup(self, cfg: Any) -> None:
+            super().setup(cfg)
+            for logger in (self.error_log, self.access_log):
+                logger.handlers.clear()
+                logger.propagate = True
 
     class Server(BaseApplication):  # type: ignore[misc]
         def load_config(self) -> None:
@@ -110,6 +126,7 @@ def run_api(settings: Settings) -> int:
             self.cfg.set("workers", settings.api_workers)
             self.cfg.set("threads", settings.api_threads)
             self.cfg.set("accesslog", None)
+            self.cfg.set("logger_class", SharedLogger)
 
         def load(self) -> Any:
             # Each gunicorn worker opens its own connections after the fork.

@@ -64,10 +64,21 @@ class Client:
             raise ApiError(error.code, problem if isinstance(problem, dict) else {}) from None
 
 
+def shown(key: str, value: Any) -> str:
+    """A value as a person reads it: ``-`` for none, milliseconds to one decimal."""
+    if value is None:
+        return "-"
+    if key.endswith("_ms") and isinstance(value, int | float):
+        return f"{value:,.1f}"
+    if isinstance(value, dict | list):
+        return json.dumps(value)
+    return str(value)
+
+
 def table(rows: list[dict[str, Any]], columns: Sequence[tuple[str, str]], out: TextIO) -> None:
-    """Columns as (key, heading); ``None`` shows as ``-``."""
+    """Columns as (key, heading), each value ``shown``."""
     cells = [[heading for _, heading in columns]] + [
-        ["-" if row.get(key) is None else str(row.get(key)) for key, _ in columns] for row in rows
+        [shown(key, row.get(key)) for key, _ in columns] for row in rows
     ]
     widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
     for line in cells:
@@ -111,7 +122,8 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     listing.add_argument("--status", choices=["active", "paused", "completed"])
     listing.add_argument("--name", help="name prefix")
     listing.add_argument("--tag")
-    listing.add_argument("--limit", type=int, default=50)
+    listing.add_argument("--limit", type=int, default=50, help="schedules per page (50)")
+    paging(listing)
     client_options(listing)
     create = actions.add_parser(
         "create", help="create (or, with --id, create or replace) from a JSON file"
@@ -133,11 +145,19 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         client_options(parser)
     executions = commands.add_parser("executions", help="a schedule's run history via the API")
     executions.add_argument("id")
-    executions.add_argument("--limit", type=int, default=20)
+    executions.add_argument("--limit", type=int, default=20, help="runs per page (20)")
+    paging(executions)
     client_options(executions)
 
 
-def run(args: argparse.Namespace, environ: dict[str, str], out: TextIO = sys.stdout) -> int:
+def paging(parser: argparse.ArgumentParser) -> None:
+    pages = parser.add_mutually_exclusive_group()
+    pages.add_argument("--cursor", help="the page after the one that printed this cursor")
+    pages.add_argument("--all", action="store_true", help="every page, one after the other")
+
+
+def run(args: argparse.Namespace, environ: dict[str, str], out: TextIO | None = None) -> int:
+    out = out or sys.stdout
     client = Client(
         args.url or environ.get("SCHEDULER_API_URL", "http://127.0.0.1:8080"),
         args.api_key or environ.get("SCHEDULER_API_KEY"),
@@ -159,8 +179,14 @@ def run(args: argparse.Namespace, environ: dict[str, str], out: TextIO = sys.std
         table(rows, columns, out)
     else:
         for key, value in answer.items():
-            shown = json.dumps(value) if isinstance(value, dict | list) else value
-            out.write(f"{key + ':':<26} {shown}\n")
+            out.write(f"{key + ':':<26} {shown(key, value)}\n")
+    more = answer.get("next_cursor") if isinstance(answer, dict) else None
+    if more:
+        print(
+            f"{len(rows or [])} shown; there are more: add --cursor {more} for the next page, "
+            "or --all for every page",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -168,14 +194,14 @@ def _request(
     client: Client, args: argparse.Namespace
 ) -> tuple[Any, list[dict[str, Any]] | None, Sequence[tuple[str, str]]]:
     if args.command == "executions":
-        answer = client.call(
-            "GET", f"/schedule/{_quote(args.id)}/executions", query={"limit": args.limit}
+        answer = _pages(
+            client, f"/schedule/{_quote(args.id)}/executions", {"limit": args.limit}, args
         )
         return answer, answer["items"], EXECUTION_COLUMNS
     action = args.action
     if action == "list":
         query = {"status": args.status, "name": args.name, "tag": args.tag, "limit": args.limit}
-        answer = client.call("GET", "/schedules", query=query)
+        answer = _pages(client, "/schedules", query, args)
         return answer, answer["items"], SCHEDULE_COLUMNS
     if action == "create":
         text = sys.stdin.read() if str(args.file) == "-" else args.file.read_text()
@@ -189,6 +215,18 @@ def _request(
     if action == "delete":
         return client.call("DELETE", path), None, ()
     return client.call("POST", f"{path}/{action}"), None, ()
+
+
+def _pages(
+    client: Client, path: str, query: dict[str, Any], args: argparse.Namespace
+) -> dict[str, Any]:
+    """One page from ``--cursor`` (or the first), or with ``--all`` every page as one."""
+    answer: dict[str, Any] = client.call("GET", path, query={**query, "cursor": args.cursor})
+    items = list(answer["items"])
+    while args.all and answer.get("next_cursor"):
+        answer = client.call("GET", path, query={**query, "cursor": answer["next_cursor"]})
+        items.extend(answer["items"])
+    return {**answer, "items": items}
 
 
 def _quote(schedule_id: str) -> str:

@@ -17,7 +17,7 @@ from scheduler_service.docs import SWAGGER_UI_URL
 from scheduler_service.docs import blp as docs_blueprint
 from scheduler_service.errors import problem, register_error_handlers
 from scheduler_service.health import blp as health_blueprint
-from scheduler_service.metrics import backend_registry
+from scheduler_service.metrics import backend_registry, measure_requests
 from scheduler_service.metrics import blp as metrics_blueprint
 from scheduler_service.ratelimit import TenantRateLimiter
 from scheduler_service.responses import ProblemSchema
@@ -71,6 +71,7 @@ def create_app(
 ) -> Flask:
     """The API over ``backends``; the caller opened them and closes them."""
     app = Flask(__name__)
+    measure_requests(app)
     app.config.update(
         API_TITLE="Scheduler service",
         API_VERSION="v1",

@@ -123,3 +123,9 @@ def test_the_quick_start_and_try_it_work_as_written(tmp_path: Path) -> None:
     assert seen["receiver_on_other_addresses"] is False
     assert seen["blueprint_status"] == 202
     assert seen["exit_codes"][0] == 0, seen["dev_log"]
+
+
+def test_the_readme_documents_the_blueprint_date_format() -> None:
+    api = section("The API")
+    assert "`start_date` and `end_date` are MM/DD/YYYY" in api
+    assert '"start_date": "05/02/2027"' in one(blocks("The API", "json"), "start_date")

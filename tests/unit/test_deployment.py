@@ -63,3 +63,42 @@ def test_localstack_creates_the_queues_the_settings_name() -> None:
     defaults = Settings()
     for name in (defaults.mutations_queue, defaults.occurrences_queue, defaults.dead_letter_queue):
         assert name in script
+
+
+def test_compose_runs_the_localstack_the_tests_run() -> None:
+    pinned = re.search(
+        r"localstack-core\[runtime\]==([\d.]+)", (ROOT / "scripts/peers").read_text()
+    )
+    assert pinned is not None
+    assert compose()["services"]["localstack"]["image"] == f"localstack/localstack:{pinned[1]}"
+
+
+def test_the_mongodb_healthcheck_fails_unless_the_node_is_primary() -> None:
+    test = compose()["services"]["mongo"]["healthcheck"]["test"]
+    # An exec form whose exit status is the check: an expression's value printed is not.
+    assert test[:2] == ["CMD", "mongosh"]
+    script = test[-1]
+    assert "rs.initiate(" in script
+    assert re.search(r"if \(!db\.hello\(\)\.isWritablePrimary\) \{ quit\(1\) \}", script)
+
+
+def test_the_try_it_receiver_is_reachable_and_the_only_private_target_allowed() -> None:
+    services = compose()["services"]
+    address = services["receiver"]["networks"]["webhooks"]["ipv4_address"]
+    for name in ("api", "executor"):
+        assert "webhooks" in services[name]["networks"], name
+        allowed = services[name]["environment"]["SCHEDULER_ALLOWED_NETWORKS"]
+        assert allowed == f"${{SCHEDULER_ALLOWED_NETWORKS:-{address}/32}}", name
+    # MongoDB and LocalStack are not on the webhooks' network.
+    for name in ("mongo", "localstack", "processor", "poller"):
+        assert "webhooks" not in services[name].get("networks", []), name
+    assert "--directory /tmp/empty" in " ".join(services["receiver"]["command"])
+    readme = (ROOT / "README.md").read_text()
+    assert '"url": "http://receiver:9000/?from=scheduler"' in readme
+
+
+def test_the_readme_shows_the_signing_secret_compose_uses() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert "SCHEDULER_WEBHOOK_SECRET=whsec_" in readme
+    assert "grep SCHEDULER_WEBHOOK_SECRET .env" in readme
+    assert "${SCHEDULER_WEBHOOK_SECRET:-}" in (ROOT / "docker-compose.yml").read_text()

@@ -1,0 +1,43 @@
+"""``scheduler api`` (gunicorn) in production mode: every line it writes is JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.support.harness import API
+from tests.support.processes import Process, free_port, http_json, wait_until_healthy
+
+pytestmark = pytest.mark.slow
+
+
+def test_every_line_of_the_api_process_is_json(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'scheduler.db'}"
+    port = free_port()
+    env = {
+        "SCHEDULER_STORE_URL": url,
+        "SCHEDULER_QUEUE_URL": url,
+        "SCHEDULER_PORT": str(port),
+        "SCHEDULER_API_WORKERS": "1",
+        "SCHEDULER_API_AUTH": "none",
+        "SCHEDULER_LOG_FORMAT": "json",
+    }
+    process = Process(["api"], env, tmp_path / "api.log")
+    try:
+        base = f"http://127.0.0.1:{port}"
+        wait_until_healthy(base)
+        assert http_json("GET", f"{base}{API}/schedule/nope")[0] == 404
+    finally:
+        assert process.terminate() == 0
+    lines = process.output().splitlines()
+    entries = []
+    for line in lines:
+        try:
+            entries.append(json.loads(line))
+        except ValueError:
+            pytest.fail(f"not a JSON line: {line!r}\n" + "\n".join(lines))
+    gunicorn = [entry["message"] for entry in entries if entry["logger"] == "gunicorn.error"]
+    assert any("Booting worker" in message for message in gunicorn), lines
+    assert any("Shutting down" in message for message in gunicorn), lines

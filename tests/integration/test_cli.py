@@ -1,0 +1,138 @@
+"""The operator's command line against a served API: pages, readable values, help, and API keys
+that go to the database the API reads, or nowhere."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from werkzeug.serving import make_server
+
+from scheduler_cli.main import main
+from shared.model import AttemptOutcome, ExecutionStatus, Occurrence
+from tests.support.api import ApiUnderTest, api_under_test
+from tests.support.harness import API
+
+BODY: dict[str, Any] = {
+    "name": "report",
+    "schedule": {"cron": "0 9 * * *", "timezone": "Europe/Paris"},
+    "payload": {"method": "POST", "url": "https://hooks.example.com/run"},
+}
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[ApiUnderTest, str]]:
+    with api_under_test(tmp_path) as api:
+        server = make_server("127.0.0.1", 0, api.app, threaded=True)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield api, f"http://127.0.0.1:{server.server_port}"
+        finally:
+            server.shutdown()
+            thread.join()
+
+
+def run(capfd: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capfd.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_list_says_when_more_exist_and_pages_through_them(
+    served: tuple[ApiUnderTest, str], capfd: pytest.CaptureFixture[str]
+) -> None:
+    api, url = served
+    for number in range(60):
+        assert api.client.put(f"{API}/schedule/s{number:02d}", json=BODY).status_code == 202
+    api.apply()
+
+    code, out, err = run(capfd, "schedules", "list", "--url", url)
+    assert code == 0
+    assert len(out.splitlines()) == 1 + 50
+    assert "50 shown; there are more" in err
+    cursor = err.split("--cursor ")[1].split()[0]
+
+    code, out, err = run(capfd, "schedules", "list", "--url", url, "--cursor", cursor)
+    assert [line.split()[0] for line in out.splitlines()[1:]] == [f"s{n}" for n in range(50, 60)]
+    assert err == ""
+
+    code, out, err = run(capfd, "schedules", "list", "--url", url, "--all")
+    assert (code, len(out.splitlines()), err) == (0, 1 + 60, "")
+
+
+def test_get_and_history_print_readable_values(
+    served: tuple[ApiUnderTest, str], capfd: pytest.CaptureFixture[str]
+) -> None:
+    api, url = served
+    api.client.put(f"{API}/schedule/daily", json=BODY)
+    api.apply()
+    code, out, _ = run(capfd, "schedules", "get", "daily", "--url", url)
+    assert code == 0
+    assert "None" not in out
+    assert any(line.split() == ["last_run_at:", "-"] for line in out.splitlines())
+
+    store = api.backends.store
+    stored = store.get_schedule("default", "daily")
+    assert stored is not None
+    now = api.clock.now()
+    execution = store.begin_attempt(
+        Occurrence("default", "daily", stored.revision, now), "x", now, now
+    )
+    assert execution is not None
+    outcome = AttemptOutcome(
+        ExecutionStatus.SUCCEEDED, now, http_status=200, duration_ms=2.653588000043783
+    )
+    store.finish_attempt(execution, "x", outcome)
+    code, out, _ = run(capfd, "executions", "daily", "--url", url)
+    assert code == 0
+    assert "2.653588" not in out
+    _, row = out.splitlines()
+    assert row.split()[1:4] == ["succeeded", "1", "200"]
+    assert "2.7" in row.split()
+
+
+def test_the_top_level_help_lists_every_command_in_plain_text(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = capfd.readouterr().out
+    assert "``" not in text
+    for command in ("dev", "api", "processor", "poller", "executor", "schedules", "keys"):
+        assert f"\n    {command} " in text
+
+
+def test_keys_outside_the_data_folder_refuse_and_create_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("SCHEDULER_STORE_URL", raising=False)
+    monkeypatch.delenv("SCHEDULER_QUEUE_URL", raising=False)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    code, out, err = run(capfd, "keys", "create", "acme")
+    assert code == 2 and "key:" not in out
+    assert "no database at" in err and "--data-dir" in err
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_keys_find_the_database_of_scheduler_dev(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("SCHEDULER_STORE_URL", raising=False)
+    monkeypatch.delenv("SCHEDULER_QUEUE_URL", raising=False)
+    data = tmp_path / "scheduler-data"
+    data.mkdir()
+    with api_under_test(data) as api:
+        monkeypatch.chdir(tmp_path)
+        code, out, _ = run(capfd, "keys", "create", "acme")
+        assert code == 0 and out.startswith("key: ")
+        monkeypatch.chdir(tmp_path.parent)
+        code, _, _ = run(capfd, "keys", "create", "other", "--data-dir", str(data))
+        assert code == 0
+        tenants = sorted(key.tenant for key in api.backends.store.list_api_keys(None))
+        assert tenants == ["acme", "other"]
