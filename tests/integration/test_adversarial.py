@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import threading
+import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -18,6 +19,8 @@ from typing import Any
 from urllib.parse import unquote
 
 import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 
 from shared.errors import ConfigurationError
 from shared.ports import ScheduleFilter
@@ -224,3 +227,118 @@ def test_a_tenant_over_its_rate_limit_gets_429_with_retry_after_and_others_do_no
 def test_a_rate_limit_that_is_not_one_is_refused_at_start() -> None:
     with pytest.raises(ConfigurationError, match="SCHEDULER_TENANT_RATE_LIMIT"):
         Settings.from_env({"SCHEDULER_TENANT_RATE_LIMIT": "lots"})
+
+
+# Values that have broken parsers elsewhere, beside whatever hypothesis makes up.
+ODD_VALUES = [
+    "",
+    "\x00",
+    "2026-01-01T00:00:00Z\x00",
+    "9" * 400,
+    10**30,
+    -1,
+    2**63,
+    1e308,
+    True,
+    "FREQ=SECONDLY;COUNT=3",
+    "@every 0s",
+    "* * * * * *",
+    "Factory",
+    "../../etc/passwd",
+    "http://[::1]:9/x",
+    "http://127.0.0.1:9/\r\nX-Injected: 1",
+    "\ud800",
+    {"number": 1, "unit": "second"},
+    {"number": 0, "unit": "day"},
+    nested(30),
+]
+# Each field with values it may take, so that many fuzzed bodies are accepted and go on to the
+# processor and back.
+FIELDS: dict[str, list[Any]] = {
+    "id": ["a", "A.b_c~d-9", "x" * 128],
+    "name": ["", "nightly", "\u00e9\u6f22\U0001f600"],
+    "description": ["", "d" * 2000],
+    "type": ["API", "api"],
+    "priority": [0, 9],
+    "tags": [[], ["a", "b"]],
+    "metadata": [{}, {"k": [1, {"x": None}]}],
+    "retry": [{"max_attempts": 1}, {"max_attempts": 5, "backoff_seconds": 0.5}],
+    "misfire": [{"policy": "skip"}, {"policy": "fire_all", "grace_seconds": None}],
+    "misfire.policy": ["fire_once"],
+    "schedule.cron": ["*/5 * * * *", "@hourly", "@every 90s", "0 9 * * MON-FRI"],
+    "schedule.at": ["2030-01-01T00:00:00Z", "2020-01-01T00:00:00+05:30"],
+    "schedule.interval": [{"number": 2, "unit": "minute"}, {"number": 1, "unit": "month"}],
+    "schedule.rrule": ["FREQ=DAILY;COUNT=3", "FREQ=MONTHLY;BYMONTHDAY=31"],
+    "schedule.timezone": ["UTC", "Asia/Calcutta", "America/New_York"],
+    "schedule.start": ["2026-03-08T02:30:00"],
+    "schedule.end": ["2040-01-01T00:00:00Z"],
+    "schedule.max_occurrences": [1, 1000],
+    "payload.url": ["http://127.0.0.1:9/x?q=1", "https://[::1]:9/"],
+    "payload.method": ["GET", "DELETE"],
+    "payload.headers": [{}, {"Authorization": "Bearer x", "X-Trace": "1"}],
+    "payload.queryParameters": [{"a": "1"}],
+    "payload.body": [None, "text", {"deep": nested(20)}, [1, 2.5, True]],
+    "payload.timeout_seconds": [1, 30],
+}
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=40),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+def with_change(body: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
+    changed = json.loads(json.dumps(body))
+    *parents, last = path.split(".")
+    target = changed
+    for name in parents:
+        if not isinstance(target.get(name), dict):
+            target[name] = {}
+        target = target[name]
+    target[last] = value
+    return changed
+
+
+field_changes = st.sampled_from(sorted(FIELDS)).flatmap(
+    lambda name: st.tuples(
+        st.just(name),
+        st.sampled_from(FIELDS[name]) | st.sampled_from(ODD_VALUES) | json_values,
+    )
+)
+
+
+@given(changes=st.lists(field_changes, max_size=4))
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+def test_fuzzed_create_bodies_are_4xx_naming_a_field_or_accepted_and_stored(
+    api: ApiUnderTest, changes: list[tuple[str, Any]]
+) -> None:
+    body = probe_body(id=f"fuzz-{uuid.uuid4()}")
+    for path, value in changes:
+        body = with_change(body, path, value)
+    try:
+        raw = json.dumps(body, allow_nan=False).encode("utf-8", "surrogatepass")
+    except ValueError:
+        return
+    answer = api.client.post(
+        f"{API}/schedule", data=raw, content_type="application/json", headers=WITH_KEY
+    )
+    event(f"status {answer.status_code}")
+    assert answer.status_code in (202, 400, 413), (body, answer.get_data(as_text=True))
+    if answer.status_code == 400:
+        problem = answer.get_json()
+        assert answer.mimetype == "application/problem+json"
+        assert problem["errors"] and all(error["field"] for error in problem["errors"])
+        return
+    if answer.status_code == 202:
+        poisoned = api.processor.stats.poisoned
+        api.apply()
+        assert api.processor.stats.poisoned == poisoned, body
+        schedule_id = answer.get_json()["id"]
+        stored = api.client.get(f"{API}/schedule/{schedule_id}", headers=WITH_KEY)
+        assert stored.status_code == 200, (body, stored.get_data(as_text=True))
