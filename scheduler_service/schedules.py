@@ -63,9 +63,14 @@ def service() -> ScheduleService:
     return scheduler
 
 
-def definition_from(body: dict[str, Any]) -> tuple[ScheduleDefinition, dict[str, str]]:
+def definition_from(
+    body: dict[str, Any], raw: dict[str, Any] | None = None
+) -> tuple[ScheduleDefinition, dict[str, str]]:
+    """The definition of a loaded body; ``raw`` is the body as sent (by default, this request's
+    JSON), whose ``schedule`` is kept as the client wrote it."""
     timing, names = body["schedule"]
-    raw = request.get_json(silent=True) or {}
+    if raw is None:
+        raw = request.get_json(silent=True) or {}
     definition = ScheduleDefinition(
         timing=timing,
         payload=body["payload"],
