@@ -275,8 +275,10 @@ def resume_schedule(schedule_id: str) -> Response:
 @blp.doc(operationId="triggerSchedule")
 @problems(404)
 def trigger_schedule(schedule_id: str) -> dict[str, Any]:
-    """Run the schedule once now, beside its own times (even while paused). The run has its
-    own occurrence id and appears in the history with `manual: true`."""
+    """Run the schedule once now, beside its own times (even while paused).
+
+    The run has its own occurrence id and appears in the history with `manual: true`.
+    """
     occurrence = service().trigger(g.tenant, schedule_id)
     return {
         "id": schedule_id,
@@ -353,8 +355,10 @@ def _decode_cursor(cursor: str | None, kind: str) -> str | None:
 @blp.doc(operationId="previewSchedule")
 @problems(400, 413, 415)
 def preview(body: dict[str, Any]) -> Any:
-    """The next fire times of a schedule (UTC and local) and a plain-English description,
-    without storing anything: as if it were accepted now, or at `after` if given."""
+    """The next fire times of a schedule (UTC and local) and a plain-English description.
+
+    Nothing is stored: the times are those of a schedule accepted now, or at `after` if given.
+    """
     timing, names = body["schedule"]
     scheduler = service()
     accepted_at = scheduler.clock.now()
