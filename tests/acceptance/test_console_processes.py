@@ -89,8 +89,8 @@ def test_the_console_on_scheduler_dev_needs_no_key(tmp_path: Path) -> None:
     with running_receiver() as receiver:
         dev = Process(["dev", "--port", "0", "--data-dir", str(tmp_path)], {}, tmp_path / "dev.log")
         try:
-            api = dev.wait_for_output(r"API on (http://127\.0\.0\.1:\d+)").group(1)
-            browser = Browser(api.removesuffix("/scheduler-service/v1"))
+            console = dev.wait_for_output(r"console on (http://127\.0\.0\.1:\d+)/console/")
+            browser = Browser(console.group(1))
             status, _, page = browser.open("/console/")
             assert status == 200 and "Overview" in page
             create_trigger_and_see_the_run(browser, receiver)
