@@ -399,20 +399,20 @@ def runs(schedule_id: str) -> str:
     )
 
 
-@blp.route("/schedules/<schedule_id>/<action>", methods=["POST"])
+@blp.route(
+    "/schedules/<schedule_id>/<any(pause, resume, trigger, delete):action>", methods=["POST"]
+)
 def act(schedule_id: str, action: str) -> Response:
     scheduler = service()
+    if action == "delete":
+        scheduler.delete(g.tenant, schedule_id)
+        return htmx_redirect(url_for("console.schedules", deleted=schedule_id))
     if action == "pause":
         scheduler.pause(g.tenant, schedule_id)
     elif action == "resume":
         scheduler.resume(g.tenant, schedule_id)
-    elif action == "trigger":
-        scheduler.trigger(g.tenant, schedule_id)
-    elif action == "delete":
-        scheduler.delete(g.tenant, schedule_id)
-        return htmx_redirect(url_for("console.schedules", deleted=schedule_id))
     else:
-        raise NotFound(action)
+        scheduler.trigger(g.tenant, schedule_id)
     return htmx_redirect(url_for("console.schedule", schedule_id=schedule_id))
 
 
