@@ -10,6 +10,7 @@ COPY processor_worker ./processor_worker
 COPY polling_worker ./polling_worker
 COPY execution_worker ./execution_worker
 COPY scheduler_cli ./scheduler_cli
+COPY scheduler_client ./scheduler_client
 RUN pip install --no-cache-dir . && useradd --uid 10001 --no-create-home scheduler
 USER scheduler
 EXPOSE 8080

@@ -180,6 +180,7 @@ def run_dev(host: str, port: int, data_dir: Path) -> int:
     base = f"http://{host}:{server.server_port}"
     print(
         f"scheduler dev: API on {base}/scheduler-service/v1  (docs: {base}/docs)\n"
+        f"scheduler dev: console on {base}/console/\n"
         f"scheduler dev: data in {data_dir} (kept across restarts)\n"
         f"scheduler dev: webhooks signed with the secret in {data_dir / 'webhook-secret'}\n"
         f"scheduler dev: webhook secrets sealed with the keys in {data_dir / KEY_FILE}\n"

@@ -63,9 +63,14 @@ def service() -> ScheduleService:
     return scheduler
 
 
-def definition_from(body: dict[str, Any]) -> tuple[ScheduleDefinition, dict[str, str]]:
+def definition_from(
+    body: dict[str, Any], raw: dict[str, Any] | None = None
+) -> tuple[ScheduleDefinition, dict[str, str]]:
+    """The definition of a loaded body; ``raw`` is the body as sent (by default, this request's
+    JSON), whose ``schedule`` is kept as the client wrote it."""
     timing, names = body["schedule"]
-    raw = request.get_json(silent=True) or {}
+    if raw is None:
+        raw = request.get_json(silent=True) or {}
     definition = ScheduleDefinition(
         timing=timing,
         payload=body["payload"],
@@ -275,8 +280,10 @@ def resume_schedule(schedule_id: str) -> Response:
 @blp.doc(operationId="triggerSchedule")
 @problems(404)
 def trigger_schedule(schedule_id: str) -> dict[str, Any]:
-    """Run the schedule once now, beside its own times (even while paused). The run has its
-    own occurrence id and appears in the history with `manual: true`."""
+    """Run the schedule once now, beside its own times (even while paused).
+
+    The run has its own occurrence id and appears in the history with `manual: true`.
+    """
     occurrence = service().trigger(g.tenant, schedule_id)
     return {
         "id": schedule_id,
@@ -361,8 +368,10 @@ def _decode_cursor(cursor: str | None, kind: str) -> str | None:
 @blp.doc(operationId="previewSchedule")
 @problems(400, 413, 415)
 def preview(body: dict[str, Any]) -> Any:
-    """The next fire times of a schedule (UTC and local) and a plain-English description,
-    without storing anything: as if it were accepted now, or at `after` if given."""
+    """The next fire times of a schedule (UTC and local) and a plain-English description.
+
+    Nothing is stored: the times are those of a schedule accepted now, or at `after` if given.
+    """
     timing, names = body["schedule"]
     scheduler = service()
     accepted_at = scheduler.clock.now()

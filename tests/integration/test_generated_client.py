@@ -65,8 +65,10 @@ def test_every_operation_has_an_id_and_no_enum_repeats_a_value(
     for values in enums(document):
         folded = [str(value).casefold() for value in values]
         assert len(set(folded)) == len(folded), values
-    # Descriptions are Markdown (Swagger UI renders them so): no RST double backticks.
+    # Descriptions are Markdown (Swagger UI renders them so): no RST double backticks; and
+    # summaries are shown as plain text: no markup at all.
     assert "``" not in json.dumps(document)
+    assert not [op["summary"] for op in operations(document) if "`" in op.get("summary", "")]
 
 
 def generate(url: str, directory: Path) -> ModuleType:

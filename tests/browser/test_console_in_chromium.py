@@ -1,0 +1,153 @@
+"""The console and ``/docs`` in a real browser: log in, create a schedule through the form,
+see the preview, pause it, trigger it and see the run appear; a screenshot of each page."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from selenium import webdriver
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions
+from selenium.webdriver.support.select import Select
+from selenium.webdriver.support.wait import WebDriverWait
+
+from tests.support.harness import Pipeline, running_pipeline, sqlite_settings
+from tests.support.receiver import Receiver, running_receiver
+from tests.support.serving import serving
+
+API_KEY = "sk_browser_acme_0123456789"
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Iterator[tuple[str, Pipeline, Receiver]]:
+    settings = sqlite_settings(tmp_path, api_auth="keys", api_keys=(f"acme:{API_KEY}",))
+    with (
+        running_receiver() as receiver,
+        running_pipeline(settings) as pipeline,
+        serving(pipeline.app) as url,
+    ):
+        yield url, pipeline, receiver
+
+
+def wait(browser: webdriver.Chrome, seconds: float = 15) -> WebDriverWait[webdriver.Chrome]:
+    return WebDriverWait(browser, seconds)
+
+
+def text_of(browser: webdriver.Chrome, selector: str) -> str:
+    return str(browser.find_element(By.CSS_SELECTOR, selector).text)
+
+
+def shoot(browser: webdriver.Chrome, artifacts: Path, name: str) -> None:
+    assert browser.save_screenshot(str(artifacts / f"{name}.png"))
+
+
+def test_create_preview_pause_trigger_and_see_the_run(
+    browser: webdriver.Chrome, site: tuple[str, Pipeline, Receiver], artifacts: Path
+) -> None:
+    url, _, receiver = site
+    browser.get(f"{url}/console/")
+    wait(browser).until(expected_conditions.url_contains("/console/login"))
+    shoot(browser, artifacts, "login")
+    browser.find_element(By.ID, "api_key").send_keys(API_KEY)
+    browser.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
+    wait(browser).until(
+        expected_conditions.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Overview")
+    )
+    shoot(browser, artifacts, "overview-empty")
+
+    browser.find_element(By.LINK_TEXT, "New schedule").click()
+    wait(browser).until(expected_conditions.presence_of_element_located((By.ID, "preview-times")))
+    browser.find_element(By.ID, "f-name").send_keys("weekday report")
+    Select(browser.find_element(By.ID, "f-notation")).select_by_value("interval")
+    assert not browser.find_element(By.ID, "f-schedule.cron").is_displayed()
+    browser.find_element(By.ID, "f-schedule.interval.number").send_keys("0")
+    wait(browser).until(
+        expected_conditions.text_to_be_present_in_element((By.ID, "preview"), "No preview")
+    )
+    browser.find_element(By.ID, "f-schedule.interval.number").clear()
+    Select(browser.find_element(By.ID, "f-notation")).select_by_value("cron")
+    cron = browser.find_element(By.ID, "f-schedule.cron")
+    cron.clear()
+    cron.send_keys("30 9 * * 1-5")
+    zone = browser.find_element(By.ID, "f-schedule.timezone")
+    zone.clear()
+    zone.send_keys("Asia/Kolkata")
+    wait(browser).until(
+        expected_conditions.text_to_be_present_in_element(
+            (By.ID, "preview-description"), "At 09:30 on Monday through Friday, Asia/Kolkata"
+        )
+    )
+    times = browser.find_elements(By.CSS_SELECTOR, "#preview-times li")
+    assert len(times) == 10 and times[0].text.startswith(("20", "21"))
+    assert "09:30:00+05:30" in times[0].text
+    browser.find_element(By.ID, "f-payload.url").send_keys(f"{receiver.url}/report")
+    shoot(browser, artifacts, "create-form-with-preview")
+
+    body = browser.find_element(By.ID, "f-payload.body")
+    body.send_keys("{oops")
+    browser.find_element(By.ID, "save").click()
+    error = wait(browser).until(
+        expected_conditions.presence_of_element_located(
+            (By.CSS_SELECTOR, 'p.error[data-field="payload.body"]')
+        )
+    )
+    assert "not valid JSON" in error.text
+    shoot(browser, artifacts, "create-form-with-errors")
+    body = browser.find_element(By.ID, "f-payload.body")
+    body.clear()
+    body.send_keys('{"report": "weekday"}')
+    browser.find_element(By.ID, "save").click()
+
+    wait(browser).until(
+        expected_conditions.text_to_be_present_in_element((By.TAG_NAME, "h1"), "weekday report")
+    )
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#next-times li time")) == 10
+    shoot(browser, artifacts, "schedule")
+
+    browser.find_element(By.ID, "pause").click()
+    wait(browser).until(expected_conditions.presence_of_element_located((By.ID, "resume")))
+    assert "paused" in text_of(browser, "h1")
+
+    browser.find_element(By.ID, "trigger").click()
+    wait(browser).until(expected_conditions.alert_is_present()).accept()
+    wait(browser, 30).until(
+        expected_conditions.presence_of_element_located(
+            (By.CSS_SELECTOR, '#run-list tr.run[data-status="succeeded"]')
+        )
+    )
+    run = text_of(browser, "#run-list tr.run")
+    assert "200" in run and "manual" in run
+    assert receiver.calls[0].json() == {"report": "weekday"}
+    assert browser.find_elements(By.CSS_SELECTOR, "svg.chart rect.bar-succeeded")
+    shoot(browser, artifacts, "schedule-with-a-run")
+
+    browser.find_element(By.ID, "edit").click()
+    wait(browser).until(expected_conditions.presence_of_element_located((By.ID, "preview-times")))
+    assert browser.find_element(By.ID, "f-schedule.cron").get_attribute("value") == "30 9 * * 1-5"
+    shoot(browser, artifacts, "edit-form")
+
+    browser.find_element(By.LINK_TEXT, "Schedules").click()
+    wait(browser).until(expected_conditions.presence_of_element_located((By.ID, "schedule-list")))
+    assert "weekday report" in text_of(browser, "#schedule-list")
+    shoot(browser, artifacts, "schedules")
+
+    browser.find_element(By.LINK_TEXT, "Overview").click()
+    wait(browser).until(expected_conditions.presence_of_element_located((By.ID, "fires-day")))
+    assert text_of(browser, "#fires-day") == "1"
+    shoot(browser, artifacts, "overview")
+
+
+def test_the_api_docs_render_without_internet(
+    browser: webdriver.Chrome, site: tuple[str, Pipeline, Receiver], artifacts: Path
+) -> None:
+    browser.get(f"{site[0]}/docs")
+    wait(browser, 30).until(
+        expected_conditions.text_to_be_present_in_element(
+            (By.CSS_SELECTOR, ".swagger-ui .info .title"), "Scheduler service"
+        )
+    )
+    operations = browser.find_elements(By.CSS_SELECTOR, ".opblock")
+    assert len(operations) >= 10
+    shoot(browser, artifacts, "docs")
