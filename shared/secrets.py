@@ -1,6 +1,6 @@
 """A schedule's secrets: sealed at rest and on queue 1, masked in every answer, kept out of logs.
 
-The secret parts of a payload are the URL (its userinfo, query and path may carry credentials),
+The secret parts of a payload are the URL (its query and path may carry credentials),
 the headers, the query parameters and the body. ``SecretBox`` seals them together into one
 Fernet token (AES-128-CBC with an HMAC-SHA256: authenticated, from ``cryptography``) wherever a
 definition is written down: the store's row or document and queue 1's message. Queue 2 carries
@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 
@@ -122,26 +122,17 @@ def mask_pairs(pairs: Mapping[str, Any], patterns: Iterable[str]) -> dict[str, A
 
 
 def mask_url(url: str, patterns: Iterable[str]) -> str:
-    """The URL with its password (or a lone user name), the values of secret query parameters
-    and token-shaped path segments masked."""
+    """The URL with the values of secret query parameters and token-shaped path segments
+    masked. (Credentials in the URL itself are refused at creation.)"""
     patterns = tuple(patterns)
-    try:
-        parts = urlsplit(url)
-        username, password = parts.username, parts.password
-    except ValueError:
-        return MASK
-    netloc = parts.netloc
-    if username is not None or password is not None:
-        host = netloc.rpartition("@")[2]
-        user = quote(username or "", safe="") if password is not None else MASK
-        netloc = f"{user}:{MASK}@{host}" if password is not None else f"{user}@{host}"
+    parts = urlsplit(url)
     path = "/".join(MASK if looks_secret(segment) else segment for segment in parts.path.split("/"))
     query = parts.query
     pairs = parse_qsl(query, keep_blank_values=True)
     masked = [(name, mask_value(name, value, patterns)) for name, value in pairs]
     if masked != pairs:
         query = urlencode(masked, safe="*")
-    return urlunsplit(parts._replace(netloc=netloc, path=path, query=query))
+    return urlunsplit(parts._replace(path=path, query=query))
 
 
 def masked_payload(payload: Payload, patterns: Iterable[str]) -> dict[str, JSON]:
@@ -219,7 +210,7 @@ def keep_masked_secrets(
 _USERINFO = re.compile(r"(?P<scheme>\b[a-z][a-z0-9+.-]*://)(?P<user>[^/@\s:\"']*):[^/@\s\"']+@")
 _SCHEME_CREDENTIAL = re.compile(
     r"(?P<scheme>" + _AUTH_SCHEME.pattern.removesuffix(r"\s+(?=\S)") + r")\s+"
-    r"(?P<credential>[^\s\"',]+)",
+    r"(?P<credential>[^\s\"',;]+)",
     re.IGNORECASE,
 )
 _PAIR = re.compile(r"(?P<name>[\w.~-]+)=(?P<value>[^&\s\"',;#]+)")
