@@ -86,7 +86,7 @@ class ScheduleViewSchema(Open):
     next_schedule_time = fields.String(allow_none=True, required=True)
     next_schedule_time_local = fields.String(allow_none=True, required=True)
     payload = fields.Dict(
-        required=True, metadata={"description": "the call; secret values (by name or by shape) are masked"}
+        required=True, metadata={"description": "the call; secret values are masked"}
     )
     metadata = fields.Dict(required=True)
     tags = fields.List(fields.String(), required=True)

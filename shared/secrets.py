@@ -58,11 +58,24 @@ SEALED_FIELDS = ("url", "headers", "queryParameters", "body")
 SEALED = "sealed"
 
 # "Basic …", "Bearer …", "Digest …", "Token …" and the other registered HTTP auth schemes.
-_AUTH_SCHEME = re.compile(
-    r"\b(?:basic|bearer|digest|token|negotiate|ntlm|hoba|mutual|vapid|dpop|gnap|"
-    r"aws4-hmac-sha256|scram-sha-1|scram-sha-256)\s+(?=\S)",
-    re.IGNORECASE,
+_SCHEME_NAMES = (
+    "basic",
+    "bearer",
+    "digest",
+    "token",
+    "negotiate",
+    "ntlm",
+    "hoba",
+    "mutual",
+    "vapid",
+    "dpop",
+    "gnap",
+    "aws4-hmac-sha256",
+    "scram-sha-1",
+    "scram-sha-256",
 )
+_SCHEME_WORDS = "|".join(re.escape(name) for name in _SCHEME_NAMES)
+_AUTH_SCHEME = re.compile(rf"\b(?:{_SCHEME_WORDS})\s+(?=\S)", re.IGNORECASE)
 _JWT = re.compile(r"eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*")
 # Tokens whose prefix says what they are: GitHub, GitLab, Slack, Stripe, OpenAI-style "sk-",
 # AWS access key ids, Google API keys, Standard Webhooks secrets.
@@ -207,13 +220,31 @@ def keep_masked_secrets(
     )
 
 
-_USERINFO = re.compile(r"(?P<scheme>\b[a-z][a-z0-9+.-]*://)(?P<user>[^/@\s:\"']*):[^/@\s\"']+@")
+# Values end at a quote or a backslash: a JSON line's escapes stay whole.
+_USERINFO = re.compile(r"(?P<scheme>\b[a-z][a-z0-9+.-]*://)(?P<user>[^/@\s:\"'\\]*):[^/@\s\"'\\]+@")
 _SCHEME_CREDENTIAL = re.compile(
-    r"(?P<scheme>" + _AUTH_SCHEME.pattern.removesuffix(r"\s+(?=\S)") + r")\s+"
-    r"(?P<credential>[^\s\"',;]+)",
-    re.IGNORECASE,
+    rf"(?P<scheme>\b(?:{_SCHEME_WORDS}))\s+(?P<credential>[^\s\"'\\,;]+)", re.IGNORECASE
 )
-_PAIR = re.compile(r"(?P<name>[\w.~-]+)=(?P<value>[^&\s\"',;#]+)")
+# Each starts only where a name or a run starts, so a long line is scanned once.
+_PAIR = re.compile(r"(?<![\w.~-])(?P<name>[\w.~-]+)=(?P<value>[^&\s\"'\\,;#]+)")
+_KNOWN_TOKEN_START = re.compile(r"(?<![\w-])" + _KNOWN_TOKEN.pattern)
+_KNOWN_PREFIXES = (
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "glpat-",
+    "xox",
+    "k_live_",
+    "k_test_",
+    "sk-",
+    "AKIA",
+    "AIza",
+    "whsec_",
+)
+_LONG_RUN_START = re.compile(r"(?<![A-Za-z0-9_+/=-])" + _LONG_RUN.pattern)
 
 
 def redact(text: str, patterns: Iterable[str] = DEFAULT_SECRET_NAMES) -> str:
@@ -221,20 +252,27 @@ def redact(text: str, patterns: Iterable[str] = DEFAULT_SECRET_NAMES) -> str:
     passwords in URLs, ``name=value`` pairs with a secret name, credentials after an HTTP auth
     scheme, JWTs, known token prefixes and long random-looking strings."""
     patterns = tuple(patterns)
-    text = _USERINFO.sub(lambda m: f"{m['scheme']}{m['user']}:{MASK}@", text)
+    if "://" in text and "@" in text:
+        text = _USERINFO.sub(lambda m: f"{m['scheme']}{m['user']}:{MASK}@", text)
+    if "=" in text:
 
-    def pair(match: re.Match[str]) -> str:
-        if is_secret_name(match["name"], patterns):
-            return f"{match['name']}={MASK}"
-        return match[0]
+        def pair(match: re.Match[str]) -> str:
+            if is_secret_name(match["name"], patterns):
+                return f"{match['name']}={MASK}"
+            return match[0]
 
-    text = _PAIR.sub(pair, text)
-    text = _SCHEME_CREDENTIAL.sub(
-        lambda m: f"{m['scheme']} {MASK}" if _credential_looking(m["credential"]) else m[0], text
-    )
-    text = _JWT.sub(MASK, text)
-    text = _KNOWN_TOKEN.sub(MASK, text)
-    return _LONG_RUN.sub(lambda m: MASK if _random_looking(m[0]) else m[0], text)
+        text = _PAIR.sub(pair, text)
+    lowered = text.lower()
+    if any(scheme in lowered for scheme in _SCHEME_NAMES):
+        text = _SCHEME_CREDENTIAL.sub(
+            lambda m: f"{m['scheme']} {MASK}" if _credential_looking(m["credential"]) else m[0],
+            text,
+        )
+    if "eyJ" in text:
+        text = _JWT.sub(MASK, text)
+    if any(prefix in text for prefix in _KNOWN_PREFIXES):
+        text = _KNOWN_TOKEN_START.sub(MASK, text)
+    return _LONG_RUN_START.sub(lambda m: MASK if _random_looking(m[0]) else m[0], text)
 
 
 class SecretBox:
