@@ -84,9 +84,9 @@ _KNOWN_TOKEN = re.compile(
     r"|[sr]k_(?:live|test)_\w{10,}|sk-[\w-]{20,}|AKIA[0-9A-Z]{16}|AIza[\w-]{35}"
     r"|whsec_[A-Za-z0-9+/=]{16,})"
 )
-# A long run of base64 or hex characters: random enough to be a key. A slug or a word is not
-# (it has no digits, or only one case of letters and is not hex).
-_LONG_RUN = re.compile(r"[A-Za-z0-9_+/=-]{32,}")
+# A long run of base64 or hex characters (padding only at its end) may be a key; whether it
+# looks random enough, ``_random_looking`` decides.
+_LONG_RUN = re.compile(r"[A-Za-z0-9+/_-]{32,}={0,2}")
 _HEX = re.compile(r"[0-9a-fA-F]{32,}")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
@@ -97,13 +97,18 @@ def is_secret_name(name: str, patterns: Iterable[str]) -> bool:
 
 
 def _random_looking(run: str) -> bool:
-    if not any(c.isdigit() for c in run) or not any(c.isalpha() for c in run):
-        return False
-    if _HEX.fullmatch(run):
-        return True
-    if _UUID.fullmatch(run):
+    """Hex with letters and digits, or base64 mixing digits and both cases with few separators
+    (a slug like ``nightly-report-2026`` has many, a random key about one in 32)."""
+    core = run.rstrip("=")
+    if _UUID.fullmatch(core):
         return False  # an id, not a key
-    return any(c.islower() for c in run) and any(c.isupper() for c in run)
+    digits = sum(c.isdigit() for c in core)
+    if _HEX.fullmatch(core):
+        return 0 < digits < len(core)
+    upper = sum(c.isupper() for c in core)
+    lower = sum(c.islower() for c in core)
+    separators = sum(c in "-_" for c in core)
+    return digits >= 2 and upper >= 2 and lower >= 2 and separators * 8 <= len(core)
 
 
 def _credential_looking(text: str) -> bool:
@@ -244,7 +249,7 @@ _KNOWN_PREFIXES = (
     "AIza",
     "whsec_",
 )
-_LONG_RUN_START = re.compile(r"(?<![A-Za-z0-9_+/=-])" + _LONG_RUN.pattern)
+_LONG_RUN_START = re.compile(r"(?<![A-Za-z0-9+/_=-])" + _LONG_RUN.pattern)
 
 
 def redact(text: str, patterns: Iterable[str] = DEFAULT_SECRET_NAMES) -> str:

@@ -195,5 +195,6 @@ def test_data_files_are_readable_by_their_owner_only(tmp_path: Path) -> None:
         assert len(files) >= 4  # the WAL's files too
         for path in files:
             assert mode(path) == 0o600, path
+        assert mode(data) == 0o700
     finally:
         backends.close()

@@ -64,6 +64,7 @@ def test_credentials_are_recognised_by_their_shape(value: str) -> None:
         "2026-03-08T07:30:00Z",
         "550e8400-e29b-41d4-a716-446655440000",  # an id
         "nightly-billing-report-for-the-finance-team",
+        "Nightly-Billing-Report-2026-for-the-Finance-Team",
         "42",
     ],
 )
@@ -76,6 +77,16 @@ def test_urls_are_masked_in_query_values_and_token_shaped_path_segments() -> Non
     assert mask_url(url, DEFAULT_SECRET_NAMES) == (
         f"https://h.example/v1/{MASK}/run/550e8400-e29b-41d4-a716-446655440000?key={MASK}&page=2"
     )
+
+
+def test_a_log_lines_ordinary_context_is_left_alone() -> None:
+    line = (
+        "20:32:16.903 INFO    definition applied  [tenant=default "
+        "schedule_id=2b3f951d-a549-48da-a7aa-e100e87bf361 revision=1795379536887080 "
+        "next_schedule_time=2026-11-22T20:32:17.885Z occurrence_id=2b3f951d-a549-48da-a7aa-"
+        "e100e87bf361:2026-11-22T20:32:18.885Z logger=execution_worker.worker]"
+    )
+    assert redact(line) == line
 
 
 def test_free_text_is_redacted() -> None:
