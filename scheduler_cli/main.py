@@ -138,7 +138,7 @@ def run_api(settings: Settings) -> int:
 
 def dev_settings(host: str, port: int, data_dir: Path) -> Settings:
     data_dir = data_dir.resolve()
-    data_dir.mkdir(parents=True, exist_ok=True)
+    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     url = f"sqlite:///{data_dir / 'scheduler.db'}"
     overrides: dict[str, Any] = {"store_url": url, "queue_url": url, "host": host, "port": port}
     environ = os.environ

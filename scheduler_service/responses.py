@@ -113,7 +113,7 @@ class ScheduleViewSchema(Open):
         },
     )
     payload = fields.Dict(
-        required=True, metadata={"description": "the call; secret header values are masked"}
+        required=True, metadata={"description": "the call; secret values are masked"}
     )
     metadata = fields.Dict(required=True)
     tags = fields.List(fields.String(), required=True)

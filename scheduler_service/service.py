@@ -195,11 +195,11 @@ class Accepted:
 
 class ScheduleService:
     def __init__(
-        self, store: Store, queues: Queues, settings: Settings, clock: Clock, secrets: SecretBox
+        self, store: Store, queues: Queues, settings: Settings, clock: Clock, secret_box: SecretBox
     ) -> None:
-        """``secrets`` seals the payloads of the mutations sent on queue 1."""
+        """``secret_box`` seals the payloads of the mutations sent on queue 1."""
         self.store = store
-        self.secrets = secrets
+        self.secret_box = secret_box
         self.queues = queues
         self.settings = settings
         self.clock = clock
@@ -341,7 +341,9 @@ class ScheduleService:
                 return self._replay(in_force, idempotency, definition, now)
         mutation = DefinitionMutation(tenant, schedule_id, revision, now, definition)
         try:
-            self.queues.mutations.send([OutgoingMessage(encode_mutation(mutation, self.secrets))])
+            self.queues.mutations.send(
+                [OutgoingMessage(encode_mutation(mutation, self.secret_box))]
+            )
         except BaseException:
             if idempotency is not None:
                 # Nothing was enqueued: a repeat must be free to try again. If even this fails,
@@ -388,7 +390,9 @@ class ScheduleService:
             mutation = DefinitionMutation(
                 record.tenant, record.schedule_id, record.revision, record.created_at, definition
             )
-            self.queues.mutations.send([OutgoingMessage(encode_mutation(mutation, self.secrets))])
+            self.queues.mutations.send(
+                [OutgoingMessage(encode_mutation(mutation, self.secret_box))]
+            )
         return Accepted(
             record.schedule_id,
             record.revision,

@@ -2,7 +2,7 @@
 
 Log calls pass context in ``extra`` (``event``, ``schedule_id``, ``occurrence_id``, ``tenant`` …);
 the JSON formatter writes each as a field. Header values are never passed to a log call, and
-as a second guard every line is passed through ``shared.secrets.redact`` before it is written.
+as a second guard every line passes ``shared.secrets.redact`` as it is formatted.
 HTTP and database client libraries log whole requests at DEBUG (urllib3 the request line with
 its query, botocore and pymongo the messages and documents): they log at WARNING and above only,
 whatever ``SCHEDULER_LOG_LEVEL`` says.
@@ -39,29 +39,22 @@ def _context(record: logging.LogRecord) -> dict[str, Any]:
     return {key: value for key, value in vars(record).items() if key not in _STANDARD}
 
 
-class RedactingFilter(logging.Filter):
-    """Masks what looks secret in a record's message and exception (``shared.secrets.redact``)."""
+class RedactingFormatter(logging.Formatter):
+    """A formatter whose lines pass ``shared.secrets.redact`` (``secret_patterns`` name secrets)."""
 
     def __init__(self, secret_patterns: tuple[str, ...] = DEFAULT_SECRET_NAMES) -> None:
         super().__init__()
         self.secret_patterns = secret_patterns
 
-    def filter(self, record: logging.LogRecord) -> bool:
-        record.msg = redact(record.getMessage(), self.secret_patterns)
-        record.args = None
-        for key, value in _context(record).items():
-            if isinstance(value, str):
-                setattr(record, key, redact(value, self.secret_patterns))
-        if record.exc_info and not record.exc_text:
-            record.exc_text = logging.Formatter().formatException(record.exc_info)
-        if record.exc_text:
-            record.exc_text = redact(record.exc_text, self.secret_patterns)
-            record.exc_info = None
-        return True
-
-
-class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
+        return redact(self.line(record), self.secret_patterns)
+
+    def line(self, record: logging.LogRecord) -> str:
+        raise NotImplementedError
+
+
+class JsonFormatter(RedactingFormatter):
+    def line(self, record: logging.LogRecord) -> str:
         entry: dict[str, Any] = {
             "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
             "level": record.levelname.lower(),
@@ -71,13 +64,11 @@ class JsonFormatter(logging.Formatter):
         entry.update(_context(record))
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
-        elif record.exc_text:
-            entry["exception"] = record.exc_text
         return json.dumps(entry, default=str)
 
 
-class TextFormatter(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
+class TextFormatter(RedactingFormatter):
+    def line(self, record: logging.LogRecord) -> str:
         stamp = datetime.fromtimestamp(record.created).strftime("%H:%M:%S.%f")[:-3]
         context = _context(record)
         context.pop("event", None)
@@ -87,8 +78,6 @@ class TextFormatter(logging.Formatter):
             line += f"  [{details}]"
         if record.exc_info:
             line += "\n" + self.formatException(record.exc_info)
-        elif record.exc_text:
-            line += "\n" + record.exc_text
         return line
 
 
@@ -96,8 +85,8 @@ def configure_logging(
     log_format: str, level: str, secret_patterns: tuple[str, ...] = DEFAULT_SECRET_NAMES
 ) -> None:
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter() if log_format == "json" else TextFormatter())
-    handler.addFilter(RedactingFilter(secret_patterns))
+    formatter = JsonFormatter if log_format == "json" else TextFormatter
+    handler.setFormatter(formatter(secret_patterns))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

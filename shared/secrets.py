@@ -1,6 +1,6 @@
 """A schedule's secrets: sealed at rest and on queue 1, masked in every answer, kept out of logs.
 
-The secret parts of a payload are the URL (its userinfo, query and path may carry credentials),
+The secret parts of a payload are the URL (its query and path may carry credentials),
 the headers, the query parameters and the body. ``SecretBox`` seals them together into one
 Fernet token (AES-128-CBC with an HMAC-SHA256: authenticated, from ``cryptography``) wherever a
 definition is written down: the store's row or document and queue 1's message. Queue 2 carries
@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 
@@ -58,11 +58,24 @@ SEALED_FIELDS = ("url", "headers", "queryParameters", "body")
 SEALED = "sealed"
 
 # "Basic …", "Bearer …", "Digest …", "Token …" and the other registered HTTP auth schemes.
-_AUTH_SCHEME = re.compile(
-    r"\b(?:basic|bearer|digest|token|negotiate|ntlm|hoba|mutual|vapid|dpop|gnap|"
-    r"aws4-hmac-sha256|scram-sha-1|scram-sha-256)\s+(?=\S)",
-    re.IGNORECASE,
+_SCHEME_NAMES = (
+    "basic",
+    "bearer",
+    "digest",
+    "token",
+    "negotiate",
+    "ntlm",
+    "hoba",
+    "mutual",
+    "vapid",
+    "dpop",
+    "gnap",
+    "aws4-hmac-sha256",
+    "scram-sha-1",
+    "scram-sha-256",
 )
+_SCHEME_WORDS = "|".join(re.escape(name) for name in _SCHEME_NAMES)
+_AUTH_SCHEME = re.compile(rf"\b(?:{_SCHEME_WORDS})\s+(?=\S)", re.IGNORECASE)
 _JWT = re.compile(r"eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*")
 # Tokens whose prefix says what they are: GitHub, GitLab, Slack, Stripe, OpenAI-style "sk-",
 # AWS access key ids, Google API keys, Standard Webhooks secrets.
@@ -71,9 +84,9 @@ _KNOWN_TOKEN = re.compile(
     r"|[sr]k_(?:live|test)_\w{10,}|sk-[\w-]{20,}|AKIA[0-9A-Z]{16}|AIza[\w-]{35}"
     r"|whsec_[A-Za-z0-9+/=]{16,})"
 )
-# A long run of base64 or hex characters: random enough to be a key. A slug or a word is not
-# (it has no digits, or only one case of letters and is not hex).
-_LONG_RUN = re.compile(r"[A-Za-z0-9_+/=-]{32,}")
+# A long run of base64 or hex characters (padding only at its end) may be a key; whether it
+# looks random enough, ``_random_looking`` decides.
+_LONG_RUN = re.compile(r"[A-Za-z0-9+/_-]{32,}={0,2}")
 _HEX = re.compile(r"[0-9a-fA-F]{32,}")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
@@ -84,13 +97,18 @@ def is_secret_name(name: str, patterns: Iterable[str]) -> bool:
 
 
 def _random_looking(run: str) -> bool:
-    if not any(c.isdigit() for c in run) or not any(c.isalpha() for c in run):
-        return False
-    if _HEX.fullmatch(run):
-        return True
-    if _UUID.fullmatch(run):
+    """Hex with letters and digits, or base64 mixing digits and both cases with few separators
+    (a slug like ``nightly-report-2026`` has many, a random key about one in 32)."""
+    core = run.rstrip("=")
+    if _UUID.fullmatch(core):
         return False  # an id, not a key
-    return any(c.islower() for c in run) and any(c.isupper() for c in run)
+    digits = sum(c.isdigit() for c in core)
+    if _HEX.fullmatch(core):
+        return 0 < digits < len(core)
+    upper = sum(c.isupper() for c in core)
+    lower = sum(c.islower() for c in core)
+    separators = sum(c in "-_" for c in core)
+    return digits >= 2 and upper >= 2 and lower >= 2 and separators * 8 <= len(core)
 
 
 def _credential_looking(text: str) -> bool:
@@ -122,26 +140,17 @@ def mask_pairs(pairs: Mapping[str, Any], patterns: Iterable[str]) -> dict[str, A
 
 
 def mask_url(url: str, patterns: Iterable[str]) -> str:
-    """The URL with its password (or a lone user name), the values of secret query parameters
-    and token-shaped path segments masked."""
+    """The URL with the values of secret query parameters and token-shaped path segments
+    masked. (Credentials in the URL itself are refused at creation.)"""
     patterns = tuple(patterns)
-    try:
-        parts = urlsplit(url)
-        username, password = parts.username, parts.password
-    except ValueError:
-        return MASK
-    netloc = parts.netloc
-    if username is not None or password is not None:
-        host = netloc.rpartition("@")[2]
-        user = quote(username or "", safe="") if password is not None else MASK
-        netloc = f"{user}:{MASK}@{host}" if password is not None else f"{user}@{host}"
+    parts = urlsplit(url)
     path = "/".join(MASK if looks_secret(segment) else segment for segment in parts.path.split("/"))
     query = parts.query
     pairs = parse_qsl(query, keep_blank_values=True)
     masked = [(name, mask_value(name, value, patterns)) for name, value in pairs]
     if masked != pairs:
         query = urlencode(masked, safe="*")
-    return urlunsplit(parts._replace(netloc=netloc, path=path, query=query))
+    return urlunsplit(parts._replace(path=path, query=query))
 
 
 def masked_payload(payload: Payload, patterns: Iterable[str]) -> dict[str, JSON]:
@@ -216,13 +225,31 @@ def keep_masked_secrets(
     )
 
 
-_USERINFO = re.compile(r"(?P<scheme>\b[a-z][a-z0-9+.-]*://)(?P<user>[^/@\s:\"']*):[^/@\s\"']+@")
+# Values end at a quote or a backslash: a JSON line's escapes stay whole.
+_USERINFO = re.compile(r"(?P<scheme>\b[a-z][a-z0-9+.-]*://)(?P<user>[^/@\s:\"'\\]*):[^/@\s\"'\\]+@")
 _SCHEME_CREDENTIAL = re.compile(
-    r"(?P<scheme>" + _AUTH_SCHEME.pattern.removesuffix(r"\s+(?=\S)") + r")\s+"
-    r"(?P<credential>[^\s\"',]+)",
-    re.IGNORECASE,
+    rf"(?P<scheme>\b(?:{_SCHEME_WORDS}))\s+(?P<credential>[^\s\"'\\,;]+)", re.IGNORECASE
 )
-_PAIR = re.compile(r"(?P<name>[\w.~-]+)=(?P<value>[^&\s\"',;#]+)")
+# Each starts only where a name or a run starts, so a long line is scanned once.
+_PAIR = re.compile(r"(?<![\w.~-])(?P<name>[\w.~-]+)=(?P<value>[^&\s\"'\\,;#]+)")
+_KNOWN_TOKEN_START = re.compile(r"(?<![\w-])" + _KNOWN_TOKEN.pattern)
+_KNOWN_PREFIXES = (
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "glpat-",
+    "xox",
+    "k_live_",
+    "k_test_",
+    "sk-",
+    "AKIA",
+    "AIza",
+    "whsec_",
+)
+_LONG_RUN_START = re.compile(r"(?<![A-Za-z0-9+/_=-])" + _LONG_RUN.pattern)
 
 
 def redact(text: str, patterns: Iterable[str] = DEFAULT_SECRET_NAMES) -> str:
@@ -230,20 +257,27 @@ def redact(text: str, patterns: Iterable[str] = DEFAULT_SECRET_NAMES) -> str:
     passwords in URLs, ``name=value`` pairs with a secret name, credentials after an HTTP auth
     scheme, JWTs, known token prefixes and long random-looking strings."""
     patterns = tuple(patterns)
-    text = _USERINFO.sub(lambda m: f"{m['scheme']}{m['user']}:{MASK}@", text)
+    if "://" in text and "@" in text:
+        text = _USERINFO.sub(lambda m: f"{m['scheme']}{m['user']}:{MASK}@", text)
+    if "=" in text:
 
-    def pair(match: re.Match[str]) -> str:
-        if is_secret_name(match["name"], patterns):
-            return f"{match['name']}={MASK}"
-        return match[0]
+        def pair(match: re.Match[str]) -> str:
+            if is_secret_name(match["name"], patterns):
+                return f"{match['name']}={MASK}"
+            return match[0]
 
-    text = _PAIR.sub(pair, text)
-    text = _SCHEME_CREDENTIAL.sub(
-        lambda m: f"{m['scheme']} {MASK}" if _credential_looking(m["credential"]) else m[0], text
-    )
-    text = _JWT.sub(MASK, text)
-    text = _KNOWN_TOKEN.sub(MASK, text)
-    return _LONG_RUN.sub(lambda m: MASK if _random_looking(m[0]) else m[0], text)
+        text = _PAIR.sub(pair, text)
+    lowered = text.lower()
+    if any(scheme in lowered for scheme in _SCHEME_NAMES):
+        text = _SCHEME_CREDENTIAL.sub(
+            lambda m: f"{m['scheme']} {MASK}" if _credential_looking(m["credential"]) else m[0],
+            text,
+        )
+    if "eyJ" in text:
+        text = _JWT.sub(MASK, text)
+    if any(prefix in text for prefix in _KNOWN_PREFIXES):
+        text = _KNOWN_TOKEN_START.sub(MASK, text)
+    return _LONG_RUN_START.sub(lambda m: MASK if _random_looking(m[0]) else m[0], text)
 
 
 class SecretBox:

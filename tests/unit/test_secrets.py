@@ -1,0 +1,206 @@
+"""What counts as a secret, and where it must not show: answers, error texts, log lines."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import pytest
+from cryptography.fernet import Fernet
+
+from scheduler_cli.main import main
+from scheduler_service.service import execution_view
+from shared.adapters.http_sender import HttpSender
+from shared.errors import ConfigurationError, PoisonMessage
+from shared.logs import CLIENT_LOGGERS, configure_logging
+from shared.messages import DefinitionMutation, decode_mutation, encode_mutation
+from shared.model import (
+    Every,
+    Execution,
+    ExecutionStatus,
+    Payload,
+    ScheduleDefinition,
+    Timing,
+    Unit,
+)
+from shared.ports import WebhookRequest
+from shared.secrets import DEFAULT_SECRET_NAMES, SecretBox, looks_secret, mask_url, redact
+from shared.settings import Settings
+from shared.ssrf import TargetPolicy
+from tests.support.receiver import running_receiver
+
+MASK = "********"
+JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhY21lIn0.c2lnbmF0dXJlLW9mLWp3dA"
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "Basic fdastvhjasbc",
+        "Bearer s3cr3t",
+        'Digest username="a", response="6629fae49393a05397450978507c4ef1"',
+        "Token 9944b09199c62bcf9418ad846dd0e4bbdfc6ee4b",
+        "bearer lower-case-scheme",
+        JWT,
+        "ghp_16C7e42F292c6912E7710c838347Ae178B4a",
+        "xoxb-17653672481-19874698323-pdFZKVeTuE8sk7oOcBrzbqgy",
+        "sk_live_4eC39HqLyjWDarjtT1zdp7dc",
+        "AKIAIOSFODNN7EXAMPLE",
+        "3f2a9c1e8b7d6a5f4e3d2c1b0a9f8e7d6c5b4a39",  # 40 hex digits
+        "q8ZtR2vLx9NwK4pFh7YcB3mJ6sDg1QaE0uWoTi5n",  # 40 random base64 characters
+    ],
+)
+def test_credentials_are_recognised_by_their_shape(value: str) -> None:
+    assert looks_secret(value)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "application/json",
+        "visible-trace",
+        "2026-03-08T07:30:00Z",
+        "550e8400-e29b-41d4-a716-446655440000",  # an id
+        "nightly-billing-report-for-the-finance-team",
+        "Nightly-Billing-Report-2026-for-the-Finance-Team",
+        "42",
+    ],
+)
+def test_ordinary_values_are_shown(value: str) -> None:
+    assert not looks_secret(value)
+
+
+def test_urls_are_masked_in_query_values_and_token_shaped_path_segments() -> None:
+    url = f"https://h.example/v1/{JWT}/run/550e8400-e29b-41d4-a716-446655440000?key=abc&page=2"
+    assert mask_url(url, DEFAULT_SECRET_NAMES) == (
+        f"https://h.example/v1/{MASK}/run/550e8400-e29b-41d4-a716-446655440000?key={MASK}&page=2"
+    )
+
+
+def test_a_log_lines_ordinary_context_is_left_alone() -> None:
+    line = (
+        "20:32:16.903 INFO    definition applied  [tenant=default "
+        "schedule_id=2b3f951d-a549-48da-a7aa-e100e87bf361 revision=1795379536887080 "
+        "next_schedule_time=2026-11-22T20:32:17.885Z occurrence_id=2b3f951d-a549-48da-a7aa-"
+        "e100e87bf361:2026-11-22T20:32:18.885Z logger=execution_worker.worker]"
+    )
+    assert redact(line) == line
+
+
+def test_free_text_is_redacted() -> None:
+    text = (
+        "GET /hook?key=s3cret&page=2 HTTP/1.1; Authorization: Bearer abc.DEF-123; "
+        f"jwt {JWT}; mongodb+srv://user:pa55@db.example/x; invalid token received"
+    )
+    assert redact(text) == (
+        f"GET /hook?key={MASK}&page=2 HTTP/1.1; Authorization: Bearer {MASK}; "
+        f"jwt {MASK}; mongodb+srv://user:{MASK}@db.example/x; invalid token received"
+    )
+
+
+def test_an_execution_error_quoting_the_url_is_masked_in_the_history() -> None:
+    execution = Execution(
+        tenant="t",
+        occurrence_id="s1:x",
+        schedule_id="s1",
+        scheduled_time=datetime(2026, 1, 1, tzinfo=UTC),
+        status=ExecutionStatus.FAILED,
+        attempts=1,
+        revision=1,
+        error="MaxRetryError: Max retries exceeded with url: /hook?token=s3cret-token (timeout)",
+    )
+    view = execution_view(execution, DEFAULT_SECRET_NAMES)
+    assert (
+        view["error"]
+        == f"MaxRetryError: Max retries exceeded with url: /hook?token={MASK} (timeout)"
+    )
+
+
+def mutation() -> DefinitionMutation:
+    definition = ScheduleDefinition(
+        timing=Timing(timezone="UTC", interval=Every(1, Unit.HOUR)),
+        payload=Payload("POST", "https://h.example/run", headers={"X-Api-Key": "k3y-value"}),
+    )
+    return DefinitionMutation("t", "s1", 1, datetime(2026, 1, 1, tzinfo=UTC), definition)
+
+
+def test_a_queue_1_message_opens_only_with_a_configured_key() -> None:
+    box = SecretBox([Fernet.generate_key().decode()])
+    body = encode_mutation(mutation(), box)
+    assert "k3y-value" not in body
+    assert decode_mutation(body, box) == mutation()
+    with pytest.raises(PoisonMessage, match="SCHEDULER_SECRET_KEYS"):
+        decode_mutation(body, SecretBox([Fernet.generate_key().decode()]))
+
+
+def test_keys_are_required_with_mongodb_checked_and_never_shown() -> None:
+    mongo = {"store_url": "mongodb://db.example/", "queue_url": "sqs://"}
+    with pytest.raises(ConfigurationError, match="SCHEDULER_SECRET_KEYS"):
+        Settings.from_env({}, **mongo)
+    with pytest.raises(ConfigurationError, match="SCHEDULER_SECRET_KEYS") as refused:
+        Settings.from_env({"SCHEDULER_SECRET_KEYS": "not-a-key-but-a-secret"}, **mongo)
+    assert "not-a-key-but-a-secret" not in str(refused.value)
+    key = Fernet.generate_key().decode()
+    settings = Settings.from_env({"SCHEDULER_SECRET_KEYS": key}, **mongo)
+    assert settings.secret_keys == (key,)
+    assert key not in repr(settings)
+
+
+@pytest.fixture
+def restored_logging() -> Iterator[None]:
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    levels = {name: logging.getLogger(name).level for name in CLIENT_LOGGERS}
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+    for name, previous in levels.items():
+        logging.getLogger(name).setLevel(previous)
+
+
+@pytest.mark.parametrize("log_format", ["json", "text"])
+def test_no_log_line_carries_a_secret_even_at_debug(
+    restored_logging: None, capsys: pytest.CaptureFixture[str], log_format: str
+) -> None:
+    configure_logging(log_format, "DEBUG")
+    sender = HttpSender(policy=TargetPolicy(("127.0.0.0/8",)))
+    with running_receiver() as receiver:
+        answer = sender.send(
+            WebhookRequest(
+                "GET",
+                f"{receiver.url}/hook?key=query-secret-1&page=2",
+                {"Authorization": "Bearer header-secret-2"},
+                None,
+                5.0,
+            )
+        )
+    sender.close()
+    assert answer.status == 200
+    log = logging.getLogger("execution_worker")
+    log.debug('calling "%s"', f"{receiver.url}/hook?token=query-secret-3")
+    try:
+        raise ValueError("Authorization: Bearer header-secret-4")
+    except ValueError:
+        log.exception("attempt failed", extra={"error": "url /x?api_key=query-secret-5"})
+    written = capsys.readouterr().err
+    assert "calling" in written and "attempt failed" in written
+    for secret in ("query-secret-1", "header-secret-2", "query-secret-3", "header-secret-4"):
+        assert secret not in written
+    assert "query-secret-5" not in written
+    if log_format == "json":  # masking left every line valid JSON
+        assert all(json.loads(line) for line in written.splitlines() if line.startswith("{"))
+
+
+def test_scheduler_secret_key_prints_a_new_key_the_settings_accept(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    keys = []
+    for _ in range(2):
+        assert main(["secret-key"]) == 0
+        keys.append(capsys.readouterr().out.strip())
+    assert keys[0] != keys[1]
+    mongo = {"store_url": "mongodb://db.example/", "queue_url": "sqs://"}
+    settings = Settings.from_env({"SCHEDULER_SECRET_KEYS": ",".join(keys)}, **mongo)
+    assert settings.secret_keys == tuple(keys)
