@@ -47,7 +47,7 @@ from shared.describe import describe
 from shared.errors import InvalidInput, NotFound
 from shared.model import Schedule, ScheduleDefinition, ScheduleStatus
 from shared.ports import ScheduleFilter
-from shared.recurrence import instant_in, upcoming
+from shared.recurrence import TooMuchWork, cpu_budget, instant_in, upcoming
 from shared.timeutil import UTC, load_zone, parse_iso, utc_ms
 
 blp = Blueprint(
@@ -377,8 +377,12 @@ def preview(body: dict[str, Any]) -> Any:
     accepted_at = scheduler.clock.now()
     if "after" in body:
         accepted_at = instant_in(parse_iso(body["after"]), load_zone(timing.timezone))
-    scheduler.check(timing, names, accepted_at)
-    times = upcoming(timing, accepted_at, body["count"])
+    try:
+        with cpu_budget():  # one budget for the checks and the times
+            scheduler.check(timing, names, accepted_at)
+            times = upcoming(timing, accepted_at, body["count"])
+    except TooMuchWork as exc:
+        raise InvalidInput({f"schedule.{names.get(timing.kind, timing.kind)}": str(exc)}) from None
     return {
         "occurrences": [time_pair(moment, timing.timezone) for moment in times],
         "description": describe(timing),

@@ -63,7 +63,7 @@ from shared.ports import (
     ScheduleFilter,
     Store,
 )
-from shared.recurrence import build_recurrence, first_occurrence
+from shared.recurrence import build_recurrence, cpu_budget, first_occurrence
 from shared.secrets import (
     SecretBox,
     carries_mask,
@@ -442,11 +442,12 @@ class ScheduleService:
             now = self.clock.now()
             recurrence = build_recurrence(schedule.live_definition.timing, schedule.accepted_at)
             candidate = schedule.next_schedule_time
-            next_time = (
-                candidate
-                if candidate is not None and candidate >= now
-                else recurrence.first_at_or_after(now)
-            )
+            with cpu_budget():
+                next_time = (
+                    candidate
+                    if candidate is not None and candidate >= now
+                    else recurrence.first_at_or_after(now)
+                )
             self.store.apply_state(
                 tenant, schedule_id, self.revisions.next(), ScheduleStatus.ACTIVE, next_time, now
             )

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from shared.model import MisfirePolicy, Occurrence, Schedule
-from shared.recurrence import build_recurrence
+from shared.recurrence import build_recurrence, cpu_budget
 
 # How many missed occurrences one claim walks through; a longer outage is worked off over
 # several polls.
@@ -83,7 +83,8 @@ def plan_dispatch(
             if missed:
                 break
             to_send.append(occurrence(moment))
-        moment = recurrence.next_after(moment)
+        with cpu_budget():
+            moment = recurrence.next_after(moment)
 
     skipped: list[SkippedOccurrence] = []
     # The walk stopped while still in the missed stretch: it goes on at the next poll.

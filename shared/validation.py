@@ -3,7 +3,9 @@ often?
 
 Structural checks (types, ranges, formats) belong to the API's schemas; these are the domain's.
 Errors name the field as the client wrote it (``schedule.cron``, ``schedule.start_date`` …).
-Every search is bounded by ``SEARCH_HORIZON``: a rule that never fires is refused, not looped on.
+Every search is bounded by ``SEARCH_HORIZON``: a rule that never fires is refused, not looped on;
+and all of them together by the CPU budget (``cpu_budget``): a rule too costly to compute is
+refused within a fraction of a second.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ from shared.recurrence import (
     SEARCH_HORIZON,
     Bounded,
     OneTime,
+    TooMuchWork,
     build_recurrence,
+    cpu_budget,
     cron_recurrence,
     instant_in,
     parse_rrule,
@@ -48,8 +52,22 @@ def check_timing(
     names: Mapping[str, str] = CANONICAL_FIELDS,
 ) -> None:
     """Raise ``InvalidInput`` naming the field if the timing can never be scheduled as accepted
-    at ``now``: unreadable, never firing, or firing more often than ``min_interval``."""
+    at ``now``: unreadable, never firing, firing more often than ``min_interval``, or too costly
+    to compute."""
+    try:
+        with cpu_budget():
+            _check_timing(timing, now, min_interval, prefix, names)
+    except TooMuchWork as exc:
+        raise InvalidInput({f"{prefix}.{names.get(timing.kind, timing.kind)}": str(exc)}) from None
 
+
+def _check_timing(
+    timing: Timing,
+    now: datetime,
+    min_interval: timedelta,
+    prefix: str,
+    names: Mapping[str, str],
+) -> None:
     def field(name: str) -> str:
         return f"{prefix}.{names.get(name, name)}"
 
@@ -80,6 +98,8 @@ def check_timing(
     try:
         recurrence = build_recurrence(timing, now)
         upcoming = list(recurrence.upcoming(now, INTERVAL_SAMPLE + 1))
+    except TooMuchWork:
+        raise
     except (ValueError, TypeError, OverflowError) as exc:
         raise InvalidInput({field(timing.kind): f"cannot compute its times: {exc}"}) from None
     if not upcoming:

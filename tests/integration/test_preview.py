@@ -6,6 +6,7 @@ the times a preview promises are the times the stored schedule gets.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -260,4 +261,78 @@ def test_bad_schedules_are_400_naming_the_field_in_preview_and_create(
         assert response.mimetype == "application/problem+json"
         fields = [error["field"] for error in response.get_json()["errors"]]
         assert field in fields, (path, response.get_json())
+    assert queued(backends) == 0
+
+
+# -- The CPU budget: no rule can make one request compute for long -----------------------------
+
+# A request's whole computation, in CPU time of the thread that served it (the test client
+# runs the view in this thread), far below the 19-57 s these rules took before.
+FAST_CPU_SECONDS = 2.0
+FAR_PAST = "2016-01-01T00:00:00"
+
+
+def posted(client: FlaskClient, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    started = time.thread_time()
+    response = client.post(f"{API}{path}", json=body)
+    assert time.thread_time() - started < FAST_CPU_SECONDS, (path, body)
+    answer: dict[str, Any] = response.get_json()
+    return response.status_code, answer
+
+
+def test_a_huge_count_from_a_far_past_start_is_answered_at_once(client: FlaskClient) -> None:
+    schedule = {"rrule": "FREQ=HOURLY;COUNT=99999999", "start": FAR_PAST}
+    status, answer = posted(client, "/schedule", {"schedule": schedule, "payload": PAYLOAD})
+    assert status == 202
+    assert answer["next_schedule_time"] == "2026-03-06T12:00:00.000Z"
+    status, answer = posted(client, "/schedule/preview", {"schedule": schedule, "count": 100})
+    assert status == 200
+    assert len(answer["occurrences"]) == 100
+    assert answer["occurrences"][-1]["utc"] == "2026-03-10T15:00:00.000Z"
+
+
+def test_a_count_used_up_long_ago_is_refused_at_once(client: FlaskClient) -> None:
+    # A million minutes from 2016-01-01 end in November 2017.
+    schedule = {"rrule": "FREQ=MINUTELY;COUNT=1000000", "start": FAR_PAST}
+    for path in ("/schedule", "/schedule/preview"):
+        status, answer = posted(client, path, {"schedule": schedule, "payload": PAYLOAD})
+        assert status == 400
+        [error] = answer["errors"]
+        assert error["field"] == "schedule.rrule"
+        assert "2016-01-01T00:00:00.000Z" in error["message"]
+
+
+def test_a_count_that_ends_soon_after_a_far_past_start_keeps_its_last_times(
+    client: FlaskClient,
+) -> None:
+    # Daily at 09:00 from 2016-01-01: occurrence 3720 is on 2026-03-08, the last one.
+    schedule = {"rrule": "FREQ=DAILY;COUNT=3720", "start": "2016-01-01T09:00:00"}
+    status, answer = posted(client, "/schedule/preview", {"schedule": schedule, "count": 5})
+    assert status == 200
+    assert [item["utc"] for item in answer["occurrences"]] == [
+        "2026-03-07T09:00:00.000Z",
+        "2026-03-08T09:00:00.000Z",
+    ]
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        # COUNT walks from DTSTART, and months break the cycle a skip needs.
+        "FREQ=MINUTELY;COUNT=99999999;BYMONTHDAY=1",
+        "FREQ=SECONDLY;COUNT=99999999;BYMONTH=3",
+        # A cycle of a week of seconds is too long to count.
+        "FREQ=SECONDLY;COUNT=99999999;BYDAY=MO",
+    ],
+)
+def test_a_rule_too_costly_to_compute_is_a_fast_400(
+    client: FlaskClient, backends: Backends, rule: str
+) -> None:
+    schedule = {"rrule": rule, "start": FAR_PAST}
+    for path in ("/schedule", "/schedule/preview"):
+        status, answer = posted(client, path, {"schedule": schedule, "payload": PAYLOAD})
+        assert status == 400, answer
+        [error] = answer["errors"]
+        assert error["field"] == "schedule.rrule"
+        assert "s of CPU" in error["message"]
     assert queued(backends) == 0

@@ -17,6 +17,7 @@ import time
 from datetime import datetime, timedelta
 
 import pytest
+from dateutil.rrule import rrulestr
 
 from shared.describe import describe
 from shared.errors import InvalidInput
@@ -29,7 +30,7 @@ from shared.recurrence import (
     parse_rrule,
     upcoming,
 )
-from shared.timeutil import iso_z, load_zone
+from shared.timeutil import UTC, iso_z, load_zone
 from shared.validation import check_timing
 
 NY = "America/New_York"
@@ -787,3 +788,28 @@ def test_a_no_end_sentinel_west_of_utc_is_clamped_not_an_error() -> None:
 )
 def test_descriptions_in_plain_english(timing: Timing, expected: str) -> None:
     assert describe(timing) == expected
+
+
+# -- COUNT from a far-past start: whole cycles skipped, the same times as walking -------------
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        "FREQ=HOURLY;INTERVAL=5;BYHOUR=1,2,13;COUNT=4000",
+        "FREQ=DAILY;INTERVAL=3;BYDAY=MO,FR;COUNT=500",
+        "FREQ=MINUTELY;INTERVAL=7;BYDAY=TU;BYHOUR=9;COUNT=20000",
+        "FREQ=WEEKLY;BYDAY=MO,TH;BYSETPOS=-1;COUNT=400",
+        "FREQ=HOURLY;INTERVAL=11;COUNT=2600",
+    ],
+)
+def test_count_rules_from_a_far_past_start_match_a_full_walk(rule: str) -> None:
+    start = wall("2023-02-03T04:05:06")
+    accepted = utc("2026-03-06T12:00:00Z")
+    walked = [
+        moment.replace(tzinfo=UTC)
+        for moment in rrulestr(rule, dtstart=start)
+        if moment.replace(tzinfo=UTC) >= accepted
+    ][:5]
+    assert walked, "the rule must still fire after acceptance"
+    assert upcoming(Timing("UTC", rrule=rule, start=start), accepted, 5) == walked

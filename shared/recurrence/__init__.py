@@ -18,10 +18,14 @@ Every search stops at ``SEARCH_HORIZON``, so a rule that never fires is refused,
 
 from __future__ import annotations
 
+import math
 import re
+import time as cpu_clock
 from abc import ABC, abstractmethod
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, tzinfo
 from itertools import islice
@@ -61,6 +65,51 @@ _JUMP_SAMPLES = tuple(timedelta(minutes=30 * k) for k in range(1, 7)) + tuple(
 )
 # The Gregorian calendar, weekdays included, repeats every 400 years.
 _CALENDAR_CYCLE_YEARS = 400
+# The CPU time one time computation (a create's checks, a preview, one step of the poller) may
+# take; a rule that needs more is refused rather than allowed to starve other requests.
+CPU_BUDGET_SECONDS = 0.5
+_WEEK = timedelta(days=7)
+
+
+class TooMuchWork(ValueError):
+    """A time computation went over its CPU budget (``cpu_budget``)."""
+
+
+# (deadline in thread CPU time, the budget's size) of the innermost ``cpu_budget``.
+_budget: ContextVar[tuple[float, float] | None] = ContextVar("recurrence_budget", default=None)
+
+
+@contextmanager
+def cpu_budget(seconds: float = CPU_BUDGET_SECONDS) -> Iterator[None]:
+    """Bound the CPU time of the time computations run inside: past ``seconds`` they raise
+    ``TooMuchWork``. Thread CPU time, so a busy machine does not make a rule fail; an inner
+    budget never extends an outer one."""
+    deadline = cpu_clock.thread_time() + seconds
+    outer = _budget.get()
+    if outer is not None and outer[0] < deadline:
+        deadline, seconds = outer
+    token = _budget.set((deadline, seconds))
+    try:
+        yield
+    finally:
+        _budget.reset(token)
+
+
+def _spending(walls: Iterable[datetime]) -> Iterator[datetime]:
+    """``walls``, charging each to the budget (also those a caller filters out)."""
+    for wall in walls:
+        _spend()
+        yield wall
+
+
+def _spend() -> None:
+    """A step of a search: raise ``TooMuchWork`` once the current budget is spent."""
+    budget = _budget.get()
+    if budget is not None and cpu_clock.thread_time() > budget[0]:
+        raise TooMuchWork(
+            f"computing its times needs more than {budget[1]:g} s of CPU; simplify the rule "
+            "or give it a later start"
+        )
 
 
 def _horizon(moment: datetime) -> datetime:
@@ -121,6 +170,7 @@ class Recurrence(ABC):
         computed from the previous one's scheduled time."""
         moment = self.first_fire(accepted_at)
         for _ in range(count):
+            _spend()
             if moment is None:
                 return
             yield moment
@@ -193,8 +243,10 @@ class CalendarInterval(Recurrence):
         index = max(0, round((moment - self.anchor) / self._mean_step))
         try:
             while index > 0 and self.occurrence(index - 1) > moment:
+                _spend()
                 index -= 1
             while (found := self.occurrence(index)) <= moment:
+                _spend()
                 index += 1
         except (OverflowError, ValueError):  # past year 9999
             return None
@@ -241,6 +293,7 @@ class CronRecurrence(Recurrence):
         start = _wall(moment, self.zone) - _jump_near(self.zone, moment)
         try:
             for wall in CronSim(self.expression, start):
+                _spend()
                 if wall > last_wall or (best_stop is not None and wall > best_stop):
                     break
                 for instant in self.instants(wall):
@@ -301,6 +354,7 @@ class RulePart:
     period: timedelta | None
     count: int | None = None
     until: datetime | None = None
+    cycle: timedelta | None = None
 
 
 @dataclass(frozen=True)
@@ -408,7 +462,24 @@ def _rule_part(value: str, zone: tzinfo) -> RulePart:
     except (ValueError, TypeError, KeyError, IndexError) as exc:
         raise ValueError(f"{exc}") from None
     period = _FIXED_PERIODS.get(freq)
-    return RulePart(body, freq, period * interval if period else None, count, until)
+    every = period * interval if period else None
+    return RulePart(body, freq, every, count, until, _cycle(every, fields))
+
+
+def _cycle(period: timedelta | None, fields: dict[str, str]) -> timedelta | None:
+    """The wall time after which a rule of a fixed period repeats its occurrences exactly (the
+    same number in each cycle), or ``None`` if the calendar (months, years) breaks the pattern."""
+    if period is None or fields.keys() & {"BYMONTH", "BYMONTHDAY", "BYYEARDAY", "BYWEEKNO"}:
+        return None
+    # Times of day repeat every day, weekdays every week.
+    if "BYDAY" in fields:
+        pattern = _WEEK
+    elif fields.keys() & {"BYHOUR", "BYMINUTE", "BYSECOND"}:
+        pattern = timedelta(days=1)
+    else:
+        return period
+    seconds = math.lcm(int(period.total_seconds()), int(pattern.total_seconds()))
+    return timedelta(seconds=seconds)
 
 
 def _items(fields: dict[str, str], key: str) -> list[str]:
@@ -500,11 +571,13 @@ class RRuleRecurrence(Recurrence):
         self.zone = zone
         self.anchor_wall = anchor_wall.replace(microsecond=0)
         self.rules = [(part, _single_rule(part.body, self.anchor_wall)) for part in self.spec.rules]
+        self._per_cycle: dict[RulePart, int] = {}
 
     def next_after(self, moment: datetime) -> datetime | None:
         limit = _horizon(moment)
         rdates = self.spec.rdates
         while True:
+            _spend()
             found = [
                 instant
                 for part, rule in self.rules
@@ -560,13 +633,15 @@ class RRuleRecurrence(Recurrence):
                 later(wall_from)
             )
         else:
-            # COUNT counts from DTSTART, so walk from there.
-            series = rule.replace(dtstart=later(self.anchor_wall), until=later(stop))
-            shifted = (w for w in islice(series, part.count) if w > later(wall_from))
+            # COUNT counts from DTSTART: skip whole cycles of the rule, then walk.
+            dtstart, remaining = self._skip_cycles(part, rule, wall_from)
+            series = rule.replace(dtstart=later(dtstart), until=later(stop))
+            shifted = (w for w in _spending(islice(series, remaining)) if w > later(wall_from))
         best: datetime | None = None
         best_stop: datetime | None = None
         try:
             for shifted_wall in shifted:
+                _spend()
                 wall = shifted_wall.replace(year=shifted_wall.year - shift)
                 if best_stop is not None and wall > best_stop:
                     break
@@ -580,6 +655,27 @@ class RRuleRecurrence(Recurrence):
             # dateutil finds some combinations empty only while iterating.
             return best
         return best
+
+    def _skip_cycles(
+        self, part: RulePart, rule: rrule, wall_from: datetime
+    ) -> tuple[datetime, int]:
+        """A later DTSTART for a COUNT rule and the count left from there: whole cycles of the
+        rule before ``wall_from`` are skipped arithmetically (the count they use is counted
+        once), so a far-past start costs no more than a recent one."""
+        count = part.count or 0
+        cycle = part.cycle
+        if cycle is None or wall_from - self.anchor_wall <= 2 * cycle:
+            return self.anchor_wall, count
+        per_cycle = self._per_cycle.get(part)
+        if per_cycle is None:
+            end = self.anchor_wall + cycle - timedelta(seconds=1)
+            per_cycle = 0
+            for _ in rule.replace(dtstart=self.anchor_wall, until=end):
+                _spend()
+                per_cycle += 1
+            self._per_cycle[part] = per_cycle
+        cycles = (wall_from - self.anchor_wall) // cycle - 1
+        return self.anchor_wall + cycles * cycle, max(0, count - cycles * per_cycle)
 
 
 class Bounded(Recurrence):
@@ -766,15 +862,18 @@ def first_occurrence(timing: Timing, accepted_at: datetime) -> datetime | None:
     Earlier occurrences are not backfilled, except that a one-time schedule whose time has
     already passed fires once, right away (its time is returned; the poller sees it overdue).
     """
-    return build_recurrence(timing, accepted_at).first_fire(accepted_at)
+    with cpu_budget():
+        return build_recurrence(timing, accepted_at).first_fire(accepted_at)
 
 
 def upcoming(timing: Timing, accepted_at: datetime, count: int) -> list[datetime]:
     """The first ``count`` occurrences of a schedule accepted at ``accepted_at``."""
-    return list(build_recurrence(timing, accepted_at).upcoming(accepted_at, count))
+    with cpu_budget():
+        return list(build_recurrence(timing, accepted_at).upcoming(accepted_at, count))
 
 
 __all__ = [
+    "CPU_BUDGET_SECONDS",
     "SEARCH_HORIZON",
     "UTC",
     "Bounded",
@@ -785,7 +884,9 @@ __all__ = [
     "RRuleRecurrence",
     "Recurrence",
     "RuleText",
+    "TooMuchWork",
     "build_recurrence",
+    "cpu_budget",
     "cron_recurrence",
     "first_occurrence",
     "instant_in",
