@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from email.utils import parsedate_to_datetime
 
-from shared.model import RetryPolicy
+from shared.model import ExecutionStatus, RetryPolicy
 
 RETRYABLE_STATUSES = frozenset({408, 429})
 # SQS keeps a message invisible for at most 12 hours.
@@ -70,3 +70,30 @@ def backoff_delay(
     if retry_after_seconds is not None:
         delay = max(delay, min(retry_after_seconds, MAX_RETRY_AFTER_SECONDS))
     return timedelta(seconds=delay)
+
+
+@dataclass(frozen=True)
+class NextStep:
+    """How an attempt ends: ``status`` to record, and for ``RETRYING`` the ``delay`` before the
+    next attempt."""
+
+    status: ExecutionStatus
+    delay: timedelta | None = None
+
+
+def next_step(
+    verdict: Verdict,
+    policy: RetryPolicy,
+    attempts: int,
+    deliveries_left: bool,
+    rand: Callable[[float, float], float] = random.uniform,
+) -> NextStep:
+    """Success; a retry after backoff if the failure is retryable, the policy allows another
+    attempt and the queue another delivery (``deliveries_left``: it dead-letters a message
+    delivered its maximum number of times); otherwise a failure, which is dead-lettered."""
+    if verdict.succeeded:
+        return NextStep(ExecutionStatus.SUCCEEDED)
+    if verdict.retryable and attempts < policy.max_attempts and deliveries_left:
+        delay = backoff_delay(policy, attempts, verdict.retry_after_seconds, rand)
+        return NextStep(ExecutionStatus.RETRYING, delay)
+    return NextStep(ExecutionStatus.FAILED)

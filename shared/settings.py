@@ -92,6 +92,9 @@ class Settings:
 
     # Executor
     executor_concurrency: int = 32
+    # Calls in flight to one host at most (a schedule's payload.calls_per_host overrides it), so
+    # one slow endpoint cannot take every call slot; the rest wait their turn.
+    executor_calls_per_host: int = 16
     receive_batch_size: int = 10
     receive_wait_seconds: float = 1.0
     # Extra time past an attempt's timeout before another executor may take the occurrence over.
@@ -161,6 +164,7 @@ class Settings:
             "claim_batch_size",
             "max_occurrences_per_claim",
             "executor_concurrency",
+            "executor_calls_per_host",
             "max_receives",
             "processor_batch_size",
             "max_body_bytes",
