@@ -80,6 +80,8 @@ DEFAULT_CALL_SECONDS: float = Payload.timeout_seconds
 # ends its message comes back.
 FIRE_SLACK_SECONDS = 1.0
 FIRE_SLACK = timedelta(seconds=FIRE_SLACK_SECONDS)
+# Receive calls one thread hop makes at most, while the queue gives full batches.
+RECEIVES_PER_HOP = 10
 # The longest the loop sleeps without looking at the stop flag.
 TICK_SECONDS = 0.2
 
@@ -217,9 +219,10 @@ class Executor:
             if self.holding >= self.max_held:
                 await asyncio.sleep(0.05)
                 continue
+            room = self.max_held - self.holding
             try:
                 received = await asyncio.to_thread(
-                    self._receive_batch, self.settings.receive_wait_seconds
+                    self._receive_batches, self.settings.receive_wait_seconds, room
                 )
             except Transient as exc:
                 log.warning("queue unavailable: %s", exc, extra={"event": "transient_error"})
@@ -256,8 +259,10 @@ class Executor:
             self._waiter = None
 
     def _start_due(self) -> None:
+        # One batch at a time: what falls due while one is checked and begun goes in the next,
+        # so the batches grow with the load and the store work per fire shrinks.
         room = self.settings.executor_concurrency - self._calls - self._starting
-        if room <= 0 or not self._due:
+        if self._starting or room <= 0 or not self._due:
             return
         batch = [self._due.popleft() for _ in range(min(room, len(self._due)))]
         self._starting += len(batch)
@@ -328,6 +333,22 @@ class Executor:
                 log.warning("could not release a held message; it returns after its timeout")
 
     # -- receiving (off the loop) ----------------------------------------------------------
+
+    def _receive_batches(
+        self, wait_seconds: float, room: int
+    ) -> list[tuple[Occurrence, ReceivedMessage, datetime]]:
+        """``_receive_batch`` again while the queue gives full batches and there is room: one
+        thread hop for many batches when the queue is busy."""
+        received = self._receive_batch(wait_seconds)
+        size = self.settings.receive_batch_size
+        for _ in range(RECEIVES_PER_HOP - 1):
+            if len(received) % size or len(received) + size > room:
+                break
+            more = self._receive_batch(0.0)
+            if not more:
+                break
+            received += more
+        return received
 
     def _receive_batch(
         self, wait_seconds: float

@@ -34,6 +34,8 @@ from shared.ssrf import Resolver, TargetPolicy, TargetRefused, literal_address, 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 # The body of an answer is not used; up to this much is read so its connection can be reused.
 MAX_BODY_BYTES = 64 * 1024
+# How many hosts' literal-address checks are remembered.
+REMEMBERED_HOSTS = 4096
 
 
 class GuardedResolver(AbstractResolver):
@@ -82,6 +84,7 @@ class HttpSender(WebhookSender):
         # Made on the loop of the first call (aiohttp's session belongs to one loop).
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._refusals: dict[str, str | None] = {}
 
     def _session_here(self) -> aiohttp.ClientSession:
         loop = asyncio.get_running_loop()
@@ -123,11 +126,9 @@ class HttpSender(WebhookSender):
             host = host if host.isascii() else host.encode("idna").decode("ascii")
         except UnicodeError:
             raise WebhookError("the URL's host is not a valid name", retryable=False) from None
-        literal = literal_address(host)
-        if literal is not None:
-            refusal = self.policy.refusal(literal)
-            if refusal is not None:
-                raise WebhookError(f"refused target: {refusal}", retryable=False)
+        refusal = self._literal_refusal(host)
+        if refusal is not None:
+            raise WebhookError(f"refused target: {refusal}", retryable=False)
         session = self._session_here()
         deadline = asyncio.get_running_loop().time() + request.timeout_seconds
         try:
@@ -169,6 +170,20 @@ class HttpSender(WebhookSender):
         return WebhookResponse(
             status=response.status, headers=dict(response.headers.items()), duration_ms=duration_ms
         )
+
+    def _literal_refusal(self, host: str) -> str | None:
+        """Why a host written as an address is refused (None: allowed, or a name), remembered
+        for the hosts seen last."""
+        try:
+            return self._refusals[host]
+        except KeyError:
+            pass
+        literal = literal_address(host)
+        refusal = None if literal is None else self.policy.refusal(literal)
+        if len(self._refusals) >= REMEMBERED_HOSTS:
+            self._refusals.clear()
+        self._refusals[host] = refusal
+        return refusal
 
     async def close(self) -> None:
         if self._session is not None:

@@ -477,47 +477,19 @@ class SqliteStore(Store):
     def begin_attempt(
         self, occurrence: Occurrence, owner: str, now: datetime, lease_until: datetime
     ) -> Execution | None:
-        # One statement: a new record, or the next attempt of one that is retrying, skipped, or
-        # running under an expired lease; nothing (no row back) when final or leased.
-        rows = self.db.write_one(
-            "INSERT INTO executions (tenant, occurrence_id, schedule_id, scheduled_ms,"
-            " status, attempts, revision, started_ms, lease_owner, lease_until_ms, manual)"
-            " VALUES (?, ?, ?, ?, 'running', 1, ?, ?, ?, ?, ?)"
-            " ON CONFLICT (tenant, occurrence_id) DO UPDATE SET status = 'running',"
-            " attempts = attempts + 1, revision = excluded.revision,"
-            " started_ms = excluded.started_ms, lease_owner = excluded.lease_owner,"
-            " lease_until_ms = excluded.lease_until_ms, next_attempt_ms = NULL"
-            " WHERE status IN ('retrying', 'skipped')"
-            " OR (status = 'running' AND lease_until_ms < excluded.started_ms)"
-            " RETURNING attempts",
-            (
-                occurrence.tenant,
-                occurrence.occurrence_id,
-                occurrence.schedule_id,
-                to_epoch_ms(occurrence.scheduled_time),
-                occurrence.revision,
-                to_epoch_ms(now),
-                owner,
-                to_epoch_ms(lease_until),
-                occurrence.manual,
-            ),
-        )
-        if not rows:
-            return None
-        attempts = rows[0]["attempts"]
-        return Execution(
-            tenant=occurrence.tenant,
-            occurrence_id=occurrence.occurrence_id,
-            schedule_id=occurrence.schedule_id,
-            scheduled_time=occurrence.scheduled_time,
-            status=ExecutionStatus.RUNNING,
-            attempts=attempts,
-            revision=occurrence.revision,
-            started_at=utc_ms(now),
-            lease_owner=owner,
-            lease_until=utc_ms(lease_until),
-            manual=occurrence.manual,
-        )
+        rows = self.db.write_one(_BEGIN, _begin_parameters(occurrence, owner, now, lease_until))
+        return _begun(occurrence, rows, owner, now, lease_until)
+
+    def begin_attempts(
+        self, occurrences: Sequence[Occurrence], owner: str, now: datetime, lease_until: datetime
+    ) -> list[Execution | None]:
+        begun: list[Execution | None] = []
+        with self.db.write() as connection:
+            for occurrence in occurrences:
+                parameters = _begin_parameters(occurrence, owner, now, lease_until)
+                rows = connection.execute(_BEGIN, parameters).fetchall()
+                begun.append(_begun(occurrence, rows, owner, now, lease_until))
+        return begun
 
     def finish_attempt(self, execution: Execution, owner: str, outcome: AttemptOutcome) -> bool:
         with self.db.write() as connection:
@@ -682,6 +654,62 @@ def _finish(
         ),
     )
     return cursor.rowcount == 1
+
+
+# One statement: a new record, or the next attempt of one that is retrying, skipped, or running
+# under an expired lease; nothing (no row back) when final or leased.
+_BEGIN = (
+    "INSERT INTO executions (tenant, occurrence_id, schedule_id, scheduled_ms,"
+    " status, attempts, revision, started_ms, lease_owner, lease_until_ms, manual)"
+    " VALUES (?, ?, ?, ?, 'running', 1, ?, ?, ?, ?, ?)"
+    " ON CONFLICT (tenant, occurrence_id) DO UPDATE SET status = 'running',"
+    " attempts = attempts + 1, revision = excluded.revision,"
+    " started_ms = excluded.started_ms, lease_owner = excluded.lease_owner,"
+    " lease_until_ms = excluded.lease_until_ms, next_attempt_ms = NULL"
+    " WHERE status IN ('retrying', 'skipped')"
+    " OR (status = 'running' AND lease_until_ms < excluded.started_ms)"
+    " RETURNING attempts"
+)
+
+
+def _begin_parameters(
+    occurrence: Occurrence, owner: str, now: datetime, lease_until: datetime
+) -> tuple[Any, ...]:
+    return (
+        occurrence.tenant,
+        occurrence.occurrence_id,
+        occurrence.schedule_id,
+        to_epoch_ms(occurrence.scheduled_time),
+        occurrence.revision,
+        to_epoch_ms(now),
+        owner,
+        to_epoch_ms(lease_until),
+        occurrence.manual,
+    )
+
+
+def _begun(
+    occurrence: Occurrence,
+    rows: Sequence[sqlite3.Row],
+    owner: str,
+    now: datetime,
+    lease_until: datetime,
+) -> Execution | None:
+    if not rows:
+        return None
+    return Execution(
+        tenant=occurrence.tenant,
+        occurrence_id=occurrence.occurrence_id,
+        schedule_id=occurrence.schedule_id,
+        scheduled_time=occurrence.scheduled_time,
+        status=ExecutionStatus.RUNNING,
+        attempts=rows[0]["attempts"],
+        revision=occurrence.revision,
+        started_at=utc_ms(now),
+        lease_owner=owner,
+        lease_until=utc_ms(lease_until),
+        manual=occurrence.manual,
+    )
 
 
 def _schedule(row: sqlite3.Row) -> Schedule:
