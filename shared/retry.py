@@ -11,7 +11,8 @@ from email.utils import parsedate_to_datetime
 from shared.model import ExecutionStatus, RetryPolicy
 
 RETRYABLE_STATUSES = frozenset({408, 429})
-# SQS keeps a message invisible for at most 12 hours.
+# The longest ``Retry-After`` honoured. A delay past what a queue message may stay invisible
+# (SQS: 12 hours from its receive) is waited out by re-sending it (``execution_worker.settler``).
 MAX_RETRY_AFTER_SECONDS = 43_200.0
 
 
@@ -62,8 +63,7 @@ def backoff_delay(
 ) -> timedelta:
     """Delay before attempt ``attempt + 1``: full jitter over an exponential ceiling.
 
-    A ``Retry-After`` from the server is honoured as a floor, up to the longest time a queue
-    message can stay invisible (12 hours).
+    A ``Retry-After`` from the server is honoured as a floor, up to 12 hours.
     """
     ceiling = min(policy.max_backoff_seconds, policy.backoff_seconds * 2 ** (attempt - 1))
     delay = rand(0.0, ceiling)
