@@ -20,14 +20,19 @@ import asyncio
 import dataclasses
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from shared.messages import encode_occurrence
 from shared.model import AttemptOutcome, Execution, ExecutionStatus, Occurrence
 from shared.ports import Clock, MessageQueue, OutgoingMessage, ReceivedMessage, Store
 
 log = logging.getLogger(__name__)
+
+# Runs a blocking call off the event loop: ``await off_loop(function, *arguments)``.
+OffLoop = Callable[..., Awaitable[Any]]
 
 # Outcomes are recorded, and settled messages deleted, together: up to this many, or after
 # this long.
@@ -105,8 +110,9 @@ class Settler:
         outcomes, self._outcomes = self._outcomes, []
         return outcomes
 
-    async def run(self, stopping: asyncio.Event) -> None:
-        """Settle what arrives until ``stopping`` is set and nothing is left."""
+    async def run(self, stopping: asyncio.Event, off_loop: OffLoop) -> None:
+        """Settle what arrives until ``stopping`` is set and nothing is left; the store and
+        queue calls run through ``off_loop`` (on a thread)."""
         self._arrived = arrived = asyncio.Event()
         while True:
             if not (self._outcomes or self._to_delete):
@@ -125,7 +131,7 @@ class Settler:
             to_delete, self._to_delete = self._to_delete, []
             self._settling = len(outcomes)
             try:
-                await asyncio.to_thread(self.settle_now, outcomes, to_delete)
+                await off_loop(self.settle_now, outcomes, to_delete)
             except Exception:
                 log.exception("settling failed", extra={"event": "settle_failed"})
             finally:

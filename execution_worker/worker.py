@@ -1,7 +1,8 @@
 """The executor: long-polls queue 2, holds each occurrence until its exact moment, fires it.
 
 One event loop does the waiting and the calling; the blocking store and queue work leaves it in
-batches (``asyncio.to_thread``), never one blocking call per fire:
+batches, on a thread of its own per kind of work (receiving, checking and beginning, settling),
+never one blocking call per fire:
 - receiving (``_receive_batch``): up to ``receive_batch_size`` messages per call, each made
   invisible to other executors for as long as it is held and run, while there is room
   (``max_held``: held, waiting, calling, and outcomes not yet recorded);
@@ -28,10 +29,12 @@ import asyncio
 import logging
 import time
 from collections import defaultdict, deque
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 from execution_worker.sending import HostLimits, destination
 from execution_worker.settler import Settled, Settler, defer
@@ -73,6 +76,8 @@ from shared.settings import Settings
 from shared.webhooks import WebhookSigner, build_request
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 # A call's timeout unless its schedule sets another: the receive visibility covers it.
 DEFAULT_CALL_SECONDS: float = Payload.timeout_seconds
@@ -161,6 +166,8 @@ class Executor:
         self._starting = 0
         self._tasks: set[asyncio.Task[None]] = set()
         self._waiter: asyncio.Future[None] | None = None
+        # One thread per kind of blocking work: the loop hands each a batch at a time.
+        self._threads: dict[str, ThreadPoolExecutor] = {}
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -175,7 +182,7 @@ class Executor:
                 extra={"event": "webhooks_unsigned"},
             )
         settled = asyncio.Event()
-        settler = asyncio.create_task(self.settler.run(settled))
+        settler = asyncio.create_task(self.settler.run(settled, partial(self._off_loop, "settle")))
         receiver = asyncio.create_task(self._receive_loop(shutdown))
         finished = False
         try:
@@ -188,10 +195,19 @@ class Executor:
             await asyncio.wait({settler}, timeout=self.settings.shutdown_timeout_seconds)
             if finished:
                 await self.sender.close()
+            for thread in self._threads.values():
+                thread.shutdown(wait=False)
             log.info(
                 "executor stopped" if finished else "executor stopped with calls in flight",
                 extra={"event": "executor_stopped", "in_flight": self._calls},
             )
+
+    async def _off_loop(self, kind: str, work: Callable[..., T], *arguments: Any) -> T:
+        """``work(*arguments)`` on the thread of ``kind``: blocking store and queue calls."""
+        if kind not in self._threads:
+            self._threads[kind] = ThreadPoolExecutor(1, thread_name_prefix=kind)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._threads[kind], work, *arguments)
 
     @property
     def in_flight(self) -> int:
@@ -221,8 +237,8 @@ class Executor:
                 continue
             room = self.max_held - self.holding
             try:
-                received = await asyncio.to_thread(
-                    self._receive_batches, self.settings.receive_wait_seconds, room
+                received = await self._off_loop(
+                    "receive", self._receive_batches, self.settings.receive_wait_seconds, room
                 )
             except Transient as exc:
                 log.warning("queue unavailable: %s", exc, extra={"event": "transient_error"})
@@ -275,7 +291,7 @@ class Executor:
 
     async def _start_batch(self, batch: list[Held]) -> None:
         try:
-            plan = await asyncio.to_thread(self._check_and_begin, batch)
+            plan = await self._off_loop("begin", self._check_and_begin, batch)
         except Exception:
             # Their messages stay; they come back after their visibility timeout.
             log.exception("firing failed", extra={"event": "fire_failed"})
@@ -323,7 +339,7 @@ class Executor:
         items = [*self.held.take_all(), *self._due, *self.hosts.take_all_parked()]
         self._due.clear()
         if items:
-            await asyncio.to_thread(self._release, items)
+            await self._off_loop("begin", self._release, items)
 
     def _release(self, items: Sequence[Held]) -> None:
         for item in items:
