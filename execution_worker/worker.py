@@ -85,6 +85,9 @@ DEFAULT_CALL_SECONDS: float = Payload.timeout_seconds
 # ends its message comes back.
 FIRE_SLACK_SECONDS = 1.0
 FIRE_SLACK = timedelta(seconds=FIRE_SLACK_SECONDS)
+# Occurrences due this soon are checked and begun together, then each is called at its
+# moment: the thread hop's latency is hidden, and the batches grow with the load.
+PREPARE_AHEAD = timedelta(milliseconds=10)
 # Receive calls one thread hop makes at most, while the queue gives full batches.
 RECEIVES_PER_HOP = 10
 # The longest the loop sleeps without looking at the stop flag.
@@ -253,13 +256,13 @@ class Executor:
     async def _dispatch_loop(self, shutdown: Shutdown) -> None:
         while not shutdown.is_set():
             self.heartbeat.beat()
-            now = self.clock.now()
-            self._due.extend(self.held.pop_due(now))
+            self._due.extend(self.held.pop_due(self.clock.now() + PREPARE_AHEAD))
             self._start_due()
             wait = TICK_SECONDS
             next_due = self.held.next_due()
             if next_due is not None:
-                wait = min(wait, (next_due - self.clock.now()).total_seconds())
+                ahead = next_due - PREPARE_AHEAD - self.clock.now()
+                wait = min(wait, ahead.total_seconds())
             if wait > 0:
                 await self._sleep(wait)
 
@@ -309,7 +312,7 @@ class Executor:
         started = time.perf_counter()
         try:
             settled = await self._call(call)
-            self._settle(settled)
+            self._settle(settled, call.started)
             PROCESSING.labels("executor", "fire").observe(time.perf_counter() - started)
         except Exception:
             # The message stays; it comes back after its visibility timeout.
@@ -457,9 +460,6 @@ class Executor:
                     self.occurrences.change_visibility(
                         item.message.receipt_handle, (lease + FIRE_SLACK).total_seconds()
                     )
-                FIRE_LATENESS.observe(
-                    max(0.0, (now - item.occurrence.scheduled_time).total_seconds())
-                )
                 plan.calls.append(Call(item, schedule, execution, host, now))
         return plan
 
@@ -515,7 +515,14 @@ class Executor:
     # -- calling (on the loop) -------------------------------------------------------------
 
     async def _call(self, call: Call) -> Settled:
+        """Wait for the occurrence's moment (it was begun up to ``PREPARE_AHEAD`` before), then
+        make the call and judge its answer."""
         execution, item = call.execution, call.item
+        wait = (item.due - self.clock.now()).total_seconds()
+        if wait > 0:
+            await asyncio.sleep(wait)
+        call.started = self.clock.now()
+        FIRE_LATENESS.observe(max(0.0, (call.started - item.due).total_seconds()))
         payload = call.schedule.live_definition.payload
         request = build_request(
             item.occurrence, payload, execution.attempts, self.signer, call.started
@@ -545,7 +552,7 @@ class Executor:
         )
         return Settled(execution, outcome, item.occurrence, item.message, step.delay)
 
-    def _settle(self, settled: Settled) -> None:
+    def _settle(self, settled: Settled, started: datetime) -> None:
         """Hand the outcome to the settler; count and log it."""
         self.settler.add(settled)
         execution, outcome = settled.execution, settled.outcome
@@ -556,11 +563,7 @@ class Executor:
             "attempt": execution.attempts,
             "http_status": outcome.http_status,
             "duration_ms": round(outcome.duration_ms or 0.0, 3),
-            "lateness_ms": round(
-                (execution.started_at - execution.scheduled_time).total_seconds() * 1000.0, 3
-            )
-            if execution.started_at
-            else None,
+            "lateness_ms": round((started - execution.scheduled_time).total_seconds() * 1000.0, 3),
         }
         if outcome.status is ExecutionStatus.SUCCEEDED:
             self.stats.succeeded += 1
@@ -615,8 +618,8 @@ class Executor:
             await self.sender.close()
         for call in plan.calls:
             self.hosts.release(call.host)
-        for settled in outcomes:
-            self._settle(settled)
+        for call, settled in zip(plan.calls, outcomes, strict=True):
+            self._settle(settled, call.started)
         self.settler.settle_now(self.settler.take_outcomes(), plan.to_delete)
 
 
