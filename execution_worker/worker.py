@@ -1,38 +1,45 @@
 """The executor: long-polls queue 2, holds each occurrence until its exact moment, fires it.
 
-Three parts in one process:
-- a receiver thread takes messages from queue 2 while there is room in memory (``max_held``),
-  and makes each one invisible to other executors for as long as it is held and run;
-- the dispatcher (``run``'s own thread) sleeps until the earliest held occurrence is due, waking
-  early when an earlier one arrives, and hands due occurrences to a pool of HTTP workers;
-- each worker checks the schedule again (deleted, paused or changed → skipped), takes the
-  occurrence's execution record (a lease: a duplicate delivery never makes a second run), makes
-  the call, records the outcome, and only then deletes the message. A retry is the message
-  coming back after a backoff (its visibility), so retry state survives a crash.
+One event loop does the waiting and the calling; the blocking store and queue work leaves it in
+batches, on a thread of its own per kind of work (receiving, checking and beginning, settling),
+never one blocking call per fire:
+- receiving (``_receive_batch``): up to ``receive_batch_size`` messages per call, each made
+  invisible to other executors for as long as it is held and run, while there is room
+  (``max_held``: held, waiting, calling, and outcomes not yet recorded);
+- the timer (``execution_worker.timer``) wakes the loop when the earliest held occurrence is due;
+- for the occurrences due together, one thread hop (``_check_and_begin``) reads their schedules
+  in one ``get_schedules`` (deleted, paused or changed → skipped; too late for grace →
+  skipped), takes a call slot for each (``execution_worker.sending``: at most
+  ``executor_calls_per_host`` calls per host), and begins their execution records in one
+  ``begin_attempts`` (a lease: a duplicate delivery never makes a second run);
+- each call runs on the loop (``HttpSender``, aiohttp), up to ``executor_concurrency`` at once;
+- the settler (``execution_worker.settler``) records outcomes in batches, and only then deletes,
+  dead-letters or delays their messages. A retry is the message coming back after a backoff,
+  so retry state survives a crash.
 
-Three things keep round trips off the path of each call (found by profiling at 2,000 fires/s):
-- a message is received invisible for long enough to be held, fired and given its execution
-  lease when the call has the default timeout, so firing needs no visibility change;
-- a successful outcome is recorded by a settler thread, with the others that finished within a
-  few milliseconds, in one ``settle_attempts`` (one transaction on SQLite);
-- settled messages are deleted in batches by the same thread, always after their outcome is
-  recorded. A crash in between brings back a message whose record is final (the next executor
-  deletes it as a duplicate) or, before the record, one whose call is made again with the same
-  ``Idempotency-Key``, as after a crash during the call.
+A message is received invisible for long enough to be held, fired and given its execution lease
+when the call has the default timeout, so firing needs no visibility change. A crash after a
+call and before its record brings back a message whose call is made again with the same
+``Idempotency-Key``, as after a crash during the call.
 """
 
 from __future__ import annotations
 
-import heapq
-import itertools
+import asyncio
 import logging
-import threading
 import time
-from collections.abc import Sequence
+from collections import defaultdict, deque
+from collections.abc import Callable, Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import partial
+from typing import Any, TypeVar
 
+from execution_worker.sending import HostLimits, destination
+from execution_worker.settler import Settled, Settler, defer
+from execution_worker.timer import Held, HeldOccurrences
+from shared.decisions import DELETED, grace_refusal, skip_reason
 from shared.errors import PoisonMessage, Transient
 from shared.lifecycle import Shutdown
 from shared.messages import decode_occurrence
@@ -53,7 +60,6 @@ from shared.model import (
     Occurrence,
     Payload,
     Schedule,
-    ScheduleStatus,
 )
 from shared.ports import (
     Clock,
@@ -65,11 +71,13 @@ from shared.ports import (
     WebhookError,
     WebhookSender,
 )
-from shared.retry import Verdict, backoff_delay, judge_response
+from shared.retry import Verdict, judge_response, next_step
 from shared.settings import Settings
 from shared.webhooks import WebhookSigner, build_request
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 # A call's timeout unless its schedule sets another: the receive visibility covers it.
 DEFAULT_CALL_SECONDS: float = Payload.timeout_seconds
@@ -77,20 +85,13 @@ DEFAULT_CALL_SECONDS: float = Payload.timeout_seconds
 # ends its message comes back.
 FIRE_SLACK_SECONDS = 1.0
 FIRE_SLACK = timedelta(seconds=FIRE_SLACK_SECONDS)
-# Outcomes are recorded, and settled messages deleted, together: up to this many, or after
-# this long.
-SETTLE_BATCH = 50
-SETTLE_LINGER_SECONDS = 0.005
-SETTLE_TRIES = 3
-
-
-@dataclass(order=True)
-class Held:
-    due: datetime
-    rank: tuple[int, int]
-    occurrence: Occurrence = field(compare=False)
-    message: ReceivedMessage = field(compare=False)
-    visible_at: datetime = field(compare=False)
+# Occurrences due this soon are checked and begun together, then each is called at its
+# moment: the thread hop's latency is hidden, and the batches grow with the load.
+PREPARE_AHEAD = timedelta(milliseconds=10)
+# Receive calls one thread hop makes at most, while the queue gives full batches.
+RECEIVES_PER_HOP = 10
+# The longest the loop sleeps without looking at the stop flag.
+TICK_SECONDS = 0.2
 
 
 @dataclass
@@ -102,6 +103,27 @@ class ExecutorStats:
     skipped: int = 0
     duplicates: int = 0
     poisoned: int = 0
+
+
+@dataclass
+class Call:
+    """A due occurrence whose attempt is begun: the call to make, and what settles it."""
+
+    item: Held
+    schedule: Schedule
+    execution: Execution
+    host: str
+    started: datetime
+
+
+@dataclass
+class Plan:
+    """What one check-and-begin batch leaves for the loop."""
+
+    calls: list[Call] = field(default_factory=list)
+    to_delete: list[str] = field(default_factory=list)
+    # Parked items whose host slot freed while the batch ran: due again.
+    due_again: list[Held] = field(default_factory=list)
 
 
 class Executor:
@@ -136,242 +158,227 @@ class Executor:
         self.receive_visibility = (
             settings.dispatch_lead_seconds + 1.0 + self.hold_past_due.total_seconds()
         )
-        self._in_flight = 0
         self.heartbeat = Heartbeat(30.0)
         self.stats = ExecutorStats()
-        self._held: list[Held] = []
-        self._sequence = itertools.count()
-        self._changed = threading.Condition()
-        # Calls in flight, apart from ``_changed``: only a stop waits for them, and the dispatcher
-        # (waiting on ``_changed`` for the next due occurrence) must not wake for every call.
-        self._calls = threading.Condition()
-        self._slots = threading.Semaphore(settings.executor_concurrency)
-        self._pool = ThreadPoolExecutor(
-            max_workers=settings.executor_concurrency, thread_name_prefix="fire"
-        )
-        # Outcomes to record and receipts to delete, waiting for the settler thread (only while
-        # ``run`` runs; otherwise each is settled at once).
-        self._to_record: list[tuple[Execution, AttemptOutcome, str]] = []
-        self._to_delete: list[str] = []
-        self._batching = False
-        self._settle_ready = threading.Condition()
+        self.held = HeldOccurrences()
+        self.hosts: HostLimits[Held] = HostLimits()
+        self.settler = Settler(store, occurrences, dead_letters, self.owner, self.clock)
+        # Due, waiting for room among the calls in flight (or handed back by ``hosts``).
+        self._due: deque[Held] = deque()
+        self._calls = 0
+        self._starting = 0
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._waiter: asyncio.Future[None] | None = None
+        # One thread per kind of blocking work: the loop hands each a batch at a time.
+        self._threads: dict[str, ThreadPoolExecutor] = {}
 
-    # -- the loops ------------------------------------------------------------------------
+    # -- the loop -------------------------------------------------------------------------
 
     def run(self, shutdown: Shutdown) -> None:
+        asyncio.run(self.serve(shutdown))
+
+    async def serve(self, shutdown: Shutdown) -> None:
         log.info("executor started", extra={"event": "executor_started", "owner": self.owner})
         if self.signer is None:
             log.warning(
                 "SCHEDULER_WEBHOOK_SECRET is not set: webhooks are sent unsigned",
                 extra={"event": "webhooks_unsigned"},
             )
-        receiver = threading.Thread(
-            target=self._receive_loop, args=(shutdown,), name="receive", daemon=True
-        )
-        with self._settle_ready:
-            self._batching = True
-        settler = threading.Thread(target=self._settle_loop, name="settle", daemon=True)
-        receiver.start()
-        settler.start()
+        settled = asyncio.Event()
+        settler = asyncio.create_task(self.settler.run(settled, partial(self._off_loop, "settle")))
+        receiver = asyncio.create_task(self._receive_loop(shutdown))
+        finished = False
         try:
-            self._dispatch_loop(shutdown)
+            await self._dispatch_loop(shutdown)
         finally:
-            with self._changed:
-                self._changed.notify_all()
-            receiver.join(timeout=self.settings.receive_wait_seconds + 5)
-            self._release_held()
-            finished = self._wait_in_flight(self.settings.shutdown_timeout_seconds)
-            self._stop_batching()
-            settler.join(timeout=self.settings.shutdown_timeout_seconds)
-            self._pool.shutdown(wait=finished, cancel_futures=True)
+            await asyncio.wait({receiver}, timeout=self.settings.receive_wait_seconds + 5)
+            await self._release_held()
+            finished = await self._wait_for_calls(self.settings.shutdown_timeout_seconds)
+            settled.set()
+            await asyncio.wait({settler}, timeout=self.settings.shutdown_timeout_seconds)
             if finished:
-                self.sender.close()
+                await self.sender.close()
+            for thread in self._threads.values():
+                thread.shutdown(wait=False)
             log.info(
                 "executor stopped" if finished else "executor stopped with calls in flight",
-                extra={"event": "executor_stopped", "in_flight": self._in_flight},
+                extra={"event": "executor_stopped", "in_flight": self._calls},
             )
 
-    def _receive_loop(self, shutdown: Shutdown) -> None:
-        while not shutdown.is_set():
-            with self._changed:
-                full = len(self._held) >= self.max_held
-            if full:
-                shutdown.wait(0.05)
-                continue
-            try:
-                self.receive_once(self.settings.receive_wait_seconds)
-            except Transient as exc:
-                log.warning("queue unavailable: %s", exc, extra={"event": "transient_error"})
-                shutdown.wait(1.0)
-            except Exception:
-                log.exception("receive failed", extra={"event": "receive_failed"})
-                shutdown.wait(1.0)
-
-    def _dispatch_loop(self, shutdown: Shutdown) -> None:
-        while not shutdown.is_set():
-            self.heartbeat.beat()
-            due = self.take_due(timeout=0.5)
-            for index, item in enumerate(due):
-                # Every worker busy: wait for one, but not past a stop. What is not fired by
-                # then goes back to the held ones, which a stop hands back to the queue.
-                while not self._slots.acquire(timeout=0.5):
-                    self.heartbeat.beat()
-                    if shutdown.is_set():
-                        with self._changed:
-                            for unfired in due[index:]:
-                                heapq.heappush(self._held, unfired)
-                        return
-                with self._calls:
-                    self._in_flight += 1
-                self._pool.submit(self._fire_and_release, item)
-
-    def _delete(self, receipt: str) -> None:
-        """Delete a settled message: soon, in a batch, while ``run`` runs; at once otherwise."""
-        with self._settle_ready:
-            if self._batching:
-                self._to_delete.append(receipt)
-                self._notify_if_full()
-                return
-        self.occurrences.delete([receipt])
-
-    def _record_success(self, execution: Execution, outcome: AttemptOutcome, receipt: str) -> None:
-        """Record a successful attempt and count it, then delete its message: batched while
-        ``run`` runs, at once otherwise."""
-        with self._settle_ready:
-            if self._batching:
-                self._to_record.append((execution, outcome, receipt))
-                self._notify_if_full()
-                return
-        self._settle_now([(execution, outcome, receipt)], [])
-
-    def _notify_if_full(self) -> None:
-        # The first one starts the settler's short linger; a full batch ends it.
-        pending = len(self._to_record) + len(self._to_delete)
-        if pending == 1 or pending >= SETTLE_BATCH:
-            self._settle_ready.notify()
-
-    def _settle_loop(self) -> None:
-        while True:
-            with self._settle_ready:
-                if self._batching and not (self._to_record or self._to_delete):
-                    self._settle_ready.wait(0.5)  # idle until the first arrives
-                pending = len(self._to_record) + len(self._to_delete)
-                if self._batching and 0 < pending < SETTLE_BATCH:
-                    self._settle_ready.wait(SETTLE_LINGER_SECONDS)  # a moment for more
-                to_record, self._to_record = self._to_record, []
-                to_delete, self._to_delete = self._to_delete, []
-                stopping = not self._batching
-            self._settle_now(to_record, to_delete)
-            if stopping:
-                return
-
-    def _settle_now(
-        self, to_record: Sequence[tuple[Execution, AttemptOutcome, str]], to_delete: list[str]
-    ) -> None:
-        if to_record:
-            batch = [(execution, outcome) for execution, outcome, _ in to_record]
-            for attempt in range(1, SETTLE_TRIES + 1):
-                try:
-                    self.store.settle_attempts(batch, self.owner)
-                except Exception as exc:
-                    if attempt < SETTLE_TRIES:
-                        time.sleep(0.1 * attempt)
-                        continue
-                    # Their messages stay: they come back after their visibility, and the
-                    # calls are made again (same Idempotency-Key) once the leases run out.
-                    log.error(
-                        "could not record %d outcome(s): %s",
-                        len(batch),
-                        exc,
-                        extra={"event": "record_failed"},
-                    )
-                    break
-                else:
-                    to_delete = to_delete + [receipt for _, _, receipt in to_record]
-                    break
-        if not to_delete:
-            return
-        try:
-            self.occurrences.delete(to_delete)
-        except Exception as exc:
-            # They come back after their visibility; their records are final: duplicates.
-            log.warning(
-                "could not delete %d settled message(s): %s",
-                len(to_delete),
-                exc,
-                extra={"event": "delete_failed"},
-            )
-
-    def _stop_batching(self) -> None:
-        """From now on settle at once; the settler thread settles what is left and ends."""
-        with self._settle_ready:
-            self._batching = False
-            self._settle_ready.notify()
-
-    def _wait_in_flight(self, timeout: float) -> bool:
-        """Wait up to ``timeout`` for the calls in flight to finish; whether they all did.
-
-        Those still running when it expires keep their messages undeleted: they come back.
-        """
-        with self._calls:
-            return self._calls.wait_for(lambda: self._in_flight == 0, timeout)
+    async def _off_loop(self, kind: str, work: Callable[..., T], *arguments: Any) -> T:
+        """``work(*arguments)`` on the thread of ``kind``: blocking store and queue calls."""
+        if kind not in self._threads:
+            self._threads[kind] = ThreadPoolExecutor(1, thread_name_prefix=kind)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._threads[kind], work, *arguments)
 
     @property
     def in_flight(self) -> int:
         """Calls started and not finished (after a stop: those abandoned to their messages)."""
-        with self._calls:
-            return self._in_flight
+        return self._calls
 
-    def take_due(self, timeout: float) -> list[Held]:
-        """Wait until the earliest held occurrence is due (or ``timeout``); pop the due ones."""
-        with self._changed:
-            now = self.clock.now()
-            if not self._held or self._held[0].due > now:
-                wait = timeout
-                if self._held:
-                    wait = min(wait, (self._held[0].due - now).total_seconds())
-                self._changed.wait(max(0.0, wait))
-                now = self.clock.now()
-            due: list[Held] = []
-            while self._held and self._held[0].due <= now:
-                due.append(heapq.heappop(self._held))
-            return due
+    @property
+    def holding(self) -> int:
+        """Occurrences this executor answers for: held, due, calling, or not yet recorded."""
+        return (
+            len(self.held)
+            + len(self._due)
+            + self._starting
+            + self.hosts.parked()
+            + self._calls
+            + self.settler.pending
+        )
 
-    def _fire_and_release(self, item: Held) -> None:
+    def _poke(self) -> None:
+        if self._waiter is not None:
+            _resolve(self._waiter)
+
+    async def _receive_loop(self, shutdown: Shutdown) -> None:
+        while not shutdown.is_set():
+            if self.holding >= self.max_held:
+                await asyncio.sleep(0.05)
+                continue
+            room = self.max_held - self.holding
+            try:
+                received = await self._off_loop(
+                    "receive", self._receive_batches, self.settings.receive_wait_seconds, room
+                )
+            except Transient as exc:
+                log.warning("queue unavailable: %s", exc, extra={"event": "transient_error"})
+                await asyncio.sleep(1.0)
+                continue
+            except Exception:
+                log.exception("receive failed", extra={"event": "receive_failed"})
+                await asyncio.sleep(1.0)
+                continue
+            self._hold(received)
+
+    async def _dispatch_loop(self, shutdown: Shutdown) -> None:
+        while not shutdown.is_set():
+            self.heartbeat.beat()
+            self._due.extend(self.held.pop_due(self.clock.now() + PREPARE_AHEAD))
+            self._start_due()
+            wait = TICK_SECONDS
+            next_due = self.held.next_due()
+            if next_due is not None:
+                ahead = next_due - PREPARE_AHEAD - self.clock.now()
+                wait = min(wait, ahead.total_seconds())
+            if wait > 0:
+                await self._sleep(wait)
+
+    async def _sleep(self, seconds: float) -> None:
+        """Sleep up to ``seconds``, waking early at ``_poke`` (something arrived or ended)."""
+        loop = asyncio.get_running_loop()
+        waiter = self._waiter = loop.create_future()
+        timer = loop.call_later(seconds, _resolve, waiter)
+        try:
+            await waiter
+        finally:
+            timer.cancel()
+            self._waiter = None
+
+    def _start_due(self) -> None:
+        # One batch at a time: what falls due while one is checked and begun goes in the next,
+        # so the batches grow with the load and the store work per fire shrinks.
+        room = self.settings.executor_concurrency - self._calls - self._starting
+        if self._starting or room <= 0 or not self._due:
+            return
+        batch = [self._due.popleft() for _ in range(min(room, len(self._due)))]
+        self._starting += len(batch)
+        self._spawn(self._start_batch(batch))
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _start_batch(self, batch: list[Held]) -> None:
+        try:
+            plan = await self._off_loop("begin", self._check_and_begin, batch)
+        except Exception:
+            # Their messages stay; they come back after their visibility timeout.
+            log.exception("firing failed", extra={"event": "fire_failed"})
+            return
+        finally:
+            self._starting -= len(batch)
+        self.settler.delete(plan.to_delete)
+        self._due.extendleft(reversed(plan.due_again))
+        for call in plan.calls:
+            self._calls += 1
+            self._spawn(self._call_and_settle(call))
+        self._poke()
+
+    async def _call_and_settle(self, call: Call) -> None:
         started = time.perf_counter()
         try:
-            self.fire(item)
+            settled = await self._call(call)
+            self._settle(settled, call.started)
             PROCESSING.labels("executor", "fire").observe(time.perf_counter() - started)
         except Exception:
             # The message stays; it comes back after its visibility timeout.
             log.exception(
                 "firing failed",
-                extra={"event": "fire_failed", "occurrence_id": item.occurrence.occurrence_id},
+                extra={"event": "fire_failed", "occurrence_id": call.execution.occurrence_id},
             )
         finally:
-            self._slots.release()
-            with self._calls:
-                self._in_flight -= 1
-                self._calls.notify_all()
+            self._calls -= 1
+            waiter = self.hosts.release(call.host)
+            if waiter is not None:
+                self._due.appendleft(waiter)
+            self._poke()
 
-    def _release_held(self) -> None:
+    async def _wait_for_calls(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` for the calls in flight to finish; whether they all did.
+
+        Those still running when it expires keep their messages undeleted: they come back.
+        """
+        deadline = time.monotonic() + timeout
+        while (self._calls or self._starting) and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        return not (self._calls or self._starting)
+
+    async def _release_held(self) -> None:
         """On shutdown, hand the occurrences not yet fired back to the queue at once."""
-        with self._changed:
-            held, self._held = self._held, []
-        for item in held:
+        items = [*self.held.take_all(), *self._due, *self.hosts.take_all_parked()]
+        self._due.clear()
+        if items:
+            await self._off_loop("begin", self._release, items)
+
+    def _release(self, items: Sequence[Held]) -> None:
+        for item in items:
             try:
                 self.occurrences.change_visibility(item.message.receipt_handle, 0)
             except Exception:
                 log.warning("could not release a held message; it returns after its timeout")
 
-    # -- one step each, also used directly by tests ------------------------------------
+    # -- receiving (off the loop) ----------------------------------------------------------
 
-    def receive_once(self, wait_seconds: float = 0.0) -> int:
+    def _receive_batches(
+        self, wait_seconds: float, room: int
+    ) -> list[tuple[Occurrence, ReceivedMessage, datetime]]:
+        """``_receive_batch`` again while the queue gives full batches and there is room: one
+        thread hop for many batches when the queue is busy."""
+        received = self._receive_batch(wait_seconds)
+        size = self.settings.receive_batch_size
+        for _ in range(RECEIVES_PER_HOP - 1):
+            if len(received) % size or len(received) + size > room:
+                break
+            more = self._receive_batch(0.0)
+            if not more:
+                break
+            received += more
+        return received
+
+    def _receive_batch(
+        self, wait_seconds: float
+    ) -> list[tuple[Occurrence, ReceivedMessage, datetime]]:
+        """Receive messages and make each invisible for as long as it is held; dead-letter
+        those that cannot be decoded, and send long-delayed retries on (``defer``)."""
         messages = self.occurrences.receive(
             self.settings.receive_batch_size, wait_seconds, self.receive_visibility
         )
         now = self.clock.now()
-        items: list[Held] = []
+        received = []
         for message in messages:
             try:
                 occurrence = decode_occurrence(message.body)
@@ -381,70 +388,151 @@ class Executor:
                 self.occurrences.delete([message.receipt_handle])
                 self.stats.poisoned += 1
                 continue
+            due = occurrence.scheduled_time
+            if occurrence.not_before is not None:
+                due = max(due, occurrence.not_before)
+                if due - now > timedelta(seconds=self.receive_visibility):
+                    defer(self.occurrences, occurrence, message.receipt_handle, due, now)
+                    continue
             visible_at = now + timedelta(seconds=self.receive_visibility)
-            needed = max(occurrence.scheduled_time, now) + self.hold_past_due
+            needed = max(due, now) + self.hold_past_due
             if needed > visible_at:
-                hold = (needed - now).total_seconds()
-                self.occurrences.change_visibility(message.receipt_handle, hold)
-                visible_at = needed
-            items.append(
-                Held(
-                    due=occurrence.scheduled_time,
-                    rank=(-occurrence.priority, next(self._sequence)),
-                    occurrence=occurrence,
-                    message=message,
-                    visible_at=visible_at,
+                self.occurrences.change_visibility(
+                    message.receipt_handle, (needed - now).total_seconds()
                 )
-            )
-        self.stats.received += len(items)
-        if items:
-            with self._changed:
-                for item in items:
-                    heapq.heappush(self._held, item)
-                self._changed.notify_all()
-        return len(messages)
+                visible_at = needed
+            received.append((occurrence, message, visible_at))
+        self.stats.received += len(received)
+        return received
 
-    def fire(self, item: Held) -> None:
-        """Fire one held occurrence that is due, and settle its message."""
-        occurrence = item.occurrence
-        receipt = item.message.receipt_handle
-        schedule = self.store.get_schedule(occurrence.tenant, occurrence.schedule_id)
-        reason = self._skip_reason(occurrence, schedule)
-        if reason is not None:
-            self._skip(occurrence, receipt, reason)
-            return
-        assert schedule is not None
-        definition = schedule.live_definition
-        payload = definition.payload
+    def _hold(self, received: Sequence[tuple[Occurrence, ReceivedMessage, datetime]]) -> None:
+        for occurrence, message, visible_at in received:
+            self.held.hold(occurrence, message, visible_at)
+        if received:
+            self._poke()
+
+    # -- checking and beginning a batch (off the loop) ---------------------------------------
+
+    def _check_and_begin(self, batch: Sequence[Held]) -> Plan:
+        """The version check of the batch in one read, then the records of those that go in
+        one write per lease length."""
+        plan = Plan()
         now = self.clock.now()
-        grace = definition.misfire.grace_seconds
-        late = (now - occurrence.scheduled_time).total_seconds()
-        if (
-            grace is not None
-            and late > grace
-            and not occurrence.manual
-            and not self._is_retry(occurrence, item.message)
-        ):
-            self._skip(occurrence, receipt, f"late by {late:.3f}s, beyond grace of {grace:g}s")
-            return
-        lease = timedelta(
-            seconds=payload.timeout_seconds + self.settings.execution_lease_margin_seconds
+        schedules = self.store.get_schedules(
+            [(item.occurrence.tenant, item.occurrence.schedule_id) for item in batch]
         )
-        if now + lease > item.visible_at:
-            # The message comes back only after the lease: then another executor may take over.
-            self.occurrences.change_visibility(receipt, (lease + FIRE_SLACK).total_seconds())
-        execution = self.store.begin_attempt(occurrence, self.owner, now, now + lease)
-        if execution is None:
-            self._not_mine(occurrence, receipt, now)
+        skips: list[tuple[Held, str]] = []
+        going: dict[float, list[tuple[Held, Schedule, str]]] = defaultdict(list)
+        for item in batch:
+            occurrence = item.occurrence
+            schedule = schedules.get((occurrence.tenant, occurrence.schedule_id))
+            reason = skip_reason(occurrence, schedule)
+            if reason is None:
+                assert schedule is not None
+                reason = grace_refusal(
+                    occurrence, schedule.live_definition, now, self._is_retry(item)
+                )
+            if reason is not None:
+                skips.append((item, reason))
+                continue
+            assert schedule is not None
+            payload = schedule.live_definition.payload
+            host = destination(payload.url)
+            limit = payload.calls_per_host or self.settings.executor_calls_per_host
+            if self.hosts.take(host, limit, item):
+                going[payload.timeout_seconds].append((item, schedule, host))
+        if skips:
+            self._skip(skips, now, plan)
+        for timeout, group in going.items():
+            lease = timedelta(seconds=timeout + self.settings.execution_lease_margin_seconds)
+            executions = self.store.begin_attempts(
+                [item.occurrence for item, _, _ in group], self.owner, now, now + lease
+            )
+            for (item, schedule, host), execution in zip(group, executions, strict=True):
+                if execution is None:
+                    self._not_mine(item, now, plan)
+                    waiter = self.hosts.release(host)
+                    if waiter is not None:
+                        plan.due_again.append(waiter)
+                    continue
+                if now + lease > item.visible_at:
+                    # It comes back only after the lease: then another executor may take over.
+                    self.occurrences.change_visibility(
+                        item.message.receipt_handle, (lease + FIRE_SLACK).total_seconds()
+                    )
+                plan.calls.append(Call(item, schedule, execution, host, now))
+        return plan
+
+    def _is_retry(self, item: Held) -> bool:
+        """Whether an attempt was made already: grace applies to the first attempt only (a
+        retry is late by its backoff). Only a redelivered message needs to look."""
+        if item.occurrence.not_before is not None:
+            return True
+        if item.message.receive_count <= 1:
+            return False
+        occurrence = item.occurrence
+        record = self.store.get_execution(occurrence.tenant, occurrence.occurrence_id)
+        return record is not None and record.attempts > 0
+
+    def _not_mine(self, item: Held, now: datetime, plan: Plan) -> None:
+        """The occurrence could not be taken: final already (this delivery is a duplicate, and
+        goes), or held by another executor's live lease (this message waits for the lease to
+        end, in case that executor died: deleting it could lose the occurrence)."""
+        occurrence = item.occurrence
+        record = self.store.get_execution(occurrence.tenant, occurrence.occurrence_id)
+        if record is not None and not record.status.is_final and record.lease_until is not None:
+            wait = record.lease_until - now + FIRE_SLACK
+            self.occurrences.change_visibility(
+                item.message.receipt_handle, max(wait.total_seconds(), 1.0)
+            )
             return
-        request = build_request(occurrence, payload, execution.attempts, self.signer, now)
-        FIRE_LATENESS.observe(max(0.0, late))
+        self.stats.duplicates += 1
+        EXECUTIONS.labels("duplicate").inc()
+        plan.to_delete.append(item.message.receipt_handle)
+
+    def _skip(self, skips: Sequence[tuple[Held, str]], now: datetime, plan: Plan) -> None:
+        self.store.record_skips([(item.occurrence, reason) for item, reason in skips], now)
+        for item, reason in skips:
+            plan.to_delete.append(item.message.receipt_handle)
+            self.stats.skipped += 1
+            EXECUTIONS.labels("skipped").inc()
+            occurrence = item.occurrence
+            # Every occurrence dispatched before a delete meets it: the record keeps the skip.
+            level = logging.DEBUG if reason == DELETED else logging.INFO
+            log.log(
+                level,
+                "occurrence skipped: %s",
+                reason,
+                extra={
+                    "event": "occurrence_skipped",
+                    "tenant": occurrence.tenant,
+                    "schedule_id": occurrence.schedule_id,
+                    "occurrence_id": occurrence.occurrence_id,
+                    "reason": reason,
+                },
+            )
+
+    # -- calling (on the loop) -------------------------------------------------------------
+
+    async def _call(self, call: Call) -> Settled:
+        """Wait for the occurrence's moment (it was begun up to ``PREPARE_AHEAD`` before), then
+        make the call and judge its answer."""
+        execution, item = call.execution, call.item
+        wait = (item.due - self.clock.now()).total_seconds()
+        if wait > 0:
+            await asyncio.sleep(wait)
+        call.started = self.clock.now()
+        FIRE_LATENESS.observe(max(0.0, (call.started - item.due).total_seconds()))
+        payload = call.schedule.live_definition.payload
+        request = build_request(
+            item.occurrence, payload, execution.attempts, self.signer, call.started
+        )
         http_status: int | None = None
         try:
-            response = self.sender.send(request)
+            response = await self.sender.send(request)
         except WebhookError as exc:
             finished = self.clock.now()
-            duration_ms = (finished - now).total_seconds() * 1000.0
+            duration_ms = (finished - call.started).total_seconds() * 1000.0
             verdict = Verdict(succeeded=False, retryable=exc.retryable, reason=str(exc))
         else:
             finished = self.clock.now()
@@ -452,125 +540,89 @@ class Executor:
             WEBHOOK_DURATION.observe(duration_ms / 1000.0)
             verdict = judge_response(http_status, response.headers, finished)
         HTTP_RESPONSES.labels(status_class(http_status)).inc()
-        self._settle(execution, schedule, item.message, finished, verdict, http_status, duration_ms)
-
-    def _is_retry(self, occurrence: Occurrence, message: ReceivedMessage) -> bool:
-        """Whether an attempt was made already: grace applies to the first attempt only (a
-        retry is late by its backoff). Only a redelivered message needs to look."""
-        if message.receive_count <= 1:
-            return False
-        record = self.store.get_execution(occurrence.tenant, occurrence.occurrence_id)
-        return record is not None and record.attempts > 0
-
-    def _not_mine(self, occurrence: Occurrence, receipt: str, now: datetime) -> None:
-        """The occurrence could not be taken: final already (this delivery is a duplicate, and
-        goes), or held by another executor's live lease (this message waits for the lease to
-        end, in case that executor died: deleting it could lose the occurrence)."""
-        record = self.store.get_execution(occurrence.tenant, occurrence.occurrence_id)
-        if record is not None and not record.status.is_final and record.lease_until is not None:
-            wait = record.lease_until - now + FIRE_SLACK
-            self.occurrences.change_visibility(receipt, max(wait.total_seconds(), 1.0))
-            return
-        self.stats.duplicates += 1
-        EXECUTIONS.labels("duplicate").inc()
-        self._delete(receipt)
-
-    def _skip_reason(self, occurrence: Occurrence, schedule: Schedule | None) -> str | None:
-        if schedule is None or schedule.status is ScheduleStatus.DELETED:
-            return "schedule deleted"
-        if occurrence.manual:
-            return None
-        if schedule.revision != occurrence.revision:
-            return f"schedule changed (revision {occurrence.revision} → {schedule.revision})"
-        if schedule.status is ScheduleStatus.PAUSED:
-            return "schedule paused"
-        return None
-
-    def _skip(self, occurrence: Occurrence, receipt: str, reason: str) -> None:
-        self.store.record_skips([(occurrence, reason)], self.clock.now())
-        self._delete(receipt)
-        self.stats.skipped += 1
-        EXECUTIONS.labels("skipped").inc()
-        log.info(
-            "occurrence skipped: %s",
-            reason,
-            extra={
-                "event": "occurrence_skipped",
-                "tenant": occurrence.tenant,
-                "schedule_id": occurrence.schedule_id,
-                "occurrence_id": occurrence.occurrence_id,
-                "reason": reason,
-            },
+        # The queue dead-letters a message delivered max_receives times: then this is the last.
+        deliveries_left = item.message.receive_count < self.settings.max_receives
+        step = next_step(
+            verdict, call.schedule.live_definition.retry, execution.attempts, deliveries_left
         )
+        next_attempt = finished + step.delay if step.delay is not None else None
+        error = None if verdict.succeeded else verdict.reason
+        outcome = AttemptOutcome(
+            step.status, finished, http_status, duration_ms, error, next_attempt
+        )
+        return Settled(execution, outcome, item.occurrence, item.message, step.delay)
 
-    def _settle(
-        self,
-        execution: Execution,
-        schedule: Schedule,
-        message: ReceivedMessage,
-        finished: datetime,
-        verdict: Verdict,
-        http_status: int | None,
-        duration_ms: float,
-    ) -> None:
-        """Record how the attempt ended: success, a retry after backoff, or a dead letter."""
-        receipt = message.receipt_handle
-        policy = schedule.live_definition.retry
-        error = verdict.reason
+    def _settle(self, settled: Settled, started: datetime) -> None:
+        """Hand the outcome to the settler; count and log it."""
+        self.settler.add(settled)
+        execution, outcome = settled.execution, settled.outcome
         extra = {
             "tenant": execution.tenant,
             "schedule_id": execution.schedule_id,
             "occurrence_id": execution.occurrence_id,
             "attempt": execution.attempts,
-            "http_status": http_status,
-            "duration_ms": round(duration_ms, 3),
-            "lateness_ms": round(
-                (execution.started_at - execution.scheduled_time).total_seconds() * 1000.0, 3
-            )
-            if execution.started_at
-            else None,
+            "http_status": outcome.http_status,
+            "duration_ms": round(outcome.duration_ms or 0.0, 3),
+            "lateness_ms": round((started - execution.scheduled_time).total_seconds() * 1000.0, 3),
         }
-        if verdict.succeeded:
-            outcome = AttemptOutcome(
-                ExecutionStatus.SUCCEEDED, finished, http_status, duration_ms, None
-            )
-            self._record_success(execution, outcome, receipt)
+        if outcome.status is ExecutionStatus.SUCCEEDED:
             self.stats.succeeded += 1
             EXECUTIONS.labels("succeeded").inc()
             log.info("occurrence succeeded", extra={"event": "occurrence_succeeded", **extra})
-            return
-        # The queue dead-letters a message delivered max_receives times: then this is the last.
-        deliveries_left = message.receive_count < self.settings.max_receives
-        if verdict.retryable and execution.attempts < policy.max_attempts and deliveries_left:
-            delay = backoff_delay(policy, execution.attempts, verdict.retry_after_seconds)
-            outcome = AttemptOutcome(
-                ExecutionStatus.RETRYING,
-                finished,
-                http_status,
-                duration_ms,
-                error,
-                finished + delay,
-            )
-            self.store.finish_attempt(execution, self.owner, outcome)
-            self.occurrences.change_visibility(receipt, delay.total_seconds())
+        elif outcome.status is ExecutionStatus.RETRYING:
+            delay = settled.delay or timedelta(0)
             self.stats.retried += 1
             RETRIES.inc()
             EXECUTIONS.labels("retrying").inc()
             log.warning(
                 "attempt failed, retrying in %.1fs: %s",
                 delay.total_seconds(),
-                error,
-                extra={"event": "occurrence_retrying", "error": error, **extra},
+                outcome.error,
+                extra={"event": "occurrence_retrying", "error": outcome.error, **extra},
             )
-            return
-        outcome = AttemptOutcome(ExecutionStatus.FAILED, finished, http_status, duration_ms, error)
-        self.store.settle_attempts([(execution, outcome)], self.owner)
-        self.dead_letters.send([OutgoingMessage(message.body)])
-        self._delete(receipt)
-        self.stats.failed += 1
-        EXECUTIONS.labels("failed").inc()
-        log.error(
-            "occurrence failed: %s",
-            error,
-            extra={"event": "occurrence_failed", "error": error, **extra},
-        )
+        else:
+            self.stats.failed += 1
+            EXECUTIONS.labels("failed").inc()
+            log.error(
+                "occurrence failed: %s",
+                outcome.error,
+                extra={"event": "occurrence_failed", "error": outcome.error, **extra},
+            )
+
+    # -- one step each, for tests that drive the executor by hand -----------------------------
+
+    def receive_once(self, wait_seconds: float = 0.0) -> int:
+        """Receive one batch and hold it; how many were held."""
+        received = self._receive_batch(wait_seconds)
+        self._hold(received)
+        return len(received)
+
+    def take_due(self, timeout: float) -> list[Held]:
+        """Wait until the earliest held occurrence is due (or ``timeout``); pop the due ones."""
+        next_due = self.held.next_due()
+        if next_due is not None:
+            wait = (next_due - self.clock.now()).total_seconds()
+            if wait > 0:
+                time.sleep(min(wait, timeout))
+        return self.held.pop_due(self.clock.now())
+
+    def fire(self, item: Held) -> None:
+        """Fire one held occurrence that is due and settle it, all before returning."""
+        asyncio.run(self._fire_alone(item))
+
+    async def _fire_alone(self, item: Held) -> None:
+        plan = self._check_and_begin([item])
+        try:
+            outcomes = [await self._call(call) for call in plan.calls]
+        finally:
+            await self.sender.close()
+        for call in plan.calls:
+            self.hosts.release(call.host)
+        for call, settled in zip(plan.calls, outcomes, strict=True):
+            self._settle(settled, call.started)
+        self.settler.settle_now(self.settler.take_outcomes(), plan.to_delete)
+
+
+def _resolve(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)

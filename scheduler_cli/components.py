@@ -36,7 +36,7 @@ def build_executor(settings: Settings, backends: Backends, clock: Clock | None =
         backends.queues.occurrences,
         backends.queues.dead_letters,
         HttpSender(
-            max_connections_per_host=settings.executor_concurrency,
+            max_connections=settings.executor_concurrency,
             policy=TargetPolicy(settings.allowed_networks),
         ),
         settings,

@@ -414,6 +414,15 @@ class PayloadSchema(Schema):
     timeout_seconds = JsonNumber(
         load_default=10.0, validate=validate.Range(min=0.001, max=300, min_inclusive=True)
     )
+    calls_per_host = WholeNumber(
+        load_default=None,
+        allow_none=True,
+        validate=validate.Range(1, 1000),
+        metadata={
+            "description": "At most this many calls in flight to the URL's host "
+            "(default: the executor's SCHEDULER_EXECUTOR_CALLS_PER_HOST)."
+        },
+    )
 
     @post_load
     def to_payload(self, data: dict[str, Any], **_: Any) -> Payload:
@@ -428,6 +437,7 @@ class PayloadSchema(Schema):
             query=query,
             body=data["body"],
             timeout_seconds=data["timeout_seconds"],
+            calls_per_host=data["calls_per_host"],
         )
 
 

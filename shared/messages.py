@@ -65,20 +65,20 @@ def decode_mutation(body: str, secrets: SecretBox) -> DefinitionMutation:
 
 
 def encode_occurrence(occurrence: Occurrence) -> str:
-    return json.dumps(
-        {
-            "v": FORMAT_VERSION,
-            "kind": "occurrence",
-            "tenant": occurrence.tenant,
-            "schedule_id": occurrence.schedule_id,
-            "occurrence_id": occurrence.occurrence_id,
-            "revision": occurrence.revision,
-            "scheduled_time": iso_z(occurrence.scheduled_time),
-            "priority": occurrence.priority,
-            "manual": occurrence.manual,
-        },
-        separators=(",", ":"),
-    )
+    message: dict[str, Any] = {
+        "v": FORMAT_VERSION,
+        "kind": "occurrence",
+        "tenant": occurrence.tenant,
+        "schedule_id": occurrence.schedule_id,
+        "occurrence_id": occurrence.occurrence_id,
+        "revision": occurrence.revision,
+        "scheduled_time": iso_z(occurrence.scheduled_time),
+        "priority": occurrence.priority,
+        "manual": occurrence.manual,
+    }
+    if occurrence.not_before is not None:
+        message["not_before"] = iso_z(occurrence.not_before)
+    return json.dumps(message, separators=(",", ":"))
 
 
 def decode_occurrence(body: str) -> Occurrence:
@@ -92,6 +92,7 @@ def decode_occurrence(body: str) -> Occurrence:
             scheduled_time=_instant(data["scheduled_time"]),
             priority=int(data.get("priority", 5)),
             manual=bool(data.get("manual", False)),
+            not_before=_instant(data["not_before"]) if "not_before" in data else None,
         )
     except PoisonMessage:
         raise

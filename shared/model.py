@@ -122,9 +122,11 @@ class Payload:
     query: Mapping[str, str | list[str]] = field(default_factory=dict)
     body: JSON = None
     timeout_seconds: float = 10.0
+    # At most this many calls in flight to the URL's host (None: the executor's setting).
+    calls_per_host: int | None = None
 
     def to_document(self) -> dict[str, JSON]:
-        return {
+        document: dict[str, JSON] = {
             "method": self.method,
             "url": self.url,
             "headers": dict(self.headers),
@@ -132,6 +134,9 @@ class Payload:
             "body": self.body,
             "timeout_seconds": self.timeout_seconds,
         }
+        if self.calls_per_host is not None:
+            document["calls_per_host"] = self.calls_per_host
+        return document
 
     @classmethod
     def from_document(cls, document: Mapping[str, JSON]) -> Payload:
@@ -142,6 +147,7 @@ class Payload:
             query=dict(document.get("queryParameters") or {}),
             body=document.get("body"),
             timeout_seconds=float(document.get("timeout_seconds", 10.0)),
+            calls_per_host=_optional_int(document.get("calls_per_host")),
         )
 
 
@@ -304,6 +310,9 @@ class Occurrence:
     priority: int = 5
     occurrence_id: str = ""
     manual: bool = False
+    # A retry waiting out a delay longer than a queue message can stay invisible: re-sent,
+    # and never attempted before this instant.
+    not_before: datetime | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "scheduled_time", utc_ms(self.scheduled_time))
@@ -358,3 +367,7 @@ class AttemptOutcome:
     duration_ms: float | None = None
     error: str | None = None
     next_attempt_at: datetime | None = None
+
+
+def _optional_int(value: JSON) -> int | None:
+    return None if value is None else int(str(value))

@@ -463,12 +463,14 @@ class WebhookResponse:
 
 
 class WebhookSender(ABC):
+    """Makes webhook calls on an event loop, many at once."""
+
     @abstractmethod
-    def send(self, request: WebhookRequest) -> WebhookResponse:
+    async def send(self, request: WebhookRequest) -> WebhookResponse:
         """Make the call. Raises ``WebhookError`` for a timeout or connection failure."""
 
     @abstractmethod
-    def close(self) -> None:
+    async def close(self) -> None:
         """Release connections."""
 
 

@@ -8,10 +8,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from email.utils import parsedate_to_datetime
 
-from shared.model import RetryPolicy
+from shared.model import ExecutionStatus, RetryPolicy
 
 RETRYABLE_STATUSES = frozenset({408, 429})
-# SQS keeps a message invisible for at most 12 hours.
+# The longest ``Retry-After`` honoured. A delay past what a queue message may stay invisible
+# (SQS: 12 hours from its receive) is waited out by re-sending it (``execution_worker.settler``).
 MAX_RETRY_AFTER_SECONDS = 43_200.0
 
 
@@ -62,11 +63,37 @@ def backoff_delay(
 ) -> timedelta:
     """Delay before attempt ``attempt + 1``: full jitter over an exponential ceiling.
 
-    A ``Retry-After`` from the server is honoured as a floor, up to the longest time a queue
-    message can stay invisible (12 hours).
+    A ``Retry-After`` from the server is honoured as a floor, up to 12 hours.
     """
     ceiling = min(policy.max_backoff_seconds, policy.backoff_seconds * 2 ** (attempt - 1))
     delay = rand(0.0, ceiling)
     if retry_after_seconds is not None:
         delay = max(delay, min(retry_after_seconds, MAX_RETRY_AFTER_SECONDS))
     return timedelta(seconds=delay)
+
+
+@dataclass(frozen=True)
+class NextStep:
+    """How an attempt ends: ``status`` to record, and for ``RETRYING`` the ``delay`` before the
+    next attempt."""
+
+    status: ExecutionStatus
+    delay: timedelta | None = None
+
+
+def next_step(
+    verdict: Verdict,
+    policy: RetryPolicy,
+    attempts: int,
+    deliveries_left: bool,
+    rand: Callable[[float, float], float] = random.uniform,
+) -> NextStep:
+    """Success; a retry after backoff if the failure is retryable, the policy allows another
+    attempt and the queue another delivery (``deliveries_left``: it dead-letters a message
+    delivered its maximum number of times); otherwise a failure, which is dead-lettered."""
+    if verdict.succeeded:
+        return NextStep(ExecutionStatus.SUCCEEDED)
+    if verdict.retryable and attempts < policy.max_attempts and deliveries_left:
+        delay = backoff_delay(policy, attempts, verdict.retry_after_seconds, rand)
+        return NextStep(ExecutionStatus.RETRYING, delay)
+    return NextStep(ExecutionStatus.FAILED)

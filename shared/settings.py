@@ -89,7 +89,10 @@ class Settings:
     misfire_threshold_seconds: float = 5.0
 
     # Executor
-    executor_concurrency: int = 32
+    executor_concurrency: int = 64
+    # Calls in flight to one host at most (a schedule's payload.calls_per_host overrides it), so
+    # one slow endpoint cannot take every call slot; the rest wait their turn.
+    executor_calls_per_host: int = 32
     receive_batch_size: int = 10
     receive_wait_seconds: float = 1.0
     # Extra time past an attempt's timeout before another executor may take the occurrence over.
@@ -167,6 +170,7 @@ class Settings:
             "claim_batch_size",
             "max_occurrences_per_claim",
             "executor_concurrency",
+            "executor_calls_per_host",
             "max_receives",
             "processor_batch_size",
             "max_body_bytes",

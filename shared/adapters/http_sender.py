@@ -1,79 +1,117 @@
-"""The webhook sender over HTTP(S): pooled connections, a timeout on every call, no redirects,
-and the SSRF guard (``shared.ssrf``) at fire time.
+"""The webhook sender over HTTP(S) on the event loop (aiohttp): keep-alive connections per host,
+one total deadline per call, no redirects, and the SSRF guard (``shared.ssrf``) in the resolver.
 
-The timeout bounds connecting, each read of the answer's status and headers, and the whole of
-reading its body (see ``_finish_body``).
+The deadline (the request's ``timeout_seconds``) covers the whole call: resolving the name,
+connecting, sending, and the answer's status and headers (a server that trickles its headers is
+cut off at the deadline: no answer). Its body is read, up to ``MAX_BODY_BYTES``, until the same
+deadline; a larger or trickling body is cut off and its connection closed, and the status is
+the answer.
 
-Each call resolves the URL's host once, checks every address DNS answered, and connects to the
-checked address itself: no second resolution, so a name cannot rebind to a private address
-between the check and the connection. The request still names the host (``Host`` header) and,
-for HTTPS, sends it as SNI and verifies the certificate against it, not against the address.
+A new connection resolves the URL's host once, through ``GuardedResolver``: every address DNS
+answered is checked, and the connection goes to the checked address, so a name cannot rebind to
+a private address between the check and the connection. The request still names the host
+(``Host`` header) and, for HTTPS, sends it as SNI and verifies the certificate against it. A
+connection kept alive stays with the address it was checked for. A host written as an address
+is checked before the call (aiohttp connects to a literal without asking the resolver).
 Redirects are not followed: a 3xx is the webhook's answer, and a redirect could lead anywhere.
 """
 
 from __future__ import annotations
 
+import asyncio
+import os
+import socket
+import ssl
 import time
 from urllib.parse import urlsplit
 
-import urllib3
-from urllib3.exceptions import HTTPError
+import aiohttp
+from aiohttp.abc import AbstractResolver, ResolveResult
 
 from shared.ports import WebhookError, WebhookRequest, WebhookResponse, WebhookSender
-from shared.ssrf import Resolver, TargetPolicy, TargetRefused, system_resolver
+from shared.ssrf import Resolver, TargetPolicy, TargetRefused, literal_address, system_resolver
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 # The body of an answer is not used; up to this much is read so its connection can be reused.
 MAX_BODY_BYTES = 64 * 1024
+# How many hosts' literal-address checks are remembered.
+REMEMBERED_HOSTS = 4096
 
 
-def _finish_body(response: urllib3.BaseHTTPResponse, deadline: float) -> None:
-    """Read the answer's body within the call's deadline, then give the connection back.
+class GuardedResolver(AbstractResolver):
+    """Resolves a name once (``resolver``, off the loop) and answers only the checked address."""
 
-    Each read waits at most until the deadline, so a body that trickles in, or one larger than
-    ``MAX_BODY_BYTES``, cannot hold the call past its timeout: it is cut off and its connection
-    closed instead of reused. The status is the webhook's answer either way.
-    """
-    sock = getattr(response.connection, "sock", None)
-    received = 0
-    try:
-        while sock is not None and received <= MAX_BODY_BYTES:
-            remaining = deadline - time.perf_counter()
-            if remaining <= 0:
-                break
-            sock.settimeout(remaining)
-            chunk = response.read1(16 * 1024)
-            if not chunk:
-                response.release_conn()
-                return
-            received += len(chunk)
-    except (HTTPError, OSError):
-        pass
-    response.close()
+    def __init__(self, policy: TargetPolicy, resolver: Resolver) -> None:
+        self.policy = policy
+        self.resolver = resolver
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        loop = asyncio.get_running_loop()
+        address = await loop.run_in_executor(None, self.policy.resolve, host, self.resolver)
+        return [
+            {
+                "hostname": host,
+                "host": str(address),
+                "port": port,
+                "family": socket.AF_INET6 if address.version == 6 else socket.AF_INET,
+                "proto": 0,
+                "flags": socket.AI_NUMERICHOST,
+            }
+        ]
+
+    async def close(self) -> None:
+        return None
 
 
 class HttpSender(WebhookSender):
     def __init__(
         self,
-        max_connections_per_host: int = 32,
+        max_connections: int = 0,
         *,
         policy: TargetPolicy | None = None,
         resolver: Resolver | None = None,
         ca_certs: str | None = None,
     ) -> None:
-        """``policy`` defaults to public addresses only; ``resolver`` to the system's DNS;
-        ``ca_certs`` (a PEM file) replaces the system's trusted certificates (for tests)."""
+        """``max_connections`` bounds open connections (0: no bound; the executor bounds calls
+        in flight itself); ``policy`` defaults to public addresses only; ``resolver`` to the
+        system's DNS; ``ca_certs`` (a PEM file) replaces the system's trusted certificates."""
         self.policy = policy or TargetPolicy()
         self.resolver = resolver or system_resolver
-        self._pool = urllib3.PoolManager(
-            num_pools=64,
-            maxsize=max_connections_per_host,
-            block=False,
-            retries=False,
-            ca_certs=ca_certs,
-        )
+        self.max_connections = max_connections
+        self.ca_certs = ca_certs
+        # Made on the loop of the first call (aiohttp's session belongs to one loop).
+        self._session: aiohttp.ClientSession | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._refusals: dict[str, str | None] = {}
 
-    def send(self, request: WebhookRequest) -> WebhookResponse:
+    def _session_here(self) -> aiohttp.ClientSession:
+        loop = asyncio.get_running_loop()
+        if self._session is not None and self._loop is loop and not self._session.closed:
+            return self._session
+        tls = ssl.create_default_context(cafile=self.ca_certs)
+        connector = aiohttp.TCPConnector(
+            limit=self.max_connections,
+            limit_per_host=0,
+            resolver=GuardedResolver(self.policy, self.resolver),
+            # Every new connection is checked: no answer of DNS outlives its check.
+            use_dns_cache=False,
+            ssl=tls,
+        )
+        self._session = aiohttp.ClientSession(
+            connector=connector,
+            auto_decompress=False,
+            # The webhook's own headers only: no cookies kept between calls.
+            cookie_jar=aiohttp.DummyCookieJar(),
+            skip_auto_headers=("Content-Type",),
+            # The call's one deadline is kept by ``send`` itself, around every step.
+            timeout=aiohttp.ClientTimeout(total=None),
+        )
+        self._loop = loop
+        return self._session
+
+    async def send(self, request: WebhookRequest) -> WebhookResponse:
         started = time.perf_counter()
         parts = urlsplit(request.url)
         scheme = parts.scheme.lower()
@@ -88,42 +126,78 @@ class HttpSender(WebhookSender):
             host = host if host.isascii() else host.encode("idna").decode("ascii")
         except UnicodeError:
             raise WebhookError("the URL's host is not a valid name", retryable=False) from None
+        refusal = self._literal_refusal(host)
+        if refusal is not None:
+            raise WebhookError(f"refused target: {refusal}", retryable=False)
+        session = self._session_here()
+        deadline = asyncio.get_running_loop().time() + request.timeout_seconds
         try:
-            address = self.policy.resolve(host, self.resolver)
+            async with asyncio.timeout_at(deadline):
+                response = await session.request(
+                    request.method,
+                    request.url,
+                    data=request.body,
+                    headers=dict(request.headers),
+                    allow_redirects=False,
+                )
         except TargetRefused as exc:
             raise WebhookError(f"refused target: {exc}", retryable=False) from None
-        except OSError as exc:
-            raise WebhookError(f"cannot resolve {host}: {exc}") from None
-        netloc_host = f"[{host}]" if ":" in host else host
-        host_header = netloc_host if port == DEFAULT_PORTS[scheme] else f"{netloc_host}:{port}"
-        tls = {"server_hostname": host, "assert_hostname": host} if scheme == "https" else None
-        path = parts.path or "/"
-        if parts.query:
-            path += "?" + parts.query
+        except aiohttp.ClientConnectorDNSError as exc:
+            raise WebhookError(f"cannot resolve {host}: {exc.os_error}") from None
+        except aiohttp.InvalidURL as exc:
+            raise WebhookError(f"refused target: {exc}", retryable=False) from None
+        except TimeoutError:
+            raise WebhookError(
+                f"timed out: no answer within {request.timeout_seconds:g}s"
+            ) from None
+        except aiohttp.ClientSSLError as exc:
+            raise WebhookError(f"TLS failed (certificate or hostname): {exc}") from None
+        except aiohttp.ClientConnectorError as exc:
+            number = exc.os_error.errno
+            why = os.strerror(number) if number else str(exc.os_error)
+            raise WebhookError(f"cannot connect to {exc.host}:{exc.port}: {why}") from None
+        except aiohttp.ClientError as exc:
+            raise WebhookError(f"{type(exc).__name__}: {exc}") from None
         try:
-            pool = self._pool.connection_from_host(
-                str(address), port=port, scheme=scheme, pool_kwargs=tls
-            )
-            response = pool.urlopen(
-                request.method,
-                path,
-                body=request.body,
-                headers={**request.headers, "Host": host_header},
-                timeout=urllib3.Timeout(total=request.timeout_seconds),
-                redirect=False,
-                retries=False,
-                assert_same_host=False,
-                preload_content=False,
-            )
-            _finish_body(response, started + request.timeout_seconds)
-        except HTTPError as exc:
-            raise WebhookError(f"{type(exc).__name__}: {exc}") from exc
+            async with asyncio.timeout_at(deadline):
+                await _finish_body(response)
+        except (TimeoutError, aiohttp.ClientError):
+            # The status is the webhook's answer; the rest of its body is not waited for.
+            response.close()
+        finally:
+            response.release()
         duration_ms = (time.perf_counter() - started) * 1000.0
         return WebhookResponse(
-            status=response.status,
-            headers=dict(response.headers.items()),
-            duration_ms=duration_ms,
+            status=response.status, headers=dict(response.headers.items()), duration_ms=duration_ms
         )
 
-    def close(self) -> None:
-        self._pool.clear()
+    def _literal_refusal(self, host: str) -> str | None:
+        """Why a host written as an address is refused (None: allowed, or a name), remembered
+        for the hosts seen last."""
+        try:
+            return self._refusals[host]
+        except KeyError:
+            pass
+        literal = literal_address(host)
+        refusal = None if literal is None else self.policy.refusal(literal)
+        if len(self._refusals) >= REMEMBERED_HOSTS:
+            self._refusals.clear()
+        self._refusals[host] = refusal
+        return refusal
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+
+async def _finish_body(response: aiohttp.ClientResponse) -> None:
+    """Read the answer's body (up to ``MAX_BODY_BYTES``) within the call's deadline; a longer
+    one is cut off and its connection closed rather than given back for reuse."""
+    received = 0
+    while received <= MAX_BODY_BYTES:
+        chunk = await response.content.readany()
+        if not chunk:
+            return
+        received += len(chunk)
+    response.close()

@@ -29,6 +29,7 @@ from shared.ssrf import Resolver, TargetPolicy
 from tests.support.harness import API, Pipeline, sqlite_settings
 from tests.support.network_guard import Attempts, NonLoopbackConnection, loopback_only
 from tests.support.receiver import Call, running_receiver
+from tests.support.senders import response_of, send
 
 LOOPBACK = ("127.0.0.0/8", "::1/128")
 
@@ -68,14 +69,13 @@ def test_a_name_resolving_to_a_private_address_is_refused_without_connecting(
         asked, resolver = resolver_of(answer)
         sender = HttpSender(resolver=resolver)
         with pytest.raises(WebhookError) as refused:
-            sender.send(request("http://hooks.example.com/run"))
+            response_of(*send(sender, request("http://hooks.example.com/run")))
         assert not refused.value.retryable
         assert "refused target" in str(refused.value)
         assert asked == ["hooks.example.com"]
-        sender.close()
     for literal in ("http://127.1:9/", "http://[::ffff:10.0.0.1]/", "http://2130706433/"):
         with pytest.raises(WebhookError, match="refused target"):
-            HttpSender().send(request(literal))
+            response_of(*send(HttpSender(), request(literal)))
     assert guard.connects == []
 
 
@@ -84,31 +84,38 @@ def test_an_unresolvable_name_is_a_retryable_failure() -> None:
         raise OSError("Name or service not known")
 
     with pytest.raises(WebhookError) as failed:
-        HttpSender(resolver=nowhere).send(request("http://nowhere.example/"))
+        response_of(*send(HttpSender(resolver=nowhere), request("http://nowhere.example/")))
     assert failed.value.retryable
 
 
-def test_the_connection_goes_to_the_address_checked_and_dns_is_asked_once_per_call(
+def test_the_connection_goes_to_the_address_checked_and_dns_is_asked_once_per_connection(
     guard: Attempts,
 ) -> None:
-    # DNS rebinding: the first answer is allowed, the next points inside the network.
+    # DNS rebinding: the first answer is allowed, the next points inside the network. A
+    # connection kept alive stays with the address it was checked for; a new one asks again.
     asked, resolver = resolver_of(["127.0.0.1"], ["10.0.0.1"])
-    sender = HttpSender(policy=TargetPolicy(LOOPBACK), resolver=resolver)
     with running_receiver() as receiver:
         port = receiver.server.server_port
-        response = sender.send(request(f"http://rebind.example:{port}/hook?x=1"))
-        assert response.status == 200
-        [call] = receiver.wait_for(1, 5)
+        first, kept_alive = send(
+            HttpSender(policy=TargetPolicy(LOOPBACK), resolver=resolver),
+            request(f"http://rebind.example:{port}/hook?x=1"),
+            request(f"http://rebind.example:{port}/hook"),
+        )
+        assert asked == ["rebind.example"]
+        assert response_of(kept_alive).status == 200
+        [second] = send(
+            HttpSender(policy=TargetPolicy(LOOPBACK), resolver=resolver),
+            request(f"http://rebind.example:{port}/hook"),
+        )
+        assert response_of(first).status == 200
+        call, _ = receiver.wait_for(2, 5)
         assert call.headers["host"] == f"rebind.example:{port}"
         assert (call.path, call.query) == ("/hook", {"x": ["1"]})
-        assert asked == ["rebind.example"]
-        assert guard.connects == ["127.0.0.1"]
         with pytest.raises(WebhookError, match="refused target"):
-            sender.send(request(f"http://rebind.example:{port}/hook"))
+            response_of(second)
         assert asked == ["rebind.example", "rebind.example"]
-        assert guard.connects == ["127.0.0.1"]  # the second call never connected
-        assert len(receiver.calls) == 1
-    sender.close()
+        assert guard.connects == ["127.0.0.1"]  # the new connection was never made
+        assert len(receiver.calls) == 2
 
 
 def test_redirects_are_answers_not_followed(guard: Attempts) -> None:
@@ -117,10 +124,9 @@ def test_redirects_are_answers_not_followed(guard: Attempts) -> None:
 
     sender = HttpSender(policy=TargetPolicy(LOOPBACK))
     with running_receiver(redirect) as receiver:
-        response = sender.send(request(f"{receiver.url}/hook"))
-    assert response.status == 302
+        [response] = send(sender, request(f"{receiver.url}/hook"))
+    assert response_of(response).status == 302
     assert guard.connects == ["127.0.0.1"]
-    sender.close()
 
 
 # -- HTTPS: SNI and certificate checked against the name, connection to the checked address ---
@@ -223,15 +229,19 @@ def test_https_sends_the_name_as_sni_and_verifies_the_certificate_against_it(
     port, ca, server_names = tls_server
     _, resolver = resolver_of(["127.0.0.1"])
     sender = HttpSender(policy=TargetPolicy(LOOPBACK), resolver=resolver, ca_certs=str(ca))
-    response = sender.send(request(f"https://hooks.test:{port}/run"))
+    good, other = send(
+        sender,
+        request(f"https://hooks.test:{port}/run"),
+        # The same address under a name the certificate does not carry: verification fails.
+        request(f"https://other.test:{port}/run"),
+    )
+    response = response_of(good)
     assert response.status == 204
     assert response.headers["X-Seen-Host"] == f"hooks.test:{port}"
-    assert server_names == ["hooks.test"]
-    assert guard.connects == ["127.0.0.1"]
-    # The same address under a name the certificate does not carry: verification fails.
+    assert server_names == ["hooks.test", "other.test"]
+    assert guard.connects == ["127.0.0.1", "127.0.0.1"]
     with pytest.raises(WebhookError, match=r"(?i)certificate|hostname"):
-        sender.send(request(f"https://other.test:{port}/run"))
-    sender.close()
+        response_of(other)
 
 
 # -- the API refuses at creation; the pipeline refuses at fire time ---------------------------

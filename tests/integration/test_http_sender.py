@@ -1,16 +1,19 @@
-"""The webhook sender's timeout holds for the whole answer, and connections are reused."""
+"""The webhook sender's one deadline holds for the whole call (DNS, headers, body), and
+connections are reused."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 from shared.adapters.http_sender import HttpSender
-from shared.ports import WebhookRequest
+from shared.ports import WebhookError, WebhookRequest, WebhookResponse
 from shared.ssrf import TargetPolicy
+from tests.support.senders import send_all
 
 LOOPBACK = TargetPolicy(("127.0.0.0/8",))
 
@@ -67,11 +70,46 @@ def test_a_body_that_trickles_in_cannot_hold_the_call_past_its_timeout() -> None
     sender = HttpSender(policy=LOOPBACK)
     with raw_server(trickle) as (url, _):
         started = time.monotonic()
-        response = sender.send(call(url, timeout=0.5))
+        response = asyncio.run(send_all(sender, call(url, timeout=0.5)))[0]
         took = time.monotonic() - started
-    sender.close()
+    assert not isinstance(response, WebhookError)
     assert response.status == 200
     assert took < 1.0
+
+
+def test_a_server_trickling_its_headers_is_cut_off_at_the_deadline() -> None:
+    def trickle(connection: socket.socket) -> None:
+        connection.sendall(b"HTTP/1.1 200 OK\r\n")
+        for number in range(100):
+            connection.sendall(f"X-Slow-{number}: x\r\n".encode())
+            time.sleep(0.05)
+
+    sender = HttpSender(policy=LOOPBACK)
+    with raw_server(trickle) as (url, _):
+        started = time.monotonic()
+        [outcome] = asyncio.run(send_all(sender, call(url, timeout=0.5)))
+        took = time.monotonic() - started
+    assert isinstance(outcome, WebhookError)
+    assert outcome.retryable
+    assert "no answer within 0.5s" in str(outcome)
+    assert took < 1.0
+
+
+def test_the_deadline_covers_resolving_the_name() -> None:
+    def slow_dns(host: str) -> Sequence[str]:
+        time.sleep(1.0)
+        return ["127.0.0.1"]
+
+    async def timed() -> tuple[list[WebhookResponse | WebhookError], float]:
+        started = time.monotonic()
+        outcomes = await send_all(sender, call("http://slow-dns.test:9/hook", timeout=0.3))
+        return outcomes, time.monotonic() - started
+
+    sender = HttpSender(policy=LOOPBACK, resolver=slow_dns)
+    [outcome], took = asyncio.run(timed())
+    assert isinstance(outcome, WebhookError)
+    assert "no answer within 0.3s" in str(outcome)
+    assert took < 0.9
 
 
 def test_a_complete_small_answer_leaves_the_connection_for_the_next_call() -> None:
@@ -80,6 +118,6 @@ def test_a_complete_small_answer_leaves_the_connection_for_the_next_call() -> No
 
     sender = HttpSender(policy=LOOPBACK)
     with raw_server(small) as (url, accepted):
-        assert [sender.send(call(url)).status for _ in range(3)] == [204, 204, 204]
-    sender.close()
+        answers = asyncio.run(send_all(sender, call(url), call(url), call(url)))
+    assert [getattr(answer, "status", answer) for answer in answers] == [204, 204, 204]
     assert len(accepted) == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Iterator
@@ -25,7 +26,7 @@ from shared.model import (
     Timing,
     Unit,
 )
-from shared.ports import WebhookRequest
+from shared.ports import WebhookRequest, WebhookResponse
 from shared.secrets import DEFAULT_SECRET_NAMES, SecretBox, looks_secret, mask_url, redact
 from shared.settings import Settings
 from shared.ssrf import TargetPolicy
@@ -166,17 +167,18 @@ def test_no_log_line_carries_a_secret_even_at_debug(
 ) -> None:
     configure_logging(log_format, "DEBUG")
     sender = HttpSender(policy=TargetPolicy(("127.0.0.0/8",)))
-    with running_receiver() as receiver:
-        answer = sender.send(
-            WebhookRequest(
-                "GET",
-                f"{receiver.url}/hook?key=query-secret-1&page=2",
-                {"Authorization": "Bearer header-secret-2"},
-                None,
-                5.0,
+
+    async def call(url: str) -> WebhookResponse:
+        try:
+            request = WebhookRequest(
+                "GET", url, {"Authorization": "Bearer header-secret-2"}, None, 5.0
             )
-        )
-    sender.close()
+            return await sender.send(request)
+        finally:
+            await sender.close()
+
+    with running_receiver() as receiver:
+        answer = asyncio.run(call(f"{receiver.url}/hook?key=query-secret-1&page=2"))
     assert answer.status == 200
     log = logging.getLogger("execution_worker")
     log.debug('calling "%s"', f"{receiver.url}/hook?token=query-secret-3")

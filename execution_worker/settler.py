@@ -1,0 +1,211 @@
+"""The settler: records how attempts ended, then settles their messages, in batches, off the loop.
+
+Outcomes finished within a few milliseconds of each other are recorded together, in one
+``settle_attempts`` (one write and the run counts), and only then are their messages settled:
+deleted (success), dead-lettered (failure), or left to come back after the retry's backoff.
+Until recorded, an outcome counts against what the executor may hold (``pending``), so a slow
+store slows receiving. The settler keeps trying while the attempts' leases hold; after that
+another executor may take the occurrence over, and makes the call again with the same
+``Idempotency-Key``, as after a crash during the call.
+
+A retry whose delay is longer than ``MAX_INVISIBLE_SECONDS`` does not stay in flight on the
+queue: its message is re-sent, delayed (at most the queue's 15 minutes at a time), carrying the
+time of the next attempt (``Occurrence.not_before``), and the old one deleted. An executor that
+receives it before that time sends it on again (``defer``); it is never attempted early.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from shared.messages import encode_occurrence
+from shared.model import AttemptOutcome, Execution, ExecutionStatus, Occurrence
+from shared.ports import Clock, MessageQueue, OutgoingMessage, ReceivedMessage, Store
+
+log = logging.getLogger(__name__)
+
+# Runs a blocking call off the event loop: ``await off_loop(function, *arguments)``.
+OffLoop = Callable[..., Awaitable[Any]]
+
+# Outcomes are recorded, and settled messages deleted, together: up to this many, or after
+# this long.
+SETTLE_BATCH = 200
+SETTLE_LINGER_SECONDS = 0.005
+# A retry waits on the queue as an invisible message up to this long; longer, it is re-sent.
+MAX_INVISIBLE_SECONDS = 900.0
+# The longest delay SQS gives a message it is sent.
+MAX_SEND_DELAY_SECONDS = 900.0
+# A deferred message arrives this long before its time, and is held until then.
+DEFER_EARLY_SECONDS = 1.0
+
+
+@dataclass(frozen=True)
+class Settled:
+    """An attempt that ended: its record, how it ended, its message, and for a retry the delay."""
+
+    execution: Execution
+    outcome: AttemptOutcome
+    occurrence: Occurrence
+    message: ReceivedMessage
+    delay: timedelta | None = None
+
+
+def defer(
+    queue: MessageQueue, occurrence: Occurrence, receipt: str, not_before: datetime, now: datetime
+) -> None:
+    """Send the occurrence back to the queue to arrive shortly before ``not_before``, then
+    delete the delivery in hand. A crash in between leaves both: the record's lease and final
+    state keep the call from being made twice."""
+    wait = (not_before - now).total_seconds() - DEFER_EARLY_SECONDS
+    body = encode_occurrence(dataclasses.replace(occurrence, not_before=not_before))
+    queue.send([OutgoingMessage(body, delay_seconds=max(0.0, min(wait, MAX_SEND_DELAY_SECONDS)))])
+    queue.delete([receipt])
+
+
+class Settler:
+    def __init__(
+        self,
+        store: Store,
+        occurrences: MessageQueue,
+        dead_letters: MessageQueue,
+        owner: str,
+        clock: Clock,
+    ) -> None:
+        self.store = store
+        self.occurrences = occurrences
+        self.dead_letters = dead_letters
+        self.owner = owner
+        self.clock = clock
+        self._outcomes: list[Settled] = []
+        self._to_delete: list[str] = []
+        self._settling = 0
+        self._arrived: asyncio.Event | None = None
+
+    @property
+    def pending(self) -> int:
+        """Outcomes not recorded yet."""
+        return len(self._outcomes) + self._settling
+
+    def add(self, settled: Settled) -> None:
+        self._outcomes.append(settled)
+        if self._arrived is not None:
+            self._arrived.set()
+
+    def delete(self, receipts: list[str]) -> None:
+        """Delete messages whose occurrence needs nothing more (skipped, duplicates)."""
+        if receipts:
+            self._to_delete.extend(receipts)
+            if self._arrived is not None:
+                self._arrived.set()
+
+    def take_outcomes(self) -> list[Settled]:
+        """The outcomes not handed to a batch yet (to settle them at once, without ``run``)."""
+        outcomes, self._outcomes = self._outcomes, []
+        return outcomes
+
+    async def run(self, stopping: asyncio.Event, off_loop: OffLoop) -> None:
+        """Settle what arrives until ``stopping`` is set and nothing is left; the store and
+        queue calls run through ``off_loop`` (on a thread)."""
+        self._arrived = arrived = asyncio.Event()
+        while True:
+            if not (self._outcomes or self._to_delete):
+                if stopping.is_set():
+                    return
+                arrived.clear()
+                waiter = asyncio.ensure_future(arrived.wait())
+                stopper = asyncio.ensure_future(stopping.wait())
+                await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
+                waiter.cancel()
+                stopper.cancel()
+                continue
+            if len(self._outcomes) + len(self._to_delete) < SETTLE_BATCH:
+                await asyncio.sleep(SETTLE_LINGER_SECONDS)  # a moment for more to arrive
+            outcomes, self._outcomes = self._outcomes, []
+            to_delete, self._to_delete = self._to_delete, []
+            self._settling = len(outcomes)
+            try:
+                await off_loop(self.settle_now, outcomes, to_delete)
+            except Exception:
+                log.exception("settling failed", extra={"event": "settle_failed"})
+            finally:
+                self._settling = 0
+
+    def settle_now(self, outcomes: list[Settled], to_delete: list[str]) -> None:
+        """Record the outcomes (trying again while their leases hold), then settle messages."""
+        recorded = self._record(outcomes)
+        finished = [item for item in recorded if item.outcome.status.is_final]
+        for item in recorded:
+            if item.outcome.status is ExecutionStatus.RETRYING:
+                self._wait_for_retry(item)
+        failed = [item for item in finished if item.outcome.status is ExecutionStatus.FAILED]
+        if failed:
+            try:
+                self.dead_letters.send([OutgoingMessage(item.message.body) for item in failed])
+            except Exception as exc:
+                # Their messages stay: they come back, and their records are final (duplicates).
+                log.error("could not dead-letter %d message(s): %s", len(failed), exc)
+                finished = [item for item in finished if item not in failed]
+        to_delete = [*to_delete, *(item.message.receipt_handle for item in finished)]
+        if not to_delete:
+            return
+        try:
+            self.occurrences.delete(to_delete)
+        except Exception as exc:
+            # They come back after their visibility; their records are final: duplicates.
+            log.warning(
+                "could not delete %d settled message(s): %s",
+                len(to_delete),
+                exc,
+                extra={"event": "delete_failed"},
+            )
+
+    def _record(self, outcomes: list[Settled]) -> list[Settled]:
+        """The outcomes recorded; those whose lease ran out before the store answered are not
+        (their messages come back, and the calls are made again)."""
+        remaining = outcomes
+        pause = 0.05
+        while remaining:
+            try:
+                self.store.settle_attempts(
+                    [(item.execution, item.outcome) for item in remaining], self.owner
+                )
+            except Exception as exc:
+                now = self.clock.now()
+                alive = [item for item in remaining if _lease_holds(item.execution, now)]
+                log.warning(
+                    "could not record %d outcome(s), %d still leased: %s",
+                    len(remaining),
+                    len(alive),
+                    exc,
+                    extra={"event": "record_failed"},
+                )
+                remaining = alive
+                time.sleep(pause)
+                pause = min(pause * 2, 1.0)
+                continue
+            return remaining
+        return []
+
+    def _wait_for_retry(self, item: Settled) -> None:
+        delay = item.delay or timedelta(0)
+        receipt = item.message.receipt_handle
+        try:
+            if delay.total_seconds() <= MAX_INVISIBLE_SECONDS:
+                self.occurrences.change_visibility(receipt, delay.total_seconds())
+            else:
+                now = self.clock.now()
+                defer(self.occurrences, item.occurrence, receipt, now + delay, now)
+        except Exception as exc:
+            # The message comes back after its visibility; the record says when to retry.
+            log.warning("could not delay a retry's message: %s", exc)
+
+
+def _lease_holds(execution: Execution, now: datetime) -> bool:
+    return execution.lease_until is not None and execution.lease_until > now

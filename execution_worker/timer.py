@@ -1,0 +1,65 @@
+"""The held occurrences: received from queue 2, waiting for their moment.
+
+A heap ordered by due time, then priority (higher first), then arrival. Used by the executor's
+event loop only, so it needs no lock.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from shared.model import Occurrence
+from shared.ports import ReceivedMessage
+
+
+@dataclass(order=True)
+class Held:
+    """An occurrence held until ``due``; its message is invisible to others until ``visible_at``."""
+
+    due: datetime
+    rank: tuple[int, int]
+    occurrence: Occurrence = field(compare=False)
+    message: ReceivedMessage = field(compare=False)
+    visible_at: datetime = field(compare=False)
+
+
+class HeldOccurrences:
+    def __init__(self) -> None:
+        self._heap: list[Held] = []
+        self._sequence = itertools.count()
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+    def hold(self, occurrence: Occurrence, message: ReceivedMessage, visible_at: datetime) -> Held:
+        """Hold an occurrence until its time (a long-delayed retry: until ``not_before``)."""
+        due = occurrence.scheduled_time
+        if occurrence.not_before is not None:
+            due = max(due, occurrence.not_before)
+        item = Held(
+            due, (-occurrence.priority, next(self._sequence)), occurrence, message, visible_at
+        )
+        heapq.heappush(self._heap, item)
+        return item
+
+    def put_back(self, items: Iterable[Held]) -> None:
+        for item in items:
+            heapq.heappush(self._heap, item)
+
+    def next_due(self) -> datetime | None:
+        return self._heap[0].due if self._heap else None
+
+    def pop_due(self, now: datetime) -> list[Held]:
+        """Every occurrence due at ``now``, earliest (then highest priority) first."""
+        due: list[Held] = []
+        while self._heap and self._heap[0].due <= now:
+            due.append(heapq.heappop(self._heap))
+        return due
+
+    def take_all(self) -> list[Held]:
+        held, self._heap = self._heap, []
+        return held

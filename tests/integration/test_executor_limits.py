@@ -1,0 +1,71 @@
+"""Calls in flight per host: a slow endpoint takes its share of the executor, not every slot."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.integration.test_guarantees import at_in, create, eventually, final_status
+from tests.integration.test_pipeline_embedded import lateness
+from tests.support.harness import running_pipeline, sqlite_settings
+from tests.support.receiver import Call, running_receiver
+
+
+class SlowHook:
+    """Answers 200 after ``seconds``, counting the calls it is answering at once."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.now = 0
+        self.most = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, call: Call) -> tuple[int, dict[str, str]]:
+        with self._lock:
+            self.now += 1
+            self.most = max(self.most, self.now)
+        time.sleep(self.seconds)
+        with self._lock:
+            self.now -= 1
+        return 200, {}
+
+
+def once(url: str, at: str, **payload: Any) -> dict[str, Any]:
+    return {"schedule": {"at": at}, "payload": {"method": "POST", "url": url, **payload}}
+
+
+def test_a_slow_destination_does_not_delay_calls_to_others(tmp_path: Path) -> None:
+    settings = sqlite_settings(tmp_path, executor_concurrency=4, executor_calls_per_host=2)
+    slow = SlowHook(1.0)
+    with (
+        running_receiver(slow) as slow_receiver,
+        running_receiver() as fast_receiver,
+        running_pipeline(settings) as pipeline,
+    ):
+        at = at_in(1.5)
+        slow_ids = [create(pipeline, once(f"{slow_receiver.url}/slow", at)) for _ in range(6)]
+        fast_id = create(pipeline, once(f"{fast_receiver.url}/fast", at))
+        [call] = fast_receiver.wait_for(1, timeout=10)
+        # Four slots, six slow calls due with it: without the limit per host the fast call
+        # would wait a second for a slot.
+        assert lateness(call) < 0.5, lateness(call)
+        eventually(lambda: final_status(pipeline, fast_id) == "succeeded")
+        eventually(lambda: all(final_status(pipeline, s) == "succeeded" for s in slow_ids))
+    assert slow.most == 2
+    # The slow calls waited their turn, two at a time: their lateness shows it.
+    assert sorted(round(lateness(call)) for call in slow_receiver.calls) == [0, 0, 1, 1, 2, 2]
+
+
+def test_a_schedule_can_set_its_own_limit_per_host(tmp_path: Path) -> None:
+    settings = sqlite_settings(tmp_path, executor_calls_per_host=8)
+    slow = SlowHook(0.3)
+    with running_receiver(slow) as receiver, running_pipeline(settings) as pipeline:
+        at = at_in(1.5)
+        ids = [
+            create(pipeline, once(f"{receiver.url}/one", at, calls_per_host=1)) for _ in range(3)
+        ]
+        eventually(lambda: all(final_status(pipeline, s) == "succeeded" for s in ids))
+    assert slow.most == 1
+    assert len(receiver.calls) == 3

@@ -1,0 +1,146 @@
+"""The executor's decisions, as pure functions: skip, grace, and what follows an attempt."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from execution_worker.sending import HostLimits, destination
+from shared.decisions import DELETED, grace_refusal, skip_reason
+from shared.model import (
+    ExecutionStatus,
+    Misfire,
+    Occurrence,
+    Payload,
+    RetryPolicy,
+    Schedule,
+    ScheduleDefinition,
+    ScheduleStatus,
+    Timing,
+)
+from shared.retry import Verdict, next_step
+
+NOON = datetime(2026, 3, 8, 12, 0, tzinfo=UTC)
+
+
+def definition(grace: float | None = None) -> ScheduleDefinition:
+    return ScheduleDefinition(
+        timing=Timing(timezone="UTC", at=NOON),
+        payload=Payload(method="POST", url="https://hooks.example.com/x"),
+        misfire=Misfire(grace_seconds=grace),
+    )
+
+
+def schedule(status: ScheduleStatus = ScheduleStatus.ACTIVE, revision: int = 1) -> Schedule:
+    return Schedule(
+        tenant="t",
+        schedule_id="s",
+        revision=revision,
+        state_revision=0,
+        status=status,
+        definition=definition(),
+        next_schedule_time=None,
+        accepted_at=NOON,
+        created_at=NOON,
+        updated_at=NOON,
+    )
+
+
+def occurrence(manual: bool = False, revision: int = 1) -> Occurrence:
+    return Occurrence("t", "s", revision, NOON, manual=manual)
+
+
+def test_an_occurrence_runs_while_its_schedule_is_as_it_was_dispatched() -> None:
+    assert skip_reason(occurrence(), schedule()) is None
+
+
+@pytest.mark.parametrize(
+    ("stored", "expected"),
+    [
+        (None, DELETED),
+        (schedule(ScheduleStatus.DELETED), DELETED),
+        (schedule(ScheduleStatus.PAUSED), "schedule paused"),
+        (schedule(revision=2), "schedule changed (revision 1 → 2)"),
+    ],
+)
+def test_a_deleted_paused_or_changed_schedule_skips_its_occurrence(
+    stored: Schedule | None, expected: str
+) -> None:
+    assert skip_reason(occurrence(), stored) == expected
+
+
+def test_a_manual_run_ignores_pause_and_revision_but_not_a_delete() -> None:
+    assert skip_reason(occurrence(manual=True), schedule(ScheduleStatus.PAUSED, 3)) is None
+    assert skip_reason(occurrence(manual=True), None) == DELETED
+
+
+def test_grace_refuses_only_a_late_first_attempt() -> None:
+    late = NOON + timedelta(seconds=2.5)
+    assert grace_refusal(occurrence(), definition(2.0), late, is_retry=False) == (
+        "late by 2.500s, beyond grace of 2s"
+    )
+    assert grace_refusal(occurrence(), definition(2.0), NOON + timedelta(seconds=2), False) is None
+    assert grace_refusal(occurrence(), definition(2.0), late, is_retry=True) is None
+    assert grace_refusal(occurrence(manual=True), definition(2.0), late, False) is None
+    assert grace_refusal(occurrence(), definition(None), late + timedelta(days=1), False) is None
+
+
+POLICY = RetryPolicy(max_attempts=3, backoff_seconds=1.0, max_backoff_seconds=60.0)
+FAILED_503 = Verdict(False, True, "HTTP 503")
+
+
+def highest(low: float, high: float) -> float:
+    return high
+
+
+def test_success_ends_the_occurrence() -> None:
+    assert next_step(Verdict(True, False), POLICY, 1, True).status is ExecutionStatus.SUCCEEDED
+
+
+def test_a_retryable_failure_retries_after_the_backoff_while_attempts_remain() -> None:
+    step = next_step(FAILED_503, POLICY, 2, True, rand=highest)
+    assert step.status is ExecutionStatus.RETRYING
+    assert step.delay == timedelta(seconds=2.0)
+
+
+def test_retry_after_is_a_floor_of_the_delay() -> None:
+    verdict = Verdict(False, True, "HTTP 429", retry_after_seconds=90.0)
+    assert next_step(verdict, POLICY, 1, True, rand=highest).delay == timedelta(seconds=90)
+
+
+@pytest.mark.parametrize(
+    ("verdict", "attempts", "deliveries_left"),
+    [
+        (FAILED_503, 3, True),  # the policy's last attempt
+        (FAILED_503, 1, False),  # the queue's last delivery
+        (Verdict(False, False, "HTTP 404"), 1, True),  # not worth retrying
+    ],
+)
+def test_otherwise_a_failure_is_final(
+    verdict: Verdict, attempts: int, deliveries_left: bool
+) -> None:
+    step = next_step(verdict, POLICY, attempts, deliveries_left)
+    assert step.status is ExecutionStatus.FAILED and step.delay is None
+
+
+def test_calls_are_counted_per_host_and_port() -> None:
+    assert destination("https://Hooks.Example.com/a?b=1") == "hooks.example.com"
+    assert destination("http://127.0.0.1:8080/x") == "127.0.0.1:8080"
+
+
+def test_over_its_limit_a_host_parks_calls_first_come_first_served() -> None:
+    limits: HostLimits[str] = HostLimits()
+    assert limits.take("slow", 2, "a") and limits.take("slow", 2, "b")
+    assert not limits.take("slow", 2, "c")
+    assert not limits.take("slow", 2, "d")
+    assert limits.take("fast", 2, "x")  # another host is not held up
+    assert limits.parked() == 2
+    assert limits.release("slow") == "c"
+    assert limits.take("slow", 2, "c")  # handed back: goes ahead of "d"
+    assert not limits.take("slow", 2, "e")  # a newcomer waits behind "d"
+    assert limits.release("slow") == "d"
+    assert not limits.take("slow", 2, "f")  # and behind what was handed back
+    assert limits.take("slow", 2, "d")
+    assert limits.take_all_parked() == ["e", "f"]
+    assert limits.release("fast") is None
