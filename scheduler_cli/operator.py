@@ -121,6 +121,14 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     create.add_argument("--id", help="PUT to this id instead of POST")
     client_options(create)
+    update = actions.add_parser(
+        "update", help="change some fields: a JSON merge patch from a file (PATCH)"
+    )
+    update.add_argument("id")
+    update.add_argument(
+        "-f", "--file", required=True, type=Path, help="the changes as JSON; - for stdin"
+    )
+    client_options(update)
     for action, text in (
         ("get", "one schedule"),
         ("pause", "stop firing until resumed"),
@@ -184,6 +192,9 @@ def _request(
             return client.call("PUT", f"/schedule/{_quote(args.id)}", body), None, ()
         return client.call("POST", "/schedule", body), None, ()
     path = f"/schedule/{_quote(args.id)}"
+    if action == "update":
+        text = sys.stdin.read() if str(args.file) == "-" else args.file.read_text()
+        return client.call("PATCH", path, json.loads(text)), None, ()
     if action == "get":
         return client.call("GET", path), None, ()
     if action == "delete":

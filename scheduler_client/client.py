@@ -3,8 +3,9 @@
 Retries: a request that never reached the server (connection refused or reset before it was
 sent) is retried whatever the call. A call whose repeat cannot do anything twice is also retried
 after a timeout, a reset mid-answer, a 429, 502, 503 or 504, with exponential backoff that
-honours ``Retry-After``: reads, ``replace`` (a PUT), ``pause``, ``resume``, ``preview``, and
-``create``, which sends an ``Idempotency-Key`` so that a repeat answers the same schedule.
+honours ``Retry-After``: reads, ``replace`` (a PUT), ``update`` (a PATCH), ``pause``,
+``resume``, ``preview``, and ``create``, which sends an ``Idempotency-Key`` so that a repeat
+answers the same schedule.
 ``trigger`` (each call is one more run) and ``delete`` (a repeat of a delete that was applied
 answers 404) are never repeated once sent.
 """
@@ -97,6 +98,22 @@ class SchedulerClient:
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
         answer = self._call(
             "PUT", self._path(schedule_id), body=body, headers=headers, idempotent=True
+        )
+        return cast(Accepted, answer)
+
+    def update(
+        self,
+        schedule_id: str,
+        changes: Mapping[str, Any],
+        *,
+        idempotency_key: str | None = None,
+    ) -> Accepted:
+        """Change some fields of the schedule (a PATCH: a JSON merge patch onto the stored
+        body; ``None`` removes a member). Applying the same changes twice gives the same
+        schedule, so it is retried like ``replace``."""
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
+        answer = self._call(
+            "PATCH", self._path(schedule_id), body=changes, headers=headers, idempotent=True
         )
         return cast(Accepted, answer)
 

@@ -160,6 +160,14 @@ class ExecutionSchema(Open):
 class ExecutionPageSchema(Open):
     items = fields.List(fields.Nested(ExecutionSchema), required=True)
     next_cursor = fields.String(allow_none=True, required=True)
+    schedule_status = fields.String(
+        required=True,
+        validate=validate.OneOf([s.value for s in ScheduleStatus]),
+        metadata={
+            "description": "the schedule's status; deleted once it is deleted (its history stays "
+            "readable until retention removes it)"
+        },
+    )
 
 
 class HealthSchema(Open):

@@ -482,9 +482,15 @@ class ScheduleService:
 
     def list_executions(
         self, tenant: str, schedule_id: str, limit: int, cursor: str | None
-    ) -> Page[Execution]:
-        self.get(tenant, schedule_id)
-        return self.store.list_executions(tenant, schedule_id, limit, cursor)
+    ) -> tuple[ScheduleStatus, Page[Execution]]:
+        """The schedule's status and a page of its history. A deleted schedule's history stays
+        readable until retention removes it; its tombstone may be removed first, and then the
+        records left are still its history. ``NotFound`` when there is neither."""
+        schedule = self.store.get_schedule(tenant, schedule_id)
+        page = self.store.list_executions(tenant, schedule_id, limit, cursor)
+        if schedule is None and not page.items and cursor is None:
+            raise NotFound(schedule_id)
+        return (schedule.status if schedule else ScheduleStatus.DELETED), page
 
 
 def next_fire_time(schedule: Schedule, now: datetime, lookahead: timedelta) -> datetime | None:

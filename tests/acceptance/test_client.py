@@ -65,6 +65,12 @@ def exercise(client: SchedulerClient, receiver: Receiver) -> None:
     assert replaced["id"] == first and replaced["status"] == "accepted"
     eventually(lambda: client.get(first)["name"] == "renamed")
 
+    updated = client.update(ids[1], {"payload": {"body": {"from": "patched"}}, "priority": 2})
+    assert updated["id"] == ids[1] and updated["status"] == "accepted"
+    eventually(lambda: client.get(ids[1])["revision"] == updated["revision"])
+    assert client.get(ids[1])["payload"]["body"] == {"from": "patched"}
+    assert client.get(ids[1])["name"] == "c1"
+
     assert client.pause(first)["status"] == "paused"
     assert [s["id"] for s in client.list(status="paused")] == [first]
     assert client.resume(first)["status"] == "active"

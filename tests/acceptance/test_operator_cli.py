@@ -78,6 +78,15 @@ def test_create_get_list_pause_resume_trigger_delete_and_history(dev: str, tmp_p
         assert history.stdout.splitlines()[0].startswith("SCHEDULED (UTC)")
         assert "succeeded" in history.stdout
 
+        changes = tmp_path / "changes.json"
+        changes.write_text(json.dumps({"name": "renamed-report"}))
+        updated = cli(dev, "schedules", "update", "nightly", "-f", str(changes))
+        assert updated.returncode == 0, updated.stderr
+        deadline = time.monotonic() + 5
+        while "renamed-report" not in cli(dev, "schedules", "get", "nightly").stdout:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+
         assert '"paused"' in cli(dev, "schedules", "pause", "nightly", "--json").stdout
         assert cli(dev, "schedules", "resume", "nightly").returncode == 0
         assert cli(dev, "schedules", "trigger", "nightly").returncode == 0

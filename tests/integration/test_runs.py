@@ -1,0 +1,205 @@
+"""Working with runs: PATCH, history after delete, backfill, dead letters, jitter; over the
+embedded backends through the API."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from shared.model import AttemptOutcome, ExecutionStatus, Occurrence
+from tests.support.api import ApiUnderTest, api_under_test
+from tests.support.harness import API
+
+BODY: dict[str, Any] = {
+    "name": "report",
+    "schedule": {"cron": "0 9 * * *", "timezone": "Europe/Paris"},
+    "payload": {
+        "method": "POST",
+        "url": "https://hooks.example.com/run",
+        "headers": {"Authorization": "Bearer s3cr3t", "X-Trace": "visible"},
+        "body": {"report": "daily"},
+    },
+    "tags": ["billing"],
+    "retry": {"max_attempts": 3},
+}
+
+
+@pytest.fixture
+def api(tmp_path: Path) -> Iterator[ApiUnderTest]:
+    with api_under_test(tmp_path) as under_test:
+        yield under_test
+
+
+def create(api: ApiUnderTest, schedule_id: str, **changes: Any) -> None:
+    response = api.client.put(f"{API}/schedule/{schedule_id}", json={**BODY, **changes})
+    assert response.status_code == 202, response.get_json()
+    api.apply()
+
+
+def problem_fields(response: Any) -> list[str]:
+    assert response.status_code == 400, response.get_json()
+    assert response.mimetype == "application/problem+json"
+    return sorted(error["field"] for error in response.get_json()["errors"])
+
+
+# -- PATCH /schedule/{id} -------------------------------------------------------------------
+
+
+def test_patch_changes_only_the_fields_sent(api: ApiUnderTest) -> None:
+    create(api, "p1")
+    before = api.client.get(f"{API}/schedule/p1").get_json()
+    answer = api.client.patch(
+        f"{API}/schedule/p1",
+        json={"payload": {"url": "https://hooks.example.com/v2"}, "retry": {"max_attempts": 5}},
+    )
+    assert answer.status_code == 202, answer.get_json()
+    assert answer.get_json()["revision"] > before["revision"]
+    api.apply()
+    after = api.client.get(f"{API}/schedule/p1").get_json()
+    assert after["payload"]["url"] == "https://hooks.example.com/v2"
+    assert after["retry"]["max_attempts"] == 5
+    assert after["revision"] == answer.get_json()["revision"]
+    # Everything else as it was; the secret header kept its stored value.
+    for name in ("name", "schedule", "tags", "metadata", "priority", "misfire"):
+        assert after[name] == before[name], name
+    assert after["payload"]["body"] == {"report": "daily"}
+    assert after["payload"]["headers"] == {"Authorization": "********", "X-Trace": "visible"}
+    stored = api.backends.store.get_schedule("default", "p1")
+    assert stored is not None and stored.definition is not None
+    assert stored.definition.payload.headers["Authorization"] == "Bearer s3cr3t"
+
+
+def test_patch_merges_objects_and_null_removes(api: ApiUnderTest) -> None:
+    create(api, "p2")
+    answer = api.client.patch(
+        f"{API}/schedule/p2",
+        json={
+            "payload": {"headers": {"X-Trace": None, "X-New": "1"}},
+            "schedule": {"end": "2099-01-01T00:00:00"},
+            "tags": None,
+        },
+        headers={"Content-Type": "application/merge-patch+json"},
+    )
+    assert answer.status_code == 202, answer.get_json()
+    api.apply()
+    after = api.client.get(f"{API}/schedule/p2").get_json()
+    assert after["payload"]["headers"] == {"Authorization": "********", "X-New": "1"}
+    assert after["schedule"] == {
+        "cron": "0 9 * * *",
+        "timezone": "Europe/Paris",
+        "end": "2099-01-01T00:00:00",
+    }
+    assert after["tags"] == []
+    # A schedule naming its form replaces the stored one whole.
+    assert (
+        api.client.patch(
+            f"{API}/schedule/p2", json={"schedule": {"interval": {"number": 2, "unit": "hours"}}}
+        ).status_code
+        == 202
+    )
+    api.apply()
+    after = api.client.get(f"{API}/schedule/p2").get_json()
+    assert after["schedule"] == {"interval": {"number": 2, "unit": "hours"}}
+    assert after["timezone"] == "UTC"
+
+
+@pytest.mark.parametrize(
+    ("patch", "fields"),
+    [
+        ({"payload": {"url": "ftp://x"}}, ["payload.url"]),
+        ({"retry": {"max_attempts": 0}}, ["retry.max_attempts"]),
+        ({"schedule": {"cron": "61 * * * *"}}, ["schedule.cron"]),
+        ({"schedule": {"end": "2001-01-01T00:00:00"}}, ["schedule.end"]),
+        ({"payload": None}, ["payload"]),
+        ({"colour": "red"}, ["colour"]),
+        ({"id": "other"}, ["id"]),
+        ({"priority": 12, "payload": {"method": "FETCH"}}, ["payload.method", "priority"]),
+    ],
+)
+def test_a_bad_patch_is_400_naming_the_field_and_changes_nothing(
+    api: ApiUnderTest, patch: dict[str, Any], fields: list[str]
+) -> None:
+    create(api, "p3")
+    before = api.client.get(f"{API}/schedule/p3").get_json()
+    assert problem_fields(api.client.patch(f"{API}/schedule/p3", json=patch)) == fields
+    assert api.queued() == 0
+    assert api.client.get(f"{API}/schedule/p3").get_json() == before
+
+
+def test_patch_of_an_unknown_or_deleted_schedule_is_404(api: ApiUnderTest) -> None:
+    create(api, "gone")
+    api.client.delete(f"{API}/schedule/gone")
+    for schedule_id in ("never-was", "gone"):
+        response = api.client.patch(f"{API}/schedule/{schedule_id}", json={"name": "x"})
+        assert response.status_code == 404, response.get_json()
+    assert api.queued() == 0
+
+
+def test_the_spec_declares_patch_with_its_body_and_errors(api: ApiUnderTest) -> None:
+    spec = api.client.get("/openapi.json").get_json()
+    operation = spec["paths"][f"{API}/schedule/{{schedule_id}}"]["patch"]
+    assert operation["operationId"] == "patchSchedule"
+    assert {"202", "400", "404", "409"} <= set(operation["responses"])
+    schema = operation["requestBody"]["content"]["application/json"]["schema"]
+    assert schema["$ref"].endswith("/SchedulePatch")
+    assert {"payload", "retry", "schedule"} <= set(
+        spec["components"]["schemas"]["SchedulePatch"]["properties"]
+    )
+
+
+# -- history after delete -----------------------------------------------------------------
+
+
+def record_runs(api: ApiUnderTest, schedule_id: str, count: int) -> list[str]:
+    """``count`` finished runs of the schedule, a minute apart; their occurrence ids."""
+    stored = api.backends.store.get_schedule("default", schedule_id)
+    assert stored is not None
+    store = api.backends.store
+    now = api.clock.now()
+    ids = []
+    for number in range(count):
+        moment = now.replace(second=0, microsecond=0) - timedelta(minutes=count - number)
+        occurrence = Occurrence("default", schedule_id, stored.revision, moment)
+        execution = store.begin_attempt(occurrence, "x", now, now + timedelta(seconds=30))
+        assert execution is not None
+        store.finish_attempt(
+            execution, "x", AttemptOutcome(ExecutionStatus.SUCCEEDED, now, http_status=200)
+        )
+        ids.append(occurrence.occurrence_id)
+    return ids
+
+
+def test_the_history_of_a_deleted_schedule_stays_readable(api: ApiUnderTest) -> None:
+    create(api, "h1")
+    ran = record_runs(api, "h1", 3)
+    live = api.client.get(f"{API}/schedule/h1/executions").get_json()
+    assert live["schedule_status"] == "active"
+    assert api.client.delete(f"{API}/schedule/h1").status_code == 202
+    assert api.client.get(f"{API}/schedule/h1").status_code == 404
+    first = api.client.get(f"{API}/schedule/h1/executions?limit=2")
+    assert first.status_code == 200, first.get_json()
+    assert first.get_json()["schedule_status"] == "deleted"
+    rest = api.client.get(
+        f"{API}/schedule/h1/executions?limit=2&cursor={first.get_json()['next_cursor']}"
+    ).get_json()
+    listed = [item["occurrence_id"] for item in first.get_json()["items"] + rest["items"]]
+    assert listed == ran[::-1]
+    # Retention removes the tombstone first: what is left is still the history.
+    store = api.backends.store
+    far = api.clock.now() + timedelta(days=10_000)
+    assert store.purge_expired(api.clock.now() - timedelta(days=1), far, 10) == (0, 1)
+    after = api.client.get(f"{API}/schedule/h1/executions").get_json()
+    assert (after["schedule_status"], len(after["items"])) == ("deleted", 3)
+    # Then the records: nothing is left, and the schedule is unknown.
+    assert store.purge_expired(far, far, 10) == (3, 0)
+    assert api.client.get(f"{API}/schedule/h1/executions").status_code == 404
+
+
+def test_the_history_of_an_unknown_schedule_is_404(api: ApiUnderTest) -> None:
+    response = api.client.get(f"{API}/schedule/never-was/executions")
+    assert response.status_code == 404
+    assert response.mimetype == "application/problem+json"
