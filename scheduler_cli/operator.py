@@ -129,6 +129,19 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "-f", "--file", required=True, type=Path, help="the changes as JSON; - for stdin"
     )
     client_options(update)
+    backfill = actions.add_parser(
+        "backfill", help="run the occurrences of a past range that did not run"
+    )
+    backfill.add_argument("id")
+    backfill.add_argument("--from", dest="start", required=True, help="ISO instant, included")
+    backfill.add_argument("--to", dest="end", required=True, help="ISO instant, excluded")
+    backfill.add_argument(
+        "--policy",
+        choices=["fire_all", "fire_once"],
+        default="fire_all",
+        help="run each occurrence, or only the latest",
+    )
+    client_options(backfill)
     for action, text in (
         ("get", "one schedule"),
         ("pause", "stop firing until resumed"),
@@ -192,6 +205,9 @@ def _request(
             return client.call("PUT", f"/schedule/{_quote(args.id)}", body), None, ()
         return client.call("POST", "/schedule", body), None, ()
     path = f"/schedule/{_quote(args.id)}"
+    if action == "backfill":
+        body = {"from": args.start, "to": args.end, "policy": args.policy}
+        return client.call("POST", f"{path}/backfill", body), None, ()
     if action == "update":
         text = sys.stdin.read() if str(args.file) == "-" else args.file.read_text()
         return client.call("PATCH", path, json.loads(text)), None, ()

@@ -24,6 +24,7 @@ from scheduler_client.errors import (
 )
 from scheduler_client.types import (
     Accepted,
+    Backfilled,
     Deleted,
     Execution,
     Preview,
@@ -35,6 +36,7 @@ from scheduler_client.types import (
 __all__ = [
     "Accepted",
     "ApiError",
+    "Backfilled",
     "Conflict",
     "ConnectionFailed",
     "Deleted",

@@ -4,8 +4,8 @@ Retries: a request that never reached the server (connection refused or reset be
 sent) is retried whatever the call. A call whose repeat cannot do anything twice is also retried
 after a timeout, a reset mid-answer, a 429, 502, 503 or 504, with exponential backoff that
 honours ``Retry-After``: reads, ``replace`` (a PUT), ``update`` (a PATCH), ``pause``,
-``resume``, ``preview``, and ``create``, which sends an ``Idempotency-Key`` so that a repeat
-answers the same schedule.
+``resume``, ``preview``, ``backfill``, and ``create``, which sends an ``Idempotency-Key`` so
+that a repeat answers the same schedule.
 ``trigger`` (each call is one more run) and ``delete`` (a repeat of a delete that was applied
 answers 404) are never repeated once sent.
 """
@@ -25,6 +25,7 @@ from urllib3.util import Retry, Timeout
 from scheduler_client.errors import ConnectionFailed, api_error
 from scheduler_client.types import (
     Accepted,
+    Backfilled,
     Deleted,
     Execution,
     Preview,
@@ -136,6 +137,16 @@ class SchedulerClient:
         """Run the schedule once now, beside its own times."""
         answer = self._call("POST", self._path(schedule_id, "trigger"), idempotent=False)
         return cast(Triggered, answer)
+
+    def backfill(
+        self, schedule_id: str, start: str, end: str, *, policy: str = "fire_all"
+    ) -> Backfilled:
+        """Run the occurrences of ``[start, end)`` (ISO instants, in the past) that did not
+        run: ``fire_all`` each, ``fire_once`` the latest. Each keeps its occurrence id, so a
+        repeat runs nothing twice: it is retried like a read."""
+        body = {"from": start, "to": end, "policy": policy}
+        answer = self._call("POST", self._path(schedule_id, "backfill"), body=body, idempotent=True)
+        return cast(Backfilled, answer)
 
     def preview(
         self, schedule: Mapping[str, Any], count: int = 10, after: str | None = None

@@ -33,6 +33,18 @@ class Triggered(TypedDict):
     status: str
 
 
+class LeftOut(TypedDict):
+    occurrence_id: str
+    reason: str
+
+
+class Backfilled(TypedDict):
+    id: str
+    policy: str
+    queued: list[str]
+    left_out: list[LeftOut]
+
+
 class Preview(TypedDict):
     occurrences: list[TimePair]
     description: str

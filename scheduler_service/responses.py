@@ -170,6 +170,26 @@ class ExecutionPageSchema(Open):
     )
 
 
+class LeftOutSchema(Open):
+    occurrence_id = fields.String(required=True)
+    reason = fields.String(required=True)
+
+
+class BackfillAnswerSchema(Open):
+    id = fields.String(required=True)
+    policy = fields.String(required=True)
+    queued = fields.List(
+        fields.String(),
+        required=True,
+        metadata={"description": "the occurrence ids sent to run, oldest first"},
+    )
+    left_out = fields.List(
+        fields.Nested(LeftOutSchema),
+        required=True,
+        metadata={"description": "occurrences of the range not run, and why"},
+    )
+
+
 class HealthSchema(Open):
     status = fields.String(required=True)
     checks = fields.Dict(keys=fields.String(), values=fields.String())

@@ -25,6 +25,7 @@ from scheduler_service.errors import flatten
 from scheduler_service.patching import SchedulePatchSchema, patched_body, stored_body
 from scheduler_service.responses import (
     AcceptedSchema,
+    BackfillAnswerSchema,
     DeletedSchema,
     ExecutionPageSchema,
     IdempotencyHeader,
@@ -36,7 +37,13 @@ from scheduler_service.responses import (
     ScheduleViewSchema,
     TriggeredSchema,
 )
-from scheduler_service.schemas import ISO_TEXT, SCHEDULE_ID, PreviewSchema, ScheduleBodySchema
+from scheduler_service.schemas import (
+    ISO_TEXT,
+    SCHEDULE_ID,
+    BackfillSchema,
+    PreviewSchema,
+    ScheduleBodySchema,
+)
 from scheduler_service.service import (
     Accepted,
     IdempotentRequest,
@@ -320,6 +327,26 @@ def trigger_schedule(schedule_id: str) -> dict[str, Any]:
         "occurrence_id": occurrence.occurrence_id,
         "scheduled_time": time_pair(occurrence.scheduled_time, "UTC")["utc"],
         "status": "queued",
+    }
+
+
+@blp.route("/schedule/<schedule_id>/backfill", methods=["POST"])
+@blp.arguments(BackfillSchema, error_status_code=400)
+@blp.response(202, BackfillAnswerSchema)
+@blp.doc(operationId="backfillSchedule")
+@problems(400, 404, 413, 415)
+def backfill_schedule(body: dict[str, Any], schedule_id: str) -> dict[str, Any]:
+    """Run the occurrences of a past range (`from` included, `to` excluded, at most 366 days
+    and 1,000 occurrences) that did not run: `fire_all` each, `fire_once` only the latest.
+    Each has its normal occurrence id (and `Idempotency-Key`), so the receiver can
+    deduplicate; those that already succeeded, failed (see dead letters) or are in flight are
+    left out. They run now, as manual runs: even while paused, whatever the grace."""
+    done = service().backfill(g.tenant, schedule_id, body["start"], body["end"], body["policy"])
+    return {
+        "id": schedule_id,
+        "policy": body["policy"].value,
+        "queued": done.queued,
+        "left_out": [{"occurrence_id": item, "reason": why} for item, why in done.left_out],
     }
 
 

@@ -46,6 +46,8 @@ from shared.errors import InvalidInput, NotFound, SchedulerError
 from shared.messages import DefinitionMutation, encode_mutation, encode_occurrence
 from shared.model import (
     Execution,
+    ExecutionStatus,
+    MisfirePolicy,
     Occurrence,
     Payload,
     RetryPolicy,
@@ -73,7 +75,7 @@ from shared.secrets import (
 )
 from shared.settings import Settings
 from shared.ssrf import TargetPolicy, TargetRefused
-from shared.timeutil import iso_local, iso_z, load_zone
+from shared.timeutil import iso_local, iso_z, load_zone, to_epoch_ms
 from shared.validation import CANONICAL_FIELDS, check_timing
 
 # A repeat of an idempotent create this long after the first, with the schedule still unknown,
@@ -83,6 +85,11 @@ LIVE = (ScheduleStatus.ACTIVE, ScheduleStatus.PAUSED)
 # How many occurrences are counted to tell whether one still ahead of a schedule that has used
 # up its max_occurrences was among those sent; past it, it is taken as sent.
 MAX_COUNT_WALK = 10_000
+# A backfill's range: at most this long, holding at most this many occurrences.
+MAX_BACKFILL_DAYS = 366
+MAX_BACKFILL_OCCURRENCES = 1000
+# Execution records read per page while a backfill looks for the runs of its range.
+RECORDS_PAGE = 500
 
 
 class IdempotencyConflict(SchedulerError):
@@ -181,6 +188,14 @@ class TenantCounts:
                 del tally.pending[schedule_id]
         tally.stored = self.store.count_tenant_schedules(tenant)
         tally.counted_at = time.monotonic()
+
+
+@dataclass(frozen=True)
+class Backfill:
+    """What a backfill queued, and what it left out and why (both by occurrence id)."""
+
+    queued: list[str]
+    left_out: list[tuple[str, str]]
 
 
 @dataclass(frozen=True)
@@ -469,6 +484,97 @@ class ScheduleService:
         )
         self.queues.occurrences.send([OutgoingMessage(encode_occurrence(occurrence))])
         return occurrence
+
+    def backfill(
+        self,
+        tenant: str,
+        schedule_id: str,
+        start: datetime,
+        end: datetime,
+        policy: MisfirePolicy,
+    ) -> Backfill:
+        """Run the schedule's occurrences in ``[start, end)`` that did not run, now, straight
+        onto queue 2 as the poller sends them: each with its normal occurrence id, so the
+        executor and the receiver deduplicate them like any redelivery. ``fire_once`` runs only
+        the latest of them. They go as manual runs: they fire even while the schedule is paused
+        and however late they are (``misfire.grace_seconds`` is about the live schedule).
+
+        Occurrences that succeeded or failed already (a failed one is a dead letter: replay it),
+        or that are in flight, are left out. ``InvalidInput`` naming ``from`` or ``to`` for a
+        range that is empty, in the future, longer than ``MAX_BACKFILL_DAYS`` or holding more
+        than ``MAX_BACKFILL_OCCURRENCES``; nothing is queued then.
+        """
+        schedule = self.get(tenant, schedule_id)
+        now = self.clock.now()
+        errors: dict[str, str] = {}
+        if end > now:
+            errors["to"] = "in the future: a backfill runs occurrences that have passed"
+        if end <= start:
+            errors["from"] = "must be before to"
+        elif end - start > timedelta(days=MAX_BACKFILL_DAYS):
+            errors["from"] = f"the range is longer than {MAX_BACKFILL_DAYS} days; split it"
+        if errors:
+            raise InvalidInput(errors)
+        definition = schedule.live_definition
+        recurrence = build_recurrence(definition.timing, schedule.accepted_at)
+        moments: list[datetime] = []
+        moment = recurrence.first_at_or_after(start)
+        while moment is not None and moment < end:
+            if len(moments) == MAX_BACKFILL_OCCURRENCES:
+                raise InvalidInput(
+                    {
+                        "from": f"the range holds more than {MAX_BACKFILL_OCCURRENCES} "
+                        "occurrences; split it"
+                    }
+                )
+            moments.append(moment)
+            moment = recurrence.next_after(moment)
+        recorded = self._records_between(tenant, schedule_id, start, end)
+        candidates: list[Occurrence] = []
+        left_out: list[tuple[str, str]] = []
+        for moment in moments:
+            occurrence = Occurrence(
+                tenant=tenant,
+                schedule_id=schedule_id,
+                revision=schedule.revision,
+                scheduled_time=moment,
+                priority=definition.priority,
+                manual=True,
+            )
+            record = recorded.get(occurrence.occurrence_id)
+            if record is None or record.status is ExecutionStatus.SKIPPED:
+                candidates.append(occurrence)
+            else:
+                left_out.append((occurrence.occurrence_id, f"already {record.status.value}"))
+        if policy is MisfirePolicy.FIRE_ONCE and len(candidates) > 1:
+            left_out += [
+                (item.occurrence_id, "fire_once runs the latest") for item in candidates[:-1]
+            ]
+            candidates = candidates[-1:]
+        if candidates:
+            self.queues.occurrences.send(
+                [OutgoingMessage(encode_occurrence(item)) for item in candidates]
+            )
+        return Backfill(
+            queued=[item.occurrence_id for item in candidates],
+            left_out=sorted(left_out),
+        )
+
+    def _records_between(
+        self, tenant: str, schedule_id: str, start: datetime, end: datetime
+    ) -> dict[str, Execution]:
+        """The schedule's execution records scheduled in ``[start, end)``, by occurrence id:
+        the history read from ``end`` back (a position before every record of ``end``)."""
+        found: dict[str, Execution] = {}
+        cursor: str | None = f"{to_epoch_ms(end)}|"
+        while cursor is not None:
+            page = self.store.list_executions(tenant, schedule_id, RECORDS_PAGE, cursor)
+            for record in page.items:
+                if record.scheduled_time < start:
+                    return found
+                found[record.occurrence_id] = record
+            cursor = page.next_cursor
+        return found
 
     def next_fire_time(self, schedule: Schedule) -> datetime | None:
         """When the schedule fires next, as of now (see ``next_fire_time``)."""

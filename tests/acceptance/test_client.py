@@ -93,12 +93,31 @@ def exercise(client: SchedulerClient, receiver: Receiver) -> None:
     assert raised.value.status == 400
     assert raised.value.messages_for("schedule.cron")
 
+    hour = time.time() // 3600 * 3600
+    stamp = "%Y-%m-%dT%H:%M:%SZ"
+    backfilled = client.backfill(
+        first,
+        time.strftime(stamp, time.gmtime(hour - 7200)),
+        time.strftime(stamp, time.gmtime(hour)),
+        policy="fire_once",
+    )
+    assert [len(backfilled["queued"]), len(backfilled["left_out"])] == [1, 1]
+    eventually(
+        lambda: (
+            backfilled["queued"][0]
+            in [e["occurrence_id"] for e in client.executions(first) if e["status"] == "succeeded"]
+        ),
+        timeout=20,
+    )
+
     assert client.delete(first) == {"id": first, "status": "deleted"}
     with pytest.raises(NotFound) as missing:
         client.get(first)
     assert missing.value.title == "Not Found"
     with pytest.raises(NotFound):
         client.delete(first)
+    # The history stays readable after the delete.
+    assert len(list(client.executions(first))) >= 2
 
 
 def test_the_client_against_scheduler_dev(tmp_path: Path) -> None:

@@ -90,7 +90,23 @@ def test_create_get_list_pause_resume_trigger_delete_and_history(dev: str, tmp_p
         assert '"paused"' in cli(dev, "schedules", "pause", "nightly", "--json").stdout
         assert cli(dev, "schedules", "resume", "nightly").returncode == 0
         assert cli(dev, "schedules", "trigger", "nightly").returncode == 0
+        now = time.time()
+        stamp = "%Y-%m-%dT%H:%M:%SZ"
+        backfill = cli(
+            dev,
+            "schedules",
+            "backfill",
+            "nightly",
+            "--from",
+            time.strftime(stamp, time.gmtime(now - 3)),
+            "--to",
+            time.strftime(stamp, time.gmtime(now - 1)),
+        )
+        assert backfill.returncode == 0, backfill.stderr
+        assert "queued:" in backfill.stdout and "left_out:" in backfill.stdout
         assert cli(dev, "schedules", "delete", "nightly").returncode == 0
+        kept = cli(dev, "executions", "nightly")  # the history outlives the schedule
+        assert kept.returncode == 0 and "succeeded" in kept.stdout
 
         missing = cli(dev, "schedules", "get", "nightly")
         assert missing.returncode == 1

@@ -4,15 +4,18 @@ embedded backends through the API."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from shared.messages import decode_occurrence
 from shared.model import AttemptOutcome, ExecutionStatus, Occurrence
+from shared.timeutil import UTC, iso_z, parse_iso
 from tests.support.api import ApiUnderTest, api_under_test
-from tests.support.harness import API
+from tests.support.harness import API, running_pipeline, sqlite_settings
+from tests.support.receiver import running_receiver
 
 BODY: dict[str, Any] = {
     "name": "report",
@@ -203,3 +206,122 @@ def test_the_history_of_an_unknown_schedule_is_404(api: ApiUnderTest) -> None:
     response = api.client.get(f"{API}/schedule/never-was/executions")
     assert response.status_code == 404
     assert response.mimetype == "application/problem+json"
+
+
+# -- backfill -------------------------------------------------------------------------------
+
+
+def queued_occurrences(api: ApiUnderTest) -> list[Occurrence]:
+    messages = api.backends.queues.occurrences.receive(10, 0, 30)
+    found = []
+    while messages:
+        found += [decode_occurrence(message.body) for message in messages]
+        messages = api.backends.queues.occurrences.receive(10, 0, 30)
+    return sorted(found, key=lambda item: item.scheduled_time)
+
+
+def hour_ago(api: ApiUnderTest) -> tuple[str, str, list[str]]:
+    """A past hour, and the ids of a quarter-hourly schedule's four occurrences in it."""
+    end = api.clock.now().replace(minute=0, second=0, microsecond=0)
+    start = end - timedelta(hours=1)
+    ids = [f"q1:{iso_z(start + timedelta(minutes=15 * n))}" for n in range(4)]
+    return iso_z(start), iso_z(end), ids
+
+
+def test_backfill_runs_each_past_occurrence_with_its_normal_id(api: ApiUnderTest) -> None:
+    create(api, "q1", schedule={"cron": "*/15 * * * *"})
+    api.client.post(f"{API}/schedule/q1/pause")
+    start, end, ids = hour_ago(api)
+    # One ran already: it is left out.
+    stored = api.backends.store.get_schedule("default", "q1")
+    assert stored is not None
+    ran = Occurrence("default", "q1", stored.revision, parse_iso(ids[1][3:]))
+    now = api.clock.now()
+    execution = api.backends.store.begin_attempt(ran, "x", now, now + timedelta(seconds=30))
+    assert execution is not None
+    api.backends.store.finish_attempt(
+        execution, "x", AttemptOutcome(ExecutionStatus.SUCCEEDED, now, http_status=200)
+    )
+    answer = api.client.post(f"{API}/schedule/q1/backfill", json={"from": start, "to": end})
+    assert answer.status_code == 202, answer.get_json()
+    body = answer.get_json()
+    assert body["queued"] == [ids[0], ids[2], ids[3]]
+    assert body["left_out"] == [{"occurrence_id": ids[1], "reason": "already succeeded"}]
+    sent = queued_occurrences(api)
+    assert [item.occurrence_id for item in sent] == body["queued"]
+    assert all(item.manual and item.revision == stored.revision for item in sent)
+    assert api.queued() == 0  # no schedule changed
+
+
+def test_backfill_fire_once_runs_only_the_latest(api: ApiUnderTest) -> None:
+    create(api, "q1", schedule={"cron": "*/15 * * * *"})
+    start, end, ids = hour_ago(api)
+    body = {"from": start, "to": end, "policy": "fire_once"}
+    answer = api.client.post(f"{API}/schedule/q1/backfill", json=body).get_json()
+    assert answer["queued"] == [ids[3]]
+    assert [item["occurrence_id"] for item in answer["left_out"]] == ids[:3]
+    assert [item.occurrence_id for item in queued_occurrences(api)] == [ids[3]]
+
+
+@pytest.mark.parametrize(
+    ("body", "fields"),
+    [
+        ({"to": "2026-01-01T00:00:00Z"}, ["from"]),
+        ({"from": "2026-01-01T00:00:00", "to": "2026-01-01T01:00:00Z"}, ["from"]),
+        ({"from": "yesterday", "to": "2026-01-01T01:00:00Z"}, ["from"]),
+        ({"from": "2026-01-01T01:00:00Z", "to": "2026-01-01T00:00:00Z"}, ["from"]),
+        ({"from": "2026-01-01T00:00:00Z", "to": "2999-01-01T00:00:00Z"}, ["from", "to"]),
+        ({"from": "2020-01-01T00:00:00Z", "to": "2022-01-01T00:00:00Z"}, ["from"]),
+        (
+            {"from": "2025-01-01T00:00:00Z", "to": "2025-01-03T00:00:00Z", "policy": "skip"},
+            ["policy"],
+        ),
+        ({"from": "2025-01-01T00:00:00Z", "to": "2025-01-02T00:00:00Z", "speed": 2}, ["speed"]),
+    ],
+)
+def test_a_bad_backfill_is_400_naming_the_field_and_queues_nothing(
+    api: ApiUnderTest, body: dict[str, Any], fields: list[str]
+) -> None:
+    create(api, "q2", schedule={"cron": "*/15 * * * *"})
+    assert problem_fields(api.client.post(f"{API}/schedule/q2/backfill", json=body)) == fields
+    assert api.occurrences_queued() == 0
+
+
+def test_a_backfill_over_too_many_occurrences_is_refused(api: ApiUnderTest) -> None:
+    create(api, "q3", schedule={"cron": "* * * * *"})
+    body = {"from": "2025-01-01T00:00:00Z", "to": "2025-01-02T00:00:00Z"}  # 1,440 minutes
+    assert problem_fields(api.client.post(f"{API}/schedule/q3/backfill", json=body)) == ["from"]
+    assert api.occurrences_queued() == 0
+    unknown = api.client.post(f"{API}/schedule/never-was/backfill", json=body)
+    assert unknown.status_code == 404
+
+
+def test_backfilled_occurrences_fire_with_their_idempotency_keys(tmp_path: Path) -> None:
+    with running_receiver() as receiver, running_pipeline(sqlite_settings(tmp_path)) as pipeline:
+        body = {**BODY, "schedule": {"cron": "*/15 * * * *"}, "misfire": {"grace_seconds": 1}}
+        body["payload"] = {"method": "POST", "url": f"{receiver.url}/hook"}
+        assert pipeline.client.put(f"{API}/schedule/q4", json=body).status_code == 202
+        pipeline.wait_until_stored("q4")
+        end = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+        answer = pipeline.client.post(
+            f"{API}/schedule/q4/backfill",
+            json={"from": iso_z(end - timedelta(minutes=30)), "to": iso_z(end)},
+        ).get_json()
+        calls = receiver.wait_for(2, timeout=10)
+        keys = sorted(call.headers["idempotency-key"] for call in calls)
+        assert (
+            keys
+            == answer["queued"]
+            == [
+                f"q4:{iso_z(end - timedelta(minutes=30))}",
+                f"q4:{iso_z(end - timedelta(minutes=15))}",
+            ]
+        )
+        history = pipeline.client.get(f"{API}/schedule/q4/executions").get_json()["items"]
+        assert {item["occurrence_id"] for item in history} == set(keys)
+        # A second backfill of the same range runs nothing again.
+        again = pipeline.client.post(
+            f"{API}/schedule/q4/backfill",
+            json={"from": iso_z(end - timedelta(minutes=30)), "to": iso_z(end)},
+        ).get_json()
+        assert again["queued"] == []
