@@ -1,4 +1,5 @@
-"""``scheduler schedules …`` and ``scheduler executions …``: the API from a terminal.
+"""``scheduler schedules …``, ``scheduler executions …`` and ``scheduler dead-letters …``: the
+API from a terminal.
 
 A thin HTTP client of a running API (``--url``, ``SCHEDULER_API_URL``), printing readable tables
 or, with ``--json``, the API's answers as they are.
@@ -96,6 +97,14 @@ EXECUTION_COLUMNS = (
     ("error", "ERROR"),
 )
 
+DEAD_LETTER_COLUMNS = (
+    ("id", "OCCURRENCE"),
+    ("failed_at", "FAILED (UTC)"),
+    ("attempts", "ATTEMPTS"),
+    ("http_status", "HTTP"),
+    ("error", "ERROR"),
+)
+
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     def client_options(parser: argparse.ArgumentParser) -> None:
@@ -152,6 +161,20 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         parser = actions.add_parser(action, help=text)
         parser.add_argument("id")
         client_options(parser)
+    dead_letters = commands.add_parser(
+        "dead-letters", help="occurrences that failed for good: list, replay, discard"
+    )
+    letters = dead_letters.add_subparsers(dest="action", required=True)
+    listing = letters.add_parser("list", help="dead letters, the latest failure first")
+    listing.add_argument("--limit", type=int, default=50)
+    client_options(listing)
+    for action, text in (
+        ("replay", "fire it again, with the same occurrence id"),
+        ("discard", "take it off the list for good"),
+    ):
+        parser = letters.add_parser(action, help=text)
+        parser.add_argument("id", help="the occurrence id, as listed")
+        client_options(parser)
     executions = commands.add_parser("executions", help="a schedule's run history via the API")
     executions.add_argument("id")
     executions.add_argument("--limit", type=int, default=20)
@@ -194,6 +217,14 @@ def _request(
         )
         return answer, answer["items"], EXECUTION_COLUMNS
     action = args.action
+    if args.command == "dead-letters":
+        if action == "list":
+            answer = client.call("GET", "/dead-letters", query={"limit": args.limit})
+            return answer, answer["items"], DEAD_LETTER_COLUMNS
+        path = f"/dead-letters/{_quote(args.id)}"
+        if action == "replay":
+            return client.call("POST", f"{path}/replay"), None, ()
+        return client.call("DELETE", path), None, ()
     if action == "list":
         query = {"status": args.status, "name": args.name, "tag": args.tag, "limit": args.limit}
         answer = client.call("GET", "/schedules", query=query)

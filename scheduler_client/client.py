@@ -6,8 +6,8 @@ after a timeout, a reset mid-answer, a 429, 502, 503 or 504, with exponential ba
 honours ``Retry-After``: reads, ``replace`` (a PUT), ``update`` (a PATCH), ``pause``,
 ``resume``, ``preview``, ``backfill``, and ``create``, which sends an ``Idempotency-Key`` so
 that a repeat answers the same schedule.
-``trigger`` (each call is one more run) and ``delete`` (a repeat of a delete that was applied
-answers 404) are never repeated once sent.
+``trigger`` (each call is one more run), ``delete``, ``replay`` and ``discard`` (a repeat of
+one that was applied answers 404) are never repeated once sent.
 """
 
 from __future__ import annotations
@@ -26,9 +26,12 @@ from scheduler_client.errors import ConnectionFailed, api_error
 from scheduler_client.types import (
     Accepted,
     Backfilled,
+    DeadLetter,
     Deleted,
+    Discarded,
     Execution,
     Preview,
+    Replayed,
     Schedule,
     Triggered,
 )
@@ -184,6 +187,24 @@ class SchedulerClient:
         """The schedule's runs, newest first, fetching one page at a time as it is consumed."""
         for item in self._pages(self._path(schedule_id, "executions"), {"limit": page_size}):
             yield cast(Execution, item)
+
+    # -- dead letters -------------------------------------------------------------------------
+
+    def dead_letters(self, *, page_size: int | None = None) -> Iterator[DeadLetter]:
+        """The occurrences that failed for good, the latest failure first, a page at a time."""
+        for item in self._pages("/dead-letters", {"limit": page_size}):
+            yield cast(DeadLetter, item)
+
+    def replay(self, occurrence_id: str) -> Replayed:
+        """Fire a dead letter again (same occurrence id and ``Idempotency-Key``), recorded as
+        one more attempt. Not repeated once sent: a repeat of one that was applied is a 404."""
+        path = f"/dead-letters/{quote(occurrence_id, safe='')}/replay"
+        return cast(Replayed, self._call("POST", path, idempotent=False))
+
+    def discard(self, occurrence_id: str) -> Discarded:
+        """Take a dead letter off the list for good (its record stays in the history)."""
+        path = f"/dead-letters/{quote(occurrence_id, safe='')}"
+        return cast(Discarded, self._call("DELETE", path, idempotent=False))
 
     # -- transport ----------------------------------------------------------------------------
 

@@ -45,6 +45,30 @@ class Backfilled(TypedDict):
     left_out: list[LeftOut]
 
 
+class DeadLetter(TypedDict):
+    id: str
+    schedule_id: str
+    occurrence_id: str
+    scheduled_time: str
+    failed_at: str | None
+    attempts: int
+    http_status: int | None
+    error: str | None
+    manual: bool
+
+
+class Replayed(TypedDict):
+    id: str
+    schedule_id: str
+    status: str
+    attempt: int
+
+
+class Discarded(TypedDict):
+    id: str
+    status: str
+
+
 class Preview(TypedDict):
     occurrences: list[TimePair]
     description: str

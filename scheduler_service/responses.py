@@ -190,6 +190,35 @@ class BackfillAnswerSchema(Open):
     )
 
 
+class DeadLetterSchema(Open):
+    id = fields.String(required=True, metadata={"description": "the occurrence id"})
+    schedule_id = fields.String(required=True)
+    occurrence_id = fields.String(required=True)
+    scheduled_time = fields.String(required=True)
+    failed_at = fields.String(allow_none=True, required=True)
+    attempts = fields.Integer(required=True)
+    http_status = fields.Integer(allow_none=True, required=True)
+    error = fields.String(allow_none=True, required=True)
+    manual = fields.Boolean(required=True)
+
+
+class DeadLetterPageSchema(Open):
+    items = fields.List(fields.Nested(DeadLetterSchema), required=True)
+    next_cursor = fields.String(allow_none=True, required=True)
+
+
+class ReplayedSchema(Open):
+    id = fields.String(required=True)
+    schedule_id = fields.String(required=True)
+    status = fields.String(required=True, metadata={"description": "always queued"})
+    attempt = fields.Integer(required=True, metadata={"description": "the attempt it makes"})
+
+
+class DiscardedSchema(Open):
+    id = fields.String(required=True)
+    status = fields.String(required=True, metadata={"description": "always discarded"})
+
+
 class HealthSchema(Open):
     status = fields.String(required=True)
     checks = fields.Dict(keys=fields.String(), values=fields.String())

@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import itertools
+import logging
 import secrets
 import threading
 import time
@@ -78,6 +79,8 @@ from shared.ssrf import TargetPolicy, TargetRefused
 from shared.timeutil import iso_local, iso_z, load_zone, to_epoch_ms
 from shared.validation import CANONICAL_FIELDS, check_timing
 
+log = logging.getLogger(__name__)
+
 # A repeat of an idempotent create this long after the first, with the schedule still unknown,
 # re-sends its mutation (the first may have died between recording and enqueueing).
 RESEND_AFTER = timedelta(seconds=30)
@@ -94,6 +97,15 @@ RECORDS_PAGE = 500
 
 class IdempotencyConflict(SchedulerError):
     """An ``Idempotency-Key`` reused with another request: the API answers 409."""
+
+
+class NoDeadLetter(NotFound):
+    """No dead letter has this occurrence id (in the tenant): never failed, replayed or
+    discarded already. The API answers 404."""
+
+
+class NotReplayable(SchedulerError):
+    """A dead letter of a deleted schedule: a replay would be skipped. The API answers 409."""
 
 
 class QuotaExceeded(SchedulerError):
@@ -575,6 +587,67 @@ class ScheduleService:
                 found[record.occurrence_id] = record
             cursor = page.next_cursor
         return found
+
+    def list_dead_letters(self, tenant: str, limit: int, cursor: str | None) -> Page[Execution]:
+        return self.store.list_dead_letters(tenant, limit, cursor)
+
+    def replay(self, tenant: str, occurrence_id: str) -> Execution:
+        """Fire a dead letter again: the same occurrence id and ``Idempotency-Key``, recorded
+        as one more attempt of its record (``reopen_dead_letter``), with the schedule's current
+        payload. It goes to queue 2 as a manual run (it fires even while the schedule is paused,
+        however late); if it fails again it is a dead letter again. ``NoDeadLetter`` if there
+        is none by that id, ``NotReplayable`` if its schedule is deleted."""
+        record = self.store.get_execution(tenant, occurrence_id)
+        if record is None or record.status is not ExecutionStatus.FAILED:
+            raise NoDeadLetter(occurrence_id)
+        schedule = self.store.get_schedule(tenant, record.schedule_id)
+        if schedule is None or schedule.status is ScheduleStatus.DELETED:
+            raise NotReplayable(
+                f"schedule {record.schedule_id!r} is deleted: a replay would not fire. "
+                "Discard the dead letter instead."
+            )
+        reopened = self.store.reopen_dead_letter(tenant, occurrence_id, self.clock.now())
+        if reopened is None:
+            raise NoDeadLetter(occurrence_id)  # discarded or replayed meanwhile
+        occurrence = Occurrence(
+            tenant=tenant,
+            schedule_id=record.schedule_id,
+            revision=schedule.revision,
+            scheduled_time=record.scheduled_time,
+            priority=schedule.live_definition.priority,
+            occurrence_id=occurrence_id,
+            manual=True,
+        )
+        try:
+            self.queues.occurrences.send([OutgoingMessage(encode_occurrence(occurrence))])
+        except BaseException:
+            # Nothing will take the reopened record: a dead letter again, to replay later.
+            with contextlib.suppress(Exception):
+                self.store.restore_dead_letter(reopened)
+            raise
+        log.info(
+            "dead letter replayed",
+            extra={
+                "event": "dead_letter_replayed",
+                "tenant": tenant,
+                "schedule_id": record.schedule_id,
+                "occurrence_id": occurrence_id,
+            },
+        )
+        return reopened
+
+    def discard(self, tenant: str, occurrence_id: str) -> None:
+        """Take a dead letter off the list; it stays ``failed`` in the schedule's history."""
+        if not self.store.discard_dead_letter(tenant, occurrence_id, self.clock.now()):
+            raise NoDeadLetter(occurrence_id)
+        log.info(
+            "dead letter discarded",
+            extra={
+                "event": "dead_letter_discarded",
+                "tenant": tenant,
+                "occurrence_id": occurrence_id,
+            },
+        )
 
     def next_fire_time(self, schedule: Schedule) -> datetime | None:
         """When the schedule fires next, as of now (see ``next_fire_time``)."""

@@ -11,6 +11,7 @@ from typing import TypeVar
 import pytest
 
 from scheduler_client import (
+    DeadLetter,
     InvalidRequest,
     NotFound,
     SchedulerClient,
@@ -18,7 +19,7 @@ from scheduler_client import (
 )
 from tests.support.peers import ComponentBackends
 from tests.support.processes import Process, free_port, wait_until_healthy
-from tests.support.receiver import Receiver, running_receiver
+from tests.support.receiver import Call, Receiver, running_receiver
 
 pytestmark = pytest.mark.slow
 
@@ -49,6 +50,10 @@ def hourly(name: str, receiver: Receiver, tag: str = "client") -> dict[str, obje
         "schedule": {"cron": "0 * * * *", "timezone": "Europe/Paris"},
         "payload": {"method": "POST", "url": f"{receiver.url}/hook", "body": {"from": name}},
     }
+
+
+def failing_at(path: str) -> Callable[[Call], tuple[int, dict[str, str]]]:
+    return lambda call: (500 if call.path == path else 200, {})
 
 
 def exercise(client: SchedulerClient, receiver: Receiver) -> None:
@@ -119,9 +124,30 @@ def exercise(client: SchedulerClient, receiver: Receiver) -> None:
     # The history stays readable after the delete.
     assert len(list(client.executions(first))) >= 2
 
+    body = {**hourly("failing", receiver), "retry": {"max_attempts": 1}}
+    body["payload"] = {"method": "POST", "url": f"{receiver.url}/fail"}
+    failing = client.create(body)["id"]
+    eventually(lambda: client.get(failing))
+    occurrence_id = client.trigger(failing)["occurrence_id"]
+
+    def letter(attempts: int) -> list[DeadLetter]:
+        return [
+            item
+            for item in client.dead_letters(page_size=1)
+            if item["id"] == occurrence_id and item["attempts"] == attempts
+        ]
+
+    assert eventually(lambda: letter(1), timeout=20)[0]["http_status"] == 500
+    assert client.replay(occurrence_id)["attempt"] == 2
+    eventually(lambda: letter(2), timeout=20)  # it failed again: a dead letter again
+    assert client.discard(occurrence_id) == {"id": occurrence_id, "status": "discarded"}
+    assert list(client.dead_letters()) == []
+    with pytest.raises(NotFound):
+        client.replay(occurrence_id)
+
 
 def test_the_client_against_scheduler_dev(tmp_path: Path) -> None:
-    with running_receiver() as receiver:
+    with running_receiver(failing_at("/fail")) as receiver:
         dev = Process(["dev", "--port", "0", "--data-dir", str(tmp_path)], {}, tmp_path / "dev.log")
         try:
             api = dev.wait_for_output(r"API on (http://127\.0\.0\.1:\d+)").group(1)
@@ -146,7 +172,7 @@ def test_the_client_against_the_four_components_with_api_keys(
         "SCHEDULER_WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
     }
     base = f"http://127.0.0.1:{port}"
-    with running_receiver() as receiver:
+    with running_receiver(failing_at("/fail")) as receiver:
         processes = [
             Process([name], env, tmp_path / f"{name}.log")
             for name in ("api", "processor", "poller", "executor")
@@ -164,6 +190,7 @@ def test_the_client_against_the_four_components_with_api_keys(
                 eventually(lambda: acme.get(kept))
             with SchedulerClient(base, "sk_test_globex_0123456789") as globex:
                 assert list(globex.list()) == []
+                assert list(globex.dead_letters()) == []
                 with pytest.raises(NotFound):
                     globex.get(kept)
         finally:

@@ -3,7 +3,8 @@ embedded backends through the API."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ import pytest
 
 from shared.adapters.sqlite_db import SqliteDatabase
 from shared.adapters.sqlite_store import SqliteStore
+from shared.errors import Transient
 from shared.messages import decode_occurrence
 from shared.model import AttemptOutcome, ExecutionStatus, Occurrence
 from shared.timeutil import UTC, iso_z, parse_iso
@@ -345,3 +347,129 @@ def test_a_database_made_before_dead_letters_gains_their_column(tmp_path: Path) 
         assert store.list_dead_letters("default", 10, None).items == []
     finally:
         store.close()
+
+
+def wait_for(probe: Callable[[], Any], timeout: float = 10.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (answer := probe()):
+        assert time.monotonic() < deadline, f"{probe} gave nothing within {timeout}s"
+        time.sleep(0.05)
+    return answer
+
+
+def test_a_dead_letter_is_listed_replayed_with_its_key_and_recorded(tmp_path: Path) -> None:
+    answers = [500]
+    with (
+        running_receiver(lambda call: (answers[-1], {})) as receiver,
+        running_pipeline(sqlite_settings(tmp_path)) as pipeline,
+    ):
+        client = pipeline.client
+        body = {**BODY, "schedule": {"cron": "*/15 * * * *"}, "retry": {"max_attempts": 1}}
+        body["payload"] = {"method": "POST", "url": f"{receiver.url}/hook"}
+        assert client.put(f"{API}/schedule/d1", json=body).status_code == 202
+        pipeline.wait_until_stored("d1")
+        end = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+        start = end - timedelta(minutes=15)
+        occurrence_id = f"d1:{iso_z(start)}"
+        range_ = {"from": iso_z(start), "to": iso_z(end)}
+        assert client.post(f"{API}/schedule/d1/backfill", json=range_).status_code == 202
+
+        listed = wait_for(lambda: client.get(f"{API}/dead-letters").get_json()["items"])
+        assert [item["id"] for item in listed] == [occurrence_id]
+        letter = listed[0]
+        assert (letter["schedule_id"], letter["scheduled_time"]) == ("d1", iso_z(start))
+        assert (letter["attempts"], letter["http_status"]) == (1, 500)
+        assert letter["error"] and letter["failed_at"]
+
+        answers.append(200)
+        replayed = client.post(f"{API}/dead-letters/{occurrence_id}/replay")
+        assert replayed.status_code == 202, replayed.get_json()
+        assert replayed.get_json() == {
+            "id": occurrence_id,
+            "schedule_id": "d1",
+            "status": "queued",
+            "attempt": 2,
+        }
+        calls = receiver.wait_for(2, timeout=10)
+        assert [call.headers["idempotency-key"] for call in calls] == [occurrence_id] * 2
+        history = wait_for(
+            lambda: [
+                item
+                for item in client.get(f"{API}/schedule/d1/executions").get_json()["items"]
+                if item["status"] == "succeeded"
+            ]
+        )
+        assert (history[0]["occurrence_id"], history[0]["attempts"]) == (occurrence_id, 2)
+        assert client.get(f"{API}/dead-letters").get_json()["items"] == []
+        # Replayed: no longer a dead letter, so neither replayed nor discarded again.
+        again = client.post(f"{API}/dead-letters/{occurrence_id}/replay")
+        assert again.status_code == 404 and "dead letter" in again.get_json()["detail"]
+        assert client.delete(f"{API}/dead-letters/{occurrence_id}").status_code == 404
+
+
+def failed_record(api: ApiUnderTest, schedule_id: str, minute: int) -> str:
+    stored = api.backends.store.get_schedule("default", schedule_id)
+    assert stored is not None
+    now = api.clock.now()
+    moment = now.replace(second=0, microsecond=0) - timedelta(minutes=minute)
+    occurrence = Occurrence("default", schedule_id, stored.revision, moment)
+    execution = api.backends.store.begin_attempt(occurrence, "x", now, now + timedelta(seconds=30))
+    assert execution is not None
+    outcome = AttemptOutcome(
+        ExecutionStatus.FAILED,
+        now + timedelta(milliseconds=minute),
+        http_status=401,
+        error="HTTP 401 from https://hooks.example.com/run?token=abc123",
+    )
+    api.backends.store.finish_attempt(execution, "x", outcome)
+    return occurrence.occurrence_id
+
+
+def test_dead_letters_page_per_tenant_and_discard(api: ApiUnderTest) -> None:
+    create(api, "d2")
+    ids = [failed_record(api, "d2", minute) for minute in (1, 2, 3)]
+    first = api.client.get(f"{API}/dead-letters?limit=2").get_json()
+    rest = api.client.get(f"{API}/dead-letters?limit=2&cursor={first['next_cursor']}").get_json()
+    assert [item["id"] for item in first["items"] + rest["items"]] == ids[::-1]
+    assert rest["next_cursor"] is None
+    assert "abc123" not in first["items"][0]["error"]  # secrets redacted
+    discarded = api.client.delete(f"{API}/dead-letters/{ids[0]}")
+    assert discarded.status_code == 200
+    assert discarded.get_json() == {"id": ids[0], "status": "discarded"}
+    listed = api.client.get(f"{API}/dead-letters").get_json()["items"]
+    assert [item["id"] for item in listed] == ids[:0:-1]
+    history = api.client.get(f"{API}/schedule/d2/executions").get_json()["items"]
+    assert {item["status"] for item in history} == {"failed"}
+    assert api.client.delete(f"{API}/dead-letters/{ids[0]}").status_code == 404
+    assert api.client.post(f"{API}/dead-letters/{ids[0]}/replay").status_code == 404
+    for query in ("limit=0", "cursor=bad", "cursor=ZTp4fHk", "colour=red"):
+        response = api.client.get(f"{API}/dead-letters?{query}")
+        assert response.status_code == 400, query
+    assert api.occurrences_queued() == 0
+
+
+def test_a_dead_letter_of_a_deleted_schedule_cannot_be_replayed(api: ApiUnderTest) -> None:
+    create(api, "d3")
+    occurrence_id = failed_record(api, "d3", 1)
+    api.client.delete(f"{API}/schedule/d3")
+    response = api.client.post(f"{API}/dead-letters/{occurrence_id}/replay")
+    assert response.status_code == 409
+    assert "deleted" in response.get_json()["detail"]
+    assert api.occurrences_queued() == 0
+    assert api.client.delete(f"{API}/dead-letters/{occurrence_id}").status_code == 200
+
+
+def test_a_replay_that_cannot_be_sent_stays_a_dead_letter(
+    api: ApiUnderTest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    create(api, "d4")
+    occurrence_id = failed_record(api, "d4", 1)
+
+    def refuse(messages: Any) -> None:
+        raise Transient("queue down")
+
+    monkeypatch.setattr(api.backends.queues.occurrences, "send", refuse)
+    response = api.client.post(f"{API}/dead-letters/{occurrence_id}/replay")
+    assert response.status_code == 503
+    listed = api.client.get(f"{API}/dead-letters").get_json()["items"]
+    assert [(item["id"], item["attempts"]) for item in listed] == [(occurrence_id, 1)]
