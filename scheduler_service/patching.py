@@ -45,6 +45,7 @@ class SchedulePatchSchema(Schema):
     priority = fields.Raw(allow_none=True)
     retry = fields.Raw(allow_none=True)
     misfire = fields.Raw(allow_none=True)
+    jitter_seconds = fields.Raw(allow_none=True)
 
 
 def stored_body(definition: ScheduleDefinition) -> dict[str, JSON]:
@@ -61,6 +62,7 @@ def stored_body(definition: ScheduleDefinition) -> dict[str, JSON]:
         "priority": definition.priority,
         "retry": definition.retry.to_document(),
         "misfire": definition.misfire.to_document(),
+        "jitter_seconds": definition.jitter_seconds,
     }
 
 

@@ -118,6 +118,9 @@ class ScheduleViewSchema(Open):
     metadata = fields.Dict(required=True)
     tags = fields.List(fields.String(), required=True)
     priority = fields.Integer(required=True)
+    jitter_seconds = fields.Float(
+        required=True, metadata={"description": "each call comes up to this long after its time"}
+    )
     retry = fields.Dict(required=True)
     misfire = fields.Dict(required=True)
     runs = fields.Integer(required=True)

@@ -92,6 +92,7 @@ def definition_from(
         tags=tuple(body["tags"]),
         metadata=body["metadata"],
         request={"schedule": raw_schedule},
+        jitter_seconds=body["jitter_seconds"],
     )
     return definition, names
 

@@ -320,6 +320,10 @@ def seed_timing(data: dict[str, Any]) -> Timing:
     )
 
 
+# The widest jitter window: with the default look-ahead (300 s) an occurrence is still sent
+# within SQS's longest delay (900 s) of its firing.
+MAX_JITTER_SECONDS = 600
+
 # Limits of the call a schedule makes; each excess is a 400 naming the field.
 MAX_URL_LENGTH = 2048
 MAX_HEADERS = 50
@@ -502,6 +506,15 @@ class ScheduleBodySchema(DomainChecked):
     priority = WholeNumber(load_default=5, validate=validate.Range(0, 9))
     retry = fields.Nested(RetrySchema, load_default=lambda: RetryPolicy())
     misfire = fields.Nested(MisfireSchema, load_default=lambda: Misfire())
+    jitter_seconds = JsonNumber(
+        load_default=0.0,
+        validate=validate.Range(0, MAX_JITTER_SECONDS),
+        metadata={
+            "description": "spread each call over this many seconds after its time (0 to "
+            f"{MAX_JITTER_SECONDS}): the same delay for an occurrence on every attempt, drawn "
+            "from its id, which keeps the nominal time"
+        },
+    )
 
 
 class PreviewSchema(DomainChecked):

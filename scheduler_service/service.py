@@ -541,7 +541,9 @@ class ScheduleService:
                 )
             moments.append(moment)
             moment = recurrence.next_after(moment)
-        recorded = self._records_between(tenant, schedule_id, start, end)
+        # A record's scheduled time is when it fired: up to the jitter after its nominal time.
+        jitter = timedelta(seconds=definition.jitter_seconds)
+        recorded = self._records_between(tenant, schedule_id, start, end + jitter)
         candidates: list[Occurrence] = []
         left_out: list[tuple[str, str]] = []
         for moment in moments:
@@ -742,6 +744,7 @@ def schedule_view(
         "priority": definition.priority,
         "retry": definition.retry.to_document(),
         "misfire": definition.misfire.to_document(),
+        "jitter_seconds": definition.jitter_seconds,
         "runs": schedule.run_count,
         "failures": schedule.failure_count,
         "consecutive_failures": schedule.consecutive_failures,

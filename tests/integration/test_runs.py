@@ -473,3 +473,43 @@ def test_a_replay_that_cannot_be_sent_stays_a_dead_letter(
     assert response.status_code == 503
     listed = api.client.get(f"{API}/dead-letters").get_json()["items"]
     assert [(item["id"], item["attempts"]) for item in listed] == [(occurrence_id, 1)]
+
+
+# -- jitter ---------------------------------------------------------------------------------
+
+
+def test_jitter_is_validated_shown_and_patched(api: ApiUnderTest) -> None:
+    create(api, "j1", jitter_seconds=30)
+    assert api.client.get(f"{API}/schedule/j1").get_json()["jitter_seconds"] == 30
+    for bad in (-1, 601, "30", True, None):
+        response = api.client.put(f"{API}/schedule/j2", json={**BODY, "jitter_seconds": bad})
+        assert problem_fields(response) == ["jitter_seconds"], bad
+    assert api.queued() == 0
+    assert api.client.patch(f"{API}/schedule/j1", json={"jitter_seconds": 5.5}).status_code == 202
+    api.apply()
+    assert api.client.get(f"{API}/schedule/j1").get_json()["jitter_seconds"] == 5.5
+    assert problem_fields(api.client.patch(f"{API}/schedule/j1", json={"jitter_seconds": 900})) == [
+        "jitter_seconds"
+    ]
+
+
+def test_jittered_calls_come_within_the_window_under_their_nominal_ids(tmp_path: Path) -> None:
+    with running_receiver() as receiver, running_pipeline(sqlite_settings(tmp_path)) as pipeline:
+        body = {
+            **BODY,
+            "schedule": {"interval": {"number": 1, "unit": "second"}},
+            "jitter_seconds": 0.9,
+            "payload": {"method": "POST", "url": f"{receiver.url}/hook"},
+        }
+        assert pipeline.client.put(f"{API}/schedule/j3", json=body).status_code == 202
+        calls = receiver.wait_for(4, timeout=10)
+        pipeline.client.delete(f"{API}/schedule/j3")
+        offsets = []
+        for call in calls[:4]:
+            nominal = parse_iso(call.headers["idempotency-key"].removeprefix("j3:"))
+            fired = parse_iso(call.headers["x-scheduler-scheduled-time"])
+            offset = (fired - nominal).total_seconds()
+            assert 0 <= offset <= 0.9
+            assert -0.01 <= call.received_at - fired.timestamp() < 0.5  # at its jittered time
+            offsets.append(offset)
+        assert len(set(offsets)) > 1
