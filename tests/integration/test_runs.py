@@ -146,16 +146,33 @@ def test_patch_of_an_unknown_or_deleted_schedule_is_404(api: ApiUnderTest) -> No
     assert api.queued() == 0
 
 
-def test_the_spec_declares_patch_with_its_body_and_errors(api: ApiUnderTest) -> None:
+def test_the_spec_declares_every_operation_of_runs(api: ApiUnderTest) -> None:
     spec = api.client.get("/openapi.json").get_json()
     operation = spec["paths"][f"{API}/schedule/{{schedule_id}}"]["patch"]
     assert operation["operationId"] == "patchSchedule"
     assert {"202", "400", "404", "409"} <= set(operation["responses"])
     schema = operation["requestBody"]["content"]["application/json"]["schema"]
     assert schema["$ref"].endswith("/SchedulePatch")
-    assert {"payload", "retry", "schedule"} <= set(
-        spec["components"]["schemas"]["SchedulePatch"]["properties"]
-    )
+    patchable = spec["components"]["schemas"]["SchedulePatch"]["properties"]
+    assert {"payload", "retry", "schedule", "jitter_seconds"} <= set(patchable)
+    operations = {
+        (method.upper(), path.removeprefix(API)): item[method]
+        for path, item in spec["paths"].items()
+        for method in item
+        if method != "parameters"
+    }
+    expected = {
+        ("POST", "/schedule/{schedule_id}/backfill"): {"202", "400", "404"},
+        ("GET", "/dead-letters"): {"200", "400"},
+        ("POST", "/dead-letters/{occurrence_id}/replay"): {"202", "404", "409"},
+        ("DELETE", "/dead-letters/{occurrence_id}"): {"200", "404"},
+    }
+    for key, statuses in expected.items():
+        assert statuses <= set(operations[key]["responses"]), key
+    backfill = spec["components"]["schemas"]["Backfill"]
+    assert set(backfill["required"]) == {"from", "to"}
+    assert spec["components"]["schemas"]["ExecutionPage"]["properties"]["schedule_status"]
+    assert spec["components"]["schemas"]["ScheduleView"]["properties"]["jitter_seconds"]
 
 
 # -- history after delete -----------------------------------------------------------------
