@@ -58,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     operator.add_commands(commands)
     keys.add_commands(commands)
     args = parser.parse_args(argv)
-    if args.command in ("schedules", "executions"):
+    if args.command in ("schedules", "executions", "dead-letters"):
         return operator.run(args, dict(os.environ))
     if args.command == "secret-key":
         print(new_secret_key())

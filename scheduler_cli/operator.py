@@ -1,4 +1,5 @@
-"""``scheduler schedules …`` and ``scheduler executions …``: the API from a terminal.
+"""``scheduler schedules …``, ``scheduler executions …`` and ``scheduler dead-letters …``: the
+API from a terminal.
 
 A thin HTTP client of a running API (``--url``, ``SCHEDULER_API_URL``), printing readable tables
 or, with ``--json``, the API's answers as they are.
@@ -107,6 +108,14 @@ EXECUTION_COLUMNS = (
     ("error", "ERROR"),
 )
 
+DEAD_LETTER_COLUMNS = (
+    ("id", "OCCURRENCE"),
+    ("failed_at", "FAILED (UTC)"),
+    ("attempts", "ATTEMPTS"),
+    ("http_status", "HTTP"),
+    ("error", "ERROR"),
+)
+
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     def client_options(parser: argparse.ArgumentParser) -> None:
@@ -133,6 +142,27 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     create.add_argument("--id", help="PUT to this id instead of POST")
     client_options(create)
+    update = actions.add_parser(
+        "update", help="change some fields: a JSON merge patch from a file (PATCH)"
+    )
+    update.add_argument("id")
+    update.add_argument(
+        "-f", "--file", required=True, type=Path, help="the changes as JSON; - for stdin"
+    )
+    client_options(update)
+    backfill = actions.add_parser(
+        "backfill", help="run the occurrences of a past range that did not run"
+    )
+    backfill.add_argument("id")
+    backfill.add_argument("--from", dest="start", required=True, help="ISO instant, included")
+    backfill.add_argument("--to", dest="end", required=True, help="ISO instant, excluded")
+    backfill.add_argument(
+        "--policy",
+        choices=["fire_all", "fire_once"],
+        default="fire_all",
+        help="run each occurrence, or only the latest",
+    )
+    client_options(backfill)
     for action, text in (
         ("get", "one schedule"),
         ("pause", "stop firing until resumed"),
@@ -142,6 +172,20 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     ):
         parser = actions.add_parser(action, help=text)
         parser.add_argument("id")
+        client_options(parser)
+    dead_letters = commands.add_parser(
+        "dead-letters", help="occurrences that failed for good: list, replay, discard"
+    )
+    letters = dead_letters.add_subparsers(dest="action", required=True)
+    listing = letters.add_parser("list", help="dead letters, the latest failure first")
+    listing.add_argument("--limit", type=int, default=50)
+    client_options(listing)
+    for action, text in (
+        ("replay", "fire it again, with the same occurrence id"),
+        ("discard", "take it off the list for good"),
+    ):
+        parser = letters.add_parser(action, help=text)
+        parser.add_argument("id", help="the occurrence id, as listed")
         client_options(parser)
     executions = commands.add_parser("executions", help="a schedule's run history via the API")
     executions.add_argument("id")
@@ -199,6 +243,14 @@ def _request(
         )
         return answer, answer["items"], EXECUTION_COLUMNS
     action = args.action
+    if args.command == "dead-letters":
+        if action == "list":
+            answer = client.call("GET", "/dead-letters", query={"limit": args.limit})
+            return answer, answer["items"], DEAD_LETTER_COLUMNS
+        path = f"/dead-letters/{_quote(args.id)}"
+        if action == "replay":
+            return client.call("POST", f"{path}/replay"), None, ()
+        return client.call("DELETE", path), None, ()
     if action == "list":
         query = {"status": args.status, "name": args.name, "tag": args.tag, "limit": args.limit}
         answer = _pages(client, "/schedules", query, args)
@@ -210,6 +262,12 @@ def _request(
             return client.call("PUT", f"/schedule/{_quote(args.id)}", body), None, ()
         return client.call("POST", "/schedule", body), None, ()
     path = f"/schedule/{_quote(args.id)}"
+    if action == "backfill":
+        body = {"from": args.start, "to": args.end, "policy": args.policy}
+        return client.call("POST", f"{path}/backfill", body), None, ()
+    if action == "update":
+        text = sys.stdin.read() if str(args.file) == "-" else args.file.read_text()
+        return client.call("PATCH", path, json.loads(text)), None, ()
     if action == "get":
         return client.call("GET", path), None, ()
     if action == "delete":

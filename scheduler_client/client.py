@@ -3,10 +3,11 @@
 Retries: a request that never reached the server (connection refused or reset before it was
 sent) is retried whatever the call. A call whose repeat cannot do anything twice is also retried
 after a timeout, a reset mid-answer, a 429, 502, 503 or 504, with exponential backoff that
-honours ``Retry-After``: reads, ``replace`` (a PUT), ``pause``, ``resume``, ``preview``, and
-``create``, which sends an ``Idempotency-Key`` so that a repeat answers the same schedule.
-``trigger`` (each call is one more run) and ``delete`` (a repeat of a delete that was applied
-answers 404) are never repeated once sent.
+honours ``Retry-After``: reads, ``replace`` (a PUT), ``update`` (a PATCH), ``pause``,
+``resume``, ``preview``, ``backfill``, and ``create``, which sends an ``Idempotency-Key`` so
+that a repeat answers the same schedule.
+``trigger`` (each call is one more run), ``delete``, ``replay`` and ``discard`` (a repeat of
+one that was applied answers 404) are never repeated once sent.
 """
 
 from __future__ import annotations
@@ -24,9 +25,13 @@ from urllib3.util import Retry, Timeout
 from scheduler_client.errors import ConnectionFailed, api_error
 from scheduler_client.types import (
     Accepted,
+    Backfilled,
+    DeadLetter,
     Deleted,
+    Discarded,
     Execution,
     Preview,
+    Replayed,
     Schedule,
     Triggered,
 )
@@ -100,6 +105,22 @@ class SchedulerClient:
         )
         return cast(Accepted, answer)
 
+    def update(
+        self,
+        schedule_id: str,
+        changes: Mapping[str, Any],
+        *,
+        idempotency_key: str | None = None,
+    ) -> Accepted:
+        """Change some fields of the schedule (a PATCH: a JSON merge patch onto the stored
+        body; ``None`` removes a member). Applying the same changes twice gives the same
+        schedule, so it is retried like ``replace``."""
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
+        answer = self._call(
+            "PATCH", self._path(schedule_id), body=changes, headers=headers, idempotent=True
+        )
+        return cast(Accepted, answer)
+
     def get(self, schedule_id: str) -> Schedule:
         return cast(Schedule, self._call("GET", self._path(schedule_id), idempotent=True))
 
@@ -119,6 +140,16 @@ class SchedulerClient:
         """Run the schedule once now, beside its own times."""
         answer = self._call("POST", self._path(schedule_id, "trigger"), idempotent=False)
         return cast(Triggered, answer)
+
+    def backfill(
+        self, schedule_id: str, start: str, end: str, *, policy: str = "fire_all"
+    ) -> Backfilled:
+        """Run the occurrences of ``[start, end)`` (ISO instants, in the past) that did not
+        run: ``fire_all`` each, ``fire_once`` the latest. Each keeps its occurrence id, so a
+        repeat runs nothing twice: it is retried like a read."""
+        body = {"from": start, "to": end, "policy": policy}
+        answer = self._call("POST", self._path(schedule_id, "backfill"), body=body, idempotent=True)
+        return cast(Backfilled, answer)
 
     def preview(
         self, schedule: Mapping[str, Any], count: int = 10, after: str | None = None
@@ -156,6 +187,24 @@ class SchedulerClient:
         """The schedule's runs, newest first, fetching one page at a time as it is consumed."""
         for item in self._pages(self._path(schedule_id, "executions"), {"limit": page_size}):
             yield cast(Execution, item)
+
+    # -- dead letters -------------------------------------------------------------------------
+
+    def dead_letters(self, *, page_size: int | None = None) -> Iterator[DeadLetter]:
+        """The occurrences that failed for good, the latest failure first, a page at a time."""
+        for item in self._pages("/dead-letters", {"limit": page_size}):
+            yield cast(DeadLetter, item)
+
+    def replay(self, occurrence_id: str) -> Replayed:
+        """Fire a dead letter again (same occurrence id and ``Idempotency-Key``), recorded as
+        one more attempt. Not repeated once sent: a repeat of one that was applied is a 404."""
+        path = f"/dead-letters/{quote(occurrence_id, safe='')}/replay"
+        return cast(Replayed, self._call("POST", path, idempotent=False))
+
+    def discard(self, occurrence_id: str) -> Discarded:
+        """Take a dead letter off the list for good (its record stays in the history)."""
+        path = f"/dead-letters/{quote(occurrence_id, safe='')}"
+        return cast(Discarded, self._call("DELETE", path, idempotent=False))
 
     # -- transport ----------------------------------------------------------------------------
 

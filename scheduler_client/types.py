@@ -33,6 +33,42 @@ class Triggered(TypedDict):
     status: str
 
 
+class LeftOut(TypedDict):
+    occurrence_id: str
+    reason: str
+
+
+class Backfilled(TypedDict):
+    id: str
+    policy: str
+    queued: list[str]
+    left_out: list[LeftOut]
+
+
+class DeadLetter(TypedDict):
+    id: str
+    schedule_id: str
+    occurrence_id: str
+    scheduled_time: str
+    failed_at: str | None
+    attempts: int
+    http_status: int | None
+    error: str | None
+    manual: bool
+
+
+class Replayed(TypedDict):
+    id: str
+    schedule_id: str
+    status: str
+    attempt: int
+
+
+class Discarded(TypedDict):
+    id: str
+    status: str
+
+
 class Preview(TypedDict):
     occurrences: list[TimePair]
     description: str

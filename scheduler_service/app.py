@@ -15,6 +15,7 @@ from flask_smorest import Api
 from scheduler_service.auth import Authenticator
 from scheduler_service.console import PREFIX as CONSOLE_PREFIX
 from scheduler_service.console import blp as console_blueprint
+from scheduler_service.dead_letters import blp as dead_letters_blueprint
 from scheduler_service.docs import SWAGGER_UI_URL
 from scheduler_service.docs import blp as docs_blueprint
 from scheduler_service.errors import problem, register_error_handlers
@@ -109,6 +110,7 @@ def create_app(
 
     api = ProblemApi(app)
     api.register_blueprint(schedules_blueprint)
+    api.register_blueprint(dead_letters_blueprint)
     api.register_blueprint(health_blueprint)
     api.register_blueprint(metrics_blueprint)
     app.register_blueprint(docs_blueprint)

@@ -10,7 +10,12 @@ from flask import Flask, Response, json
 from werkzeug.exceptions import HTTPException
 
 from scheduler_service.auth import AuthFailure
-from scheduler_service.service import IdempotencyConflict, QuotaExceeded
+from scheduler_service.service import (
+    IdempotencyConflict,
+    NoDeadLetter,
+    NotReplayable,
+    QuotaExceeded,
+)
 from shared.errors import InvalidInput, NotFound, Transient
 from shared.ports import MessageTooLarge
 
@@ -100,6 +105,14 @@ def register_error_handlers(app: Flask) -> None:
     @app.errorhandler(IdempotencyConflict)
     def conflict(exc: IdempotencyConflict) -> Response:
         return problem(409, "Conflict", str(exc))
+
+    @app.errorhandler(NotReplayable)
+    def not_replayable(exc: NotReplayable) -> Response:
+        return problem(409, "Conflict", str(exc))
+
+    @app.errorhandler(NoDeadLetter)
+    def no_dead_letter(exc: NoDeadLetter) -> Response:
+        return problem(404, "Not Found", f"no dead letter {exc.args[0]!r}")
 
     @app.errorhandler(NotFound)
     def not_found(exc: NotFound) -> Response:

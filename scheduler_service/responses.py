@@ -118,6 +118,9 @@ class ScheduleViewSchema(Open):
     metadata = fields.Dict(required=True)
     tags = fields.List(fields.String(), required=True)
     priority = fields.Integer(required=True)
+    jitter_seconds = fields.Float(
+        required=True, metadata={"description": "each call comes up to this long after its time"}
+    )
     retry = fields.Dict(required=True)
     misfire = fields.Dict(required=True)
     runs = fields.Integer(required=True)
@@ -160,6 +163,63 @@ class ExecutionSchema(Open):
 class ExecutionPageSchema(Open):
     items = fields.List(fields.Nested(ExecutionSchema), required=True)
     next_cursor = fields.String(allow_none=True, required=True)
+    schedule_status = fields.String(
+        required=True,
+        validate=validate.OneOf([s.value for s in ScheduleStatus]),
+        metadata={
+            "description": "the schedule's status; deleted once it is deleted (its history stays "
+            "readable until retention removes it)"
+        },
+    )
+
+
+class LeftOutSchema(Open):
+    occurrence_id = fields.String(required=True)
+    reason = fields.String(required=True)
+
+
+class BackfillAnswerSchema(Open):
+    id = fields.String(required=True)
+    policy = fields.String(required=True)
+    queued = fields.List(
+        fields.String(),
+        required=True,
+        metadata={"description": "the occurrence ids sent to run, oldest first"},
+    )
+    left_out = fields.List(
+        fields.Nested(LeftOutSchema),
+        required=True,
+        metadata={"description": "occurrences of the range not run, and why"},
+    )
+
+
+class DeadLetterSchema(Open):
+    id = fields.String(required=True, metadata={"description": "the occurrence id"})
+    schedule_id = fields.String(required=True)
+    occurrence_id = fields.String(required=True)
+    scheduled_time = fields.String(required=True)
+    failed_at = fields.String(allow_none=True, required=True)
+    attempts = fields.Integer(required=True)
+    http_status = fields.Integer(allow_none=True, required=True)
+    error = fields.String(allow_none=True, required=True)
+    manual = fields.Boolean(required=True)
+
+
+class DeadLetterPageSchema(Open):
+    items = fields.List(fields.Nested(DeadLetterSchema), required=True)
+    next_cursor = fields.String(allow_none=True, required=True)
+
+
+class ReplayedSchema(Open):
+    id = fields.String(required=True)
+    schedule_id = fields.String(required=True)
+    status = fields.String(required=True, metadata={"description": "always queued"})
+    attempt = fields.Integer(required=True, metadata={"description": "the attempt it makes"})
+
+
+class DiscardedSchema(Open):
+    id = fields.String(required=True)
+    status = fields.String(required=True, metadata={"description": "always discarded"})
 
 
 class HealthSchema(Open):

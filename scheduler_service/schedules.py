@@ -19,10 +19,13 @@ from typing import Any
 from flask import Response, current_app, g, request, url_for
 from flask.views import MethodView
 from flask_smorest import Blueprint
-from marshmallow import RAISE
+from marshmallow import RAISE, ValidationError
 
+from scheduler_service.errors import flatten
+from scheduler_service.patching import SchedulePatchSchema, patched_body, stored_body
 from scheduler_service.responses import (
     AcceptedSchema,
+    BackfillAnswerSchema,
     DeletedSchema,
     ExecutionPageSchema,
     IdempotencyHeader,
@@ -34,7 +37,13 @@ from scheduler_service.responses import (
     ScheduleViewSchema,
     TriggeredSchema,
 )
-from scheduler_service.schemas import ISO_TEXT, SCHEDULE_ID, PreviewSchema, ScheduleBodySchema
+from scheduler_service.schemas import (
+    ISO_TEXT,
+    SCHEDULE_ID,
+    BackfillSchema,
+    PreviewSchema,
+    ScheduleBodySchema,
+)
 from scheduler_service.service import (
     Accepted,
     IdempotentRequest,
@@ -64,13 +73,13 @@ def service() -> ScheduleService:
 
 
 def definition_from(
-    body: dict[str, Any], raw: dict[str, Any] | None = None
+    body: dict[str, Any], raw_schedule: Any = None
 ) -> tuple[ScheduleDefinition, dict[str, str]]:
-    """The definition of a loaded body; ``raw`` is the body as sent (by default, this request's
-    JSON), whose ``schedule`` is kept as the client wrote it."""
+    """The definition of a loaded body; ``raw_schedule`` is its ``schedule`` as sent (by default
+    the request's), kept to show it back as written."""
     timing, names = body["schedule"]
-    if raw is None:
-        raw = request.get_json(silent=True) or {}
+    if raw_schedule is None:
+        raw_schedule = (request.get_json(silent=True) or {}).get("schedule", {})
     definition = ScheduleDefinition(
         timing=timing,
         payload=body["payload"],
@@ -82,7 +91,8 @@ def definition_from(
         misfire=body["misfire"],
         tags=tuple(body["tags"]),
         metadata=body["metadata"],
-        request={"schedule": raw.get("schedule", {})},
+        request={"schedule": raw_schedule},
+        jitter_seconds=body["jitter_seconds"],
     )
     return definition, names
 
@@ -245,6 +255,36 @@ class ScheduleResource(MethodView):
         )
         return accepted_response(accepted)
 
+    @blp.arguments(SchedulePatchSchema, error_status_code=400)
+    @blp.arguments(IdempotencyHeader, location="headers", error_status_code=400)
+    @blp.response(202, AcceptedSchema, headers=ACCEPTED_HEADERS)
+    @blp.doc(operationId="patchSchedule")
+    @problems(400, 404, 409, 413, 415)
+    def patch(self, patch: dict[str, Any], headers: dict[str, Any], schedule_id: str) -> Response:
+        """Change some fields without resending the rest: a JSON merge patch (RFC 7396) onto
+        the stored schedule (objects merge, `null` removes a member), then validated and
+        accepted as a `PUT` of the result: a new revision, the same answers. Secret values not
+        sent stay as stored. A `schedule` naming its form (`at`, `interval`, `cron`, `rrule`,
+        `start_date`) replaces the stored one whole."""
+        check_id(schedule_id)
+        if patch.get("id") not in (None, schedule_id):
+            raise InvalidInput({"id": f"does not match the id in the path ({schedule_id!r})"})
+        stored = service().get(g.tenant, schedule_id)
+        changes = {name: value for name, value in patch.items() if name != "id"}
+        merged = patched_body(stored_body(stored.live_definition), changes)
+        try:
+            body = ScheduleBodySchema().load(merged)
+        except ValidationError as exc:
+            found: dict[str, list[str]] = {}
+            for error in flatten(exc.messages):
+                found.setdefault(error["field"], []).append(error["message"])
+            raise InvalidInput(found) from None
+        definition, names = definition_from(body, merged["schedule"])
+        accepted = service().accept_definition(
+            g.tenant, schedule_id, definition, names, idempotent_request(headers)
+        )
+        return accepted_response(accepted)
+
     @blp.response(202, DeletedSchema)
     @blp.doc(operationId="deleteSchedule")
     @problems(400, 404)
@@ -293,20 +333,43 @@ def trigger_schedule(schedule_id: str) -> dict[str, Any]:
     }
 
 
+@blp.route("/schedule/<schedule_id>/backfill", methods=["POST"])
+@blp.arguments(BackfillSchema, error_status_code=400)
+@blp.response(202, BackfillAnswerSchema)
+@blp.doc(operationId="backfillSchedule")
+@problems(400, 404, 413, 415)
+def backfill_schedule(body: dict[str, Any], schedule_id: str) -> dict[str, Any]:
+    """Run the occurrences of a past range (`from` included, `to` excluded, at most 366 days
+    and 1,000 occurrences) that did not run: `fire_all` each, `fire_once` only the latest.
+    Each has its normal occurrence id (and `Idempotency-Key`), so the receiver can
+    deduplicate; those that already succeeded, failed (see dead letters) or are in flight are
+    left out. They run now, as manual runs: even while paused, whatever the grace."""
+    done = service().backfill(g.tenant, schedule_id, body["start"], body["end"], body["policy"])
+    return {
+        "id": schedule_id,
+        "policy": body["policy"].value,
+        "queued": done.queued,
+        "left_out": [{"occurrence_id": item, "reason": why} for item, why in done.left_out],
+    }
+
+
 @blp.route("/schedule/<schedule_id>/executions", methods=["GET"])
 @blp.arguments(ListExecutionsQuery, location="query", unknown=RAISE, error_status_code=400)
 @blp.response(200, ExecutionPageSchema)
 @blp.doc(operationId="listExecutions")
 @problems(400, 404)
 def list_executions(query: dict[str, Any], schedule_id: str) -> dict[str, Any]:
-    """The run history, newest first: status, attempts, HTTP status, duration, lateness, error."""
+    """The run history, newest first: status, attempts, HTTP status, duration, lateness, error.
+    A deleted schedule's history stays readable (`schedule_status: deleted`) until retention
+    removes it."""
     cursor = _decode_cursor(query.get("cursor"), "e")
     if cursor is not None and not EXECUTIONS_CURSOR.match(cursor):
         raise InvalidInput({"cursor": "not a cursor this endpoint gave"})
-    page = service().list_executions(g.tenant, schedule_id, _limit(query), cursor)
+    status, page = service().list_executions(g.tenant, schedule_id, _limit(query), cursor)
     return {
         "items": [execution_view(item, service().settings.secret_headers) for item in page.items],
         "next_cursor": _encode_cursor(page.next_cursor, "e"),
+        "schedule_status": status.value,
     }
 
 

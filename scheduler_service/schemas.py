@@ -39,7 +39,7 @@ from shared.model import (
     Timing,
     Unit,
 )
-from shared.timeutil import load_zone, parse_iso
+from shared.timeutil import UTC, load_zone, parse_iso, utc_ms
 
 # \Z, not $: "$" also matches before a final newline.
 SCHEDULE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._~-]{0,127}\Z")
@@ -320,6 +320,10 @@ def seed_timing(data: dict[str, Any]) -> Timing:
     )
 
 
+# The widest jitter window: with the default look-ahead (300 s) an occurrence is still sent
+# within SQS's longest delay (900 s) of its firing.
+MAX_JITTER_SECONDS = 600
+
 # Limits of the call a schedule makes; each excess is a 400 naming the field.
 MAX_URL_LENGTH = 2048
 MAX_HEADERS = 50
@@ -512,6 +516,15 @@ class ScheduleBodySchema(DomainChecked):
     priority = WholeNumber(load_default=5, validate=validate.Range(0, 9))
     retry = fields.Nested(RetrySchema, load_default=lambda: RetryPolicy())
     misfire = fields.Nested(MisfireSchema, load_default=lambda: Misfire())
+    jitter_seconds = JsonNumber(
+        load_default=0.0,
+        validate=validate.Range(0, MAX_JITTER_SECONDS),
+        metadata={
+            "description": "spread each call over this many seconds after its time (0 to "
+            f"{MAX_JITTER_SECONDS}): the same delay for an occurrence on every attempt, drawn "
+            "from its id, which keeps the nominal time"
+        },
+    )
 
 
 class PreviewSchema(DomainChecked):
@@ -521,3 +534,44 @@ class PreviewSchema(DomainChecked):
     schedule = fields.Nested(ScheduleSpecSchema, required=True)
     count = WholeNumber(load_default=5, validate=validate.Range(1, 100))
     after = fields.String(validate=_iso_datetime)
+
+
+def _iso_instant(value: str) -> None:
+    if _iso_datetime(value).tzinfo is None:
+        raise ValidationError("an instant with its offset, e.g. 2026-05-01T09:00:00Z")
+
+
+class BackfillSchema(Schema):
+    """The body of ``POST /schedule/{id}/backfill``: a range of past time, half open."""
+
+    class Meta:
+        unknown = RAISE
+
+    start = fields.String(
+        data_key="from",
+        required=True,
+        validate=_iso_instant,
+        metadata={"description": "first instant of the range (included), with its offset"},
+    )
+    end = fields.String(
+        data_key="to",
+        required=True,
+        validate=_iso_instant,
+        metadata={"description": "end of the range (excluded), not in the future"},
+    )
+    policy = fields.String(
+        load_default=MisfirePolicy.FIRE_ALL.value,
+        validate=validate.OneOf([MisfirePolicy.FIRE_ALL.value, MisfirePolicy.FIRE_ONCE.value]),
+        metadata={"description": "fire_all runs each occurrence; fire_once only the latest"},
+    )
+
+    @post_load
+    def to_range(self, data: dict[str, Any], **_: Any) -> dict[str, Any]:
+        def instant(text: str) -> datetime:
+            return utc_ms(parse_iso(text).astimezone(UTC))
+
+        return {
+            "start": instant(data["start"]),
+            "end": instant(data["end"]),
+            "policy": MisfirePolicy(data["policy"]),
+        }

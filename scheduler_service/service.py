@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import itertools
+import logging
 import secrets
 import threading
 import time
@@ -46,6 +47,8 @@ from shared.errors import InvalidInput, NotFound, SchedulerError
 from shared.messages import DefinitionMutation, encode_mutation, encode_occurrence
 from shared.model import (
     Execution,
+    ExecutionStatus,
+    MisfirePolicy,
     Occurrence,
     Payload,
     RetryPolicy,
@@ -73,8 +76,10 @@ from shared.secrets import (
 )
 from shared.settings import Settings
 from shared.ssrf import TargetPolicy, TargetRefused
-from shared.timeutil import iso_local, iso_z, load_zone
+from shared.timeutil import iso_local, iso_z, load_zone, to_epoch_ms
 from shared.validation import CANONICAL_FIELDS, check_timing
+
+log = logging.getLogger(__name__)
 
 # A repeat of an idempotent create this long after the first, with the schedule still unknown,
 # re-sends its mutation (the first may have died between recording and enqueueing).
@@ -83,10 +88,24 @@ LIVE = (ScheduleStatus.ACTIVE, ScheduleStatus.PAUSED)
 # How many occurrences are counted to tell whether one still ahead of a schedule that has used
 # up its max_occurrences was among those sent; past it, it is taken as sent.
 MAX_COUNT_WALK = 10_000
+# A backfill's range: at most this long, holding at most this many occurrences.
+MAX_BACKFILL_DAYS = 366
+MAX_BACKFILL_OCCURRENCES = 1000
+# Execution records read per page while a backfill looks for the runs of its range.
+RECORDS_PAGE = 500
 
 
 class IdempotencyConflict(SchedulerError):
     """An ``Idempotency-Key`` reused with another request: the API answers 409."""
+
+
+class NoDeadLetter(NotFound):
+    """No dead letter has this occurrence id (in the tenant): never failed, replayed or
+    discarded already. The API answers 404."""
+
+
+class NotReplayable(SchedulerError):
+    """A dead letter of a deleted schedule: a replay would be skipped. The API answers 409."""
 
 
 class QuotaExceeded(SchedulerError):
@@ -181,6 +200,14 @@ class TenantCounts:
                 del tally.pending[schedule_id]
         tally.stored = self.store.count_tenant_schedules(tenant)
         tally.counted_at = time.monotonic()
+
+
+@dataclass(frozen=True)
+class Backfill:
+    """What a backfill queued, and what it left out and why (both by occurrence id)."""
+
+    queued: list[str]
+    left_out: list[tuple[str, str]]
 
 
 @dataclass(frozen=True)
@@ -475,6 +502,160 @@ class ScheduleService:
         self.queues.occurrences.send([OutgoingMessage(encode_occurrence(occurrence))])
         return occurrence
 
+    def backfill(
+        self,
+        tenant: str,
+        schedule_id: str,
+        start: datetime,
+        end: datetime,
+        policy: MisfirePolicy,
+    ) -> Backfill:
+        """Run the schedule's occurrences in ``[start, end)`` that did not run, now, straight
+        onto queue 2 as the poller sends them: each with its normal occurrence id, so the
+        executor and the receiver deduplicate them like any redelivery. ``fire_once`` runs only
+        the latest of them. They go as manual runs: they fire even while the schedule is paused
+        and however late they are (``misfire.grace_seconds`` is about the live schedule).
+
+        Occurrences that succeeded or failed already (a failed one is a dead letter: replay it),
+        or that are in flight, are left out. ``InvalidInput`` naming ``from`` or ``to`` for a
+        range that is empty, in the future, longer than ``MAX_BACKFILL_DAYS`` or holding more
+        than ``MAX_BACKFILL_OCCURRENCES``; nothing is queued then.
+        """
+        schedule = self.get(tenant, schedule_id)
+        now = self.clock.now()
+        errors: dict[str, str] = {}
+        if end > now:
+            errors["to"] = "in the future: a backfill runs occurrences that have passed"
+        if end <= start:
+            errors["from"] = "must be before to"
+        elif end - start > timedelta(days=MAX_BACKFILL_DAYS):
+            errors["from"] = f"the range is longer than {MAX_BACKFILL_DAYS} days; split it"
+        if errors:
+            raise InvalidInput(errors)
+        definition = schedule.live_definition
+        recurrence = build_recurrence(definition.timing, schedule.accepted_at)
+        moments: list[datetime] = []
+        moment = recurrence.first_at_or_after(start)
+        while moment is not None and moment < end:
+            if len(moments) == MAX_BACKFILL_OCCURRENCES:
+                raise InvalidInput(
+                    {
+                        "from": f"the range holds more than {MAX_BACKFILL_OCCURRENCES} "
+                        "occurrences; split it"
+                    }
+                )
+            moments.append(moment)
+            moment = recurrence.next_after(moment)
+        # A record's scheduled time is when it fired: up to the jitter after its nominal time.
+        jitter = timedelta(seconds=definition.jitter_seconds)
+        recorded = self._records_between(tenant, schedule_id, start, end + jitter)
+        candidates: list[Occurrence] = []
+        left_out: list[tuple[str, str]] = []
+        for moment in moments:
+            occurrence = Occurrence(
+                tenant=tenant,
+                schedule_id=schedule_id,
+                revision=schedule.revision,
+                scheduled_time=moment,
+                priority=definition.priority,
+                manual=True,
+            )
+            record = recorded.get(occurrence.occurrence_id)
+            if record is None or record.status is ExecutionStatus.SKIPPED:
+                candidates.append(occurrence)
+            else:
+                left_out.append((occurrence.occurrence_id, f"already {record.status.value}"))
+        if policy is MisfirePolicy.FIRE_ONCE and len(candidates) > 1:
+            left_out += [
+                (item.occurrence_id, "fire_once runs the latest") for item in candidates[:-1]
+            ]
+            candidates = candidates[-1:]
+        if candidates:
+            self.queues.occurrences.send(
+                [OutgoingMessage(encode_occurrence(item)) for item in candidates]
+            )
+        return Backfill(
+            queued=[item.occurrence_id for item in candidates],
+            left_out=sorted(left_out),
+        )
+
+    def _records_between(
+        self, tenant: str, schedule_id: str, start: datetime, end: datetime
+    ) -> dict[str, Execution]:
+        """The schedule's execution records scheduled in ``[start, end)``, by occurrence id:
+        the history read from ``end`` back (a position before every record of ``end``)."""
+        found: dict[str, Execution] = {}
+        cursor: str | None = f"{to_epoch_ms(end)}|"
+        while cursor is not None:
+            page = self.store.list_executions(tenant, schedule_id, RECORDS_PAGE, cursor)
+            for record in page.items:
+                if record.scheduled_time < start:
+                    return found
+                found[record.occurrence_id] = record
+            cursor = page.next_cursor
+        return found
+
+    def list_dead_letters(self, tenant: str, limit: int, cursor: str | None) -> Page[Execution]:
+        return self.store.list_dead_letters(tenant, limit, cursor)
+
+    def replay(self, tenant: str, occurrence_id: str) -> Execution:
+        """Fire a dead letter again: the same occurrence id and ``Idempotency-Key``, recorded
+        as one more attempt of its record (``reopen_dead_letter``), with the schedule's current
+        payload. It goes to queue 2 as a manual run (it fires even while the schedule is paused,
+        however late); if it fails again it is a dead letter again. ``NoDeadLetter`` if there
+        is none by that id, ``NotReplayable`` if its schedule is deleted."""
+        record = self.store.get_execution(tenant, occurrence_id)
+        if record is None or record.status is not ExecutionStatus.FAILED:
+            raise NoDeadLetter(occurrence_id)
+        schedule = self.store.get_schedule(tenant, record.schedule_id)
+        if schedule is None or schedule.status is ScheduleStatus.DELETED:
+            raise NotReplayable(
+                f"schedule {record.schedule_id!r} is deleted: a replay would not fire. "
+                "Discard the dead letter instead."
+            )
+        reopened = self.store.reopen_dead_letter(tenant, occurrence_id, self.clock.now())
+        if reopened is None:
+            raise NoDeadLetter(occurrence_id)  # discarded or replayed meanwhile
+        occurrence = Occurrence(
+            tenant=tenant,
+            schedule_id=record.schedule_id,
+            revision=schedule.revision,
+            scheduled_time=record.scheduled_time,
+            priority=schedule.live_definition.priority,
+            occurrence_id=occurrence_id,
+            manual=True,
+        )
+        try:
+            self.queues.occurrences.send([OutgoingMessage(encode_occurrence(occurrence))])
+        except BaseException:
+            # Nothing will take the reopened record: a dead letter again, to replay later.
+            with contextlib.suppress(Exception):
+                self.store.restore_dead_letter(reopened)
+            raise
+        log.info(
+            "dead letter replayed",
+            extra={
+                "event": "dead_letter_replayed",
+                "tenant": tenant,
+                "schedule_id": record.schedule_id,
+                "occurrence_id": occurrence_id,
+            },
+        )
+        return reopened
+
+    def discard(self, tenant: str, occurrence_id: str) -> None:
+        """Take a dead letter off the list; it stays ``failed`` in the schedule's history."""
+        if not self.store.discard_dead_letter(tenant, occurrence_id, self.clock.now()):
+            raise NoDeadLetter(occurrence_id)
+        log.info(
+            "dead letter discarded",
+            extra={
+                "event": "dead_letter_discarded",
+                "tenant": tenant,
+                "occurrence_id": occurrence_id,
+            },
+        )
+
     def next_fire_time(self, schedule: Schedule) -> datetime | None:
         """When the schedule fires next, as of now (see ``next_fire_time``)."""
         lookahead = timedelta(seconds=self.settings.lookahead_seconds)
@@ -487,9 +668,15 @@ class ScheduleService:
 
     def list_executions(
         self, tenant: str, schedule_id: str, limit: int, cursor: str | None
-    ) -> Page[Execution]:
-        self.get(tenant, schedule_id)
-        return self.store.list_executions(tenant, schedule_id, limit, cursor)
+    ) -> tuple[ScheduleStatus, Page[Execution]]:
+        """The schedule's status and a page of its history. A deleted schedule's history stays
+        readable until retention removes it; its tombstone may be removed first, and then the
+        records left are still its history. ``NotFound`` when there is neither."""
+        schedule = self.store.get_schedule(tenant, schedule_id)
+        page = self.store.list_executions(tenant, schedule_id, limit, cursor)
+        if schedule is None and not page.items and cursor is None:
+            raise NotFound(schedule_id)
+        return (schedule.status if schedule else ScheduleStatus.DELETED), page
 
 
 def next_fire_time(schedule: Schedule, now: datetime, lookahead: timedelta) -> datetime | None:
@@ -562,6 +749,7 @@ def schedule_view(
         "priority": definition.priority,
         "retry": definition.retry.to_document(),
         "misfire": definition.misfire.to_document(),
+        "jitter_seconds": definition.jitter_seconds,
         "runs": schedule.run_count,
         "failures": schedule.failure_count,
         "consecutive_failures": schedule.consecutive_failures,

@@ -7,15 +7,27 @@ where ``next_schedule_time`` moves to.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from shared.model import MisfirePolicy, Occurrence, Schedule
+from shared.model import MisfirePolicy, Occurrence, Schedule, occurrence_id
 from shared.recurrence import build_recurrence, cpu_budget
 
 # How many missed occurrences one claim walks through; a longer outage is worked off over
 # several polls.
 MAX_MISSED_WALK = 10_000
+
+
+def fire_time(occurrence_id: str, nominal: datetime, jitter_seconds: float) -> datetime:
+    """When an occurrence fires: its ``nominal`` time plus a delay from 0 to ``jitter_seconds``
+    (to the millisecond) drawn from a hash of its id. Spread over the window, yet the same
+    whenever it is computed: a re-send after a poller died, a retry, a redelivery."""
+    window_ms = round(jitter_seconds * 1000)
+    if window_ms <= 0:
+        return nominal
+    digest = hashlib.sha256(occurrence_id.encode()).digest()
+    return nominal + timedelta(milliseconds=int.from_bytes(digest[:8], "big") % (window_ms + 1))
 
 
 @dataclass(frozen=True)
@@ -56,16 +68,20 @@ def plan_dispatch(
     missed_before = now - misfire_threshold
 
     def occurrence(moment: datetime) -> Occurrence:
+        # The id keeps the nominal time; the message carries the time it fires, jitter included,
+        # which is what the executor waits for.
+        nominal_id = occurrence_id(schedule.schedule_id, moment)
         return Occurrence(
             tenant=schedule.tenant,
             schedule_id=schedule.schedule_id,
             revision=schedule.revision,
-            scheduled_time=moment,
+            scheduled_time=fire_time(nominal_id, moment, definition.jitter_seconds),
             priority=definition.priority,
+            occurrence_id=nominal_id,
         )
 
     to_send: list[Occurrence] = []
-    missed: list[Occurrence] = []
+    missed: list[datetime] = []
     count = schedule.occurrence_count
     moment = schedule.next_schedule_time
     walked = 0
@@ -78,7 +94,7 @@ def plan_dispatch(
     ):
         walked += 1
         if moment < missed_before and moment >= schedule.accepted_at:
-            missed.append(occurrence(moment))
+            missed.append(moment)
         else:
             if missed:
                 break
@@ -90,19 +106,22 @@ def plan_dispatch(
     # The walk stopped while still in the missed stretch: it goes on at the next poll.
     stretch_goes_on = walked >= MAX_MISSED_WALK and not to_send
     if missed:
+        missed_ones = [occurrence(item) for item in missed]
         if policy is MisfirePolicy.FIRE_ALL:
             allowed = max_to_send if limit is None else min(max_to_send, limit - count)
-            to_send = missed[:allowed]
-            moment = missed[len(to_send)].scheduled_time if len(to_send) < len(missed) else moment
+            to_send = missed_ones[:allowed]
+            moment = missed[len(to_send)] if len(to_send) < len(missed) else moment
         elif policy is MisfirePolicy.FIRE_ONCE and stretch_goes_on:
             reason = "missed; fire_once runs the last occurrence of the stretch"
-            skipped = [SkippedOccurrence(item, reason) for item in missed]
+            skipped = [SkippedOccurrence(item, reason) for item in missed_ones]
         elif policy is MisfirePolicy.FIRE_ONCE:
-            to_send = [missed[-1]]
-            reason = f"missed; fire_once ran {missed[-1].occurrence_id} instead"
-            skipped = [SkippedOccurrence(item, reason) for item in missed[:-1]]
+            to_send = [missed_ones[-1]]
+            reason = f"missed; fire_once ran {missed_ones[-1].occurrence_id} instead"
+            skipped = [SkippedOccurrence(item, reason) for item in missed_ones[:-1]]
         else:
-            skipped = [SkippedOccurrence(item, "missed; misfire policy is skip") for item in missed]
+            skipped = [
+                SkippedOccurrence(item, "missed; misfire policy is skip") for item in missed_ones
+            ]
     count += len(to_send)
     if limit is not None and count >= limit:
         moment = None

@@ -210,6 +210,8 @@ class ScheduleDefinition:
     tags: tuple[str, ...] = ()
     metadata: Mapping[str, JSON] = field(default_factory=dict)
     request: Mapping[str, JSON] = field(default_factory=dict)
+    # Each occurrence fires up to this long after its time (``shared.dispatch.fire_time``).
+    jitter_seconds: float = 0.0
 
     def to_document(self) -> dict[str, JSON]:
         return {
@@ -224,6 +226,7 @@ class ScheduleDefinition:
             "tags": list(self.tags),
             "metadata": dict(self.metadata),
             "request": dict(self.request),
+            "jitter_seconds": self.jitter_seconds,
         }
 
     @classmethod
@@ -240,6 +243,7 @@ class ScheduleDefinition:
             tags=tuple(document.get("tags") or ()),
             metadata=dict(document.get("metadata") or {}),
             request=dict(document.get("request") or {}),
+            jitter_seconds=float(document.get("jitter_seconds", 0.0)),
         )
 
 

@@ -289,6 +289,32 @@ class ExecutionStore(ABC):
     ) -> Page[Execution]:
         """A schedule's records, newest scheduled time first."""
 
+    # -- dead letters: the occurrences that failed for good ------------------------------
+
+    @abstractmethod
+    def list_dead_letters(self, tenant: str, limit: int, cursor: str | None) -> Page[Execution]:
+        """The tenant's dead letters: records ``FAILED`` and not discarded, the latest failure
+        (``finished_at``) first."""
+
+    @abstractmethod
+    def reopen_dead_letter(
+        self, tenant: str, occurrence_id: str, now: datetime
+    ) -> Execution | None:
+        """Give a dead letter one more attempt: ``FAILED`` (not discarded) becomes
+        ``RETRYING``, due ``now``, so ``begin_attempt`` takes it (one attempt more); the last
+        outcome stays until that attempt ends. Atomic: of concurrent reopens one wins. Returns
+        the record as reopened; ``None`` if it is not a dead letter."""
+
+    @abstractmethod
+    def restore_dead_letter(self, reopened: Execution) -> bool:
+        """Undo ``reopen_dead_letter`` (its message could not be sent): ``FAILED`` again, only
+        while the record is ``RETRYING`` with no attempt begun since. Returns whether undone."""
+
+    @abstractmethod
+    def discard_dead_letter(self, tenant: str, occurrence_id: str, now: datetime) -> bool:
+        """Take a dead letter off the list for good (it stays ``FAILED`` in the history, and
+        can no longer be reopened). Returns whether it was a dead letter."""
+
 
 class Store(ScheduleStore, ExecutionStore):
     """Both store ports over one backend: every store adapter implements this.

@@ -217,7 +217,7 @@ def runs_since(tenant: str, schedule_id: str, since: datetime) -> tuple[list[Exe
     found: list[Execution] = []
     cursor: str | None = None
     while len(found) < RECENT_RUNS_PER_SCHEDULE:
-        batch = service().list_executions(tenant, schedule_id, 200, cursor)
+        _, batch = service().list_executions(tenant, schedule_id, 200, cursor)
         for execution in batch.items:
             if execution.scheduled_time < since:
                 return found, True
@@ -367,7 +367,7 @@ def lateness_chart(runs: list[dict[str, Any]], width: float = 600, height: float
 
 
 def recent_runs(schedule_id: str) -> list[dict[str, Any]]:
-    found = service().list_executions(g.tenant, schedule_id, RUNS_SHOWN, None)
+    _, found = service().list_executions(g.tenant, schedule_id, RUNS_SHOWN, None)
     secret_patterns = service().settings.secret_headers
     return [execution_view(run, secret_patterns) for run in found.items]
 
@@ -450,7 +450,7 @@ def submit(values: Mapping[str, str], editing: Schedule | None) -> Response | tu
     if errors:
         return form_page(values, errors, editing), 422
     schedule_id = editing.schedule_id if editing is not None else body.get("id")
-    definition, names = definition_from(loaded, body)
+    definition, names = definition_from(loaded, body.get("schedule", {}))
     try:
         accepted = service().accept_definition(g.tenant, schedule_id, definition, names)
     except InvalidInput as exc:

@@ -219,6 +219,10 @@ class MongoStore(Store):
                 ]
             )
             self.api_keys.create_index([("tenant", ASCENDING)])
+            # A tenant's dead letters, the latest failure first.
+            self.executions.create_index(
+                [("tenant", ASCENDING), ("status", ASCENDING), ("finished_at", DESCENDING)]
+            )
             # Retention (purge_expired): completed and deleted schedules, oldest first.
             self.schedules.create_index([("status", ASCENDING), ("updated_at", ASCENDING)])
             if self.execution_retention is not None:
@@ -995,6 +999,67 @@ class MongoStore(Store):
             last = items[-1]
             next_cursor = f"{to_epoch_ms(last.scheduled_time)}|{last.occurrence_id}"
         return Page(items, next_cursor)
+
+    def list_dead_letters(self, tenant: str, limit: int, cursor: str | None) -> Page[Execution]:
+        selector: Document = {"tenant": tenant, "status": "failed", "discarded_at": None}
+        if cursor is not None:
+            finished_ms, _, occurrence = cursor.partition("|")
+            after = from_epoch_ms(int(finished_ms))
+            selector["$or"] = [
+                {"finished_at": {"$lt": after}},
+                {"finished_at": after, "occurrence_id": {"$lt": occurrence}},
+            ]
+        with _transient("list_dead_letters"):
+            documents = list(
+                self.executions.find(selector)
+                .sort([("finished_at", DESCENDING), ("occurrence_id", DESCENDING)])
+                .limit(limit + 1)
+            )
+        items = [_execution(document) for document in documents[:limit]]
+        next_cursor = None
+        finished = items[-1].finished_at if items else None
+        if len(documents) > limit and finished is not None:
+            next_cursor = f"{to_epoch_ms(finished)}|{items[-1].occurrence_id}"
+        return Page(items, next_cursor)
+
+    def reopen_dead_letter(
+        self, tenant: str, occurrence_id: str, now: datetime
+    ) -> Execution | None:
+        with _transient("reopen_dead_letter"):
+            document = self.executions.find_one_and_update(
+                {"_id": _key(tenant, occurrence_id), "status": "failed", "discarded_at": None},
+                {
+                    "$set": {
+                        "status": "retrying",
+                        "next_attempt_at": utc_ms(now),
+                        "lease_owner": None,
+                        "lease_until": None,
+                    }
+                },
+                return_document=ReturnDocument.AFTER,
+            )
+        return None if document is None else _execution(document)
+
+    def restore_dead_letter(self, reopened: Execution) -> bool:
+        with _transient("restore_dead_letter"):
+            result = self.executions.update_one(
+                {
+                    "_id": _key(reopened.tenant, reopened.occurrence_id),
+                    "status": "retrying",
+                    "attempts": reopened.attempts,
+                    "lease_owner": None,
+                },
+                {"$set": {"status": "failed", "next_attempt_at": None}},
+            )
+        return result.modified_count == 1
+
+    def discard_dead_letter(self, tenant: str, occurrence_id: str, now: datetime) -> bool:
+        with _transient("discard_dead_letter"):
+            result = self.executions.update_one(
+                {"_id": _key(tenant, occurrence_id), "status": "failed", "discarded_at": None},
+                {"$set": {"discarded_at": utc_ms(now)}},
+            )
+        return result.modified_count == 1
 
 
 def _held_or_final(document: Mapping[str, Any], started: datetime) -> bool:

@@ -72,6 +72,7 @@ CREATE TABLE IF NOT EXISTS executions (
     lease_owner TEXT,
     lease_until_ms INTEGER,
     manual INTEGER NOT NULL DEFAULT 0,
+    discarded_ms INTEGER,
     PRIMARY KEY (tenant, occurrence_id)
 ) WITHOUT ROWID;
 -- Retention: what purge_expired deletes, oldest first.
@@ -102,6 +103,13 @@ CREATE TABLE IF NOT EXISTS api_keys (
 ) WITHOUT ROWID;
 """
 
+# The dead letters of a tenant, the latest failure first (after the column exists).
+DEAD_LETTERS_SCHEMA = """
+CREATE INDEX IF NOT EXISTS executions_dead_letters
+    ON executions (tenant, finished_ms DESC, occurrence_id DESC)
+    WHERE status = 'failed' AND discarded_ms IS NULL;
+"""
+
 _KEY_ID = re.compile(r"^[0-9a-f]{8,64}$")
 _KEYS_PER_READ = 500
 
@@ -121,7 +129,15 @@ class SqliteStore(Store):
         self.secrets = secrets
 
     def ensure_indexes(self) -> None:
-        self.db.connection().executescript(SCHEMA)
+        connection = self.db.connection()
+        connection.executescript(SCHEMA)
+        with self.db.write() as writing:
+            # A database made before dead letters were kept lacks the column; checked inside
+            # the write so that two processes starting together add it once.
+            columns = {row["name"] for row in writing.execute("PRAGMA table_info(executions)")}
+            if "discarded_ms" not in columns:
+                writing.execute("ALTER TABLE executions ADD COLUMN discarded_ms INTEGER")
+        connection.executescript(DEAD_LETTERS_SCHEMA)
 
     def close(self) -> None:
         self.db.close()
@@ -600,6 +616,62 @@ class SqliteStore(Store):
             last = items[-1]
             next_cursor = f"{to_epoch_ms(last.scheduled_time)}|{last.occurrence_id}"
         return Page(items, next_cursor)
+
+    def list_dead_letters(self, tenant: str, limit: int, cursor: str | None) -> Page[Execution]:
+        params: list[Any] = [tenant]
+        after = ""
+        if cursor is not None:
+            finished_ms, _, occurrence = cursor.partition("|")
+            after = " AND (finished_ms, occurrence_id) < (?, ?)"
+            params += [int(finished_ms), occurrence]
+        rows = (
+            self.db.connection()
+            .execute(
+                "SELECT * FROM executions WHERE tenant = ? AND status = 'failed'"
+                f" AND discarded_ms IS NULL{after}"
+                " ORDER BY finished_ms DESC, occurrence_id DESC LIMIT ?",
+                (*params, limit + 1),
+            )
+            .fetchall()
+        )
+        items = [_execution(row) for row in rows[:limit]]
+        next_cursor = None
+        finished = items[-1].finished_at if items else None
+        if len(rows) > limit and finished is not None:
+            next_cursor = f"{to_epoch_ms(finished)}|{items[-1].occurrence_id}"
+        return Page(items, next_cursor)
+
+    def reopen_dead_letter(
+        self, tenant: str, occurrence_id: str, now: datetime
+    ) -> Execution | None:
+        with self.db.write() as connection:
+            row = connection.execute(
+                "UPDATE executions SET status = 'retrying', next_attempt_ms = ?,"
+                " lease_owner = NULL, lease_until_ms = NULL"
+                " WHERE tenant = ? AND occurrence_id = ? AND status = 'failed'"
+                " AND discarded_ms IS NULL RETURNING *",
+                (to_epoch_ms(now), tenant, occurrence_id),
+            ).fetchone()
+        return None if row is None else _execution(row)
+
+    def restore_dead_letter(self, reopened: Execution) -> bool:
+        with self.db.write() as connection:
+            cursor = connection.execute(
+                "UPDATE executions SET status = 'failed', next_attempt_ms = NULL"
+                " WHERE tenant = ? AND occurrence_id = ? AND status = 'retrying'"
+                " AND attempts = ? AND lease_owner IS NULL",
+                (reopened.tenant, reopened.occurrence_id, reopened.attempts),
+            )
+            return cursor.rowcount == 1
+
+    def discard_dead_letter(self, tenant: str, occurrence_id: str, now: datetime) -> bool:
+        with self.db.write() as connection:
+            cursor = connection.execute(
+                "UPDATE executions SET discarded_ms = ? WHERE tenant = ? AND occurrence_id = ?"
+                " AND status = 'failed' AND discarded_ms IS NULL",
+                (to_epoch_ms(now), tenant, occurrence_id),
+            )
+            return cursor.rowcount == 1
 
 
 # One statement: a new record, or the next attempt of one that is retrying, skipped, or running

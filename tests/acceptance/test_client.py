@@ -11,6 +11,7 @@ from typing import TypeVar
 import pytest
 
 from scheduler_client import (
+    DeadLetter,
     InvalidRequest,
     NotFound,
     SchedulerClient,
@@ -18,7 +19,7 @@ from scheduler_client import (
 )
 from tests.support.peers import ComponentBackends
 from tests.support.processes import Process, free_port, wait_until_healthy
-from tests.support.receiver import Receiver, running_receiver
+from tests.support.receiver import Call, Receiver, running_receiver
 
 pytestmark = pytest.mark.slow
 
@@ -51,6 +52,10 @@ def hourly(name: str, receiver: Receiver, tag: str = "client") -> dict[str, obje
     }
 
 
+def failing_at(path: str) -> Callable[[Call], tuple[int, dict[str, str]]]:
+    return lambda call: (500 if call.path == path else 200, {})
+
+
 def exercise(client: SchedulerClient, receiver: Receiver) -> None:
     """Every call of the client, each checked as a user would."""
     ids = [client.create(hourly(f"c{n}", receiver))["id"] for n in range(5)]
@@ -64,6 +69,12 @@ def exercise(client: SchedulerClient, receiver: Receiver) -> None:
     replaced = client.replace(first, {**hourly("renamed", receiver), "priority": 7})
     assert replaced["id"] == first and replaced["status"] == "accepted"
     eventually(lambda: client.get(first)["name"] == "renamed")
+
+    updated = client.update(ids[1], {"payload": {"body": {"from": "patched"}}, "priority": 2})
+    assert updated["id"] == ids[1] and updated["status"] == "accepted"
+    eventually(lambda: client.get(ids[1])["revision"] == updated["revision"])
+    assert client.get(ids[1])["payload"]["body"] == {"from": "patched"}
+    assert client.get(ids[1])["name"] == "c1"
 
     assert client.pause(first)["status"] == "paused"
     assert [s["id"] for s in client.list(status="paused")] == [first]
@@ -87,16 +98,56 @@ def exercise(client: SchedulerClient, receiver: Receiver) -> None:
     assert raised.value.status == 400
     assert raised.value.messages_for("schedule.cron")
 
+    hour = time.time() // 3600 * 3600
+    stamp = "%Y-%m-%dT%H:%M:%SZ"
+    backfilled = client.backfill(
+        first,
+        time.strftime(stamp, time.gmtime(hour - 7200)),
+        time.strftime(stamp, time.gmtime(hour)),
+        policy="fire_once",
+    )
+    assert [len(backfilled["queued"]), len(backfilled["left_out"])] == [1, 1]
+    eventually(
+        lambda: (
+            backfilled["queued"][0]
+            in [e["occurrence_id"] for e in client.executions(first) if e["status"] == "succeeded"]
+        ),
+        timeout=20,
+    )
+
     assert client.delete(first) == {"id": first, "status": "deleted"}
     with pytest.raises(NotFound) as missing:
         client.get(first)
     assert missing.value.title == "Not Found"
     with pytest.raises(NotFound):
         client.delete(first)
+    # The history stays readable after the delete.
+    assert len(list(client.executions(first))) >= 2
+
+    body = {**hourly("failing", receiver), "retry": {"max_attempts": 1}}
+    body["payload"] = {"method": "POST", "url": f"{receiver.url}/fail"}
+    failing = client.create(body)["id"]
+    eventually(lambda: client.get(failing))
+    occurrence_id = client.trigger(failing)["occurrence_id"]
+
+    def letter(attempts: int) -> list[DeadLetter]:
+        return [
+            item
+            for item in client.dead_letters(page_size=1)
+            if item["id"] == occurrence_id and item["attempts"] == attempts
+        ]
+
+    assert eventually(lambda: letter(1), timeout=20)[0]["http_status"] == 500
+    assert client.replay(occurrence_id)["attempt"] == 2
+    eventually(lambda: letter(2), timeout=20)  # it failed again: a dead letter again
+    assert client.discard(occurrence_id) == {"id": occurrence_id, "status": "discarded"}
+    assert list(client.dead_letters()) == []
+    with pytest.raises(NotFound):
+        client.replay(occurrence_id)
 
 
 def test_the_client_against_scheduler_dev(tmp_path: Path) -> None:
-    with running_receiver() as receiver:
+    with running_receiver(failing_at("/fail")) as receiver:
         dev = Process(["dev", "--port", "0", "--data-dir", str(tmp_path)], {}, tmp_path / "dev.log")
         try:
             api = dev.wait_for_output(r"API on (http://127\.0\.0\.1:\d+)").group(1)
@@ -121,7 +172,7 @@ def test_the_client_against_the_four_components_with_api_keys(
         "SCHEDULER_WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
     }
     base = f"http://127.0.0.1:{port}"
-    with running_receiver() as receiver:
+    with running_receiver(failing_at("/fail")) as receiver:
         processes = [
             Process([name], env, tmp_path / f"{name}.log")
             for name in ("api", "processor", "poller", "executor")
@@ -139,6 +190,7 @@ def test_the_client_against_the_four_components_with_api_keys(
                 eventually(lambda: acme.get(kept))
             with SchedulerClient(base, "sk_test_globex_0123456789") as globex:
                 assert list(globex.list()) == []
+                assert list(globex.dead_letters()) == []
                 with pytest.raises(NotFound):
                     globex.get(kept)
         finally:

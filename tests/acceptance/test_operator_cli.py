@@ -78,10 +78,35 @@ def test_create_get_list_pause_resume_trigger_delete_and_history(dev: str, tmp_p
         assert history.stdout.splitlines()[0].startswith("SCHEDULED (UTC)")
         assert "succeeded" in history.stdout
 
+        changes = tmp_path / "changes.json"
+        changes.write_text(json.dumps({"name": "renamed-report"}))
+        updated = cli(dev, "schedules", "update", "nightly", "-f", str(changes))
+        assert updated.returncode == 0, updated.stderr
+        deadline = time.monotonic() + 5
+        while "renamed-report" not in cli(dev, "schedules", "get", "nightly").stdout:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+
         assert '"paused"' in cli(dev, "schedules", "pause", "nightly", "--json").stdout
         assert cli(dev, "schedules", "resume", "nightly").returncode == 0
         assert cli(dev, "schedules", "trigger", "nightly").returncode == 0
+        now = time.time()
+        stamp = "%Y-%m-%dT%H:%M:%SZ"
+        backfill = cli(
+            dev,
+            "schedules",
+            "backfill",
+            "nightly",
+            "--from",
+            time.strftime(stamp, time.gmtime(now - 3)),
+            "--to",
+            time.strftime(stamp, time.gmtime(now - 1)),
+        )
+        assert backfill.returncode == 0, backfill.stderr
+        assert "queued:" in backfill.stdout and "left_out:" in backfill.stdout
         assert cli(dev, "schedules", "delete", "nightly").returncode == 0
+        kept = cli(dev, "executions", "nightly")  # the history outlives the schedule
+        assert kept.returncode == 0 and "succeeded" in kept.stdout
 
         missing = cli(dev, "schedules", "get", "nightly")
         assert missing.returncode == 1
@@ -100,3 +125,41 @@ def test_bad_input_is_reported_with_the_fields_named(dev: str, tmp_path: Path) -
     assert "400" in result.stderr and "payload.url" in result.stderr
     unreachable = cli("http://127.0.0.1:9", "schedules", "list")
     assert unreachable.returncode == 1 and "cannot reach" in unreachable.stderr
+
+
+def test_dead_letters_are_listed_replayed_and_discarded(dev: str, tmp_path: Path) -> None:
+    with running_receiver(lambda call: (500, {})) as receiver:
+        body = tmp_path / "failing.json"
+        body.write_text(
+            json.dumps(
+                {
+                    "schedule": {"cron": "0 0 1 1 *"},
+                    "payload": {"method": "POST", "url": f"{receiver.url}/hook"},
+                    "retry": {"max_attempts": 1},
+                }
+            )
+        )
+        assert cli(dev, "schedules", "create", "-f", str(body), "--id", "failing").returncode == 0
+        deadline = time.monotonic() + 5
+        while cli(dev, "schedules", "trigger", "failing").returncode != 0:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        listed = cli(dev, "dead-letters", "list")
+        while "failing:manual:" not in listed.stdout:
+            assert time.monotonic() < deadline + 10, listed.stderr
+            time.sleep(0.1)
+            listed = cli(dev, "dead-letters", "list")
+        header, row = listed.stdout.splitlines()
+        assert header.split()[:2] == ["OCCURRENCE", "FAILED"]
+        occurrence_id = row.split()[0]
+        replayed = cli(dev, "dead-letters", "replay", occurrence_id)
+        assert replayed.returncode == 0, replayed.stderr
+        assert "queued" in replayed.stdout
+        receiver.wait_for(2, timeout=10)
+        while " 2 " not in cli(dev, "dead-letters", "list").stdout:  # failed again: 2 attempts
+            assert time.monotonic() < deadline + 20
+            time.sleep(0.1)
+        assert cli(dev, "dead-letters", "discard", occurrence_id).returncode == 0
+        assert cli(dev, "dead-letters", "list").stdout.splitlines()[1:] == []
+        gone = cli(dev, "dead-letters", "discard", occurrence_id)
+        assert gone.returncode == 1 and gone.stderr.startswith("404")

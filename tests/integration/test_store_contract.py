@@ -953,3 +953,87 @@ def test_record_skips_takes_over_a_run_whose_lease_ran_out(store: Store) -> None
     assert record is not None
     assert (record.status, record.error) == (ExecutionStatus.SKIPPED, "schedule deleted")
     assert record.lease_owner is None and record.lease_until is None
+
+
+# -- dead letters -----------------------------------------------------------------------------
+
+
+def fail(store: Store, minute: int, tenant: str = TENANT, finished: datetime = T0) -> Occurrence:
+    """A failed (dead-lettered) occurrence of s1, ``minute`` minutes after T0."""
+    occurrence = Occurrence(tenant, "s1", 1, T0 + minute * MINUTE)
+    execution = store.begin_attempt(occurrence, "x", T0, T0 + MINUTE)
+    assert execution is not None
+    outcome = AttemptOutcome(ExecutionStatus.FAILED, finished, http_status=500, error="HTTP 500")
+    assert store.finish_attempt(execution, "x", outcome)
+    return occurrence
+
+
+def dead_letter_ids(store: Store, tenant: str = TENANT) -> list[str]:
+    return [item.occurrence_id for item in store.list_dead_letters(tenant, 50, None).items]
+
+
+def test_dead_letters_are_the_tenants_failed_records_latest_failure_first(store: Store) -> None:
+    failed = [fail(store, n, finished=T0 + (10 - n) * SECOND) for n in range(3)]
+    other = fail(store, 0, tenant="globex")
+    succeeded = Occurrence(TENANT, "s1", 1, T0 + 9 * MINUTE)
+    execution = store.begin_attempt(succeeded, "x", T0, T0 + MINUTE)
+    assert execution is not None
+    store.finish_attempt(execution, "x", AttemptOutcome(ExecutionStatus.SUCCEEDED, T0))
+    first = store.list_dead_letters(TENANT, 2, None)
+    assert [item.occurrence_id for item in first.items] == [
+        failed[0].occurrence_id,
+        failed[1].occurrence_id,
+    ]
+    rest = store.list_dead_letters(TENANT, 2, first.next_cursor)
+    assert [item.occurrence_id for item in rest.items] == [failed[2].occurrence_id]
+    assert rest.next_cursor is None
+    letter = rest.items[0]
+    assert (letter.status, letter.http_status, letter.error) == (
+        ExecutionStatus.FAILED,
+        500,
+        "HTTP 500",
+    )
+    assert letter.finished_at == T0 + 8 * SECOND
+    assert dead_letter_ids(store, "globex") == [other.occurrence_id]
+
+
+def test_a_reopened_dead_letter_gets_one_more_attempt(store: Store) -> None:
+    occurrence = fail(store, 0)
+    reopened = store.reopen_dead_letter(TENANT, occurrence.occurrence_id, T0 + MINUTE)
+    assert reopened is not None
+    assert (reopened.status, reopened.attempts) == (ExecutionStatus.RETRYING, 1)
+    assert store.reopen_dead_letter(TENANT, occurrence.occurrence_id, T0 + MINUTE) is None
+    assert store.reopen_dead_letter("globex", occurrence.occurrence_id, T0 + MINUTE) is None
+    assert dead_letter_ids(store) == []
+    again = store.begin_attempt(occurrence, "y", T0 + MINUTE, T0 + 2 * MINUTE)
+    assert again is not None and again.attempts == 2
+    assert not store.restore_dead_letter(reopened)  # an attempt began since
+    outcome = AttemptOutcome(ExecutionStatus.FAILED, T0 + 2 * MINUTE, error="HTTP 503")
+    assert store.finish_attempt(again, "y", outcome)
+    assert dead_letter_ids(store) == [occurrence.occurrence_id]
+
+
+def test_a_reopen_whose_message_was_not_sent_is_undone(store: Store) -> None:
+    occurrence = fail(store, 0)
+    reopened = store.reopen_dead_letter(TENANT, occurrence.occurrence_id, T0 + MINUTE)
+    assert reopened is not None
+    assert store.restore_dead_letter(reopened)
+    assert not store.restore_dead_letter(reopened)
+    record = store.get_execution(TENANT, occurrence.occurrence_id)
+    assert record is not None
+    assert (record.status, record.attempts, record.error) == (ExecutionStatus.FAILED, 1, "HTTP 500")
+    assert dead_letter_ids(store) == [occurrence.occurrence_id]
+
+
+def test_a_discarded_dead_letter_leaves_the_list_and_stays_in_the_history(store: Store) -> None:
+    occurrence = fail(store, 0)
+    assert not store.discard_dead_letter("globex", occurrence.occurrence_id, T0)
+    assert not store.discard_dead_letter(TENANT, "s1:unknown", T0)
+    assert store.discard_dead_letter(TENANT, occurrence.occurrence_id, T0)
+    assert not store.discard_dead_letter(TENANT, occurrence.occurrence_id, T0)
+    assert dead_letter_ids(store) == []
+    assert store.reopen_dead_letter(TENANT, occurrence.occurrence_id, T0) is None
+    history = store.list_executions(TENANT, "s1", 10, None).items
+    assert [(item.occurrence_id, item.status) for item in history] == [
+        (occurrence.occurrence_id, ExecutionStatus.FAILED)
+    ]

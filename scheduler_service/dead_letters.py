@@ -1,0 +1,109 @@
+"""``/scheduler-service/v1/dead-letters``: the tenant's occurrences that failed for good (every
+attempt used, or an answer that is not retried), to look at, replay or discard.
+
+They are the execution records that ended ``failed``, as the schedules' histories show them: a
+listing per tenant, whatever the queue's own dead-letter queue holds (which also receives
+messages that could not be decoded, with no tenant to show them to).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from flask import g
+from flask_smorest import Blueprint
+from marshmallow import RAISE
+
+from scheduler_service.responses import (
+    DeadLetterPageSchema,
+    DiscardedSchema,
+    ListExecutionsQuery,
+    ReplayedSchema,
+)
+from scheduler_service.schedules import (
+    EXECUTIONS_CURSOR,
+    _decode_cursor,
+    _encode_cursor,
+    _limit,
+    problem_response,
+    problems,
+    service,
+)
+from shared.errors import InvalidInput
+from shared.model import Execution
+from shared.secrets import redact
+from shared.timeutil import iso_z
+
+blp = Blueprint(
+    "dead_letters",
+    __name__,
+    url_prefix="/scheduler-service/v1",
+    description="Dead letters: occurrences that failed for good; replay or discard them",
+)
+
+NO_DEAD_LETTER = "No dead letter by that id (never failed, or replayed or discarded already)"
+
+
+def dead_letter_view(execution: Execution, secret_patterns: Iterable[str]) -> dict[str, Any]:
+    finished = execution.finished_at
+    return {
+        "id": execution.occurrence_id,
+        "schedule_id": execution.schedule_id,
+        "occurrence_id": execution.occurrence_id,
+        "scheduled_time": iso_z(execution.scheduled_time),
+        "failed_at": iso_z(finished) if finished else None,
+        "attempts": execution.attempts,
+        "http_status": execution.http_status,
+        "error": None if execution.error is None else redact(execution.error, secret_patterns),
+        "manual": execution.manual,
+    }
+
+
+@blp.route("/dead-letters", methods=["GET"])
+@blp.arguments(ListExecutionsQuery, location="query", unknown=RAISE, error_status_code=400)
+@blp.response(200, DeadLetterPageSchema)
+@blp.doc(operationId="listDeadLetters")
+@problems(400)
+def list_dead_letters(query: dict[str, Any]) -> dict[str, Any]:
+    """The tenant's dead letters, the latest failure first: which schedule, which occurrence,
+    why (HTTP status, error) and when."""
+    cursor = _decode_cursor(query.get("cursor"), "d")
+    if cursor is not None and not EXECUTIONS_CURSOR.match(cursor):
+        raise InvalidInput({"cursor": "not a cursor this endpoint gave"})
+    scheduler = service()
+    page = scheduler.list_dead_letters(g.tenant, _limit(query), cursor)
+    return {
+        "items": [dead_letter_view(item, scheduler.settings.secret_headers) for item in page.items],
+        "next_cursor": _encode_cursor(page.next_cursor, "d"),
+    }
+
+
+@blp.route("/dead-letters/<occurrence_id>/replay", methods=["POST"])
+@blp.response(202, ReplayedSchema)
+@blp.doc(operationId="replayDeadLetter")
+@problem_response(409, "The schedule is deleted: a replay would not fire")
+@problem_response(404, NO_DEAD_LETTER)
+@problems()
+def replay_dead_letter(occurrence_id: str) -> dict[str, Any]:
+    """Fire the occurrence again, now: the same occurrence id and `Idempotency-Key`, the
+    schedule's current payload, recorded in its history as one more attempt. It leaves the
+    list; if it fails again it is back. Even while the schedule is paused."""
+    reopened = service().replay(g.tenant, occurrence_id)
+    return {
+        "id": occurrence_id,
+        "schedule_id": reopened.schedule_id,
+        "status": "queued",
+        "attempt": reopened.attempts + 1,
+    }
+
+
+@blp.route("/dead-letters/<occurrence_id>", methods=["DELETE"])
+@blp.response(200, DiscardedSchema)
+@blp.doc(operationId="discardDeadLetter")
+@problem_response(404, NO_DEAD_LETTER)
+@problems()
+def discard_dead_letter(occurrence_id: str) -> dict[str, Any]:
+    """Take the dead letter off the list for good; it stays `failed` in the history."""
+    service().discard(g.tenant, occurrence_id)
+    return {"id": occurrence_id, "status": "discarded"}
