@@ -82,6 +82,10 @@ def test_healthz_fails_when_the_store_cannot_be_opened(tmp_path: Path) -> None:
         assert "unavailable" in answer.get_json()["checks"]["store"]
         shutil.move(tmp_path / "elsewhere", data)
         assert api.client.get("/healthz").status_code == 200
+        # A file gone from its folder is not quietly made anew, empty.
+        (data / "scheduler.db").rename(data / "moved.db")
+        assert api.client.get("/healthz").status_code == 503
+        assert not (data / "scheduler.db").exists()
 
 
 KEY = "sk_acme_0123456789abcdef"
