@@ -23,11 +23,14 @@ def parse_rate_limits(text: str) -> list[RateLimitItem]:
 class TenantRateLimiter:
     def __init__(self, text: str) -> None:
         self.items = parse_rate_limits(text)
-        self.limiter = SlidingWindowCounterRateLimiter(MemoryStorage())
+        # Only with limits: the memory storage starts a thread of its own to expire counters.
+        self.limiter = SlidingWindowCounterRateLimiter(MemoryStorage()) if self.items else None
 
     def retry_after(self, tenant: str) -> int | None:
         """Count one request of ``tenant``: None if it is within every limit, else the whole
         seconds to wait before the limit it broke lets a request through again."""
+        if self.limiter is None:
+            return None
         for item in self.items:
             if not self.limiter.hit(item, tenant):
                 reset_at = self.limiter.get_window_stats(item, tenant).reset_time

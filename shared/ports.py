@@ -144,8 +144,10 @@ class ScheduleStore(ABC):
         """Pause, resume or delete, atomically, if ``state_revision`` is newer than the stored one.
 
         ``DELETED`` on an unknown id stores a tombstone (so a create still in flight on queue 1
-        cannot land) and returns ``False``. Pausing or resuming an unknown or deleted schedule
-        changes nothing and returns ``False``. Resume sets ``next_schedule_time`` as given.
+        cannot land) and returns ``False``; on a tombstone it raises the tombstone's revision
+        (a create accepted since the first delete cannot land either) and returns ``False``.
+        Pausing or resuming an unknown or deleted schedule changes nothing and returns
+        ``False``. Resume sets ``next_schedule_time`` as given.
         """
 
     @abstractmethod

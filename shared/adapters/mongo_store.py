@@ -396,7 +396,13 @@ class MongoStore(Store):
                         upsert=True,
                     )
                 except DuplicateKeyError:
-                    return False  # already deleted, or a newer state is stored
+                    # Already deleted (then a newer tombstone, so a create accepted since the
+                    # first delete cannot land either), or a newer state is stored.
+                    self.schedules.update_one(
+                        {"_id": key, "state_revision": newer, "status": _DELETED},
+                        {"$set": {"state_revision": state_revision, "updated_at": at}},
+                    )
+                    return False
                 return bool(result.matched_count)
             if status is ScheduleStatus.PAUSED:
                 result = self.schedules.update_one(

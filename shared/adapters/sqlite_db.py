@@ -103,7 +103,9 @@ class SqliteDatabase:
         """Open the file anew and read its schema: fails (``Transient``) when the process cannot
         open it now, for want of file descriptors, permissions or the file itself."""
         try:
-            connection = self._connect()
+            # mode=rw: a missing file is an error, not a new empty database.
+            uri = f"{self.path.resolve().as_uri()}?mode=rw"
+            connection = sqlite3.connect(uri, uri=True, timeout=self.busy_timeout_seconds)
             try:
                 connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
             finally:

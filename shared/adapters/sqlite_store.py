@@ -272,7 +272,15 @@ class SqliteStore(Store):
                     )
                 return False
             current = ScheduleStatus(row["status"])
-            if state_revision <= row["state_revision"] or current is ScheduleStatus.DELETED:
+            if state_revision <= row["state_revision"]:
+                return False
+            if current is ScheduleStatus.DELETED:
+                if status is ScheduleStatus.DELETED:
+                    connection.execute(
+                        "UPDATE schedules SET state_revision = ?, updated_ms = ?"
+                        " WHERE tenant = ? AND schedule_id = ?",
+                        (state_revision, now_ms, tenant, schedule_id),
+                    )
                 return False
             if status is ScheduleStatus.ACTIVE and current is not ScheduleStatus.PAUSED:
                 return False

@@ -10,6 +10,7 @@ import http.client
 import json
 import os
 import shutil
+import tempfile
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -21,6 +22,7 @@ from urllib.parse import unquote
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, rule
 
 from shared.errors import ConfigurationError
 from shared.ports import ScheduleFilter
@@ -80,6 +82,10 @@ def test_healthz_fails_when_the_store_cannot_be_opened(tmp_path: Path) -> None:
         assert "unavailable" in answer.get_json()["checks"]["store"]
         shutil.move(tmp_path / "elsewhere", data)
         assert api.client.get("/healthz").status_code == 200
+        # A file gone from its folder is not quietly made anew, empty.
+        (data / "scheduler.db").rename(data / "moved.db")
+        assert api.client.get("/healthz").status_code == 503
+        assert not (data / "scheduler.db").exists()
 
 
 KEY = "sk_acme_0123456789abcdef"
@@ -342,3 +348,75 @@ def test_fuzzed_create_bodies_are_4xx_naming_a_field_or_accepted_and_stored(
         schedule_id = answer.get_json()["id"]
         stored = api.client.get(f"{API}/schedule/{schedule_id}", headers=WITH_KEY)
         assert stored.status_code == 200, (body, stored.get_data(as_text=True))
+
+
+class ScheduleLifecycle(RuleBasedStateMachine):
+    """Random sequences of create, replace, delete, pause, resume and processing, against a
+    model of what each id should answer: a create is seen once processed, a delete wins over a
+    create still on queue 1, a deleted id stays gone, list shows exactly the live ones."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.directory = Path(tempfile.mkdtemp(prefix="lifecycle-"))
+        self.context = api_under_test(self.directory)
+        self.api = self.context.__enter__()
+        # id -> "queued" (create not yet processed), "active", "paused" or "deleted"
+        self.model: dict[str, str] = {}
+
+    ids = Bundle("ids")
+
+    @rule(target=ids, name=st.sampled_from(["a", "b", "c", "d"]))
+    def create(self, name: str) -> str:
+        answer = self.api.client.put(f"{API}/schedule/{name}", json=probe_body())
+        assert answer.status_code == 202
+        if self.model.get(name) in (None, "deleted"):
+            self.model[name] = "queued"
+        return name
+
+    @rule()
+    def process(self) -> None:
+        self.api.apply()
+        for name, state in self.model.items():
+            if state == "queued":
+                self.model[name] = "active"
+
+    @rule(name=ids)
+    def delete(self, name: str) -> None:
+        answer = self.api.client.delete(f"{API}/schedule/{name}")
+        expected = 202 if self.model[name] in ("active", "paused") else 404
+        assert answer.status_code == expected
+        self.model[name] = "deleted"
+
+    @rule(name=ids, action=st.sampled_from(["pause", "resume"]))
+    def pause_or_resume(self, name: str, action: str) -> None:
+        answer = self.api.client.post(f"{API}/schedule/{name}/{action}")
+        state = self.model[name]
+        if state in ("queued", "deleted"):
+            assert answer.status_code == 404
+            return
+        assert answer.status_code == 202
+        self.model[name] = "paused" if action == "pause" else "active"
+        assert answer.get_json()["status"] == self.model[name]
+
+    @invariant()
+    def every_id_answers_as_the_model_says(self) -> None:
+        for name, state in self.model.items():
+            answer = self.api.client.get(f"{API}/schedule/{name}")
+            if state in ("queued", "deleted"):
+                assert answer.status_code == 404, (name, state)
+            else:
+                assert answer.status_code == 200, (name, state)
+                assert answer.get_json()["status"] == state
+        listed = self.api.client.get(f"{API}/schedules").get_json()["items"]
+        live = {name for name, state in self.model.items() if state in ("active", "paused")}
+        assert {item["id"] for item in listed} == live
+
+    def teardown(self) -> None:
+        self.context.__exit__(None, None, None)
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+TestScheduleLifecycle = ScheduleLifecycle.TestCase
+TestScheduleLifecycle.settings = settings(
+    max_examples=25, stateful_step_count=15, deadline=None, suppress_health_check=list(HealthCheck)
+)

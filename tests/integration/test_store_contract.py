@@ -186,6 +186,20 @@ def test_delete_leaves_a_tombstone_that_blocks_an_older_create(store: Store) -> 
     assert recreated.definition is not None
 
 
+def test_a_second_delete_blocks_a_create_accepted_between_the_two(store: Store) -> None:
+    # DELETE (2), PUT (3), DELETE (4), all answered before the processor saw the PUT.
+    assert not store.apply_state(TENANT, "s1", 2, ScheduleStatus.DELETED, None, T0)
+    assert not store.apply_state(TENANT, "s1", 4, ScheduleStatus.DELETED, None, T0)
+    assert not create(store, "s1", revision=3)
+    gone = store.get_schedule(TENANT, "s1")
+    assert gone is not None
+    assert gone.status is ScheduleStatus.DELETED
+    assert gone.state_revision == 4
+    # An older delete arriving late changes nothing.
+    assert not store.apply_state(TENANT, "s1", 1, ScheduleStatus.DELETED, None, T0)
+    assert store.get_schedule(TENANT, "s1").state_revision == 4  # type: ignore[union-attr]
+
+
 def test_delete_of_a_live_schedule(store: Store) -> None:
     create(store, "s1", revision=1)
     assert store.apply_state(TENANT, "s1", 2, ScheduleStatus.DELETED, None, T0)
