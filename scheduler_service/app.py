@@ -102,7 +102,7 @@ def create_app(
 
     @app.before_request
     def check_request() -> Response | None:
-        if request.path.startswith(f"{CONSOLE_PREFIX}/"):
+        if request.path == CONSOLE_PREFIX or request.path.startswith(f"{CONSOLE_PREFIX}/"):
             return None  # HTML forms; the console checks the key itself (console/views.py).
         if request.method in ("POST", "PUT", "PATCH"):
             length = request.content_length

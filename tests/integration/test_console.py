@@ -61,6 +61,8 @@ def text(answer: Any) -> str:
 def test_without_a_key_every_page_asks_for_one_and_a_wrong_key_is_refused(
     api: ApiUnderTest,
 ) -> None:
+    bare = api.client.get("/console")
+    assert bare.status_code == 308 and bare.headers["Location"].endswith("/console/")
     answer = api.client.get("/console/schedules?status=active")
     assert answer.status_code == 302
     assert answer.headers["Location"].startswith("/console/login?next=/console/schedules")
