@@ -119,7 +119,7 @@ def create_app(
 
     @app.before_request
     def check_request() -> Response | None:
-        if request.path.startswith(f"{CONSOLE_PREFIX}/"):
+        if request.path == CONSOLE_PREFIX or request.path.startswith(f"{CONSOLE_PREFIX}/"):
             return None  # HTML forms; the console checks the key itself (console/views.py).
         # The key first: a caller without one learns nothing about what its body would get.
         if request.path in PUBLIC_PATHS or request.path.startswith("/docs"):

@@ -342,21 +342,22 @@ def next_times(schedule: Schedule, now: datetime) -> list[dict[str, str | None]]
 @dataclass(frozen=True)
 class Bar:
     x: float
+    width: float
     height: float
     status: str
     title: str
 
 
 def lateness_chart(runs: list[dict[str, Any]], width: float = 600, height: float = 80) -> list[Bar]:
-    """One bar a run, oldest on the left: its height the lateness, its colour the outcome."""
+    """One bar a run, oldest on the left: its height the lateness, its colour the outcome. A
+    slot is at least 1/RUNS_SHOWN of the width, so a few runs make thin bars, not wide blocks."""
     shown = list(reversed(runs))
-    if not shown:
-        return []
     tallest = max((run["lateness_ms"] or 0.0 for run in shown), default=0.0) or 1.0
-    step = width / max(len(shown), 1)
+    step = width / max(len(shown), RUNS_SHOWN)
     return [
         Bar(
             x=index * step,
+            width=max(step - 2, 1.0),
             height=max(2.0, height * (run["lateness_ms"] or 0.0) / tallest),
             status=run["status"],
             title=f"{run['scheduled_time']} {run['status']}, "

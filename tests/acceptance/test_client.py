@@ -18,7 +18,7 @@ from scheduler_client import (
     Unauthorized,
 )
 from tests.support.peers import ComponentBackends
-from tests.support.processes import Process, free_port, wait_until_healthy
+from tests.support.processes import Process, running_components
 from tests.support.receiver import Call, Receiver, running_receiver
 
 pytestmark = pytest.mark.slow
@@ -160,39 +160,24 @@ def test_the_client_against_scheduler_dev(tmp_path: Path) -> None:
 def test_the_client_against_the_four_components_with_api_keys(
     tmp_path: Path, component_backends: ComponentBackends
 ) -> None:
-    port = free_port()
     env = {
         **component_backends.env,
-        "SCHEDULER_PORT": str(port),
-        "SCHEDULER_API_WORKERS": "1",
         "SCHEDULER_API_AUTH": "keys",
         "SCHEDULER_API_KEYS": "acme:sk_test_acme_0123456789,globex:sk_test_globex_0123456789",
-        "SCHEDULER_POLL_INTERVAL_SECONDS": "0.2",
-        "SCHEDULER_ALLOWED_NETWORKS": "127.0.0.0/8",
-        "SCHEDULER_WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
     }
-    base = f"http://127.0.0.1:{port}"
-    with running_receiver(failing_at("/fail")) as receiver:
-        processes = [
-            Process([name], env, tmp_path / f"{name}.log")
-            for name in ("api", "processor", "poller", "executor")
-        ]
-        try:
-            wait_until_healthy(base)
-            for process in processes[1:]:
-                process.wait_for_output(rf"{process.args[0]} started", timeout=30)
-            with pytest.raises(Unauthorized) as refused:
-                list(SchedulerClient(base, "sk_nobody").list())
-            assert refused.value.status == 401
-            with SchedulerClient(base, "sk_test_acme_0123456789") as acme:
-                exercise(acme, receiver)
-                kept = acme.create(hourly("kept", receiver))["id"]
-                eventually(lambda: acme.get(kept))
-            with SchedulerClient(base, "sk_test_globex_0123456789") as globex:
-                assert list(globex.list()) == []
-                assert list(globex.dead_letters()) == []
-                with pytest.raises(NotFound):
-                    globex.get(kept)
-        finally:
-            codes = {process.args[0]: process.terminate() for process in processes}
-        assert set(codes.values()) == {0}, {p.args[0]: p.output()[-2000:] for p in processes}
+    with (
+        running_receiver(failing_at("/fail")) as receiver,
+        running_components(tmp_path, env) as base,
+    ):
+        with pytest.raises(Unauthorized) as refused:
+            list(SchedulerClient(base, "sk_nobody").list())
+        assert refused.value.status == 401
+        with SchedulerClient(base, "sk_test_acme_0123456789") as acme:
+            exercise(acme, receiver)
+            kept = acme.create(hourly("kept", receiver))["id"]
+            eventually(lambda: acme.get(kept))
+        with SchedulerClient(base, "sk_test_globex_0123456789") as globex:
+            assert list(globex.list()) == []
+            assert list(globex.dead_letters()) == []
+            with pytest.raises(NotFound):
+                globex.get(kept)

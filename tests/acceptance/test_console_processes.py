@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.peers import ComponentBackends
-from tests.support.processes import Process, free_port, wait_until_healthy
+from tests.support.processes import Process, running_components
 from tests.support.receiver import Receiver, running_receiver
 
 pytestmark = pytest.mark.slow
@@ -101,40 +101,23 @@ def test_the_console_on_scheduler_dev_needs_no_key(tmp_path: Path) -> None:
 def test_the_console_on_the_four_components_with_api_keys(
     tmp_path: Path, component_backends: ComponentBackends
 ) -> None:
-    port = free_port()
     env = {
         **component_backends.env,
-        "SCHEDULER_PORT": str(port),
         "SCHEDULER_API_WORKERS": "2",
         "SCHEDULER_API_AUTH": "keys",
         "SCHEDULER_API_KEYS": "acme:sk_console_acme_0123456789,globex:sk_console_globex_01234567",
-        "SCHEDULER_POLL_INTERVAL_SECONDS": "0.2",
-        "SCHEDULER_ALLOWED_NETWORKS": "127.0.0.0/8",
-        "SCHEDULER_WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
     }
-    base = f"http://127.0.0.1:{port}"
-    with running_receiver() as receiver:
-        processes = [
-            Process([name], env, tmp_path / f"{name}.log")
-            for name in ("api", "processor", "poller", "executor")
-        ]
-        try:
-            wait_until_healthy(base)
-            for process in processes[1:]:
-                process.wait_for_output(rf"{process.args[0]} started", timeout=30)
-            acme = Browser(base)
-            status, url, page = acme.open("/console/")
-            assert url.startswith(f"{base}/console/login") and "Your API key" in page
-            status, url, _ = acme.open(
-                "/console/login", {"api_key": "sk_console_acme_0123456789", "next": "/console/"}
-            )
-            assert status == 200 and url == f"{base}/console/"
-            schedule_id = create_trigger_and_see_the_run(acme, receiver)
+    with running_receiver() as receiver, running_components(tmp_path, env) as base:
+        acme = Browser(base)
+        status, url, page = acme.open("/console/")
+        assert url.startswith(f"{base}/console/login") and "Your API key" in page
+        status, url, _ = acme.open(
+            "/console/login", {"api_key": "sk_console_acme_0123456789", "next": "/console/"}
+        )
+        assert status == 200 and url == f"{base}/console/"
+        schedule_id = create_trigger_and_see_the_run(acme, receiver)
 
-            globex = Browser(base)
-            globex.open("/console/login", {"api_key": "sk_console_globex_01234567"})
-            assert globex.open(f"/console/schedules/{schedule_id}")[0] == 404
-            assert schedule_id not in globex.open("/console/schedules")[2]
-        finally:
-            codes = {process.args[0]: process.terminate() for process in processes}
-        assert set(codes.values()) == {0}, {p.args[0]: p.output()[-2000:] for p in processes}
+        globex = Browser(base)
+        globex.open("/console/login", {"api_key": "sk_console_globex_01234567"})
+        assert globex.open(f"/console/schedules/{schedule_id}")[0] == 404
+        assert schedule_id not in globex.open("/console/schedules")[2]

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
+from scheduler_service.console.views import Overview
 from tests.support.api import ApiUnderTest, api_under_test
 
 ACME_KEY = "sk_console_acme_0123456789"
@@ -61,6 +62,8 @@ def text(answer: Any) -> str:
 def test_without_a_key_every_page_asks_for_one_and_a_wrong_key_is_refused(
     api: ApiUnderTest,
 ) -> None:
+    bare = api.client.get("/console")
+    assert bare.status_code == 308 and bare.headers["Location"].endswith("/console/")
     answer = api.client.get("/console/schedules?status=active")
     assert answer.status_code == 302
     assert answer.headers["Location"].startswith("/console/login?next=/console/schedules")
@@ -214,3 +217,11 @@ def test_scheduler_dev_needs_no_key(tmp_path: Path) -> None:
     with api_under_test(tmp_path, api_auth="none") as api:
         page = api.client.get("/console/")
         assert page.status_code == 200 and "Forget key" not in text(page)
+
+
+def test_the_overview_lateness_percentiles() -> None:
+    assert Overview().lateness(99) is None
+    assert Overview(lateness_ms=[7.0]).lateness(50) == 7.0
+    spread = Overview(lateness_ms=[float(ms) for ms in range(1, 101)])
+    assert spread.lateness(50) == pytest.approx(50.5)
+    assert spread.lateness(99) == pytest.approx(99.01)

@@ -12,6 +12,8 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -92,3 +94,32 @@ def wait_until_healthy(base_url: str, timeout: float = 20.0) -> None:
             pass
         time.sleep(0.05)
     raise AssertionError(f"{base_url} did not become healthy within {timeout}s")
+
+
+COMPONENTS = ("api", "processor", "poller", "executor")
+
+
+@contextmanager
+def running_components(directory: Path, env: dict[str, str]) -> Iterator[str]:
+    """The four components as processes, with fast loops and loopback webhooks allowed, plus
+    ``env`` (the backends, the keys); yields the API's base URL. Each must stop cleanly."""
+    port = free_port()
+    env = {
+        "SCHEDULER_PORT": str(port),
+        "SCHEDULER_API_WORKERS": "1",
+        "SCHEDULER_POLL_INTERVAL_SECONDS": "0.2",
+        "SCHEDULER_ALLOWED_NETWORKS": "127.0.0.0/8",
+        "SCHEDULER_WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        **env,
+    }
+    processes = [Process([name], env, directory / f"{name}.log") for name in COMPONENTS]
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_healthy(base)
+        # On a loaded machine the workers may still be starting when the API answers.
+        for process in processes[1:]:
+            process.wait_for_output(rf"{process.args[0]} started", timeout=30)
+        yield base
+    finally:
+        codes = {process.args[0]: process.terminate() for process in processes}
+    assert set(codes.values()) == {0}, {p.args[0]: p.output()[-2000:] for p in processes}
