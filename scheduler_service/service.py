@@ -260,7 +260,6 @@ class ScheduleService:
         """The domain checks of a body's parts that were read (``schedule`` as ``(timing,
         names)``, ``payload``, ``retry``), every bad field named: so a body with a bad field
         elsewhere still learns that its cron line is bad, in the same answer."""
-        now = self.clock.now()
         checks: list[Callable[[], object]] = []
         # A part that was not read is absent, or left as the partial dict marshmallow read.
         if isinstance(parts.get("schedule"), tuple):
@@ -692,8 +691,8 @@ def next_fire_time(schedule: Schedule, now: datetime, lookahead: timedelta) -> d
     if schedule.status not in (ScheduleStatus.ACTIVE, ScheduleStatus.COMPLETED):
         return None
     cursor = schedule.next_schedule_time
-    if cursor is not None and cursor <= now:
-        return cursor
+    if cursor is not None and (cursor <= now or schedule.occurrence_count == 0):
+        return cursor  # overdue, or nothing sent yet
     if cursor is None and schedule.updated_at + lookahead < now:
         return None
     timing = schedule.live_definition.timing

@@ -219,6 +219,7 @@ def test_create_app_says_how_it_authenticates(
 
 def test_scheduler_keys_create_list_revoke(tmp_path: Path) -> None:
     settings = sqlite_settings(tmp_path, api_auth="keys")
+    open_backends(settings).close()  # the API's database: keys are never put in a new one
 
     def run(*argv: str) -> tuple[int, str]:
         parser = argparse.ArgumentParser()
