@@ -22,8 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cryptography.fernet import Fernet
-
 ROOT = Path(__file__).resolve().parent.parent
 LOOPBACK_NETWORKS = "127.0.0.0/8,::1/128"
 # A fixed signing secret: the executor signs every call, as it does in production.
@@ -208,8 +206,10 @@ def backend(
         queue = queue_url or sqlite_url
         if store.startswith("mongodb"):
             env["SCHEDULER_MONGO_DATABASE"] = f"scheduler_bench_{run}"
+            from shared.secrets import new_secret_key
+
             # The run's own key: its database is dropped at the end.
-            env["SCHEDULER_SECRET_KEYS"] = Fernet.generate_key().decode()
+            env["SCHEDULER_SECRET_KEYS"] = new_secret_key()
             labels.append("mongodb")
         else:
             labels.append("sqlite store")

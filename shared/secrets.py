@@ -2,8 +2,8 @@
 
 The secret parts of a payload are the URL (its query and path may carry credentials),
 the headers, the query parameters and the body. ``SecretBox`` seals them together into one
-Fernet token (AES-128-CBC with an HMAC-SHA256: authenticated, from ``cryptography``) wherever a
-definition is written down: the store's row or document and queue 1's message. Queue 2 carries
+value (AES-256-GCM, authenticated encryption from ``cryptography``) wherever a definition is
+written down: the store's row or document and queue 1's message. Queue 2 carries
 no payload. Several keys may be configured: the first seals, every one opens, so a key is
 rotated by putting a new one first and dropping the old one once nothing sealed with it is left.
 
@@ -18,7 +18,9 @@ string). A replace may send a masked value back as it was shown: the stored valu
 
 from __future__ import annotations
 
+import base64
 import fnmatch
+import hashlib
 import json
 import os
 import re
@@ -27,7 +29,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from cryptography.fernet import Fernet, InvalidToken, MultiFernet
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from shared.errors import ConfigurationError, InvalidInput
 from shared.model import JSON, Payload, ScheduleDefinition
@@ -56,6 +59,8 @@ DEFAULT_SECRET_NAMES: tuple[str, ...] = (
 # The payload fields sealed together into its "sealed" field.
 SEALED_FIELDS = ("url", "headers", "queryParameters", "body")
 SEALED = "sealed"
+KEY_BYTES = 32
+NONCE_BYTES = 12
 
 # "Basic …", "Bearer …", "Digest …", "Token …" and the other registered HTTP auth schemes.
 _SCHEME_NAMES = (
@@ -281,12 +286,19 @@ def redact(text: str, patterns: Iterable[str] = DEFAULT_SECRET_NAMES) -> str:
 
 
 class SecretBox:
-    """Seals and opens the secret parts of payloads with the configured keys (first seals)."""
+    """Seals and opens the secret parts of payloads with the configured keys (first seals).
+
+    A sealed value is ``<key id>.<URL-safe base64 of nonce, ciphertext and tag>``, AES-256-GCM
+    with a random 96-bit nonce. The key id (the first 8 hex digits of the key's SHA-256) names
+    the key that opens it, so opening tries that one key only.
+    """
 
     def __init__(self, keys: Sequence[str]) -> None:
         if not keys:
             raise ConfigurationError("SCHEDULER_SECRET_KEYS: no key")
-        self._fernet = MultiFernet([_fernet(key) for key in keys])
+        raw_keys = [_key_bytes(key) for key in keys]
+        self._ciphers = {_key_id(raw): AESGCM(raw) for raw in raw_keys}
+        self._sealing_id = _key_id(raw_keys[0])
 
     def seal(self, definition: ScheduleDefinition) -> dict[str, JSON]:
         """The definition's document with its payload's secret parts sealed."""
@@ -294,7 +306,10 @@ class SecretBox:
         payload = document["payload"]
         secret = {name: payload.pop(name) for name in SEALED_FIELDS}
         plain = json.dumps(secret, separators=(",", ":")).encode()
-        payload[SEALED] = self._fernet.encrypt(plain).decode("ascii")
+        nonce = os.urandom(NONCE_BYTES)
+        sealed = self._ciphers[self._sealing_id].encrypt(nonce, plain, None)
+        token = base64.urlsafe_b64encode(nonce + sealed).decode("ascii")
+        payload[SEALED] = f"{self._sealing_id}.{token}"
         return document
 
     def open(self, document: Mapping[str, JSON]) -> ScheduleDefinition:
@@ -302,31 +317,47 @@ class SecretBox:
         sealing existed. ``ConfigurationError`` when no configured key opens it."""
         payload = document.get("payload")
         if isinstance(payload, Mapping) and SEALED in payload:
-            try:
-                plain = self._fernet.decrypt(payload[SEALED])
-            except (InvalidToken, TypeError) as exc:
-                raise ConfigurationError(
-                    "a schedule's payload is sealed with a key that is not in "
-                    "SCHEDULER_SECRET_KEYS (or was altered)"
-                ) from exc
             opened = {name: value for name, value in payload.items() if name != SEALED}
-            opened.update(json.loads(plain))
+            opened.update(json.loads(self._open(payload[SEALED])))
             document = {**document, "payload": opened}
         return ScheduleDefinition.from_document(document)
 
+    def _open(self, sealed: str) -> bytes:
+        key_id, _, token = sealed.partition(".")
+        cipher = self._ciphers.get(key_id)
+        if cipher is None:
+            raise ConfigurationError(
+                f"a schedule's payload is sealed with key {key_id!r}, which is not in "
+                "SCHEDULER_SECRET_KEYS"
+            )
+        try:
+            raw = base64.urlsafe_b64decode(token)
+            return cipher.decrypt(raw[:NONCE_BYTES], raw[NONCE_BYTES:], None)
+        except (InvalidTag, ValueError) as exc:
+            raise ConfigurationError(
+                f"a schedule's sealed payload does not open with key {key_id!r}: it was altered"
+            ) from exc
 
-def _fernet(key: str) -> Fernet:
+
+def _key_bytes(key: str) -> bytes:
     try:
-        return Fernet(key.strip())
-    except (ValueError, TypeError):
+        raw = base64.urlsafe_b64decode(key.strip())
+    except ValueError:
+        raw = b""
+    if len(raw) != KEY_BYTES:
         raise ConfigurationError(
             "SCHEDULER_SECRET_KEYS: each key is 32 bytes in URL-safe base64 (44 characters), as "
             "`scheduler secret-key` prints"
-        ) from None
+        )
+    return raw
+
+
+def _key_id(raw: bytes) -> str:
+    return hashlib.sha256(raw).hexdigest()[:8]
 
 
 def new_secret_key() -> str:
-    return Fernet.generate_key().decode("ascii")
+    return base64.urlsafe_b64encode(os.urandom(KEY_BYTES)).decode("ascii")
 
 
 def write_private(path: Path, text: str) -> None:

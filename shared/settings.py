@@ -68,7 +68,7 @@ class Settings:
     # them. Values shaped like credentials are masked whatever their name.
     secret_headers: tuple[str, ...] = DEFAULT_SECRET_NAMES
     # Keys that seal webhook secrets (URL, headers, query, body) in the store and on queue 1:
-    # Fernet keys (`scheduler secret-key` makes one), comma-separated, newest first: the first
+    # AES-256 keys (`scheduler secret-key` makes one), comma-separated, newest first: the first
     # seals, every one opens. Required with MongoDB; with SQLite, empty means the key file
     # `secret-keys` beside the database (made, mode 0600, if missing).
     secret_keys: tuple[str, ...] = field(default=(), repr=False)

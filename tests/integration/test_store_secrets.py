@@ -14,7 +14,6 @@ from typing import Any
 import mongomock_ng
 import pymongo
 import pytest
-from cryptography.fernet import Fernet
 
 from shared.adapters.mongo_store import MongoStore
 from shared.adapters.sqlite_db import SqliteDatabase
@@ -22,12 +21,12 @@ from shared.adapters.sqlite_store import SqliteStore
 from shared.errors import ConfigurationError
 from shared.model import Every, Payload, ScheduleDefinition, Timing, Unit
 from shared.ports import Store
-from shared.secrets import SecretBox
+from shared.secrets import SecretBox, new_secret_key
 from shared.timeutil import UTC
 from tests.support.peers import MONGO_URL, mongo_url_for
 
 T0 = datetime(2026, 3, 8, 7, 30, tzinfo=UTC)
-OLD_KEY, NEW_KEY = Fernet.generate_key().decode(), Fernet.generate_key().decode()
+OLD_KEY, NEW_KEY = new_secret_key(), new_secret_key()
 SECRET_HEADER = "Bearer header-secret-1"
 SECRET_QUERY = "query-secret-2"
 SECRET_URL = "url-secret-3"

@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
-from cryptography.fernet import Fernet
 
 from scheduler_cli.main import main
 from scheduler_service.service import execution_view
@@ -27,7 +26,14 @@ from shared.model import (
     Unit,
 )
 from shared.ports import WebhookRequest, WebhookResponse
-from shared.secrets import DEFAULT_SECRET_NAMES, SecretBox, looks_secret, mask_url, redact
+from shared.secrets import (
+    DEFAULT_SECRET_NAMES,
+    SecretBox,
+    looks_secret,
+    mask_url,
+    new_secret_key,
+    redact,
+)
 from shared.settings import Settings
 from shared.ssrf import TargetPolicy
 from tests.support.receiver import running_receiver
@@ -128,12 +134,12 @@ def mutation() -> DefinitionMutation:
 
 
 def test_a_queue_1_message_opens_only_with_a_configured_key() -> None:
-    box = SecretBox([Fernet.generate_key().decode()])
+    box = SecretBox([new_secret_key()])
     body = encode_mutation(mutation(), box)
     assert "k3y-value" not in body
     assert decode_mutation(body, box) == mutation()
     with pytest.raises(PoisonMessage, match="SCHEDULER_SECRET_KEYS"):
-        decode_mutation(body, SecretBox([Fernet.generate_key().decode()]))
+        decode_mutation(body, SecretBox([new_secret_key()]))
 
 
 def test_keys_are_required_with_mongodb_checked_and_never_shown() -> None:
@@ -143,7 +149,7 @@ def test_keys_are_required_with_mongodb_checked_and_never_shown() -> None:
     with pytest.raises(ConfigurationError, match="SCHEDULER_SECRET_KEYS") as refused:
         Settings.from_env({"SCHEDULER_SECRET_KEYS": "not-a-key-but-a-secret"}, **mongo)
     assert "not-a-key-but-a-secret" not in str(refused.value)
-    key = Fernet.generate_key().decode()
+    key = new_secret_key()
     settings = Settings.from_env({"SCHEDULER_SECRET_KEYS": key}, **mongo)
     assert settings.secret_keys == (key,)
     assert key not in repr(settings)
@@ -206,3 +212,13 @@ def test_scheduler_secret_key_prints_a_new_key_the_settings_accept(
     mongo = {"store_url": "mongodb://db.example/", "queue_url": "sqs://"}
     settings = Settings.from_env({"SCHEDULER_SECRET_KEYS": ",".join(keys)}, **mongo)
     assert settings.secret_keys == tuple(keys)
+
+
+def test_an_altered_sealed_payload_does_not_open() -> None:
+    box = SecretBox([new_secret_key()])
+    document = box.seal(mutation().definition)
+    key_id, token = document["payload"]["sealed"].split(".")
+    flipped = token[:20] + ("A" if token[20] != "A" else "B") + token[21:]
+    document["payload"]["sealed"] = f"{key_id}.{flipped}"
+    with pytest.raises(ConfigurationError, match="altered"):
+        box.open(document)
