@@ -155,15 +155,22 @@ class ScheduleService:
 
     # -- mutations ---------------------------------------------------------------------
 
-    def check(self, timing: Timing, names: Mapping[str, str], now: datetime) -> datetime | None:
+    def check(
+        self,
+        timing: Timing,
+        names: Mapping[str, str],
+        now: datetime,
+        schedule_id: str | None = None,
+    ) -> datetime | None:
         """Domain checks of a parsed timing; returns its first occurrence."""
         check_timing(
             timing,
             now,
             timedelta(seconds=self.settings.min_interval_seconds),
             names={**CANONICAL_FIELDS, **names},
+            schedule_id=schedule_id,
         )
-        return first_occurrence(timing, now)
+        return first_occurrence(timing, now, schedule_id)
 
     def check_target(self, url: str) -> None:
         """The SSRF guard at creation: the URL's host as written (``shared.ssrf``)."""
@@ -202,7 +209,9 @@ class ScheduleService:
         idempotency: IdempotentRequest | None = None,
     ) -> Accepted:
         now = self.clock.now()
-        next_time = self.check(definition.timing, names, now)
+        # The id is known before the checks: a cron line's H spreads by it.
+        replaced_id, schedule_id = schedule_id, schedule_id or str(uuid.uuid4())
+        next_time = self.check(definition.timing, names, now, schedule_id)
         self.check_target(definition.payload.url)
         if definition.retry.max_attempts > self.settings.max_receives:
             # Each attempt is a delivery of the message; past max_receives the queue itself
@@ -217,8 +226,7 @@ class ScheduleService:
             recorded = self.store.get_idempotency_record(tenant, idempotency.key, now)
             if recorded is not None:
                 return self._replay(recorded, idempotency, definition, now)
-        self.check_quota(tenant, schedule_id)
-        schedule_id = schedule_id or str(uuid.uuid4())
+        self.check_quota(tenant, replaced_id)
         revision = self.revisions.next()
         timezone = definition.timing.timezone
         if idempotency is not None:
@@ -320,7 +328,9 @@ class ScheduleService:
         schedule = self.get(tenant, schedule_id)
         if schedule.status is ScheduleStatus.PAUSED:
             now = self.clock.now()
-            recurrence = build_recurrence(schedule.live_definition.timing, schedule.accepted_at)
+            recurrence = build_recurrence(
+                schedule.live_definition.timing, schedule.accepted_at, schedule_id
+            )
             candidate = schedule.next_schedule_time
             with cpu_budget():
                 next_time = (
