@@ -76,7 +76,9 @@ class Processor:
         for message in messages:
             try:
                 mutation = decode_mutation(message.body, self.secrets)
-                next_time = first_occurrence(mutation.definition.timing, mutation.accepted_at)
+                next_time = first_occurrence(
+                    mutation.definition.timing, mutation.accepted_at, mutation.schedule_id
+                )
             except (PoisonMessage, ValueError) as exc:
                 log.error("poison message on queue 1: %s", exc, extra={"event": "poison_message"})
                 self.dead_letters.send([OutgoingMessage(message.body)])

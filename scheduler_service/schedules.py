@@ -442,8 +442,8 @@ def preview(body: dict[str, Any]) -> Any:
         accepted_at = instant_in(parse_iso(body["after"]), load_zone(timing.timezone))
     try:
         with cpu_budget():  # one budget for the checks and the times
-            scheduler.check(timing, names, accepted_at)
-            times = upcoming(timing, accepted_at, body["count"])
+            scheduler.check(timing, names, accepted_at, body.get("id"))
+            times = upcoming(timing, accepted_at, body["count"], body.get("id"))
     except TooMuchWork as exc:
         raise InvalidInput({f"schedule.{names.get(timing.kind, timing.kind)}": str(exc)}) from None
     return {

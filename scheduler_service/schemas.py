@@ -483,7 +483,9 @@ class DomainChecked(Schema):
         if scheduler is None or not isinstance(error.messages, dict):
             return
         if isinstance(error.valid_data, dict):
-            found = scheduler.domain_errors(error.valid_data, scheduler.clock.now())
+            found = scheduler.domain_errors(
+                error.valid_data, scheduler.clock.now(), error.valid_data.get("id")
+            )
             for name, messages in found.items():
                 error.messages.setdefault(name, messages)
 
@@ -534,6 +536,8 @@ class PreviewSchema(DomainChecked):
     schedule = fields.Nested(ScheduleSpecSchema, required=True)
     count = WholeNumber(load_default=5, validate=validate.Range(1, 100))
     after = fields.String(validate=_iso_datetime)
+    # The schedule's id, for the times of a cron line with H (which spreads by it).
+    id = fields.String(validate=validate.Regexp(SCHEDULE_ID))
 
 
 def _iso_instant(value: str) -> None:

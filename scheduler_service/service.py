@@ -236,13 +236,21 @@ class ScheduleService:
 
     # -- mutations ---------------------------------------------------------------------
 
-    def check(self, timing: Timing, names: Mapping[str, str], now: datetime) -> None:
-        """Domain checks of a parsed timing (``shared.validation``)."""
+    def check(
+        self,
+        timing: Timing,
+        names: Mapping[str, str],
+        now: datetime,
+        schedule_id: str | None = None,
+    ) -> None:
+        """Domain checks of a parsed timing (``shared.validation``); a cron line's ``H`` spreads
+        by ``schedule_id``."""
         check_timing(
             timing,
             now,
             timedelta(seconds=self.settings.min_interval_seconds),
             names={**CANONICAL_FIELDS, **names},
+            schedule_id=schedule_id,
         )
 
     def check_retry(self, retry: RetryPolicy) -> None:
@@ -256,7 +264,9 @@ class ScheduleService:
                 }
             )
 
-    def domain_errors(self, parts: Mapping[str, Any], now: datetime) -> dict[str, list[str]]:
+    def domain_errors(
+        self, parts: Mapping[str, Any], now: datetime, schedule_id: str | None = None
+    ) -> dict[str, list[str]]:
         """The domain checks of a body's parts that were read (``schedule`` as ``(timing,
         names)``, ``payload``, ``retry``), every bad field named: so a body with a bad field
         elsewhere still learns that its cron line is bad, in the same answer."""
@@ -264,7 +274,7 @@ class ScheduleService:
         # A part that was not read is absent, or left as the partial dict marshmallow read.
         if isinstance(parts.get("schedule"), tuple):
             timing, names = parts["schedule"]
-            checks.append(lambda: self.check(timing, names, now))
+            checks.append(lambda: self.check(timing, names, now, schedule_id))
         if isinstance(parts.get("payload"), Payload):
             checks.append(lambda: self.check_target(parts["payload"].url))
         if isinstance(parts.get("retry"), RetryPolicy):
@@ -310,21 +320,22 @@ class ScheduleService:
     ) -> Accepted:
         now = self.clock.now()
         definition = self.keep_secrets(tenant, schedule_id, definition)
+        replaces = schedule_id is not None
+        # The id is known before the checks: a cron line's H spreads by it.
+        schedule_id = schedule_id or str(uuid.uuid4())
         parts = {
             "schedule": (definition.timing, names),
             "payload": definition.payload,
             "retry": definition.retry,
         }
-        errors = self.domain_errors(parts, now)
+        errors = self.domain_errors(parts, now, schedule_id)
         if errors:
             raise InvalidInput(errors)
-        next_time = first_occurrence(definition.timing, now)
+        next_time = first_occurrence(definition.timing, now, schedule_id)
         if idempotency is not None:
             recorded = self.store.get_idempotency_record(tenant, idempotency.key, now)
             if recorded is not None:
                 return self._replay(recorded, idempotency, definition, now)
-        replaces = schedule_id is not None
-        schedule_id = schedule_id or str(uuid.uuid4())
         admitted = self.check_quota(tenant, schedule_id, replaces)
         try:
             accepted = self._enqueue_definition(
@@ -466,7 +477,9 @@ class ScheduleService:
         schedule = self.get(tenant, schedule_id)
         if schedule.status is ScheduleStatus.PAUSED:
             now = self.clock.now()
-            recurrence = build_recurrence(schedule.live_definition.timing, schedule.accepted_at)
+            recurrence = build_recurrence(
+                schedule.live_definition.timing, schedule.accepted_at, schedule_id
+            )
             candidate = schedule.next_schedule_time
             with cpu_budget():
                 next_time = (

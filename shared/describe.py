@@ -1,17 +1,29 @@
 """A schedule's times in plain English, for the preview and the stored schedule's view.
 
 The words are a mental check for the user ("At 09:00 on Monday through Friday, Asia/Kolkata"),
-not a contract: the occurrences are. Cron lines are explained by cronsim; the rest is simple.
+not a contract: the occurrences are. Five-field cron lines are explained by cronsim, longer and
+Quartz-style ones field by field; the rest is simple.
 """
 
 from __future__ import annotations
 
+import contextlib
+import re
 from datetime import datetime, timedelta
 
 from cronsim import CronSim, CronSimError
 
 from shared.model import Every, Timing
-from shared.recurrence import normalize_cron, parse_duration, parse_rrule, wall_in
+from shared.recurrence import (
+    cron_fields,
+    normalize_cron,
+    parse_at,
+    parse_duration,
+    parse_rate,
+    parse_rrule,
+    wall_in,
+)
+from shared.recurrence.cronfields import Weekdays
 from shared.timeutil import from_epoch_ms, iso_z, load_zone
 
 _WEEKDAYS = {
@@ -131,13 +143,66 @@ def _cron(expression: str) -> str:
     lowered = text.lower()
     if lowered.startswith("@every "):
         return f"Every {_duration(parse_duration(text[len('@every ') :]))} (elapsed time)"
+    if lowered.startswith("rate("):
+        return f"Every {_duration(parse_rate(text))} (elapsed time)"
     if lowered.startswith("@at "):
         return f"Once, at {iso_z(from_epoch_ms(int(text[len('@at ') :]) * 1000))}"
-    try:
-        explained: str = CronSim(text.upper(), datetime(2000, 1, 1)).explain()
-    except CronSimError as exc:
-        raise ValueError(str(exc)) from None
-    return explained
+    if lowered.startswith("at("):
+        return f"Once, at {_local(parse_at(text), 'UTC')}"
+    fields, weekdays = cron_fields(text)
+    second, *rest = fields
+    if len(rest) == 6 and rest[-1] in ("*", "?"):
+        rest.pop()
+    numbered = weekdays is Weekdays.QUARTZ and any(char.isdigit() for char in rest[4])
+    if second == "0" and len(rest) == 5 and "H" not in text.upper() and not numbered:
+        # A line cronsim can read (seconds 0, no year, ``?`` as ``*``): its own words.
+        with contextlib.suppress(CronSimError):
+            line = " ".join("*" if item == "?" else item for item in rest)
+            explained: str = CronSim(line, datetime(2000, 1, 1)).explain()
+            return explained
+    return _cron_words(fields)
+
+
+_DAY_WORDS = (
+    (re.compile(r"^L$"), "the last day"),
+    (re.compile(r"^L-(\d+)$"), r"\1 days before the last day"),
+    (re.compile(r"^LW$"), "the last weekday"),
+    (re.compile(r"^(\d+)W$"), r"the weekday nearest day \1"),
+)
+_WEEKDAY_WORDS = (
+    (re.compile(r"^([\w-]+)#(\d)$"), r"the #\2 \1 of the month"),
+    (re.compile(r"^(\w+)L$"), r"the last \1 of the month"),
+)
+
+
+def _cron_words(fields: tuple[str, ...]) -> str:
+    """Field-by-field words for the lines cronsim cannot explain (seconds, years, Quartz)."""
+    second, minute, hour, month_day, month, week_day = fields[:6]
+    if all(item.isdigit() for item in (second, minute, hour)):
+        clock = f"{int(hour):02d}:{int(minute):02d}"
+        words = [f"At {clock}" + (f":{int(second):02d}" if int(second) else "")]
+    else:
+        words = [f"At second {second}, minute {minute}, hour {hour}"]
+    if month_day not in ("*", "?"):
+        days = [_glossed(term, _DAY_WORDS) for term in month_day.split(",")]
+        words.append(f"on day-of-month {_join(days)}")
+    if week_day not in ("*", "?"):
+        weekdays = [_glossed(term, _WEEKDAY_WORDS) for term in week_day.split(",")]
+        words.append(f"on {_join(weekdays)}")
+    if month != "*":
+        words.append(f"in month {month}")
+    if len(fields) == 7 and fields[6] not in ("*", "?"):
+        words.append(f"in {fields[6]}")
+    if any(item.startswith("H") for item in fields):
+        words.append("(H: values picked from the schedule's id)")
+    return " ".join(words)
+
+
+def _glossed(term: str, glossary: tuple[tuple[re.Pattern[str], str], ...]) -> str:
+    for pattern, words in glossary:
+        if pattern.match(term):
+            return pattern.sub(words, term)
+    return term
 
 
 def _join(words: list[str]) -> str:

@@ -62,7 +62,7 @@ def plan_dispatch(
     are sent per claim; the rest wait for the next poll.
     """
     definition = schedule.live_definition
-    recurrence = build_recurrence(definition.timing, schedule.accepted_at)
+    recurrence = build_recurrence(definition.timing, schedule.accepted_at, schedule.schedule_id)
     limit = definition.timing.max_occurrences
     policy = definition.misfire.policy
     missed_before = now - misfire_threshold

@@ -50,13 +50,14 @@ def check_timing(
     min_interval: timedelta,
     prefix: str = "schedule",
     names: Mapping[str, str] = CANONICAL_FIELDS,
+    schedule_id: str | None = None,
 ) -> None:
     """Raise ``InvalidInput`` naming the field if the timing can never be scheduled as accepted
     at ``now``: unreadable, never firing, firing more often than ``min_interval``, or too costly
-    to compute."""
+    to compute. A cron line's ``H`` spreads by ``schedule_id``."""
     try:
         with cpu_budget():
-            _check_timing(timing, now, min_interval, prefix, names)
+            _check_timing(timing, now, min_interval, prefix, names, schedule_id)
     except TooMuchWork as exc:
         raise InvalidInput({f"{prefix}.{names.get(timing.kind, timing.kind)}": str(exc)}) from None
 
@@ -67,6 +68,7 @@ def _check_timing(
     min_interval: timedelta,
     prefix: str,
     names: Mapping[str, str],
+    schedule_id: str | None,
 ) -> None:
     def field(name: str) -> str:
         return f"{prefix}.{names.get(name, name)}"
@@ -83,7 +85,7 @@ def _check_timing(
         unreadable[field("end")] = f"end ({iso_z(end)}) is before start ({iso_z(start)})"
     if timing.cron is not None:
         try:
-            cron_recurrence(timing.cron, zone, now)
+            cron_recurrence(timing.cron, zone, now, schedule_id=schedule_id)
         except ValueError as exc:
             unreadable[field("cron")] = str(exc)
     if timing.rrule is not None:
@@ -96,7 +98,7 @@ def _check_timing(
         raise InvalidInput(unreadable)
 
     try:
-        recurrence = build_recurrence(timing, now)
+        recurrence = build_recurrence(timing, now, schedule_id)
         upcoming = list(recurrence.upcoming(now, INTERVAL_SAMPLE + 1))
     except TooMuchWork:
         raise

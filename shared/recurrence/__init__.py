@@ -31,10 +31,10 @@ from datetime import date, datetime, time, timedelta, tzinfo
 from itertools import islice
 
 import pendulum
-from cronsim import CronSim, CronSimError
 from dateutil.rrule import rrule, rrulestr
 
 from shared.model import Every, Timing, Unit
+from shared.recurrence.cronfields import CronFields, Weekdays, parse_fields
 from shared.timeutil import UTC, from_epoch_ms, load_zone, resolve_local, utc_ms
 
 CRON_MACROS = {
@@ -254,26 +254,23 @@ class CalendarInterval(Recurrence):
 
 
 class CronRecurrence(Recurrence):
-    """A five-field cron line in a zone, by Debian cron's rules.
+    """A cron line in a zone, by Debian cron's rules.
 
-    cronsim matches the fields against local wall times (naive, so its own DST handling is not
-    used); the wall times become instants here:
-    - a fixed-time line (neither minute nor hour starts with ``*``) fires each wall time once, at
-      its first instant; a wall time the clocks skip fires at the first minute after the jump;
+    The fields match local wall times (``cronfields``); the wall times become instants here:
+    - a fixed-time line (none of second, minute, hour starts with ``*``) fires each wall time
+      once, at its first instant; a wall time the clocks skip fires at the first minute after
+      the jump;
     - a wildcard line follows real time: a skipped wall time never happens, a repeated one
       happens twice.
     """
 
-    def __init__(self, expression: str, zone: tzinfo) -> None:
-        self.expression = expression
+    def __init__(self, fields: CronFields, zone: tzinfo) -> None:
+        self.fields = fields
         self.zone = zone
-        minute, hour = expression.split()[:2]
-        self.fixed_time = not minute.startswith("*") and not hour.startswith("*")
-        CronSim(expression, datetime(2000, 1, 1))  # raises CronSimError when malformed
 
     def instants(self, wall: datetime) -> list[datetime]:
         """The instants at which a matching wall time fires."""
-        if self.fixed_time:
+        if self.fields.fixed_time:
             while not _exists(wall, self.zone):
                 wall += timedelta(minutes=1)
             return [resolve_local(wall, self.zone)]
@@ -292,8 +289,7 @@ class CronRecurrence(Recurrence):
         best_stop: datetime | None = None
         start = _wall(moment, self.zone) - _jump_near(self.zone, moment)
         try:
-            for wall in CronSim(self.expression, start):
-                _spend()
+            for wall in self.fields.walls(start, _spend):
                 if wall > last_wall or (best_stop is not None and wall > best_stop):
                     break
                 for instant in self.instants(wall):
@@ -341,7 +337,6 @@ _FIXED_PERIODS = {
 }
 _DATE = re.compile(r"^\d{8}$")
 _DATE_TIME = re.compile(r"^(\d{8}T\d{6})(Z?)$")
-_ONE_VALUE_RANGE = re.compile(r"^(\w+)-\1/\d+$")
 _BYDAY = re.compile(r"^([+-]?\d{1,2})?(MO|TU|WE|TH|FR|SA|SU)$")
 
 
@@ -751,10 +746,13 @@ def wall_in(moment: datetime, zone: tzinfo) -> datetime:
     return moment if moment.tzinfo is None else _wall(moment, zone)
 
 
-def build_recurrence(timing: Timing, accepted_at: datetime) -> Bounded:
+def build_recurrence(
+    timing: Timing, accepted_at: datetime, schedule_id: str | None = None
+) -> Bounded:
     """The recurrence of a timing. ``accepted_at`` anchors forms that have no explicit start:
     an interval or ``@every`` then fires first one interval after it, and an RRULE's DTSTART is
-    00:00 local on the day the schedule is accepted."""
+    00:00 local on the day the schedule is accepted. A cron line's ``H`` spreads by
+    ``schedule_id``."""
     zone = load_zone(timing.timezone)
     start = instant_in(timing.start, zone) if timing.start is not None else None
     end = instant_in(timing.end, zone) if timing.end is not None else None
@@ -774,7 +772,9 @@ def build_recurrence(timing: Timing, accepted_at: datetime) -> Bounded:
             inner = CalendarInterval(accepted.wall(1), zone, every)
     elif timing.cron is not None:
         anchor = start if start is not None else accepted_at
-        inner = cron_recurrence(timing.cron, zone, anchor, starts_at_anchor=start is not None)
+        inner = cron_recurrence(
+            timing.cron, zone, anchor, starts_at_anchor=start is not None, schedule_id=schedule_id
+        )
     elif timing.rrule is not None:
         if timing.start is not None:
             dtstart = wall_in(timing.start, zone)
@@ -793,17 +793,27 @@ def normalize_cron(expression: str) -> str:
 
 
 def cron_recurrence(
-    expression: str, zone: tzinfo, anchor: datetime, starts_at_anchor: bool = True
+    expression: str,
+    zone: tzinfo,
+    anchor: datetime,
+    starts_at_anchor: bool = True,
+    schedule_id: str | None = None,
 ) -> Recurrence:
-    """Five-field cron, ``@hourly``-style macros, ``@every <duration>`` and ``@at <unix time>``.
+    """Cron lines of five, six (seconds first) or seven fields (and a year), ``@hourly``-style
+    macros, ``@every <duration>``, ``@at <unix time>`` and EventBridge's ``rate(…)``,
+    ``cron(…)`` and ``at(…)``. ``H`` picks its values from ``schedule_id``.
 
-    ``@every`` counts from ``anchor``: its first run is the anchor itself when
-    ``starts_at_anchor`` (an explicit start), else one duration later.
+    ``@every`` and ``rate`` count from ``anchor``: the first run is the anchor itself when
+    ``starts_at_anchor`` (an explicit start), else one step later.
     """
     text = normalize_cron(expression)
     lowered = text.lower()
-    if lowered.startswith("@every "):
-        step = parse_duration(text[len("@every ") :])
+    if lowered.startswith(("@every ", "rate(")):
+        step = (
+            parse_duration(text[len("@every ") :])
+            if lowered.startswith("@every ")
+            else parse_rate(text)
+        )
         return ExactInterval(anchor if starts_at_anchor else anchor + step, step)
     if lowered.startswith("@at "):
         seconds = text[len("@at ") :]
@@ -812,64 +822,104 @@ def cron_recurrence(
         if int(seconds) >= _epoch_seconds(_LAST_INSTANT):
             raise ValueError(f"@at {seconds} is after the year 9999")
         return OneTime(from_epoch_ms(int(seconds) * 1000))
+    if lowered.startswith("at("):
+        return OneTime(resolve_local(parse_at(text), zone))
     if text.startswith("@"):
         known = ", ".join([*CRON_MACROS, "@every <duration>", "@at <unix time>"])
         raise ValueError(f"unknown macro {text.split()[0]!r}; use one of {known}")
-    fields = text.split()
-    if len(fields) != 5:
-        extra = " (a seconds or year field is not supported)" if len(fields) in (6, 7) else ""
-        raise ValueError(
-            f"a cron line has five fields: minute hour day-of-month month day-of-week; "
-            f"got {len(fields)}{extra}"
-        )
-    text = " ".join(_single_value_ranges(field) for field in text.upper().split())
+    fields, weekdays = cron_fields(text)
     try:
-        return CronRecurrence(text, zone)
-    except CronSimError as exc:
-        if _never_fires_by_date(fields):
-            raise ValueError(
-                f"cron line {expression!r} never fires: no month it names has that day"
-            ) from None
+        parsed = parse_fields(fields, schedule_id, weekdays)
+    except ValueError as exc:
         raise ValueError(f"malformed cron line {expression!r}: {exc}") from None
+    if not _has_a_day(parsed):
+        raise ValueError(f"cron line {expression!r} never fires: no month it names has that day")
+    return CronRecurrence(parsed, zone)
 
 
-def _single_value_ranges(field: str) -> str:
-    """``5-5/2`` → ``5``: cronsim reads a one-value range with a step as ``5/2`` (5, 7, 9 …)."""
-    terms = []
-    for term in field.split(","):
-        match = _ONE_VALUE_RANGE.match(term)
-        terms.append(match.group(1) if match else term)
-    return ",".join(terms)
+def _has_a_day(fields: CronFields) -> bool:
+    """Whether some month the line names has a day it matches: leap years and weekdays repeat
+    every 28 years within a century, or in the years of a year field."""
+    years = sorted(fields.years) if fields.years is not None else range(2000, 2028)
+    return any(fields.days(year, month) for year in years for month in fields.months)
 
 
-def _never_fires_by_date(fields: list[str]) -> bool:
-    """Whether cronsim refused the line only because its days never occur in its months."""
+_RATE = re.compile(r"^rate\(\s*(\d+)\s+(minute|hour|day)s?\s*\)$", re.IGNORECASE)
+_RATE_UNITS = {"minute": 60, "hour": 3600, "day": 86400}
+_AT = re.compile(r"^at\(\s*(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})\s*\)$", re.IGNORECASE)
+_EVENTBRIDGE_CRON = re.compile(r"^cron\((.*)\)$", re.IGNORECASE)
+
+
+def parse_rate(text: str) -> timedelta:
+    """EventBridge ``rate(5 minutes)``: elapsed time, in minutes, hours or days."""
+    match = _RATE.match(text)
+    if match is None or int(match.group(1)) == 0:
+        raise ValueError(f"{text!r}: EventBridge writes rate(value unit), e.g. rate(5 minutes)")
+    step = timedelta(seconds=int(match.group(1)) * _RATE_UNITS[match.group(2).lower()])
+    if step > SEARCH_HORIZON:
+        raise ValueError(f"a rate of at most {SEARCH_HORIZON.days} days")
+    return step
+
+
+def parse_at(text: str) -> datetime:
+    """EventBridge ``at(2027-01-01T09:00:00)``: a local wall time in the schedule's zone."""
+    match = _AT.match(text)
+    if match is None:
+        raise ValueError(f"{text!r}: EventBridge writes at(yyyy-mm-ddThh:mm:ss)")
     try:
-        CronSim(" ".join([*fields[:2], "*", *fields[3:]]).upper(), datetime(2000, 1, 1))
-        CronSim(" ".join([*fields[:3], "*", fields[4]]).upper(), datetime(2000, 1, 1))
-    except CronSimError:
-        return False
-    return True
+        return datetime.fromisoformat(match.group(1))
+    except ValueError:
+        raise ValueError(f"{text!r} is not a real date and time") from None
+
+
+def cron_fields(text: str) -> tuple[tuple[str, ...], Weekdays]:
+    """The seven-or-fewer fields of a cron line, seconds first, and how its day-of-week numbers
+    read: five fields get ``0`` seconds (Unix numbers), six and seven are Quartz/Spring order
+    (names only: the two number days differently), ``cron(…)`` is EventBridge's six fields
+    ``min hour dom month dow year`` (1 is Sunday)."""
+    match = _EVENTBRIDGE_CRON.match(text)
+    if match is not None:
+        fields = match.group(1).upper().split()
+        if len(fields) != 6:
+            raise ValueError(
+                "EventBridge's cron(…) has six fields: minutes hours day-of-month month "
+                f"day-of-week year; got {len(fields)}"
+            )
+        return ("0", *fields), Weekdays.QUARTZ
+    fields = text.upper().split()
+    if len(fields) == 5:
+        return ("0", *fields), Weekdays.UNIX
+    if len(fields) in (6, 7):
+        return tuple(fields), Weekdays.NAMES
+    raise ValueError(
+        "a cron line has five fields (minute hour day-of-month month day-of-week), six "
+        f"(seconds first, as Quartz and Spring) or seven (and a year); got {len(fields)}"
+    )
 
 
 def _epoch_seconds(moment: datetime) -> int:
     return int((moment - datetime(1970, 1, 1, tzinfo=UTC)).total_seconds())
 
 
-def first_occurrence(timing: Timing, accepted_at: datetime) -> datetime | None:
+def first_occurrence(
+    timing: Timing, accepted_at: datetime, schedule_id: str | None = None
+) -> datetime | None:
     """The first occurrence of a schedule accepted at ``accepted_at``.
 
     Earlier occurrences are not backfilled, except that a one-time schedule whose time has
     already passed fires once, right away (its time is returned; the poller sees it overdue).
     """
     with cpu_budget():
-        return build_recurrence(timing, accepted_at).first_fire(accepted_at)
+        return build_recurrence(timing, accepted_at, schedule_id).first_fire(accepted_at)
 
 
-def upcoming(timing: Timing, accepted_at: datetime, count: int) -> list[datetime]:
+def upcoming(
+    timing: Timing, accepted_at: datetime, count: int, schedule_id: str | None = None
+) -> list[datetime]:
     """The first ``count`` occurrences of a schedule accepted at ``accepted_at``."""
     with cpu_budget():
-        return list(build_recurrence(timing, accepted_at).upcoming(accepted_at, count))
+        recurrence = build_recurrence(timing, accepted_at, schedule_id)
+        return list(recurrence.upcoming(accepted_at, count))
 
 
 __all__ = [

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from croniter import croniter
 from flask.testing import FlaskClient
 
 from processor_worker.worker import Processor
@@ -218,7 +219,13 @@ def test_preview_of_a_one_time_schedule_in_the_past_fires_right_away(client: Fla
     ("schedule", "field"),
     [
         ({"cron": "0 9 * * *", "timezone": "Mars/Olympus"}, "schedule.timezone"),
-        ({"cron": "0 0 9 * * *"}, "schedule.cron"),
+        ({"cron": "0 0 9 * * * * *"}, "schedule.cron"),
+        # Numbered weekdays in six fields: Spring's 2 is Tuesday, Quartz's is Monday.
+        ({"cron": "0 0 12 ? * 2"}, "schedule.cron"),
+        ({"cron": "0 0 12 L-31 * ?"}, "schedule.cron"),
+        ({"cron": "cron(0 12 * * ?)"}, "schedule.cron"),
+        ({"cron": "rate(0 minutes)"}, "schedule.cron"),
+        ({"cron": "at(2027-02-30T09:00:00)"}, "schedule.cron"),
         ({"cron": "0 9 * * FUNDAY"}, "schedule.cron"),
         ({"cron": "0 0 30 2 *"}, "schedule.cron"),
         ({"rrule": "FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=30"}, "schedule.rrule"),
@@ -336,3 +343,129 @@ def test_a_rule_too_costly_to_compute_is_a_fast_400(
         assert error["field"] == "schedule.rrule"
         assert "s of CPU" in error["message"]
     assert queued(backends) == 0
+
+
+# -- Every notation: seconds, Quartz, EventBridge, hashed -------------------------------------
+
+NOTATIONS = [
+    # Quartz: seconds first, ? for "no specific day".
+    ("quartz", {"cron": "0 0/5 14 * * ?"}, ["2026-03-06T14:00:00", "14:05:00", "14:10:00"]),
+    ("spring-seconds", {"cron": "*/20 * * * * *"}, ["2026-03-06T12:00:00", "12:00:20", "12:00:40"]),
+    (
+        "year-field",
+        {"cron": "0 30 9 ? * MON-FRI 2027"},
+        ["2027-01-01T09:30:00", "2027-01-04T09:30:00", "2027-01-05T09:30:00"],
+    ),
+    ("last-minus", {"cron": "0 0 12 L-3 * ?"}, ["2026-03-28T12:00:00", "04-27", "05-28"]),
+    # 2026-03-15 is a Sunday: the nearest weekday is Monday the 16th.
+    ("nearest-weekday", {"cron": "0 0 9 15W * ?"}, ["2026-03-16T09:00:00", "04-15", "05-15"]),
+    ("l-in-a-range", {"cron": "0 0 12 1-L/8 * ?"}, ["2026-03-09T12:00:00", "03-17", "03-25"]),
+    # March's first weekdays have passed: April 1 (Wednesday), 2, 3.
+    ("hash-on-a-range", {"cron": "0 0 9 ? * MON-FRI#1"}, ["2026-04-01T09:00:00", "04-02", "04-03"]),
+    # EventBridge: 1 is Sunday, so 2-6 is Monday to Friday, in the schedule's zone.
+    (
+        "eventbridge-cron",
+        {"cron": "cron(0 12 ? * 2-6 *)", "timezone": "America/New_York"},
+        ["2026-03-06T17:00:00", "2026-03-09T16:00:00", "2026-03-10T16:00:00"],
+    ),
+    (
+        "eventbridge-rate",
+        {"cron": "rate(5 minutes)"},
+        ["2026-03-06T12:05:00", "12:10:00", "12:15:00"],
+    ),
+    (
+        "eventbridge-at",
+        {"cron": "at(2027-01-01T09:00:00)", "timezone": "Asia/Kolkata"},
+        ["2027-01-01T03:30:00"],
+    ),
+    # DST, New York: a fixed time in the skipped hour runs right after the jump, seconds kept;
+    # EventBridge's cron follows the same rule.
+    (
+        "seconds-spring-forward",
+        {"cron": "30 30 2 * * *", "timezone": "America/New_York"},
+        ["2026-03-07T07:30:30", "2026-03-08T07:00:30", "2026-03-09T06:30:30"],
+    ),
+    (
+        "eventbridge-spring-forward",
+        {"cron": "cron(30 2 * * ? *)", "timezone": "America/New_York"},
+        ["2026-03-07T07:30:00", "2026-03-08T07:00:00", "2026-03-09T06:30:00"],
+    ),
+    # A repeated hour fires once, at its first instant (EDT).
+    (
+        "seconds-fall-back",
+        {"cron": "15 30 1 * * *", "timezone": "America/New_York", "start": "2026-10-31T00:00"},
+        ["2026-10-31T05:30:15", "2026-11-01T05:30:15", "2026-11-02T06:30:15"],
+    ),
+]
+
+
+def _written_out(short: list[str]) -> list[str]:
+    """``["2026-03-06T14:00:00", "14:05:00", "04-27"]`` → full UTC instants."""
+    full = [short[0]]
+    for item in short[1:]:
+        previous = full[-1]
+        if len(item) == 8:  # a time on the same day
+            full.append(previous[:11] + item)
+        elif len(item) == 5:  # a date at the same time
+            full.append(previous[:5] + item + previous[10:])
+        else:
+            full.append(item)
+    return [item + ".000Z" for item in full]
+
+
+@pytest.mark.parametrize(
+    ("schedule", "expected"),
+    [pytest.param(schedule, times, id=name) for name, schedule, times in NOTATIONS],
+)
+def test_every_notation_previews_and_creates_the_same_times(
+    client: FlaskClient, schedule: dict[str, Any], expected: list[str]
+) -> None:
+    answer = preview(client, schedule, count=3)
+    assert [item["utc"] for item in answer["occurrences"]] == _written_out(expected)
+    assert not answer["description"].startswith("By the cron")
+    created = client.post(f"{API}/schedule", json={"schedule": schedule, "payload": PAYLOAD})
+    assert created.status_code == 202, created.get_data(as_text=True)
+    assert created.get_json()["next_schedule_time"] == _written_out(expected)[0]
+
+
+def test_hashed_times_are_the_schedules_own_and_stable(
+    client: FlaskClient, processor: Processor
+) -> None:
+    schedule = {"cron": "H H(0-7) * * *"}
+    body = {"schedule": schedule, "payload": PAYLOAD}
+    oracle = croniter("H H(0-7) * * *", NOW, hash_id=b"nightly-1")
+    expected = oracle.get_next(datetime).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    answer = preview(client, schedule, id="nightly-1", count=1)
+    assert answer["occurrences"][0]["utc"] == expected
+    created = client.put(f"{API}/schedule/nightly-1", json=body)
+    assert created.status_code == 202
+    assert created.get_json()["next_schedule_time"] == expected
+    processor.process_batch()
+    assert client.get(f"{API}/schedule/nightly-1").get_json()["next_schedule_time"] == expected
+    # Another id spreads elsewhere (these two differ); the same id never moves.
+    other = preview(client, schedule, id="nightly-2", count=1)["occurrences"][0]["utc"]
+    assert other != expected
+    assert preview(client, schedule, id="nightly-1", count=1)["occurrences"][0]["utc"] == expected
+
+
+def test_a_hashed_line_needs_an_id_to_preview(client: FlaskClient) -> None:
+    response = client.post(f"{API}/schedule/preview", json={"schedule": {"cron": "H * * * *"}})
+    assert response.status_code == 400
+    [error] = response.get_json()["errors"]
+    assert error["field"] == "schedule.cron"
+    assert "id" in error["message"]
+
+
+def test_seconds_level_lines_respect_the_minimum_interval(
+    tmp_path: Path, backends: Backends
+) -> None:
+    strict = create_app(
+        sqlite_settings(tmp_path, min_interval_seconds=10), backends, clock=FixedClock(NOW)
+    ).test_client()
+    refused = strict.post(f"{API}/schedule/preview", json={"schedule": {"cron": "*/5 * * * * *"}})
+    assert refused.status_code == 400
+    [error] = refused.get_json()["errors"]
+    assert error["field"] == "schedule.cron"
+    assert "minimum interval is 10s" in error["message"]
+    allowed = strict.post(f"{API}/schedule/preview", json={"schedule": {"cron": "*/10 * * * * *"}})
+    assert allowed.status_code == 200

@@ -566,14 +566,17 @@ def test_cron_every_with_a_start_fires_at_the_start_then_each_duration() -> None
 @pytest.mark.parametrize(
     ("line", "message"),
     [
-        ("0 0 9 * * *", "a seconds or year field is not supported"),
+        ("0 0 9 * * * * *", "seven"),
+        ("0 0 9 ? * 2", "names"),
         ("0 9 * *", "five fields"),
         ("61 * * * *", "malformed"),
         ("0 25 * * *", "malformed"),
         ("0 0 30 2 *", "never fires"),
         ("0 0 31 4,6 *", "never fires"),
         ("0 9 * * MON#6", "malformed"),
-        ("0 0 15W * *", "malformed"),  # cronsim has L, LW, 5L and MON#2, not W
+        ("0 0 L-31 * *", "malformed"),
+        ("0 0 12 ? * L", "malformed"),
+        ("0 0 0 1 1 ? H", "year"),
         ("@reboot", "unknown macro"),
         ("@every 0s", "positive"),
         ("@every soon", "not a duration"),
@@ -655,7 +658,7 @@ NOW = utc("2026-11-22T12:00:00Z")
     [
         (Timing("Mars/Olympus", cron="0 9 * * *"), "schedule.timezone", "unknown time zone"),
         (Timing("UTC", cron="0 0 30 2 *"), "schedule.cron", "never fires"),
-        (Timing("UTC", cron="0 0 0 9 * *"), "schedule.cron", "five fields"),
+        (Timing("UTC", cron="0 0 0 9 * * * *"), "schedule.cron", "five fields"),
         (
             Timing("UTC", rrule="FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=30"),
             "schedule.rrule",

@@ -17,6 +17,7 @@ Runs derandomized with a bounded number of examples, so CI is stable and quick.
 from __future__ import annotations
 
 import calendar
+import contextlib
 import functools
 import zoneinfo
 from collections.abc import Iterator
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from itertools import islice, pairwise
 
+from croniter import CroniterBadDateError, croniter
 from dateutil.relativedelta import relativedelta
 from dateutil.rrule import rrulestr
 from hypothesis import HealthCheck, given, settings
@@ -596,3 +598,85 @@ def test_cron_matches_a_brute_force_minute_walk(data: st.DataObject) -> None:
     actual = list(engine_until(timing, accepted, window_end))
     assert actual == cron_oracle(line, zone_name, accepted, window_end), line.text
     assert_no_drift(timing, accepted, actual[:20])
+
+
+# -- Quartz-style and hashed cron lines against croniter ---------------------------------------
+# croniter reads seconds first (``second_at_beginning``), years, ``L``, ``W``, ``#`` and ``H``
+# (by the same crc32 of the id), so it is an independent oracle for the fields; in UTC there is
+# no DST rule to tell them apart.
+
+_CRON_DAY_NAMES = ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT")
+
+
+@st.composite
+def quartz_lines(draw: st.DrawFn) -> str:
+    def plain(low: int, high: int) -> str:
+        # croniter reads an equal range (5-5) as the whole field, a quirk left out here.
+        start = draw(st.integers(low, high - 1))
+        return draw(
+            st.sampled_from(
+                [
+                    "*",
+                    str(start),
+                    f"{start}-{draw(st.integers(start + 1, high))}",
+                    f"*/{draw(st.integers(1, 20))}",
+                    f"{start}/{draw(st.integers(1, 20))}",
+                    "H",
+                    f"H/{draw(st.integers(2, 20))}",
+                    f"H({low}-{high})",
+                ]
+            )
+        )
+
+    second = plain(0, 59)
+    minute = plain(0, 59)
+    hour = plain(0, 23)
+    weekday = draw(st.sampled_from(_CRON_DAY_NAMES))
+    month_day, week_day = draw(
+        st.sampled_from(
+            [
+                ("?", "*"),
+                ("L", "?"),
+                (f"{draw(st.integers(1, 28))}W", "?"),
+                (f"{draw(st.integers(1, 28))}", "?"),
+                ("H(1-28)", "?"),
+                ("?", weekday),
+                ("?", f"{weekday}#{draw(st.integers(1, 4))}"),
+                ("?", f"MON-{draw(st.sampled_from((*_CRON_DAY_NAMES[2:], 'SUN')))}"),
+            ]
+        )
+    )
+    month = draw(st.sampled_from(["*", "JAN-JUN", "2", "*/3", "H"]))
+    fields = [second, minute, hour, month_day, month, week_day]
+    if draw(st.booleans()):
+        fields.append(draw(st.sampled_from(["*", "2027", "2026-2028", "2027,2030"])))
+    return " ".join(fields)
+
+
+@PROPERTY_SETTINGS
+@given(
+    line=quartz_lines(),
+    schedule_id=st.text("abcdef0123456789-", min_size=1, max_size=36),
+    accepted=st.datetimes(datetime(2026, 1, 1), datetime(2027, 12, 31)),
+)
+def test_quartz_and_hashed_cron_match_croniter(
+    line: str, schedule_id: str, accepted: datetime
+) -> None:
+    accepted = accepted.replace(microsecond=0, tzinfo=UTC)
+    timing = Timing("UTC", cron=line)
+    ours = upcoming(timing, accepted, 8, schedule_id)
+    oracle = croniter(
+        line,
+        accepted - timedelta(seconds=1),
+        hash_id=schedule_id.encode(),
+        second_at_beginning=True,
+    )
+    expected = []
+    # croniter raises when a year field has run out.
+    with contextlib.suppress(CroniterBadDateError):
+        while len(expected) < 8 and (moment := oracle.get_next(datetime)).year < 2036:
+            expected.append(moment)
+    assert [moment.replace(tzinfo=None) for moment in ours] == [
+        moment.replace(tzinfo=None) for moment in expected
+    ][: len(ours)], (line, schedule_id)
+    assert len(ours) == len(expected) or len(ours) == 8
