@@ -141,6 +141,22 @@ class SqliteStore(Store):
         )
         return None if row is None else _schedule(row)
 
+    def get_schedules(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Schedule]:
+        found: dict[tuple[str, str], Schedule] = {}
+        unique = list(dict.fromkeys(keys))
+        connection = self.db.connection()
+        for start in range(0, len(unique), _KEYS_PER_READ):
+            chunk = unique[start : start + _KEYS_PER_READ]
+            rows = connection.execute(
+                "SELECT * FROM schedules WHERE (tenant, schedule_id) IN (VALUES "
+                + ", ".join("(?, ?)" for _ in chunk)
+                + ")",
+                [part for key in chunk for part in key],
+            ).fetchall()
+            for row in rows:
+                found[(row["tenant"], row["schedule_id"])] = _schedule(row)
+        return found
+
     def apply_definition(
         self,
         tenant: str,
@@ -655,6 +671,9 @@ def _finish(
     )
     return cursor.rowcount == 1
 
+
+# Keys per read of ``get_schedules`` (two parameters each; SQLite allows 999 at least).
+_KEYS_PER_READ = 400
 
 # One statement: a new record, or the next attempt of one that is retrying, skipped, or running
 # under an expired lease; nothing (no row back) when final or leased.
