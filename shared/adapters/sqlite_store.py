@@ -142,19 +142,23 @@ class SqliteStore(Store):
         return None if row is None else _schedule(row)
 
     def get_schedules(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Schedule]:
+        by_tenant: dict[str, list[str]] = {}
+        for tenant, schedule_id in dict.fromkeys(keys):
+            by_tenant.setdefault(tenant, []).append(schedule_id)
         found: dict[tuple[str, str], Schedule] = {}
-        unique = list(dict.fromkeys(keys))
         connection = self.db.connection()
-        for start in range(0, len(unique), _KEYS_PER_READ):
-            chunk = unique[start : start + _KEYS_PER_READ]
-            rows = connection.execute(
-                "SELECT * FROM schedules WHERE (tenant, schedule_id) IN (VALUES "
-                + ", ".join("(?, ?)" for _ in chunk)
-                + ")",
-                [part for key in chunk for part in key],
-            ).fetchall()
-            for row in rows:
-                found[(row["tenant"], row["schedule_id"])] = _schedule(row)
+        for tenant, ids in by_tenant.items():
+            for start in range(0, len(ids), _KEYS_PER_READ):
+                chunk = ids[start : start + _KEYS_PER_READ]
+                # One tenant and a list of ids: the primary key serves it.
+                rows = connection.execute(
+                    "SELECT * FROM schedules WHERE tenant = ? AND schedule_id IN ("
+                    + ", ".join("?" * len(chunk))
+                    + ")",
+                    [tenant, *chunk],
+                ).fetchall()
+                for row in rows:
+                    found[(tenant, row["schedule_id"])] = _schedule(row)
         return found
 
     def apply_definition(
@@ -672,8 +676,8 @@ def _finish(
     return cursor.rowcount == 1
 
 
-# Keys per read of ``get_schedules`` (two parameters each; SQLite allows 999 at least).
-_KEYS_PER_READ = 400
+# Ids per read of ``get_schedules`` (SQLite allows 999 parameters at least).
+_KEYS_PER_READ = 500
 
 # One statement: a new record, or the next attempt of one that is retrying, skipped, or running
 # under an expired lease; nothing (no row back) when final or leased.
