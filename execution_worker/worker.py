@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sys
 import time
 from collections import defaultdict, deque
 from collections.abc import Callable, Coroutine, Sequence
@@ -89,8 +88,6 @@ FIRE_SLACK = timedelta(seconds=FIRE_SLACK_SECONDS)
 # Occurrences due this soon are checked and begun together, then each is called at its
 # moment: the thread hop's latency is hidden, and the batches grow with the load.
 PREPARE_AHEAD = timedelta(milliseconds=20)
-# How often the interpreter lets another thread take the GIL (Python's default: 5 ms).
-GIL_SWITCH_SECONDS = 0.0005
 # Receive calls one thread hop makes at most, while the queue gives full batches.
 RECEIVES_PER_HOP = 10
 # The longest the loop sleeps without looking at the stop flag.
@@ -178,10 +175,6 @@ class Executor:
     # -- the loop -------------------------------------------------------------------------
 
     def run(self, shutdown: Shutdown) -> None:
-        # The loop keeps the GIL busy; each store or queue call on a worker thread gives it up
-        # and must win it back. Python hands it over after 5 ms by default, which made every
-        # blocking call wait that long (the convoy effect): hand it over sooner.
-        sys.setswitchinterval(GIL_SWITCH_SECONDS)
         asyncio.run(self.serve(shutdown))
 
     async def serve(self, shutdown: Shutdown) -> None:
