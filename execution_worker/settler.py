@@ -37,7 +37,7 @@ OffLoop = Callable[..., Awaitable[Any]]
 # Outcomes are recorded, and settled messages deleted, together: up to this many, or after
 # this long.
 SETTLE_BATCH = 200
-SETTLE_LINGER_SECONDS = 0.005
+SETTLE_LINGER_SECONDS = 0.02
 # A retry waits on the queue as an invisible message up to this long; longer, it is re-sent.
 MAX_INVISIBLE_SECONDS = 900.0
 # The longest delay SQS gives a message it is sent.

@@ -87,7 +87,7 @@ FIRE_SLACK_SECONDS = 1.0
 FIRE_SLACK = timedelta(seconds=FIRE_SLACK_SECONDS)
 # Occurrences due this soon are checked and begun together, then each is called at its
 # moment: the thread hop's latency is hidden, and the batches grow with the load.
-PREPARE_AHEAD = timedelta(milliseconds=10)
+PREPARE_AHEAD = timedelta(milliseconds=20)
 # Receive calls one thread hop makes at most, while the queue gives full batches.
 RECEIVES_PER_HOP = 10
 # The longest the loop sleeps without looking at the stop flag.

@@ -374,4 +374,4 @@ class AttemptOutcome:
 
 
 def _optional_int(value: JSON) -> int | None:
-    return None if value is None else int(str(value))
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

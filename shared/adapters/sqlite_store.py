@@ -162,19 +162,23 @@ class SqliteStore(Store):
         return None if row is None else _schedule(row, self.secrets)
 
     def get_schedules(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Schedule]:
-        unique = list(dict.fromkeys(keys))
-        found = {}
+        by_tenant: dict[str, list[str]] = {}
+        for tenant, schedule_id in dict.fromkeys(keys):
+            by_tenant.setdefault(tenant, []).append(schedule_id)
+        found: dict[tuple[str, str], Schedule] = {}
         connection = self.db.connection()
-        # One statement per chunk (SQLite bounds the number of parameters of a statement).
-        for start in range(0, len(unique), _KEYS_PER_READ):
-            chunk = unique[start : start + _KEYS_PER_READ]
-            values = ", ".join("(?, ?)" for _ in chunk)
-            rows = connection.execute(
-                f"SELECT * FROM schedules WHERE (tenant, schedule_id) IN (VALUES {values})",
-                [part for key in chunk for part in key],
-            ).fetchall()
-            for row in rows:
-                found[(row["tenant"], row["schedule_id"])] = _schedule(row, self.secrets)
+        for tenant, ids in by_tenant.items():
+            for start in range(0, len(ids), _KEYS_PER_READ):
+                chunk = ids[start : start + _KEYS_PER_READ]
+                # One tenant and a list of ids: the primary key serves it.
+                rows = connection.execute(
+                    "SELECT * FROM schedules WHERE tenant = ? AND schedule_id IN ("
+                    + ", ".join("?" * len(chunk))
+                    + ")",
+                    [tenant, *chunk],
+                ).fetchall()
+                for row in rows:
+                    found[(tenant, row["schedule_id"])] = _schedule(row, self.secrets)
         return found
 
     def apply_definition(
