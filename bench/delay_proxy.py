@@ -69,6 +69,11 @@ async def _serve(
     ready.set()
     async with server:
         await stop.wait()
+    # The connections still open end with the proxy, not after its loop is gone.
+    pending = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+    for task in pending:
+        task.cancel()
+    await asyncio.gather(*pending, return_exceptions=True)
 
 
 @contextlib.contextmanager

@@ -17,6 +17,7 @@ network between the workers and a cluster; ``bench/delay_proxy.py``).
 from __future__ import annotations
 
 import argparse
+import math
 import multiprocessing
 import time
 import uuid
@@ -30,7 +31,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pymongo import monitoring
 
-from bench.common import free_port, report, table
+from bench.common import cpu_seconds, free_port, report, table
 from bench.delay_proxy import delaying_proxy
 from bench.seed import TENANT, one_time_definition
 from shared.adapters.mongo_store import MongoStore
@@ -178,29 +179,51 @@ def count_commands(url: str, count: int, batch: int) -> dict[str, Any]:
 
 
 def _poller(url: str, database: str, owner: str, batch: int, start: Any, out: Any) -> None:
+    commands = CommandCounter()
+    monitoring.register(commands)
     with _store(url, database) as store:
         claimed_total = 0
+        claims = 0
         start.wait()
+        commands.take()
         began = time.perf_counter()
+        cpu = time.process_time()
         idle_since = None
+        sent, busy_cpu = 0, 0.0
         while True:
             now = datetime.now(UTC)
             claimed = store.claim_due_schedules(now, now, batch, owner, now + timedelta(seconds=30))
             if claimed:
+                claims += 1
                 idle_since = None
                 store.advance_schedules([(s, None, 1) for s in claimed], owner, now)
                 claimed_total += len(claimed)
                 finished = time.perf_counter()
+                # The commands and CPU of the work, not of the idle second that ends it.
+                sent = sum(commands.counts.values())
+                busy_cpu = time.process_time() - cpu
                 continue
             if idle_since is None:
                 idle_since = time.perf_counter()
             elif time.perf_counter() - idle_since > 1.0:
                 break
             time.sleep(0.01)
-        out.put((owner, claimed_total, began, finished if claimed_total else began))
+        out.put(
+            {
+                "owner": owner,
+                "claimed": claimed_total,
+                "began": began,
+                "finished": finished if claimed_total else began,
+                "claims": claims,
+                "commands": sent,
+                "cpu_seconds": busy_cpu,
+            }
+        )
 
 
-def claim_rate(url: str, count: int, batch: int, pollers: int) -> dict[str, Any]:
+def claim_rate(
+    url: str, count: int, batch: int, pollers: int, server_pid: int | None
+) -> dict[str, Any]:
     database = f"scheduler_bench_{uuid.uuid4().hex[:8]}"
     with _store(url, database) as store:
         store.ensure_indexes()
@@ -213,26 +236,37 @@ def claim_rate(url: str, count: int, batch: int, pollers: int) -> dict[str, Any]
         context.Process(target=_poller, args=(url, database, f"poller-{n}", batch, start, out))
         for n in range(pollers)
     ]
+    server_cpu = cpu_seconds(server_pid) if server_pid else math.nan
     for process in processes:
         process.start()
-    results = [out.get(timeout=600) for _ in processes]
+    results: list[dict[str, Any]] = [out.get(timeout=600) for _ in processes]
+    server_cpu = cpu_seconds(server_pid) - server_cpu if server_pid else math.nan
     for process in processes:
         process.join(30)
     with _store(url, database) as store:
         left = store.schedules.count_documents({"status": "active"})
         store.client.drop_database(database)
-    began = min(result[2] for result in results)
-    finished = max(result[3] for result in results)
-    claimed = sum(result[1] for result in results)
+    began = min(result["began"] for result in results)
+    finished = max(result["finished"] for result in results)
+    claimed = sum(result["claimed"] for result in results)
+    commands = sum(result["commands"] for result in results)
     seconds = finished - began
     return {
         "pollers": pollers,
         "schedules": count,
         "claimed": claimed,
         "left_unclaimed": left,
-        "by_poller": {result[0]: result[1] for result in results},
+        "by_poller": {result["owner"]: result["claimed"] for result in results},
         "seconds": seconds,
-        "claims_per_second": claimed / seconds if seconds > 0 else float("nan"),
+        "claims_per_second": claimed / seconds if seconds > 0 else math.nan,
+        # A herd (pollers fighting over the same candidates) shows as more commands per
+        # schedule claimed, and more claim calls per schedule, with two pollers than with one.
+        "commands_per_claimed": commands / claimed if claimed else math.nan,
+        "claim_calls": sum(result["claims"] for result in results),
+        "poller_cpu_seconds": sum(result["cpu_seconds"] for result in results),
+        # Until the last claim (plus the pollers' idle second): near 1.0 means the server is
+        # the limit, not the round trips, and more pollers cannot claim faster.
+        "server_cpu_share": server_cpu / seconds if seconds > 0 else math.nan,
     }
 
 
@@ -244,13 +278,16 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=100, help="claim/fire batch size")
     parser.add_argument("--claim-count", type=int, default=2000, help="schedules per claim run")
     parser.add_argument("--pollers", default="1,2", help="poller counts to time")
+    parser.add_argument(
+        "--server-pid", type=int, help="the MongoDB server's process, to report its CPU share"
+    )
     parser.add_argument("--json", type=Path, help="also write the figures here as JSON")
     args = parser.parse_args()
     url = args.store_url
     with contextlib_delay(url, args.delay_ms) as measured_url:
         commands = count_commands(measured_url, args.count, args.batch)
         rates = [
-            claim_rate(measured_url, args.claim_count, args.batch, int(pollers))
+            claim_rate(measured_url, args.claim_count, args.batch, int(pollers), args.server_pid)
             for pollers in args.pollers.split(",")
         ]
     print(
@@ -271,8 +308,18 @@ def main() -> None:
     print(f"total per schedule: {commands['per_schedule']:.2f}")
     print(
         table(
-            ["pollers", "claimed", "seconds", "claims/s"],
-            [[r["pollers"], r["claimed"], r["seconds"], r["claims_per_second"]] for r in rates],
+            ["pollers", "claimed", "seconds", "claims/s", "commands/claimed", "server CPU"],
+            [
+                [
+                    r["pollers"],
+                    r["claimed"],
+                    r["seconds"],
+                    r["claims_per_second"],
+                    r["commands_per_claimed"],
+                    r["server_cpu_share"],
+                ]
+                for r in rates
+            ],
         )
     )
     report(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -47,6 +48,7 @@ DEFAULT_MESSAGE_BYTES = 256 * 1024
 _MISSING_QUEUE = {"AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist"}
 # CreateQueue with attributes other than those of the existing queue of that name.
 _QUEUE_EXISTS = {"QueueAlreadyExists", "QueueNameExists"}
+_CREATE_ROUNDS = 5
 # Answers to a receipt that is stale (deleted, re-received, or expired): nothing to do.
 _STALE_RECEIPT = {
     "ReceiptHandleIsInvalid",
@@ -163,36 +165,50 @@ class SqsQueue(MessageQueue):
         messages of up to 1 MiB; its redrive policy is set as it is created, or later only if
         it has none, so a policy an operator changed is never overwritten at a start.
         """
-        with _transient("create"):
-            attributes: dict[QueueAttributeNameType, str] = {
-                "MessageRetentionPeriod": str(RETENTION_SECONDS),
-                "MaximumMessageSize": str(MAX_MESSAGE_BYTES),
-            }
-            redrive = None
-            if self.dead_letter_queue is not None:
-                dlq_url = self._lookup_url(self.dead_letter_queue) or self._create_queue(
-                    self.dead_letter_queue, attributes
-                )
-                dlq_arn = self.client.get_queue_attributes(
-                    QueueUrl=dlq_url, AttributeNames=["QueueArn"]
-                )["Attributes"]["QueueArn"]
-                policy = {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": self.max_receives}
-                redrive = json.dumps(policy, separators=(",", ":"))
-            url = self._lookup_url(self.name)
-            if url is None:
-                if redrive is not None:
-                    attributes["RedrivePolicy"] = redrive
-                url = self._create_queue(self.name, attributes)
-            current = self.client.get_queue_attributes(
-                QueueUrl=url, AttributeNames=["MaximumMessageSize", "RedrivePolicy"]
-            )["Attributes"]
-            if redrive is not None and not current.get("RedrivePolicy"):
-                self.client.set_queue_attributes(
-                    QueueUrl=url, Attributes={"RedrivePolicy": redrive}
-                )
+        for attempt in range(1, _CREATE_ROUNDS + 1):
+            try:
+                with _transient("create"):
+                    url, max_bytes = self._create()
+                break
+            except ClientError as exc:
+                # A queue another process is creating right now can be found by name a moment
+                # before it answers (LocalStack): look again shortly.
+                if _error_code(exc) not in _MISSING_QUEUE:
+                    raise
+                if attempt == _CREATE_ROUNDS:
+                    raise Transient(f"sqs create {self.name!r}: {exc}") from exc
+                time.sleep(0.2 * attempt)
         with self._lock:
             self._url = url
-            self._max_bytes = int(current.get("MaximumMessageSize", DEFAULT_MESSAGE_BYTES))
+            self._max_bytes = max_bytes
+
+    def _create(self) -> tuple[str, int]:
+        """One go at ``create``: the queue's URL and its size limit."""
+        attributes: dict[QueueAttributeNameType, str] = {
+            "MessageRetentionPeriod": str(RETENTION_SECONDS),
+            "MaximumMessageSize": str(MAX_MESSAGE_BYTES),
+        }
+        redrive = None
+        if self.dead_letter_queue is not None:
+            dlq_url = self._lookup_url(self.dead_letter_queue) or self._create_queue(
+                self.dead_letter_queue, attributes
+            )
+            dlq_arn = self.client.get_queue_attributes(
+                QueueUrl=dlq_url, AttributeNames=["QueueArn"]
+            )["Attributes"]["QueueArn"]
+            policy = {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": self.max_receives}
+            redrive = json.dumps(policy, separators=(",", ":"))
+        url = self._lookup_url(self.name)
+        if url is None:
+            if redrive is not None:
+                attributes["RedrivePolicy"] = redrive
+            url = self._create_queue(self.name, attributes)
+        current = self.client.get_queue_attributes(
+            QueueUrl=url, AttributeNames=["MaximumMessageSize", "RedrivePolicy"]
+        )["Attributes"]
+        if redrive is not None and not current.get("RedrivePolicy"):
+            self.client.set_queue_attributes(QueueUrl=url, Attributes={"RedrivePolicy": redrive})
+        return url, int(current.get("MaximumMessageSize", DEFAULT_MESSAGE_BYTES))
 
     def _lookup_url(self, name: str) -> str | None:
         try:
