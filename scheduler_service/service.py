@@ -683,10 +683,12 @@ class ScheduleService:
     ) -> tuple[ScheduleStatus, Page[Execution]]:
         """The schedule's status and a page of its history. A deleted schedule's history stays
         readable until retention removes it; its tombstone may be removed first, and then the
-        records left are still its history. ``NotFound`` when there is neither."""
+        records left are still its history. ``NotFound`` for a schedule unknown or deleted
+        with no history (a delete of an unknown id leaves a tombstone: it shows nothing)."""
         schedule = self.store.get_schedule(tenant, schedule_id)
         page = self.store.list_executions(tenant, schedule_id, limit, cursor)
-        if schedule is None and not page.items and cursor is None:
+        gone = schedule is None or schedule.status is ScheduleStatus.DELETED
+        if gone and not page.items and cursor is None:
             raise NotFound(schedule_id)
         return (schedule.status if schedule else ScheduleStatus.DELETED), page
 

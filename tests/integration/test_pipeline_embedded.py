@@ -61,11 +61,10 @@ def test_a_schedule_fires_every_second_on_time_until_deleted(tmp_path: Path) -> 
         deleted_at = time.time()
         time.sleep(2.0)
         assert [call for call in receiver.calls if call.received_at > deleted_at + 0.05] == []
-        # The history outlives the schedule, until retention removes it.
-        history = pipeline.client.get(f"{API}/schedule/{schedule_id}/executions")
-        assert history.status_code == 200
-        assert history.get_json()["schedule_status"] == "deleted"
-        assert len(history.get_json()["items"]) >= 2
+        # Its history stays readable.
+        history = pipeline.client.get(f"{API}/schedule/{schedule_id}/executions").get_json()
+        assert history["schedule_status"] == "deleted"
+        assert {item["occurrence_id"] for item in history["items"]} >= set(keys)
 
 
 def test_a_one_time_schedule_whose_time_passed_fires_once_right_away(tmp_path: Path) -> None:

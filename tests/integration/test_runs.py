@@ -223,10 +223,14 @@ def test_the_history_of_a_deleted_schedule_stays_readable(api: ApiUnderTest) -> 
     assert api.client.get(f"{API}/schedule/h1/executions").status_code == 404
 
 
-def test_the_history_of_an_unknown_schedule_is_404(api: ApiUnderTest) -> None:
-    response = api.client.get(f"{API}/schedule/never-was/executions")
-    assert response.status_code == 404
-    assert response.mimetype == "application/problem+json"
+def test_the_history_of_an_unknown_schedule_or_one_deleted_unrun_is_404(api: ApiUnderTest) -> None:
+    create(api, "h2")
+    api.client.delete(f"{API}/schedule/h2")
+    api.client.delete(f"{API}/schedule/never-was")  # leaves a tombstone
+    for schedule_id in ("h2", "never-was", "never-deleted"):
+        response = api.client.get(f"{API}/schedule/{schedule_id}/executions")
+        assert response.status_code == 404
+        assert response.mimetype == "application/problem+json"
 
 
 # -- backfill -------------------------------------------------------------------------------
