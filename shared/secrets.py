@@ -10,9 +10,10 @@ rotated by putting a new one first and dropping the old one once nothing sealed 
 A definition written before sealing existed (a plain payload) is still read as it is, and is
 sealed the next time the schedule is written (a replace).
 
-Answers show a payload masked: a value is replaced by ``MASK`` when its name matches a secret
-pattern (``SCHEDULER_SECRET_HEADERS``) or when the value itself looks like a credential (an
-HTTP authentication scheme with its credentials, a JWT, a well-known token prefix, a long random
+Answers show a payload masked: a value (of a header, a query parameter, the URL's query or path,
+a member of a JSON body) is replaced by ``MASK`` when its name matches a secret pattern
+(``SCHEDULER_SECRET_HEADERS``) or when the value itself looks like a credential (an HTTP
+authentication scheme with its credentials, a JWT, a well-known token prefix, a long random
 string). A replace may send a masked value back as it was shown: the stored value is kept.
 """
 
@@ -158,6 +159,22 @@ def mask_url(url: str, patterns: Iterable[str]) -> str:
     return urlunsplit(parts._replace(path=path, query=query))
 
 
+def mask_body(body: JSON, patterns: Iterable[str]) -> JSON:
+    """A JSON body with the values of secret-named members masked, and each string that looks
+    secret masked whole or, in text such as a form (``client_secret=…``), in part."""
+    patterns = tuple(patterns)
+    if isinstance(body, dict):
+        return {
+            name: MASK if is_secret_name(name, patterns) else mask_body(value, patterns)
+            for name, value in body.items()
+        }
+    if isinstance(body, list):
+        return [mask_body(item, patterns) for item in body]
+    if isinstance(body, str):
+        return MASK if looks_secret(body) else redact(body, patterns)
+    return body
+
+
 def masked_payload(payload: Payload, patterns: Iterable[str]) -> dict[str, JSON]:
     """The payload as an answer shows it."""
     patterns = tuple(patterns)
@@ -165,18 +182,21 @@ def masked_payload(payload: Payload, patterns: Iterable[str]) -> dict[str, JSON]
     document["url"] = mask_url(payload.url, patterns)
     document["headers"] = mask_pairs(payload.headers, patterns)
     document["queryParameters"] = mask_pairs(payload.query, patterns)
+    document["body"] = mask_body(payload.body, patterns)
     return document
 
 
 def _contains_mask(value: Any) -> bool:
+    if isinstance(value, dict):
+        return any(_contains_mask(item) for item in value.values())
     if isinstance(value, list):
         return any(_contains_mask(item) for item in value)
     return isinstance(value, str) and MASK in value
 
 
 def carries_mask(payload: Payload) -> bool:
-    """Whether a value of the payload's URL, headers or query parameters holds ``MASK``."""
-    values = [payload.url, *payload.headers.values(), *payload.query.values()]
+    """Whether a value of the payload's URL, headers, query parameters or body holds ``MASK``."""
+    values = [payload.url, *payload.headers.values(), *payload.query.values(), payload.body]
     return any(_contains_mask(value) for value in values)
 
 
@@ -210,6 +230,12 @@ def keep_masked_secrets(
             url = stored.url
         else:
             errors["payload.url"] = unreadable
+    body = payload.body
+    if _contains_mask(body):
+        if stored is not None and mask_body(stored.body, patterns) == body:
+            body = stored.body
+        else:
+            errors["payload.body"] = unreadable
     headers = {
         name: kept("headers", name, value, stored.headers if stored else {})
         for name, value in payload.headers.items()
@@ -225,7 +251,7 @@ def keep_masked_secrets(
         url=url,
         headers=headers,
         query=query,
-        body=payload.body,
+        body=body,
         timeout_seconds=payload.timeout_seconds,
     )
 

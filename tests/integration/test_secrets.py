@@ -198,3 +198,39 @@ def test_data_files_are_readable_by_their_owner_only(tmp_path: Path) -> None:
         assert mode(data) == 0o700
     finally:
         backends.close()
+
+
+BODY_SECRETS = {
+    "grant_type": "client_credentials",
+    "client_secret": "body-secret-8",
+    "nested": [{"password": "body-secret-9", "note": "Bearer body-secret-10"}],
+}
+
+
+def test_a_json_body_shows_its_secret_members_masked_and_keeps_them_on_a_replace(
+    api: ApiUnderTest,
+) -> None:
+    put(api, "s1", {**BODY, "payload": {**PAYLOAD, "body": BODY_SECRETS}})
+    api.apply()
+    shown = api.client.get(f"{API}/schedule/s1")
+    assert "body-secret" not in shown.get_data(as_text=True)
+    assert shown.get_json()["payload"]["body"] == {
+        "grant_type": "client_credentials",
+        "client_secret": MASK,
+        "nested": [{"password": MASK, "note": MASK}],
+    }
+    assert put(api, "s1", {**BODY, "payload": shown.get_json()["payload"]}).status_code == 202
+    api.apply()
+    assert stored_payload(api, "s1").body == BODY_SECRETS
+    edited = {**shown.get_json()["payload"]["body"], "grant_type": "password"}
+    answer = put(api, "s1", {**BODY, "payload": {**PAYLOAD, "body": edited}})
+    assert answer.status_code == 400
+    assert [error["field"] for error in answer.get_json()["errors"]] == ["payload.body"]
+
+
+def test_a_form_body_shows_its_secret_fields_masked(api: ApiUnderTest) -> None:
+    form = "grant_type=client_credentials&client_secret=body-secret-11"
+    put(api, "s1", {**BODY, "payload": {**PAYLOAD, "body": form}})
+    api.apply()
+    shown = api.client.get(f"{API}/schedule/s1").get_json()["payload"]["body"]
+    assert shown == f"grant_type=client_credentials&client_secret={MASK}"
