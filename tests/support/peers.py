@@ -277,7 +277,7 @@ class WireBackends:
         return {f"SCHEDULER_{name.upper()}": value for name, value in values.items()}
 
     def settings(self, base: Settings) -> Settings:
-        return base.with_changes(**self.settings_values())
+        return base.with_changes(**{**self.settings_values(), "secret_keys": (SECRET_KEY,)})
 
     def open(self, base: Settings) -> Backends:
         return open_backends(self.settings(base))
