@@ -1,4 +1,5 @@
-"""``scheduler dev | api | processor | poller | executor | schedules | executions``."""
+"""``scheduler dev | api | processor | poller | executor | schedules | executions | keys |
+secret-key | reseal``."""
 
 from __future__ import annotations
 
