@@ -55,6 +55,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands.add_parser(
         "secret-key", help="print a new key for SCHEDULER_SECRET_KEYS (seals webhook secrets)"
     )
+    commands.add_parser(
+        "reseal", help="seal every stored schedule anew with the first of SCHEDULER_SECRET_KEYS"
+    )
     operator.add_commands(commands)
     keys.add_commands(commands)
     args = parser.parse_args(argv)
@@ -72,6 +75,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigurationError as exc:
         print(f"scheduler: configuration error: {exc}", file=sys.stderr)
         return 2
+    if args.command == "reseal":
+        return reseal(settings)
     configure_logging(settings.log_format, settings.log_level, settings.secret_headers)
     if args.command == "api":
         return run_api(settings)
@@ -81,6 +86,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         "executor": build_executor,
     }
     return run_component(settings, builders[args.command])
+
+
+def reseal(settings: Settings) -> int:
+    """After a new key was put first: once this has run (and queue 1 holds nothing older), the
+    old keys can be dropped."""
+    backends = open_backends(settings)
+    try:
+        count = backends.store.reseal_definitions()
+    finally:
+        backends.close()
+    print(f"scheduler reseal: {count} schedules sealed anew with the first key")
+    return 0
 
 
 def run_component(settings: Settings, build: Callable[[Settings, Backends], Worker]) -> int:

@@ -210,6 +210,12 @@ class ScheduleStore(ABC):
     def count_tenant_schedules(self, tenant: str) -> int:
         """How many of the tenant's schedules can still fire: ``ACTIVE`` plus ``PAUSED``."""
 
+    @abstractmethod
+    def reseal_definitions(self) -> int:
+        """Seal anew, with the first configured key, every stored definition sealed with another
+        key or not sealed at all; returns how many were rewritten. A definition replaced
+        meanwhile is left as its writer sealed it (with the first key too)."""
+
     # -- idempotency keys of the API ---------------------------------------------------
 
     @abstractmethod

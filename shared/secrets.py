@@ -5,10 +5,11 @@ the headers, the query parameters and the body. ``SecretBox`` seals them togethe
 value (AES-256-GCM, authenticated encryption from ``cryptography``) wherever a definition is
 written down: the store's row or document and queue 1's message. Queue 2 carries
 no payload. Several keys may be configured: the first seals, every one opens, so a key is
-rotated by putting a new one first and dropping the old one once nothing sealed with it is left.
+rotated by putting a new one first, resealing what is stored (``Store.reseal_definitions``,
+``scheduler reseal``), and dropping the old one.
 
 A definition written before sealing existed (a plain payload) is still read as it is, and is
-sealed the next time the schedule is written (a replace).
+sealed the next time the schedule is written (a replace, or a reseal).
 
 Answers show a payload masked: a value (of a header, a query parameter, the URL's query or path,
 a member of a JSON body) is replaced by ``MASK`` when its name matches a secret pattern
@@ -347,6 +348,15 @@ class SecretBox:
             opened.update(json.loads(self._open(payload[SEALED])))
             document = {**document, "payload": opened}
         return ScheduleDefinition.from_document(document)
+
+    def resealed(self, text: str) -> str | None:
+        """A stored definition's JSON ``text`` sealed with the first key, or ``None`` when it
+        already is."""
+        document = json.loads(text)
+        sealed = document.get("payload", {}).get(SEALED)
+        if isinstance(sealed, str) and sealed.startswith(f"{self._sealing_id}."):
+            return None
+        return json.dumps(self.seal(self.open(document)), separators=(",", ":"))
 
     def _open(self, sealed: str) -> bytes:
         key_id, _, token = sealed.partition(".")

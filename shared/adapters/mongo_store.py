@@ -615,6 +615,20 @@ class MongoStore(Store):
                 {"tenant": tenant, "status": {"$in": [_ACTIVE, _PAUSED]}}
             )
 
+    def reseal_definitions(self) -> int:
+        resealed = 0
+        with _transient("reseal_definitions"):
+            stored = self.schedules.find({"definition": {"$ne": None}}, {"definition": 1})
+            for document in stored:
+                text = self.secrets.resealed(document["definition"])
+                if text is not None:
+                    result = self.schedules.update_one(
+                        {"_id": document["_id"], "definition": document["definition"]},
+                        {"$set": {"definition": text}},
+                    )
+                    resealed += result.modified_count
+        return resealed
+
     # -- idempotency keys ----------------------------------------------------------------
 
     def save_idempotency_record(

@@ -433,6 +433,34 @@ class SqliteStore(Store):
         )
         return int(row["n"])
 
+    def reseal_definitions(self) -> int:
+        resealed = 0
+        after = ("", "")
+        while True:
+            rows = (
+                self.db.connection()
+                .execute(
+                    "SELECT tenant, schedule_id, definition FROM schedules"
+                    " WHERE (tenant, schedule_id) > (?, ?) AND definition IS NOT NULL"
+                    " ORDER BY tenant, schedule_id LIMIT 500",
+                    after,
+                )
+                .fetchall()
+            )
+            if not rows:
+                return resealed
+            for row in rows:
+                text = self.secrets.resealed(row["definition"])
+                if text is not None:
+                    resealed += len(
+                        self.db.write_one(
+                            "UPDATE schedules SET definition = ?"
+                            " WHERE tenant = ? AND schedule_id = ? AND definition = ? RETURNING 1",
+                            (text, row["tenant"], row["schedule_id"], row["definition"]),
+                        )
+                    )
+            after = (rows[-1]["tenant"], rows[-1]["schedule_id"])
+
     # -- idempotency keys ----------------------------------------------------------------
 
     def save_idempotency_record(

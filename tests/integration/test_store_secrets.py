@@ -150,3 +150,17 @@ def test_a_new_key_seals_while_the_old_one_still_opens(stored: Stored) -> None:
     assert read(stored.open(SecretBox([NEW_KEY]))) == definition("resealed")
     with pytest.raises(ConfigurationError, match="SCHEDULER_SECRET_KEYS"):
         read(stored.open(SecretBox([OLD_KEY])))
+
+
+def test_reseal_rewrites_what_another_key_or_no_key_sealed_so_the_old_key_can_go(
+    stored: Stored,
+) -> None:
+    write(stored.open(SecretBox([OLD_KEY])), 1)
+    rotated = stored.open(SecretBox([NEW_KEY, OLD_KEY]))
+    assert rotated.reseal_definitions() == 1
+    assert read(stored.open(SecretBox([NEW_KEY]))) == definition()
+    assert rotated.reseal_definitions() == 0
+    stored.overwrite(json.dumps(definition().to_document()))
+    assert rotated.reseal_definitions() == 1
+    assert SECRET_HEADER not in stored.raw()
+    assert read(stored.open(SecretBox([NEW_KEY]))) == definition()
