@@ -6,13 +6,15 @@ never one blocking call per fire:
 - receiving (``_receive_batch``): up to ``receive_batch_size`` messages per call, each made
   invisible to other executors for as long as it is held and run, while there is room
   (``max_held``: held, waiting, calling, and outcomes not yet recorded);
-- the timer (``execution_worker.timer``) wakes the loop when the earliest held occurrence is due;
-- for the occurrences due together, one thread hop (``_check_and_begin``) reads their schedules
-  in one ``get_schedules`` (deleted, paused or changed → skipped; too late for grace →
-  skipped), takes a call slot for each (``execution_worker.sending``: at most
+- the timer (``execution_worker.timer``) wakes the loop ``PREPARE_AHEAD`` (20 ms) before the
+  earliest held occurrence is due;
+- for the occurrences due within that time, one thread hop (``_check_and_begin``) reads their
+  schedules in one ``get_schedules`` (deleted, paused or changed → skipped; too late for grace
+  → skipped), takes a call slot for each (``execution_worker.sending``: at most
   ``executor_calls_per_host`` calls per host), and begins their execution records in one
   ``begin_attempts`` (a lease: a duplicate delivery never makes a second run);
-- each call runs on the loop (``HttpSender``, aiohttp), up to ``executor_concurrency`` at once;
+- each call waits on the loop for its exact moment and runs there (``HttpSender``, aiohttp), up
+  to ``executor_concurrency`` at once;
 - the settler (``execution_worker.settler``) records outcomes in batches, and only then deletes,
   dead-letters or delays their messages. A retry is the message coming back after a backoff,
   so retry state survives a crash.
@@ -441,27 +443,47 @@ class Executor:
             limit = payload.calls_per_host or self.settings.executor_calls_per_host
             if self.hosts.take(host, limit, item):
                 going[payload.timeout_seconds].append((item, schedule, host))
-        if skips:
-            self._skip(skips, now, plan)
-        for timeout, group in going.items():
-            lease = timedelta(seconds=timeout + self.settings.execution_lease_margin_seconds)
-            executions = self.store.begin_attempts(
-                [item.occurrence for item, _, _ in group], self.owner, now, now + lease
-            )
-            for (item, schedule, host), execution in zip(group, executions, strict=True):
-                if execution is None:
-                    self._not_mine(item, now, plan)
-                    waiter = self.hosts.release(host)
-                    if waiter is not None:
-                        plan.due_again.append(waiter)
-                    continue
-                if now + lease > item.visible_at:
-                    # It comes back only after the lease: then another executor may take over.
-                    self.occurrences.change_visibility(
-                        item.message.receipt_handle, (lease + FIRE_SLACK).total_seconds()
-                    )
-                plan.calls.append(Call(item, schedule, execution, host, now))
+        try:
+            if skips:
+                self._skip(skips, now, plan)
+            for timeout, group in going.items():
+                self._begin(group, timeout, now, plan)
+        except Exception:
+            # The items not begun keep their messages, which come back after their visibility;
+            # their call slots are given back.
+            log.exception("could not begin attempts", extra={"event": "fire_failed"})
+            begun = {id(call.item) for call in plan.calls}
+            for group in going.values():
+                for item, _, host in group:
+                    if id(item) not in begun:
+                        self._give_back(host, plan)
         return plan
+
+    def _begin(
+        self, group: list[tuple[Held, Schedule, str]], timeout: float, now: datetime, plan: Plan
+    ) -> None:
+        """Begin the attempts of occurrences whose calls share a timeout (one lease length)."""
+        lease = timedelta(seconds=timeout + self.settings.execution_lease_margin_seconds)
+        executions = self.store.begin_attempts(
+            [item.occurrence for item, _, _ in group], self.owner, now, now + lease
+        )
+        for (item, schedule, host), execution in zip(group, executions, strict=True):
+            if execution is None:
+                self._not_mine(item, now, plan)
+                self._give_back(host, plan)
+                continue
+            plan.calls.append(Call(item, schedule, execution, host, now))
+            if now + lease > item.visible_at:
+                # It comes back only after the lease: then another executor may take over.
+                self.occurrences.change_visibility(
+                    item.message.receipt_handle, (lease + FIRE_SLACK).total_seconds()
+                )
+
+    def _give_back(self, host: str, plan: Plan) -> None:
+        """Give a call slot back that will not be used; what waited for it is due again."""
+        waiter = self.hosts.release(host)
+        if waiter is not None:
+            plan.due_again.append(waiter)
 
     def _is_retry(self, item: Held) -> bool:
         """Whether an attempt was made already: grace applies to the first attempt only (a

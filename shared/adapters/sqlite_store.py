@@ -557,19 +557,29 @@ class SqliteStore(Store):
         self, occurrence: Occurrence, owner: str, now: datetime, lease_until: datetime
     ) -> Execution | None:
         rows = self.db.write_one(_BEGIN, _begin_parameters(occurrence, owner, now, lease_until))
-        return _began(occurrence, owner, now, lease_until, rows)
+        return _begun(occurrence, rows[0]["attempts"] if rows else None, owner, now, lease_until)
 
     def begin_attempts(
         self, occurrences: Sequence[Occurrence], owner: str, now: datetime, lease_until: datetime
     ) -> list[Execution | None]:
-        began = []
+        # One statement per chunk: each statement lets other threads take the GIL, and a busy
+        # event loop may keep it for milliseconds before this thread gets it back.
+        attempts: dict[tuple[str, str], int] = {}
+        unique = list({(o.tenant, o.occurrence_id): o for o in occurrences}.values())
         with self.db.write() as connection:
-            for occurrence in occurrences:
+            for start in range(0, len(unique), _BEGINS_PER_STATEMENT):
+                chunk = unique[start : start + _BEGINS_PER_STATEMENT]
                 rows = connection.execute(
-                    _BEGIN, _begin_parameters(occurrence, owner, now, lease_until)
+                    _BEGIN_MANY.format(values=", ".join([_BEGIN_ROW] * len(chunk))),
+                    [p for o in chunk for p in _begin_parameters(o, owner, now, lease_until)],
                 ).fetchall()
-                began.append(_began(occurrence, owner, now, lease_until, rows))
-        return began
+                for row in rows:
+                    attempts[(row["tenant"], row["occurrence_id"])] = row["attempts"]
+        begun: list[Execution | None] = []
+        for occurrence in occurrences:
+            count = attempts.pop((occurrence.tenant, occurrence.occurrence_id), None)
+            begun.append(_begun(occurrence, count, owner, now, lease_until))
+        return begun
 
     def finish_attempt(self, execution: Execution, owner: str, outcome: AttemptOutcome) -> bool:
         with self.db.write() as connection:
@@ -746,30 +756,6 @@ def _begin_parameters(
     )
 
 
-def _began(
-    occurrence: Occurrence,
-    owner: str,
-    now: datetime,
-    lease_until: datetime,
-    rows: Sequence[sqlite3.Row],
-) -> Execution | None:
-    if not rows:
-        return None
-    return Execution(
-        tenant=occurrence.tenant,
-        occurrence_id=occurrence.occurrence_id,
-        schedule_id=occurrence.schedule_id,
-        scheduled_time=occurrence.scheduled_time,
-        status=ExecutionStatus.RUNNING,
-        attempts=rows[0]["attempts"],
-        revision=occurrence.revision,
-        started_at=utc_ms(now),
-        lease_owner=owner,
-        lease_until=utc_ms(lease_until),
-        manual=occurrence.manual,
-    )
-
-
 def _advance(
     connection: sqlite3.Connection,
     claimed: Schedule,
@@ -846,6 +832,39 @@ def _finish(
         ),
     )
     return cursor.rowcount == 1
+
+
+# ``_BEGIN`` for many occurrences in one statement (SQLite 3.35+: upsert with RETURNING).
+_BEGIN_ROW = "(?, ?, ?, ?, 'running', 1, ?, ?, ?, ?, ?)"
+_BEGIN_MANY = _BEGIN.replace(
+    "VALUES (?, ?, ?, ?, 'running', 1, ?, ?, ?, ?, ?)", "VALUES {values}"
+).replace("RETURNING attempts", "RETURNING tenant, occurrence_id, attempts")
+_BEGINS_PER_STATEMENT = 500
+
+
+def _begun(
+    occurrence: Occurrence,
+    attempts: int | None,
+    owner: str,
+    now: datetime,
+    lease_until: datetime,
+) -> Execution | None:
+    """The record begun, with its number of attempts; None if it was not (``attempts``)."""
+    if attempts is None:
+        return None
+    return Execution(
+        tenant=occurrence.tenant,
+        occurrence_id=occurrence.occurrence_id,
+        schedule_id=occurrence.schedule_id,
+        scheduled_time=occurrence.scheduled_time,
+        status=ExecutionStatus.RUNNING,
+        attempts=attempts,
+        revision=occurrence.revision,
+        started_at=utc_ms(now),
+        lease_owner=owner,
+        lease_until=utc_ms(lease_until),
+        manual=occurrence.manual,
+    )
 
 
 def _schedule(row: sqlite3.Row, secrets: SecretBox) -> Schedule:
