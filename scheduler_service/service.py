@@ -56,13 +56,8 @@ from shared.ports import (
     Store,
 )
 from shared.recurrence import build_recurrence, first_occurrence
-from shared.secrets import (
-    SecretBox,
-    carries_mask,
-    keep_masked_secrets,
-    masked_payload,
-    redact,
-)
+from shared.redaction import redact
+from shared.secrets import SecretBox, carries_mask, keep_masked_secrets, masked_payload
 from shared.settings import Settings
 from shared.ssrf import TargetPolicy, TargetRefused
 from shared.timeutil import iso_local, iso_z, load_zone
