@@ -32,7 +32,7 @@ from scheduler_service.schedules import (
 )
 from shared.errors import InvalidInput
 from shared.model import Execution
-from shared.secrets import redact
+from shared.redaction import redact
 from shared.timeutil import iso_z
 
 blp = Blueprint(

@@ -67,13 +67,8 @@ from shared.ports import (
     Store,
 )
 from shared.recurrence import build_recurrence, cpu_budget, first_occurrence
-from shared.secrets import (
-    SecretBox,
-    carries_mask,
-    keep_masked_secrets,
-    masked_payload,
-    redact,
-)
+from shared.redaction import redact
+from shared.secrets import SecretBox, carries_mask, keep_masked_secrets, masked_payload
 from shared.settings import Settings
 from shared.ssrf import TargetPolicy, TargetRefused
 from shared.timeutil import iso_local, iso_z, load_zone, to_epoch_ms

@@ -2,7 +2,7 @@
 
 Log calls pass context in ``extra`` (``event``, ``schedule_id``, ``occurrence_id``, ``tenant`` …);
 the JSON formatter writes each as a field. Header values are never passed to a log call, and
-as a second guard every line passes ``shared.secrets.redact`` as it is formatted.
+as a second guard every line passes ``shared.redaction.redact`` as it is formatted.
 HTTP and database client libraries log whole requests at DEBUG (urllib3 the request line with
 its query, botocore and pymongo the messages and documents): they log at WARNING and above only,
 whatever ``SCHEDULER_LOG_LEVEL`` says.
@@ -16,7 +16,7 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
-from shared.secrets import DEFAULT_SECRET_NAMES, redact
+from shared.redaction import DEFAULT_SECRET_NAMES, redact
 
 # Loggers of client libraries whose DEBUG and INFO lines quote requests, URLs or documents.
 CLIENT_LOGGERS = (
@@ -40,7 +40,7 @@ def _context(record: logging.LogRecord) -> dict[str, Any]:
 
 
 class RedactingFormatter(logging.Formatter):
-    """A formatter whose lines pass ``shared.secrets.redact`` (``secret_patterns`` name secrets)."""
+    """A formatter whose lines pass ``shared.redaction.redact`` with ``secret_patterns``."""
 
     def __init__(self, secret_patterns: tuple[str, ...] = DEFAULT_SECRET_NAMES) -> None:
         super().__init__()

@@ -8,6 +8,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from shared.redaction import redact
 from shared.timeutil import iso_z, parse_iso, utc_ms
 
 JSON = Any
@@ -363,7 +364,8 @@ class Execution:
 
 @dataclass(frozen=True)
 class AttemptOutcome:
-    """What one HTTP attempt ended with, as the executor records it."""
+    """What one HTTP attempt ended with, as the executor records it. An HTTP client's error may
+    quote the URL it called, query and all: ``error`` is kept redacted."""
 
     status: ExecutionStatus
     finished_at: datetime
@@ -371,6 +373,10 @@ class AttemptOutcome:
     duration_ms: float | None = None
     error: str | None = None
     next_attempt_at: datetime | None = None
+
+    def __post_init__(self) -> None:
+        if self.error is not None:
+            object.__setattr__(self, "error", redact(self.error))
 
 
 def _optional_int(value: JSON) -> int | None:

@@ -16,7 +16,8 @@ from typing import Any, get_type_hints
 from limits import parse_many
 
 from shared.errors import ConfigurationError
-from shared.secrets import DEFAULT_SECRET_NAMES, SecretBox
+from shared.redaction import DEFAULT_SECRET_NAMES
+from shared.secrets import SecretBox
 
 PREFIX = "SCHEDULER_"
 TENANT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._~-]{0,63}$")

@@ -12,7 +12,7 @@ from typing import Any
 
 from scheduler_service.schemas import METHODS, SEED_FIELDS
 from shared.model import MisfirePolicy, Schedule, Unit
-from shared.secrets import MASK
+from shared.redaction import MASK
 
 NOTATIONS = {
     "cron": "Cron line",

@@ -11,6 +11,7 @@ from scheduler_service.service import execution_view
 from shared.errors import ConfigurationError, PoisonMessage
 from shared.messages import DefinitionMutation, decode_mutation, encode_mutation
 from shared.model import (
+    AttemptOutcome,
     Every,
     Execution,
     ExecutionStatus,
@@ -19,14 +20,8 @@ from shared.model import (
     Timing,
     Unit,
 )
-from shared.secrets import (
-    DEFAULT_SECRET_NAMES,
-    SecretBox,
-    looks_secret,
-    mask_url,
-    new_secret_key,
-    redact,
-)
+from shared.redaction import DEFAULT_SECRET_NAMES, looks_secret, redact
+from shared.secrets import SecretBox, mask_url, new_secret_key
 from shared.settings import Settings
 
 MASK = "********"
@@ -167,3 +162,12 @@ def test_an_altered_sealed_payload_does_not_open() -> None:
     document["payload"]["sealed"] = f"{key_id}.{flipped}"
     with pytest.raises(ConfigurationError, match="altered"):
         box.open(document)
+
+
+def test_an_attempts_error_is_recorded_redacted() -> None:
+    outcome = AttemptOutcome(
+        ExecutionStatus.RETRYING,
+        datetime(2026, 1, 1, tzinfo=UTC),
+        error="InvalidURL: https://h.example/hook?api_key=s3cret-key&page=2",
+    )
+    assert outcome.error == f"InvalidURL: https://h.example/hook?api_key={MASK}&page=2"
