@@ -927,65 +927,81 @@ class MongoStore(Store):
         return recorded
 
     def record_skips(self, skips: Sequence[tuple[Occurrence, str]], now: datetime) -> int:
+        # Two unordered bulk_writes at most, whatever the number of skips (a burst of them
+        # follows an outage): each upsert creates a record or skips a retrying one; the records
+        # it found in another state (duplicate keys) get the guarded update of a run whose
+        # lease ran out (its executor died). A live run, or a succeeded, failed or skipped
+        # record, stays as it is.
+        if not skips:
+            return 0
         finished = utc_ms(now)
-        written = 0
+        keys = [_key(occurrence.tenant, occurrence.occurrence_id) for occurrence, _ in skips]
+        upserts = [
+            UpdateOne(
+                {"_id": key, "status": "retrying"},
+                {
+                    "$set": {
+                        "status": "skipped",
+                        "finished_at": finished,
+                        "final_at": finished,
+                        "error": reason,
+                        "next_attempt_at": None,
+                    },
+                    "$setOnInsert": {
+                        "tenant": occurrence.tenant,
+                        "occurrence_id": occurrence.occurrence_id,
+                        "schedule_id": occurrence.schedule_id,
+                        "scheduled_time": occurrence.scheduled_time,
+                        "attempts": 0,
+                        "revision": occurrence.revision,
+                        "started_at": None,
+                        "http_status": None,
+                        "duration_ms": None,
+                        "lateness_ms": None,
+                        "lease_owner": None,
+                        "lease_until": None,
+                        "manual": occurrence.manual,
+                    },
+                },
+                upsert=True,
+            )
+            for key, (occurrence, reason) in zip(keys, skips, strict=True)
+        ]
         with _transient("record_skips"):
-            for occurrence, reason in skips:
-                try:
-                    result = self.executions.update_one(
-                        {
-                            "_id": _key(occurrence.tenant, occurrence.occurrence_id),
-                            "status": "retrying",
-                        },
-                        {
-                            "$set": {
-                                "status": "skipped",
-                                "finished_at": finished,
-                                "final_at": finished,
-                                "error": reason,
-                                "next_attempt_at": None,
+            try:
+                done = self.executions.bulk_write(upserts, ordered=False)
+                written = done.upserted_count + done.matched_count
+                taken: set[int] = set()
+            except BulkWriteError as exc:
+                errors = exc.details.get("writeErrors", [])
+                if any(error.get("code") != _DUPLICATE_KEY for error in errors):
+                    raise
+                written = int(exc.details.get("nUpserted", 0)) + int(exc.details.get("nMatched", 0))
+                taken = {error["index"] for error in errors}
+            # The first skip of each record found in another state, with its reason.
+            firsts = {keys[index]: index for index in sorted(taken, reverse=True)}
+            if firsts:
+                expired = self.executions.bulk_write(
+                    [
+                        UpdateOne(
+                            {"_id": key, "status": "running", "lease_until": {"$lt": finished}},
+                            {
+                                "$set": {
+                                    "status": "skipped",
+                                    "finished_at": finished,
+                                    "final_at": finished,
+                                    "error": skips[index][1],
+                                    "next_attempt_at": None,
+                                    "lease_owner": None,
+                                    "lease_until": None,
+                                }
                             },
-                            "$setOnInsert": {
-                                "tenant": occurrence.tenant,
-                                "occurrence_id": occurrence.occurrence_id,
-                                "schedule_id": occurrence.schedule_id,
-                                "scheduled_time": occurrence.scheduled_time,
-                                "attempts": 0,
-                                "revision": occurrence.revision,
-                                "started_at": None,
-                                "http_status": None,
-                                "duration_ms": None,
-                                "lateness_ms": None,
-                                "lease_owner": None,
-                                "lease_until": None,
-                                "manual": occurrence.manual,
-                            },
-                        },
-                        upsert=True,
-                    )
-                except DuplicateKeyError:
-                    # Running with a lease that ran out (its executor died): skipped too. A live
-                    # run, or a succeeded, failed or skipped record, stays as it is.
-                    result = self.executions.update_one(
-                        {
-                            "_id": _key(occurrence.tenant, occurrence.occurrence_id),
-                            "status": "running",
-                            "lease_until": {"$lt": finished},
-                        },
-                        {
-                            "$set": {
-                                "status": "skipped",
-                                "finished_at": finished,
-                                "final_at": finished,
-                                "error": reason,
-                                "next_attempt_at": None,
-                                "lease_owner": None,
-                                "lease_until": None,
-                            }
-                        },
-                    )
-                if result.matched_count or result.upserted_id is not None:
-                    written += 1
+                        )
+                        for key, index in firsts.items()
+                    ],
+                    ordered=False,
+                )
+                written += expired.matched_count
         return written
 
     def get_execution(self, tenant: str, occurrence_id: str) -> Execution | None:

@@ -105,3 +105,15 @@ def test_a_batch_with_redeliveries_costs_a_few_commands_more_not_one_per_item(
     again = store.begin_attempts(due, "executor-2", later, later + MINUTE)
     assert [execution.attempts if execution else None for execution in again] == [2] * 20 + [1] * 20
     assert commands.take() <= 4  # insert, two guarded updates, one read
+
+
+def test_skips_cost_two_commands_at_most_whatever_their_number(
+    counted: tuple[MongoStore, Commands],
+) -> None:
+    store, commands = counted
+    due = [occurrence(f"s{number:03d}") for number in range(30)]
+    assert all(store.begin_attempts(due[:10], "executor-1", T0, T0 + SECOND))
+    commands.take()
+    later = T0 + MINUTE
+    assert store.record_skips([(item, "missed") for item in due], later) == 30
+    assert commands.take() == 2  # the upserts, then the runs whose lease ran out

@@ -176,3 +176,30 @@ def test_settle_attempts_counts_a_run_once_when_an_outcome_is_given_twice(store:
     ]
     schedule = store.get_schedule(TENANT, "s1")
     assert schedule is not None and schedule.run_count == 1
+
+
+def test_record_skips_of_a_mixed_batch_writes_only_what_its_guards_allow(store: Store) -> None:
+    items = {name: occurrence(name) for name in ("new", "retrying", "expired", "live", "done")}
+    for name in ("retrying", "expired", "live", "done"):
+        lease = T0 + (SECOND if name == "expired" else MINUTE)
+        began = store.begin_attempt(items[name], "executor-1", T0, lease)
+        assert began is not None
+        if name in ("retrying", "done"):
+            status = ExecutionStatus.RETRYING if name == "retrying" else ExecutionStatus.SUCCEEDED
+            outcome = AttemptOutcome(status, T0 + SECOND, 503, 1.0, None, T0 + MINUTE)
+            assert store.finish_attempt(began, "executor-1", outcome)
+    now = T0 + 30 * SECOND
+    skips = [(items[name], f"skipped {name}") for name in items] + [(items["new"], "again")]
+    assert store.record_skips(skips, now) == 3  # new, retrying, expired; "new" once
+    statuses = {}
+    for name, item in items.items():
+        record = store.get_execution(TENANT, item.occurrence_id)
+        assert record is not None
+        statuses[name] = (record.status.value, record.error)
+    assert statuses == {
+        "new": ("skipped", "skipped new"),
+        "retrying": ("skipped", "skipped retrying"),
+        "expired": ("skipped", "skipped expired"),
+        "live": ("running", None),
+        "done": ("succeeded", None),
+    }
