@@ -738,21 +738,7 @@ class MongoStore(Store):
         with _transient("begin_attempt"):
             for _ in range(_ROUNDS):
                 # The first delivery of an occurrence, the common case: a new record.
-                record: Document = {
-                    "_id": key,
-                    "tenant": occurrence.tenant,
-                    "occurrence_id": occurrence.occurrence_id,
-                    "schedule_id": occurrence.schedule_id,
-                    "scheduled_time": occurrence.scheduled_time,
-                    "attempts": 1,
-                    "finished_at": None,
-                    "http_status": None,
-                    "duration_ms": None,
-                    "lateness_ms": None,
-                    "error": None,
-                    "manual": occurrence.manual,
-                    **attempt,
-                }
+                record = _first_attempt(occurrence, attempt)
                 try:
                     self.executions.insert_one(record)
                     return _execution(record)
@@ -803,22 +789,7 @@ class MongoStore(Store):
             "begin_token": token,
         }
         records = [
-            {
-                "_id": _key(occurrence.tenant, occurrence.occurrence_id),
-                "tenant": occurrence.tenant,
-                "occurrence_id": occurrence.occurrence_id,
-                "schedule_id": occurrence.schedule_id,
-                "scheduled_time": occurrence.scheduled_time,
-                "attempts": 1,
-                "revision": occurrence.revision,
-                "finished_at": None,
-                "http_status": None,
-                "duration_ms": None,
-                "lateness_ms": None,
-                "error": None,
-                "manual": occurrence.manual,
-                **attempt,
-            }
+            _first_attempt(occurrence, {**attempt, "revision": occurrence.revision})
             for occurrence in occurrences
         ]
         began: list[Execution | None] = [None] * len(records)
@@ -1096,6 +1067,25 @@ class MongoStore(Store):
                 {"$set": {"discarded_at": utc_ms(now)}},
             )
         return result.modified_count == 1
+
+
+def _first_attempt(occurrence: Occurrence, attempt: Mapping[str, Any]) -> Document:
+    """The record of an occurrence's first attempt: ``attempt`` says who runs it, until when."""
+    return {
+        "_id": _key(occurrence.tenant, occurrence.occurrence_id),
+        "tenant": occurrence.tenant,
+        "occurrence_id": occurrence.occurrence_id,
+        "schedule_id": occurrence.schedule_id,
+        "scheduled_time": occurrence.scheduled_time,
+        "attempts": 1,
+        "finished_at": None,
+        "http_status": None,
+        "duration_ms": None,
+        "lateness_ms": None,
+        "error": None,
+        "manual": occurrence.manual,
+        **attempt,
+    }
 
 
 def _held_or_final(document: Mapping[str, Any], started: datetime) -> bool:
