@@ -65,6 +65,14 @@ def stored_payload(api: ApiUnderTest, schedule_id: str) -> Any:
     return schedule.live_definition.payload
 
 
+def assert_stored_whole(api: ApiUnderTest, schedule_id: str) -> None:
+    """What the processor and the executor read back: every secret as it was sent."""
+    payload = stored_payload(api, schedule_id)
+    assert payload.url == URL
+    assert dict(payload.headers) == PAYLOAD["headers"]
+    assert dict(payload.query) == PAYLOAD["queryParameters"]
+
+
 def assert_no_secret(text: str) -> None:
     for value in SECRET_VALUES:
         assert value not in text
@@ -80,11 +88,7 @@ def test_the_queue_1_message_and_the_stored_row_hold_no_secret(api: ApiUnderTest
     database = api.backends.store.db  # type: ignore[attr-defined]
     (row,) = database.connection().execute("SELECT * FROM schedules").fetchall()
     assert_no_secret(json.dumps(dict(row)))
-    # The processor and the executor read them back whole.
-    payload = stored_payload(api, "s1")
-    assert payload.url == URL
-    assert dict(payload.headers) == PAYLOAD["headers"]
-    assert dict(payload.query) == PAYLOAD["queryParameters"]
+    assert_stored_whole(api, "s1")
 
 
 def test_no_answer_shows_a_secret_by_name_or_by_shape(api: ApiUnderTest) -> None:
@@ -120,10 +124,7 @@ def test_a_replace_that_sends_the_masks_back_keeps_the_stored_secrets(api: ApiUn
     assert put(api, "s1", renamed).status_code == 202
     api.apply()
     assert api.client.get(f"{API}/schedule/s1").get_json()["name"] == "renamed"
-    payload = stored_payload(api, "s1")
-    assert payload.url == URL
-    assert dict(payload.headers) == PAYLOAD["headers"]
-    assert dict(payload.query) == PAYLOAD["queryParameters"]
+    assert_stored_whole(api, "s1")
 
 
 def test_a_replace_with_a_new_value_replaces_the_secret_unread(api: ApiUnderTest) -> None:
