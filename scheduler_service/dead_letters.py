@@ -86,9 +86,11 @@ def list_dead_letters(query: dict[str, Any]) -> dict[str, Any]:
 @problem_response(404, NO_DEAD_LETTER)
 @problems()
 def replay_dead_letter(occurrence_id: str) -> dict[str, Any]:
-    """Fire the occurrence again, now: the same occurrence id and `Idempotency-Key`, the
-    schedule's current payload, recorded in its history as one more attempt. It leaves the
-    list; if it fails again it is back. Even while the schedule is paused."""
+    """Replay a dead letter now
+
+    The same occurrence id and `Idempotency-Key`, the schedule's current payload, recorded in
+    its history as one more attempt. It leaves the list; if it fails again it is back. Even
+    while the schedule is paused."""
     reopened = service().replay(g.tenant, occurrence_id)
     return {
         "id": occurrence_id,
@@ -104,6 +106,8 @@ def replay_dead_letter(occurrence_id: str) -> dict[str, Any]:
 @problem_response(404, NO_DEAD_LETTER)
 @problems()
 def discard_dead_letter(occurrence_id: str) -> dict[str, Any]:
-    """Take the dead letter off the list for good; it stays `failed` in the history."""
+    """Discard a dead letter
+
+    Off the list for good; it stays `failed` in the history."""
     service().discard(g.tenant, occurrence_id)
     return {"id": occurrence_id, "status": "discarded"}

@@ -261,11 +261,13 @@ class ScheduleResource(MethodView):
     @blp.doc(operationId="patchSchedule")
     @problems(400, 404, 409, 413, 415)
     def patch(self, patch: dict[str, Any], headers: dict[str, Any], schedule_id: str) -> Response:
-        """Change some fields without resending the rest: a JSON merge patch (RFC 7396) onto
-        the stored schedule (objects merge, `null` removes a member), then validated and
-        accepted as a `PUT` of the result: a new revision, the same answers. Secret values not
-        sent stay as stored. A `schedule` naming its form (`at`, `interval`, `cron`, `rrule`,
-        `start_date`) replaces the stored one whole."""
+        """Change some fields without resending the rest
+
+        A JSON merge patch (RFC 7396) onto the stored schedule (objects merge, `null`
+        removes a member), then validated and accepted as a `PUT` of the result: a new
+        revision, the same answers. Secret values not sent stay as stored. A `schedule`
+        naming its form (`at`, `interval`, `cron`, `rrule`, `start_date`) replaces the
+        stored one whole."""
         check_id(schedule_id)
         if patch.get("id") not in (None, schedule_id):
             raise InvalidInput({"id": f"does not match the id in the path ({schedule_id!r})"})
@@ -339,11 +341,13 @@ def trigger_schedule(schedule_id: str) -> dict[str, Any]:
 @blp.doc(operationId="backfillSchedule")
 @problems(400, 404, 413, 415)
 def backfill_schedule(body: dict[str, Any], schedule_id: str) -> dict[str, Any]:
-    """Run the occurrences of a past range (`from` included, `to` excluded, at most 366 days
-    and 1,000 occurrences) that did not run: `fire_all` each, `fire_once` only the latest.
-    Each has its normal occurrence id (and `Idempotency-Key`), so the receiver can
-    deduplicate; those that already succeeded, failed (see dead letters) or are in flight are
-    left out. They run now, as manual runs: even while paused, whatever the grace."""
+    """Run the occurrences of a past range that did not run
+
+    The range: `from` included, `to` excluded, at most 366 days and 1,000 occurrences. Those
+    that did not run: `fire_all` each, `fire_once` only the latest. Each has its normal
+    occurrence id (and `Idempotency-Key`), so the receiver can deduplicate; those that already
+    succeeded, failed (see dead letters) or are in flight are left out. They run now, as manual
+    runs: even while paused, whatever the grace."""
     done = service().backfill(g.tenant, schedule_id, body["start"], body["end"], body["policy"])
     return {
         "id": schedule_id,
@@ -359,9 +363,10 @@ def backfill_schedule(body: dict[str, Any], schedule_id: str) -> dict[str, Any]:
 @blp.doc(operationId="listExecutions")
 @problems(400, 404)
 def list_executions(query: dict[str, Any], schedule_id: str) -> dict[str, Any]:
-    """The run history, newest first: status, attempts, HTTP status, duration, lateness, error.
-    A deleted schedule's history stays readable (`schedule_status: deleted`) until retention
-    removes it."""
+    """The run history, newest first
+
+    Status, attempts, HTTP status, duration, lateness, error. A deleted schedule's history stays
+    readable (`schedule_status: deleted`) until retention removes it."""
     cursor = _decode_cursor(query.get("cursor"), "e")
     if cursor is not None and not EXECUTIONS_CURSOR.match(cursor):
         raise InvalidInput({"cursor": "not a cursor this endpoint gave"})

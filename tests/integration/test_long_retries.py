@@ -26,12 +26,12 @@ from tests.integration.test_guarantees import (
     history,
 )
 from tests.integration.test_queue_contract import QueuePair, queues  # noqa: F401
-from tests.support.harness import running_pipeline, sqlite_settings
+from tests.support.harness import TEST_SECRETS, running_pipeline, sqlite_settings
 from tests.support.receiver import running_receiver
 
 
 def executor_on(pair: QueuePair, tmp_path: Path) -> Executor:
-    store = SqliteStore(SqliteDatabase(tmp_path / "store.db"))
+    store = SqliteStore(SqliteDatabase(tmp_path / "store.db"), secrets=TEST_SECRETS)
     store.ensure_indexes()
     settings = sqlite_settings(tmp_path, receive_wait_seconds=1.0)
     return Executor(store, pair.queue, pair.dead_letters, HttpSender(), settings)

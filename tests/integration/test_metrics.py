@@ -20,7 +20,7 @@ from shared.logs import JsonFormatter
 from shared.metrics import BackendCollector
 from shared.model import Every, Payload, ScheduleDefinition, Timing, Unit
 from shared.ports import Queues
-from tests.support.harness import API, Pipeline, running_pipeline, sqlite_settings
+from tests.support.harness import API, TEST_SECRETS, Pipeline, running_pipeline, sqlite_settings
 from tests.support.receiver import running_receiver
 
 
@@ -107,7 +107,7 @@ def test_the_schedules_gauge_counts_the_store_at_most_once_per_max_age(tmp_path:
             counted.append(1)
             return super().count_schedules()
 
-    store = CountingStore(database)
+    store = CountingStore(database, secrets=TEST_SECRETS)
     store.ensure_indexes()
     queues = Queues(*(SqliteQueue(database, name) for name in ("q1", "q2", "dl")))
     for queue in (queues.mutations, queues.occurrences, queues.dead_letters):

@@ -15,6 +15,7 @@ from shared.errors import Transient
 from shared.messages import encode_occurrence
 from shared.model import AttemptOutcome, Execution, ExecutionStatus, Occurrence
 from shared.ports import OutgoingMessage, SystemClock
+from tests.support.harness import TEST_SECRETS
 
 OWNER = "executor:test"
 
@@ -23,7 +24,7 @@ class FlakyStore(SqliteStore):
     """Fails the first ``failures`` calls of ``settle_attempts``, as a store in an election."""
 
     def __init__(self, database: SqliteDatabase, failures: int) -> None:
-        super().__init__(database)
+        super().__init__(database, secrets=TEST_SECRETS)
         self.failures = failures
         self.calls = 0
 
