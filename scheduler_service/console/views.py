@@ -31,10 +31,13 @@ from werkzeug.exceptions import Forbidden
 
 from scheduler_service.auth import Authenticator, AuthFailure
 from scheduler_service.console import forms
+from scheduler_service.dead_letters import dead_letter_view
 from scheduler_service.errors import flatten
-from scheduler_service.schedules import definition_from
+from scheduler_service.schedules import EXECUTIONS_CURSOR, definition_from
 from scheduler_service.schemas import SCHEDULE_ID, PreviewSchema, ScheduleBodySchema
 from scheduler_service.service import (
+    NoDeadLetter,
+    NotReplayable,
     QuotaExceeded,
     ScheduleService,
     execution_view,
@@ -59,6 +62,8 @@ NEXT_TIMES = 10
 OVERVIEW_SCHEDULES = 2_000
 RECENT_SCHEDULES = 50
 RECENT_RUNS_PER_SCHEDULE = 500
+# The overview counts the dead letters of one page, and says when there are more.
+OVERVIEW_DEAD_LETTERS = 25
 
 blp = Blueprint(
     "console",
@@ -127,7 +132,7 @@ def htmx_redirect(target: str) -> Response:
 
 @blp.errorhandler(NotFound)
 def not_found(exc: NotFound) -> tuple[str, int]:
-    return page("console/missing.html", schedule_id=exc.args[0] if exc.args else ""), 404
+    return page("console/missing.html", missing=exc.args[0] if exc.args else ""), 404
 
 
 @blp.errorhandler(Transient)
@@ -142,11 +147,18 @@ def page(template: str, **context: Any) -> str:
 # -- login --------------------------------------------------------------------------------
 
 
-@blp.route("/login", methods=["GET", "POST"])
-def login() -> Response | str | tuple[str, int]:
+def console_target(default: str) -> str:
+    """The request's ``next``, a console page (never the login page nor another site), or
+    ``default``."""
     target = request.values.get("next", "")
     if not target.startswith(f"{PREFIX}/") or target.startswith(f"{PREFIX}/login"):
-        target = url_for("console.overview")
+        return default
+    return target
+
+
+@blp.route("/login", methods=["GET", "POST"])
+def login() -> Response | str | tuple[str, int]:
+    target = console_target(url_for("console.overview"))
     if request.method == "GET":
         return page("console/login.html", target=target, error=None)
     key = request.form.get("api_key", "").strip()
@@ -190,6 +202,8 @@ class Overview:
     failures_day: int = 0
     lateness_ms: list[float] = field(default_factory=list)
     recent_complete: bool = True
+    dead_letters: int = 0
+    more_dead_letters: bool = False
 
     def lateness(self, quantile: int) -> float | None:
         if not self.lateness_ms:
@@ -247,6 +261,9 @@ def overview_of(tenant: str, now: datetime) -> Overview:
         reverse=True,
     )
     overview.recent_complete = len(recent) <= RECENT_SCHEDULES
+    waiting = service().list_dead_letters(tenant, OVERVIEW_DEAD_LETTERS, None)
+    overview.dead_letters = len(waiting.items)
+    overview.more_dead_letters = waiting.next_cursor is not None
     for schedule in recent[:RECENT_SCHEDULES]:
         runs, complete = runs_since(tenant, schedule.schedule_id, day_ago)
         overview.recent_complete &= complete
@@ -419,6 +436,93 @@ def act(schedule_id: str, action: str) -> Response:
     else:
         scheduler.trigger(g.tenant, schedule_id)
     return htmx_redirect(url_for("console.schedule", schedule_id=schedule_id))
+
+
+@blp.route("/runs/<occurrence_id>")
+def run(occurrence_id: str) -> str:
+    """One occurrence's record, as its schedule's history shows it (the tenant's only)."""
+    record = service().store.get_execution(g.tenant, occurrence_id)
+    if record is None:
+        raise NotFound(occurrence_id)
+    return page(
+        "console/run.html",
+        run=execution_view(record, service().settings.secret_headers),
+    )
+
+
+# -- dead letters -------------------------------------------------------------------------
+
+
+# Why a replay or discard was refused, as the list shows it (``?gone=<id>`` and so on).
+REFUSALS = {
+    "gone": "No dead letter {id}: replayed or discarded already, or another tenant's.",
+    "unreplayable": "Not replayed: the schedule of {id} is deleted, so a replay would not fire. "
+    "Discard it instead.",
+}
+
+
+def dead_letters_page(problem: str | None, status: int) -> tuple[str, int]:
+    errors: dict[str, list[str]] = {}
+    cursor = request.args.get("cursor") or None
+    if cursor is not None and not EXECUTIONS_CURSOR.match(cursor):
+        errors["cursor"] = ["not a cursor this page gave"]
+    items: list[dict[str, Any]] = []
+    next_cursor = None
+    if not errors:
+        scheduler = service()
+        found = scheduler.list_dead_letters(g.tenant, PAGE_SIZE, cursor)
+        secret_patterns = scheduler.settings.secret_headers
+        items = [dead_letter_view(item, secret_patterns) for item in found.items]
+        next_cursor = found.next_cursor
+    html = page(
+        "console/dead_letters.html",
+        items=items,
+        next_cursor=next_cursor,
+        paged=cursor is not None,
+        errors=errors,
+        problem=problem,
+    )
+    return html, 400 if errors else status
+
+
+@blp.route("/dead-letters")
+def dead_letters() -> tuple[str, int]:
+    problem = next(
+        (
+            message.format(id=request.args[why])
+            for why, message in REFUSALS.items()
+            if request.args.get(why)
+        ),
+        None,
+    )
+    return dead_letters_page(problem, 200)
+
+
+@blp.route("/dead-letters/<occurrence_id>/<any(replay, discard):action>", methods=["POST"])
+def dead_letter(occurrence_id: str, action: str) -> Response | tuple[str, int]:
+    """Replay or discard one dead letter through the service the API uses: the same tenant
+    rules, the same refusals (404 none by that id, 409 its schedule deleted)."""
+    try:
+        if action == "replay":
+            service().replay(g.tenant, occurrence_id)
+        else:
+            service().discard(g.tenant, occurrence_id)
+    except NoDeadLetter:
+        return refused(occurrence_id, "gone", 404)
+    except NotReplayable:
+        return refused(occurrence_id, "unreplayable", 409)
+    done: dict[str, Any] = {"replayed" if action == "replay" else "discarded": occurrence_id}
+    return htmx_redirect(console_target(url_for("console.dead_letters", **done)))
+
+
+def refused(occurrence_id: str, why: str, status: int) -> Response | tuple[str, int]:
+    """htmx is sent to the list, which says why; a plain form gets that list at once."""
+    if request.headers.get("HX-Request"):
+        response = Response(status=status)
+        reason: dict[str, Any] = {why: occurrence_id}
+        response.headers["HX-Redirect"] = url_for("console.dead_letters", **reason)
+        return response
+    return dead_letters_page(REFUSALS[why].format(id=occurrence_id), status)
 
 
 # -- create, edit, preview ----------------------------------------------------------------

@@ -5,15 +5,20 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
+from datetime import timedelta
+from html import unescape
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from flask.testing import FlaskClient
 
 from scheduler_service.console.views import Overview
+from shared.model import AttemptOutcome, ExecutionStatus, Occurrence
 from tests.support.api import ApiUnderTest, api_under_test
 
 ACME_KEY = "sk_console_acme_0123456789"
@@ -225,3 +230,136 @@ def test_the_overview_lateness_percentiles() -> None:
     spread = Overview(lateness_ms=[float(ms) for ms in range(1, 101)])
     assert spread.lateness(50) == pytest.approx(50.5)
     assert spread.lateness(99) == pytest.approx(99.01)
+
+
+# -- dead letters and runs ------------------------------------------------------------------
+
+
+def dead_letter(api: ApiUnderTest, tenant: str, schedule_id: str, minutes_ago: int) -> str:
+    """One occurrence of the schedule that failed for good (its only attempt got a 401)."""
+    stored = api.backends.store.get_schedule(tenant, schedule_id)
+    assert stored is not None
+    now = api.clock.now()
+    moment = now.replace(second=0, microsecond=0) - timedelta(minutes=minutes_ago)
+    occurrence = Occurrence(tenant, schedule_id, stored.revision, moment)
+    execution = api.backends.store.begin_attempt(occurrence, "x", now, now + timedelta(seconds=30))
+    assert execution is not None
+    outcome = AttemptOutcome(
+        ExecutionStatus.FAILED,
+        now - timedelta(milliseconds=minutes_ago),
+        http_status=401,
+        error="HTTP 401 from https://hooks.example.com/run?token=abc123",
+    )
+    api.backends.store.finish_attempt(execution, "x", outcome)
+    return occurrence.occurrence_id
+
+
+def listed(html: str) -> list[str]:
+    return [
+        unescape(found) for found in re.findall(r'<tr class="dead-letter" data-id="([^"]+)"', html)
+    ]
+
+
+def test_dead_letters_are_paged_counted_replayed_and_discarded(api: ApiUnderTest) -> None:
+    log_in(api.client, ACME_KEY)
+    api.client.post("/console/schedules/new", data=form(id="hook"))
+    api.apply()
+    ids = [dead_letter(api, "acme", "hook", minutes) for minutes in range(1, 28)]
+
+    overview = text(api.client.get("/console/"))
+    assert re.search(r'id="dead-letters-waiting"><span class="figure">25\+<', overview)
+    first = text(api.client.get("/console/dead-letters"))
+    assert listed(first) == ids[:25]  # the latest failure first
+    assert "HTTP 401" in first and "abc123" not in first
+    cursor = re.search(r'id="next-page" href="([^"]+)"', first)
+    assert cursor is not None
+    second = text(api.client.get(unescape(cursor.group(1))))
+    assert listed(second) == ids[25:] and 'id="next-page"' not in second
+    bad = api.client.get("/console/dead-letters?cursor=nonsense")
+    assert bad.status_code == 400 and "cursor" in errors_beside_fields(text(bad))
+
+    replayed = api.client.post(
+        f"/console/dead-letters/{ids[0]}/replay", headers={"HX-Request": "true"}
+    )
+    assert replayed.status_code == 204
+    target = urlsplit(replayed.headers["HX-Redirect"])
+    assert target.path == "/console/dead-letters"
+    assert parse_qs(target.query) == {"replayed": [ids[0]]}
+    assert api.occurrences_queued() == 1
+    after = text(api.client.get(replayed.headers["HX-Redirect"]))
+    assert f"Replayed <code>{ids[0]}</code>" in after and ids[0] not in listed(after)
+    again = api.client.post(
+        f"/console/dead-letters/{ids[0]}/replay", headers={"HX-Request": "true"}
+    )
+    assert again.status_code == 404
+    assert "replayed or discarded already" in text(api.client.get(again.headers["HX-Redirect"]))
+    assert api.occurrences_queued() == 1
+
+    discarded = api.client.post(f"/console/dead-letters/{ids[1]}/discard")
+    assert discarded.status_code == 303
+    remaining = listed(text(api.client.get("/console/dead-letters")))
+    assert ids[1] not in remaining and ids[2] in remaining
+    twice = api.client.post(f"/console/dead-letters/{ids[1]}/discard")
+    assert twice.status_code == 404 and "replayed or discarded already" in text(twice)
+    history = api.backends.store.get_execution("acme", ids[1])
+    assert history is not None and history.status is ExecutionStatus.FAILED
+
+
+def test_a_dead_letter_of_a_deleted_schedule_is_not_replayed_but_can_be_discarded(
+    api: ApiUnderTest,
+) -> None:
+    log_in(api.client, ACME_KEY)
+    api.client.post("/console/schedules/new", data=form(id="gone"))
+    api.apply()
+    occurrence_id = dead_letter(api, "acme", "gone", 1)
+    api.client.post("/console/schedules/gone/delete")
+    refused = api.client.post(f"/console/dead-letters/{occurrence_id}/replay")
+    assert refused.status_code == 409 and "is deleted" in text(refused)
+    assert api.occurrences_queued() == 0
+    assert api.client.post(f"/console/dead-letters/{occurrence_id}/discard").status_code == 303
+    assert listed(text(api.client.get("/console/dead-letters"))) == []
+
+
+def test_another_tenants_dead_letters_are_neither_shown_nor_touched(api: ApiUnderTest) -> None:
+    log_in(api.client, ACME_KEY)
+    api.client.post("/console/schedules/new", data=form(id="acme-hook"))
+    api.apply()
+    occurrence_id = dead_letter(api, "acme", "acme-hook", 1)
+    other = api.app.test_client()
+    log_in(other, GLOBEX_KEY)
+    assert listed(text(other.get("/console/dead-letters"))) == []
+    assert 'id="dead-letters-waiting"><span class="figure">0<' in text(other.get("/console/"))
+    assert other.post(f"/console/dead-letters/{occurrence_id}/replay").status_code == 404
+    assert other.post(f"/console/dead-letters/{occurrence_id}/discard").status_code == 404
+    assert other.get(f"/console/runs/{occurrence_id}").status_code == 404
+    assert api.occurrences_queued() == 0
+    assert listed(text(api.client.get("/console/dead-letters"))) == [occurrence_id]
+
+
+def test_each_recent_run_links_to_its_occurrence_and_a_failed_one_offers_replay(
+    api: ApiUnderTest,
+) -> None:
+    log_in(api.client, ACME_KEY)
+    api.client.post("/console/schedules/new", data=form(id="report"))
+    api.apply()
+    occurrence_id = dead_letter(api, "acme", "report", 1)
+    schedule_page = text(api.client.get("/console/schedules/report"))
+    link = re.search(
+        r'<tr class="run" data-status="failed">\s*<td><a href="([^"]+)"', schedule_page
+    )
+    assert link is not None
+    run_page = api.client.get(unescape(link.group(1)))
+    assert run_page.status_code == 200
+    shown = text(run_page)
+    assert unescape(re.findall(r'<code id="occurrence">([^<]+)</code>', shown)[0]) == occurrence_id
+    assert "<td>401</td>" in shown and "abc123" not in shown
+    assert 'id="replay"' in shown
+    button = re.search(r'class="replay" hx-post="([^"]+)" hx-vals=\'([^\']+)\'', schedule_page)
+    assert button is not None
+    back = json.loads(unescape(button.group(2)))
+    replayed = api.client.post(unescape(button.group(1)), data=back, headers={"HX-Request": "true"})
+    assert replayed.headers["HX-Redirect"] == "/console/schedules/report"
+    assert api.occurrences_queued() == 1
+    refreshed = text(api.client.get("/console/schedules/report/runs"))
+    assert 'data-status="retrying"' in refreshed and 'class="replay"' not in refreshed
+    assert api.client.get("/console/runs/report:nonsense").status_code == 404
