@@ -1,5 +1,6 @@
 """The console and ``/docs`` in a real browser: log in, create a schedule through the form,
-see the preview, pause it, trigger it and see the run appear; a screenshot of each page."""
+see the preview, pause it, trigger it and see the run appear; see a failing webhook's dead
+letter and replay it; a screenshot of each page."""
 
 from __future__ import annotations
 
@@ -13,18 +14,33 @@ from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.select import Select
 from selenium.webdriver.support.wait import WebDriverWait
 
-from tests.support.harness import Pipeline, running_pipeline, sqlite_settings
-from tests.support.receiver import Receiver, running_receiver
+from tests.support.harness import API, Pipeline, running_pipeline, sqlite_settings
+from tests.support.receiver import Call, Receiver, running_receiver
 from tests.support.serving import serving
 
 API_KEY = "sk_browser_acme_0123456789"
 
 
+class Answers:
+    """The receiver's answer: 400 (not retried, so a dead letter at once) while ``failing``."""
+
+    def __init__(self) -> None:
+        self.failing = False
+
+    def __call__(self, call: Call) -> tuple[int, dict[str, str]]:
+        return (400 if self.failing else 200), {}
+
+
 @pytest.fixture
-def site(tmp_path: Path) -> Iterator[tuple[str, Pipeline, Receiver]]:
+def answers() -> Answers:
+    return Answers()
+
+
+@pytest.fixture
+def site(tmp_path: Path, answers: Answers) -> Iterator[tuple[str, Pipeline, Receiver]]:
     settings = sqlite_settings(tmp_path, api_auth="keys", api_keys=(f"acme:{API_KEY}",))
     with (
-        running_receiver() as receiver,
+        running_receiver(answers) as receiver,
         running_pipeline(settings) as pipeline,
         serving(pipeline.app) as url,
     ):
@@ -43,10 +59,7 @@ def shoot(browser: webdriver.Chrome, artifacts: Path, name: str) -> None:
     assert browser.save_screenshot(str(artifacts / f"{name}.png"))
 
 
-def test_create_preview_pause_trigger_and_see_the_run(
-    browser: webdriver.Chrome, site: tuple[str, Pipeline, Receiver], artifacts: Path
-) -> None:
-    url, _, receiver = site
+def log_in(browser: webdriver.Chrome, url: str, artifacts: Path) -> None:
     browser.get(f"{url}/console/")
     wait(browser).until(expected_conditions.url_contains("/console/login"))
     shoot(browser, artifacts, "login")
@@ -55,6 +68,13 @@ def test_create_preview_pause_trigger_and_see_the_run(
     wait(browser).until(
         expected_conditions.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Overview")
     )
+
+
+def test_create_preview_pause_trigger_and_see_the_run(
+    browser: webdriver.Chrome, site: tuple[str, Pipeline, Receiver], artifacts: Path
+) -> None:
+    url, _, receiver = site
+    log_in(browser, url, artifacts)
     shoot(browser, artifacts, "overview-empty")
 
     browser.find_element(By.LINK_TEXT, "New schedule").click()
@@ -137,6 +157,72 @@ def test_create_preview_pause_trigger_and_see_the_run(
     wait(browser).until(expected_conditions.presence_of_element_located((By.ID, "fires-day")))
     assert text_of(browser, "#fires-day") == "1"
     shoot(browser, artifacts, "overview")
+
+
+def test_a_failing_webhooks_dead_letter_is_seen_and_replayed(
+    browser: webdriver.Chrome,
+    site: tuple[str, Pipeline, Receiver],
+    answers: Answers,
+    artifacts: Path,
+) -> None:
+    url, pipeline, receiver = site
+    body = {
+        "name": "flaky hook",
+        "schedule": {"cron": "0 3 1 1 *", "timezone": "UTC"},
+        "payload": {"method": "POST", "url": f"{receiver.url}/hook", "body": {"n": 1}},
+        "retry": {"max_attempts": 1},
+    }
+    created = pipeline.client.put(
+        f"{API}/schedule/flaky", json=body, headers={"X-API-Key": API_KEY}
+    )
+    assert created.status_code == 202, created.get_json()
+    answers.failing = True
+    log_in(browser, url, artifacts)
+    browser.get(f"{url}/console/schedules/flaky?accepted=1")
+    wait(browser).until(expected_conditions.presence_of_element_located((By.ID, "trigger")))
+    browser.find_element(By.ID, "trigger").click()
+    wait(browser).until(expected_conditions.alert_is_present()).accept()
+    wait(browser, 30).until(
+        expected_conditions.presence_of_element_located(
+            (By.CSS_SELECTOR, '#run-list tr.run[data-status="failed"] button.replay')
+        )
+    )
+    assert "400" in text_of(browser, "#run-list tr.run")
+
+    browser.find_element(By.LINK_TEXT, "Overview").click()
+    waiting = wait(browser).until(
+        expected_conditions.presence_of_element_located((By.ID, "dead-letters-waiting"))
+    )
+    assert waiting.text.startswith("1")
+    waiting.click()
+    wait(browser).until(
+        expected_conditions.presence_of_element_located((By.CSS_SELECTOR, "tr.dead-letter"))
+    )
+    row = text_of(browser, "tr.dead-letter")
+    assert "flaky" in row and "HTTP 400" in row
+    shoot(browser, artifacts, "dead-letters")
+
+    answers.failing = False
+    browser.find_element(By.CSS_SELECTOR, "tr.dead-letter button.replay").click()
+    wait(browser).until(expected_conditions.presence_of_element_located((By.ID, "done")))
+    assert "Replayed" in text_of(browser, "#done")
+    assert not browser.find_elements(By.CSS_SELECTOR, "tr.dead-letter")
+    calls = receiver.wait_for(2, 30)
+    assert len(calls) == 2
+    assert calls[0].headers["idempotency-key"] == calls[1].headers["idempotency-key"]
+    shoot(browser, artifacts, "dead-letters-replayed")
+
+    browser.get(f"{url}/console/schedules/flaky")
+    wait(browser, 30).until(
+        expected_conditions.presence_of_element_located(
+            (By.CSS_SELECTOR, '#run-list tr.run[data-status="succeeded"]')
+        )
+    )
+    browser.find_element(By.CSS_SELECTOR, "#run-list tr.run td a").click()
+    wait(browser).until(expected_conditions.presence_of_element_located((By.ID, "occurrence")))
+    assert text_of(browser, "#occurrence").startswith("flaky:")
+    assert "succeeded" in text_of(browser, "h1") and not browser.find_elements(By.ID, "replay")
+    shoot(browser, artifacts, "run")
 
 
 def test_the_api_docs_render_without_internet(

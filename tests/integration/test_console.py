@@ -239,14 +239,15 @@ def dead_letter(api: ApiUnderTest, tenant: str, schedule_id: str, minutes_ago: i
     """One occurrence of the schedule that failed for good (its only attempt got a 401)."""
     stored = api.backends.store.get_schedule(tenant, schedule_id)
     assert stored is not None
-    now = api.clock.now()
-    moment = now.replace(second=0, microsecond=0) - timedelta(minutes=minutes_ago)
+    moment = api.clock.now().replace(second=0, microsecond=0) - timedelta(minutes=minutes_ago)
     occurrence = Occurrence(tenant, schedule_id, stored.revision, moment)
-    execution = api.backends.store.begin_attempt(occurrence, "x", now, now + timedelta(seconds=30))
+    started = moment + timedelta(seconds=1)
+    lease = started + timedelta(seconds=30)
+    execution = api.backends.store.begin_attempt(occurrence, "x", started, lease)
     assert execution is not None
     outcome = AttemptOutcome(
         ExecutionStatus.FAILED,
-        now - timedelta(milliseconds=minutes_ago),
+        started + timedelta(milliseconds=50),
         http_status=401,
         error="HTTP 401 from https://hooks.example.com/run?token=abc123",
     )
