@@ -272,6 +272,7 @@ def test_dead_letters_are_paged_counted_replayed_and_discarded(api: ApiUnderTest
     first = text(api.client.get("/console/dead-letters"))
     assert listed(first) == ids[:25]  # the latest failure first
     assert "HTTP 401" in first and "abc123" not in first
+    assert first.count('hx-confirm="Discard the dead letter of hook at') == 25
     cursor = re.search(r'id="next-page" href="([^"]+)"', first)
     assert cursor is not None
     second = text(api.client.get(unescape(cursor.group(1))))
