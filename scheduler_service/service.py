@@ -687,6 +687,14 @@ class ScheduleService:
             raise NotFound(schedule_id)
         return (schedule.status if schedule else ScheduleStatus.DELETED), page
 
+    def execution(self, tenant: str, occurrence_id: str) -> Execution:
+        """One occurrence's record (kept after its schedule is deleted, until retention);
+        ``NotFound`` if the tenant has none by that id."""
+        record = self.store.get_execution(tenant, occurrence_id)
+        if record is None:
+            raise NotFound(occurrence_id)
+        return record
+
 
 def next_fire_time(schedule: Schedule, now: datetime, lookahead: timedelta) -> datetime | None:
     """The next time the schedule fires, which is not its dispatch cursor.

@@ -441,13 +441,8 @@ def act(schedule_id: str, action: str) -> Response:
 @blp.route("/runs/<occurrence_id>")
 def run(occurrence_id: str) -> str:
     """One occurrence's record, as its schedule's history shows it (the tenant's only)."""
-    record = service().store.get_execution(g.tenant, occurrence_id)
-    if record is None:
-        raise NotFound(occurrence_id)
-    return page(
-        "console/run.html",
-        run=execution_view(record, service().settings.secret_headers),
-    )
+    record = service().execution(g.tenant, occurrence_id)
+    return page("console/run.html", run=execution_view(record, service().settings.secret_headers))
 
 
 # -- dead letters -------------------------------------------------------------------------
