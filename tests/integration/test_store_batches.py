@@ -131,3 +131,21 @@ def test_begin_attempts_keeps_the_guard_of_begin_attempt_per_item(store: Store) 
     assert began[0] is None  # executor-1's lease is live
     assert began[1] is not None and began[1].occurrence_id == second.occurrence_id
     assert store.begin_attempts([], "executor-2", T0, lease) == []
+
+
+def test_settle_attempts_counts_one_schedules_outcomes_in_their_order(store: Store) -> None:
+    create(store, "s1")
+    finished = T0 + timedelta(seconds=1)
+    statuses = [ExecutionStatus.FAILED, ExecutionStatus.SUCCEEDED, *[ExecutionStatus.FAILED] * 2]
+    settled = []
+    for n, status in enumerate(statuses):
+        moment = T0 + n * MINUTE
+        execution = store.begin_attempt(occurrence("s1", moment), "executor-1", T0, T0 + MINUTE)
+        assert execution is not None
+        settled.append((execution, AttemptOutcome(status, finished + n * MINUTE, 200)))
+    assert store.settle_attempts(settled, "executor-1") == [True] * 4
+    schedule = store.get_schedule(TENANT, "s1")
+    assert schedule is not None
+    assert (schedule.run_count, schedule.failure_count, schedule.consecutive_failures) == (4, 3, 2)
+    assert schedule.last_status == "failed"
+    assert schedule.last_run_at == finished + 3 * MINUTE
