@@ -588,6 +588,36 @@ class SqliteStore(Store):
     def settle_attempts(
         self, settled: Sequence[tuple[Execution, AttemptOutcome]], owner: str
     ) -> list[bool]:
+        keys = [(execution.tenant, execution.occurrence_id) for execution, _ in settled]
+        if len(set(keys)) < len(keys):
+            return self._settle_one_by_one(settled, owner)
+        # Two statements per chunk, whatever its size: each statement lets other threads take
+        # the GIL, and a busy event loop may keep it for milliseconds before this one gets it
+        # back.
+        recorded: set[tuple[str, str]] = set()
+        with self.db.write() as connection:
+            for start in range(0, len(settled), _SETTLES_PER_STATEMENT):
+                chunk = settled[start : start + _SETTLES_PER_STATEMENT]
+                rows = connection.execute(
+                    _FINISH_MANY.format(values=", ".join([_FINISH_ROW] * len(chunk))),
+                    [p for execution, outcome in chunk for p in _finish_values(execution, outcome)]
+                    + [owner],
+                ).fetchall()
+                recorded.update((row["tenant"], row["occurrence_id"]) for row in rows)
+            counts = _run_counts(
+                [(e, o) for e, o in settled if (e.tenant, e.occurrence_id) in recorded]
+            )
+            for start in range(0, len(counts), _SETTLES_PER_STATEMENT):
+                chunk = counts[start : start + _SETTLES_PER_STATEMENT]
+                connection.execute(
+                    _COUNT_MANY.format(values=", ".join([_COUNT_ROW] * len(chunk))),
+                    [p for row in chunk for p in row],
+                )
+        return [key in recorded for key in keys]
+
+    def _settle_one_by_one(
+        self, settled: Sequence[tuple[Execution, AttemptOutcome]], owner: str
+    ) -> list[bool]:
         recorded = []
         with self.db.write() as connection:
             for execution, outcome in settled:
@@ -803,6 +833,70 @@ def _count_run(
             schedule_id,
         ),
     )
+
+
+# ``_finish`` and ``_count_run`` for many attempts, one statement each (SQLite 3.35+).
+_SETTLES_PER_STATEMENT = 400
+_FINISH_ROW = "(?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_FINISH_MANY = (
+    "UPDATE executions SET status = v.column3, finished_ms = v.column4,"
+    " http_status = v.column5, duration_ms = v.column6, lateness_ms = v.column7,"
+    " error = v.column8, next_attempt_ms = v.column9,"
+    " lease_owner = NULL, lease_until_ms = NULL"
+    " FROM (VALUES {values}) AS v"
+    " WHERE executions.tenant = v.column1 AND executions.occurrence_id = v.column2"
+    " AND executions.lease_owner = ? AND executions.status = 'running'"
+    " RETURNING executions.tenant, executions.occurrence_id"
+)
+_COUNT_ROW = "(?, ?, ?, ?, ?, ?, ?, ?)"
+_COUNT_MANY = (
+    "UPDATE schedules SET run_count = run_count + v.column3,"
+    " failure_count = failure_count + v.column4,"
+    " consecutive_failures = CASE WHEN v.column5 THEN v.column6"
+    " ELSE consecutive_failures + v.column6 END,"
+    " last_run_ms = v.column7, last_status = v.column8"
+    " FROM (VALUES {values}) AS v"
+    " WHERE schedules.tenant = v.column1 AND schedules.schedule_id = v.column2"
+)
+
+
+def _finish_values(execution: Execution, outcome: AttemptOutcome) -> tuple[Any, ...]:
+    started = execution.started_at
+    lateness = (
+        None if started is None else (started - execution.scheduled_time).total_seconds() * 1000.0
+    )
+    return (
+        execution.tenant,
+        execution.occurrence_id,
+        outcome.status.value,
+        to_epoch_ms(outcome.finished_at),
+        outcome.http_status,
+        outcome.duration_ms,
+        lateness,
+        outcome.error,
+        _ms(outcome.next_attempt_at),
+    )
+
+
+def _run_counts(
+    recorded: Sequence[tuple[Execution, AttemptOutcome]],
+) -> list[tuple[Any, ...]]:
+    """What ``_count_run`` in order does, per schedule: runs, failures, whether a success reset
+    the consecutive failures and how many followed, the last run's time and status."""
+    counts: dict[tuple[str, str], list[Any]] = {}
+    for execution, outcome in recorded:
+        if not outcome.status.is_final:
+            continue
+        succeeded = outcome.status is ExecutionStatus.SUCCEEDED
+        key = (execution.tenant, execution.schedule_id)
+        row = counts.setdefault(key, [*key, 0, 0, False, 0, 0, ""])
+        row[2] += 1
+        row[3] += 0 if succeeded else 1
+        row[4] = row[4] or succeeded
+        row[5] = 0 if succeeded else row[5] + 1
+        row[6] = to_epoch_ms(outcome.finished_at)
+        row[7] = "succeeded" if succeeded else "failed"
+    return [tuple(row) for row in counts.values()]
 
 
 def _finish(

@@ -203,3 +203,21 @@ def test_record_skips_of_a_mixed_batch_writes_only_what_its_guards_allow(store: 
         "live": ("running", None),
         "done": ("succeeded", None),
     }
+
+
+def test_settle_attempts_counts_one_schedules_outcomes_in_their_order(store: Store) -> None:
+    create(store, "s1")
+    finished = T0 + timedelta(seconds=1)
+    statuses = [ExecutionStatus.FAILED, ExecutionStatus.SUCCEEDED, *[ExecutionStatus.FAILED] * 2]
+    settled = []
+    for n, status in enumerate(statuses):
+        moment = T0 + n * MINUTE
+        execution = store.begin_attempt(occurrence("s1", moment), "executor-1", T0, T0 + MINUTE)
+        assert execution is not None
+        settled.append((execution, AttemptOutcome(status, finished + n * MINUTE, 200)))
+    assert store.settle_attempts(settled, "executor-1") == [True] * 4
+    schedule = store.get_schedule(TENANT, "s1")
+    assert schedule is not None
+    assert (schedule.run_count, schedule.failure_count, schedule.consecutive_failures) == (4, 3, 2)
+    assert schedule.last_status == "failed"
+    assert schedule.last_run_at == finished + 3 * MINUTE
