@@ -1,4 +1,5 @@
-"""The executor's decisions, as pure functions: skip, grace, and what follows an attempt."""
+"""The executor's decisions, as pure functions (skip, grace, what follows an attempt), and its
+in-memory parts: calls per host and the held occurrences."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from execution_worker.sending import HostLimits, destination
+from execution_worker.timer import HeldOccurrences
 from shared.decisions import DELETED, grace_refusal, skip_reason
 from shared.model import (
     ExecutionStatus,
@@ -19,9 +21,11 @@ from shared.model import (
     ScheduleStatus,
     Timing,
 )
+from shared.ports import ReceivedMessage
 from shared.retry import Verdict, next_step
 
 NOON = datetime(2026, 3, 8, 12, 0, tzinfo=UTC)
+MESSAGE = ReceivedMessage("m", "{}", "receipt", 1)
 
 
 def definition(grace: float | None = None) -> ScheduleDefinition:
@@ -144,3 +148,17 @@ def test_over_its_limit_a_host_parks_calls_first_come_first_served() -> None:
     assert limits.take("slow", 2, "d")
     assert limits.take_all_parked() == ["e", "f"]
     assert limits.release("fast") is None
+
+
+def test_held_occurrences_come_due_in_time_then_priority_order() -> None:
+    held = HeldOccurrences()
+    later = NOON + timedelta(seconds=1)
+    low, high = Occurrence("t", "a", 1, NOON, 2), Occurrence("t", "b", 1, NOON, 9)
+    retry = Occurrence("t", "c", 1, NOON - timedelta(hours=1), not_before=later)
+    for item in (low, retry, high, Occurrence("t", "d", 1, later)):
+        held.hold(item, MESSAGE, NOON)
+    assert held.next_due() == NOON
+    assert [h.occurrence.schedule_id for h in held.pop_due(NOON)] == ["b", "a"]
+    # A retry waiting out a long delay is due at its not_before, not its scheduled time.
+    assert [h.occurrence.schedule_id for h in held.pop_due(later)] == ["c", "d"]
+    assert held.next_due() is None and len(held) == 0
