@@ -886,7 +886,7 @@ def cron_recurrence(
             raise ValueError(f"@at {seconds} is after the year 9999")
         return OneTime(from_epoch_ms(int(seconds) * 1000))
     if lowered.startswith("at("):
-        return OneTime(resolve_local(parse_at(text), zone))
+        return OneTime(instant_in(parse_at(text), zone))
     if text.startswith("@"):
         known = ", ".join([*CRON_MACROS, "@every <duration>", "@at <unix time>"])
         raise ValueError(f"unknown macro {text.split()[0]!r}; use one of {known}")
@@ -918,10 +918,10 @@ def parse_rate(text: str) -> timedelta:
     match = _RATE.match(text)
     if match is None or int(match.group(1)) == 0:
         raise ValueError(f"{text!r}: EventBridge writes rate(value unit), e.g. rate(5 minutes)")
-    step = timedelta(seconds=int(match.group(1)) * _RATE_UNITS[match.group(2).lower()])
-    if step > SEARCH_HORIZON:
+    seconds = int(match.group(1)) * _RATE_UNITS[match.group(2).lower()]
+    if seconds > SEARCH_HORIZON.total_seconds():
         raise ValueError(f"a rate of at most {SEARCH_HORIZON.days} days")
-    return step
+    return timedelta(seconds=seconds)
 
 
 def parse_at(text: str) -> datetime:
