@@ -536,6 +536,7 @@ class PreviewSchema(DomainChecked):
     schedule = fields.Nested(ScheduleSpecSchema, required=True)
     count = WholeNumber(load_default=5, validate=validate.Range(1, 100))
     after = fields.String(validate=_iso_datetime)
+    before = fields.String(validate=_iso_datetime)
     # The schedule's id, for the times of a cron line with H (which spreads by it).
     id = fields.String(validate=validate.Regexp(SCHEDULE_ID))
 

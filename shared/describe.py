@@ -15,6 +15,7 @@ from cronsim import CronSim, CronSimError
 
 from shared.model import Every, Timing
 from shared.recurrence import (
+    RulePart,
     cron_fields,
     normalize_cron,
     parse_at,
@@ -235,7 +236,8 @@ def _month_day(day: int) -> str:
 
 def _rrule(text: str, timing: Timing) -> str:
     spec = parse_rrule(text, load_zone(timing.timezone))
-    described = [_rule_words(part.body, part.count, part.until, timing) for part in spec.rules]
+    described = [_rule_words(part, timing) for part in spec.rules]
+    described.extend(f"except {_rule_words(part, timing)}" for part in spec.exrules)
     if spec.rdates:
         extra = "date" if len(spec.rdates) == 1 else "dates"
         described.append(f"on {len(spec.rdates)} listed {extra}")
@@ -247,19 +249,27 @@ def _rrule(text: str, timing: Timing) -> str:
     return text
 
 
-def _rule_words(body: str, count: int | None, until: datetime | None, timing: Timing) -> str:
-    fields = dict(part.split("=", 1) for part in body.split(";"))
+def _rule_words(part: RulePart, timing: Timing) -> str:
+    fields = dict(item.split("=", 1) for item in part.body.split(";"))
+    count, until = part.count, part.until
     freq = fields.pop("FREQ")
     unit = _FREQUENCIES[freq]
     dtstart = wall_in(timing.start, load_zone(timing.timezone)) if timing.start else None
+    if part.dtstart is not None:
+        dtstart = part.dtstart
     words = [_every(int(fields.pop("INTERVAL", "1")), unit).lower()]
-    dated = any(key in fields for key in ("BYMONTHDAY", "BYDAY", "BYYEARDAY", "BYWEEKNO"))
-    if freq == "YEARLY" and "BYMONTH" not in fields and not dated:
+    if part.dtstart is not None:
+        words.append(f"from {_local(part.dtstart, timing.timezone)}")
+    dated = any(
+        key in fields for key in ("BYMONTHDAY", "BYDAY", "BYYEARDAY", "BYWEEKNO", "BYEASTER")
+    )
+    on_the_date = freq == "YEARLY" and "BYMONTH" not in fields and not dated
+    if on_the_date:
         words.append(f"on {_MONTHS[dtstart.month - 1]} {dtstart.day}" if dtstart else "on the date")
     if "BYMONTH" in fields:
         months = [_MONTHS[int(item) - 1] for item in fields.pop("BYMONTH").split(",")]
         words.append(f"in {_join(months)}")
-    if freq in ("YEARLY", "MONTHLY") and not dated:
+    if freq in ("YEARLY", "MONTHLY") and not dated and not on_the_date:
         words.append(f"on day {dtstart.day}" if dtstart else "on the day of the month")
     if freq == "WEEKLY" and not dated:
         weekday = list(_WEEKDAYS.values())[dtstart.weekday()] if dtstart else "the weekday"
@@ -271,6 +281,9 @@ def _rule_words(body: str, count: int | None, until: datetime | None, timing: Ti
         words.append(f"on {_join(days)} of the month")
     if "BYDAY" in fields:
         words.append(f"on {_weekdays(fields.pop('BYDAY').split(','))}")
+    if "BYEASTER" in fields:
+        offsets = [_easter(int(item)) for item in fields.pop("BYEASTER").split(",")]
+        words.append(f"on {_join(offsets)}")
     words.extend(_time_words(fields, unit, dtstart))
     if fields:
         # Rarer parts (BYSETPOS, BYWEEKNO, BYYEARDAY, WKST) are shown as written.
@@ -281,6 +294,12 @@ def _rule_words(body: str, count: int | None, until: datetime | None, timing: Ti
     if until is not None:
         text += f", until {_local(until, timing.timezone)}"
     return text
+
+
+def _easter(offset: int) -> str:
+    if offset == 0:
+        return "Easter Sunday"
+    return f"{_plural(abs(offset), 'day')} {'after' if offset > 0 else 'before'} Easter"
 
 
 def _numbers(fields: dict[str, str], key: str) -> list[int]:

@@ -23,6 +23,7 @@ import re
 import time as cpu_clock
 from abc import ABC, abstractmethod
 from bisect import bisect_right
+from collections import deque
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -112,9 +113,9 @@ def _spend() -> None:
         )
 
 
-def _horizon(moment: datetime) -> datetime:
-    """The latest instant a search that starts at ``moment`` looks at."""
-    return min(moment, _LAST_INSTANT - SEARCH_HORIZON) + SEARCH_HORIZON
+def _horizon(moment: datetime, span: timedelta = SEARCH_HORIZON) -> datetime:
+    """The latest instant a search that starts at ``moment`` looks at: ``span`` later."""
+    return _LAST_INSTANT if moment > _LAST_INSTANT - span else moment + span
 
 
 def _wall(moment: datetime, zone: tzinfo) -> datetime:
@@ -175,6 +176,23 @@ class Recurrence(ABC):
                 return
             yield moment
             moment = self.next_after(moment)
+
+    def before(self, moment: datetime, count: int) -> list[datetime]:
+        """The last ``count`` occurrences strictly before ``moment`` within ``SEARCH_HORIZON``,
+        oldest first. The engines only search forward, so this walks forward over a window
+        that doubles until it holds ``count`` of them."""
+        window = timedelta(minutes=1)
+        while True:
+            since = moment - window if moment - _FIRST_DAY > window else _FIRST_DAY
+            found: deque[datetime] = deque(maxlen=count)
+            occurrence = self.first_at_or_after(since)
+            while occurrence is not None and occurrence < moment:
+                _spend()
+                found.append(occurrence)
+                occurrence = self.next_after(occurrence)
+            if len(found) == count or window > SEARCH_HORIZON or since == _FIRST_DAY:
+                return list(found)
+            window *= 2
 
 
 class OneTime(Recurrence):
@@ -284,6 +302,10 @@ class CronRecurrence(Recurrence):
 
     def next_after(self, moment: datetime) -> datetime | None:
         limit = _horizon(moment)
+        if self.fields.years is not None:
+            # A year field names its years: search up to the last, however far.
+            last_year = datetime(max(self.fields.years) + 1, 1, 2, tzinfo=UTC)
+            limit = max(limit, min(last_year, _LAST_INSTANT))
         last_wall = _wall(limit, self.zone) + timedelta(days=2)
         best: datetime | None = None
         best_stop: datetime | None = None
@@ -322,10 +344,13 @@ _RULE_KEYS = frozenset(
         "BYMONTH",
         "BYSETPOS",
         "WKST",
+        "BYEASTER",
     }
 )
 # Ranges RFC 5545 gives that dateutil does not check (it checks hours, minutes, seconds, setpos).
 _SIGNED_RANGES = {"BYMONTHDAY": 31, "BYYEARDAY": 366, "BYWEEKNO": 53}
+# dateutil's extension: days from Easter Sunday (0 is Easter itself).
+_EASTER_OFFSET = 365
 # One INTERVAL of these frequencies is a fixed length of wall time; a search may then restart
 # the rule a whole number of intervals later instead of walking it from its DTSTART.
 _FIXED_PERIODS = {
@@ -335,6 +360,10 @@ _FIXED_PERIODS = {
     "DAILY": timedelta(days=1),
     "WEEKLY": timedelta(days=7),
 }
+# The longest interval of each frequency, in days, for how far a search looks.
+_NOMINAL_DAYS = {"YEARLY": 366, "MONTHLY": 31, "WEEKLY": 7}
+# Searches stay within what a datetime holds.
+_LONGEST_SPAN_DAYS = 3_000_000
 _DATE = re.compile(r"^\d{8}$")
 _DATE_TIME = re.compile(r"^(\d{8}T\d{6})(Z?)$")
 _BYDAY = re.compile(r"^([+-]?\d{1,2})?(MO|TU|WE|TH|FR|SA|SU)$")
@@ -342,7 +371,9 @@ _BYDAY = re.compile(r"^([+-]?\d{1,2})?(MO|TU|WE|TH|FR|SA|SU)$")
 
 @dataclass(frozen=True)
 class RulePart:
-    """One RRULE: ``body`` without COUNT and UNTIL (as dateutil reads it), and those two."""
+    """One RRULE or EXRULE: ``body`` without COUNT and UNTIL (as dateutil reads it), those two,
+    its own DTSTART (a wall time) if a ``DTSTART`` line gave one, and how far a search for its
+    next occurrence looks (``SEARCH_HORIZON``, or nine of its intervals if longer)."""
 
     body: str
     freq: str
@@ -350,6 +381,8 @@ class RulePart:
     count: int | None = None
     until: datetime | None = None
     cycle: timedelta | None = None
+    dtstart: datetime | None = None
+    span: timedelta = SEARCH_HORIZON
 
 
 @dataclass(frozen=True)
@@ -360,18 +393,23 @@ class RuleText:
     rdates: tuple[datetime, ...] = ()
     exdates: frozenset[datetime] = frozenset()
     exdays: frozenset[date] = frozenset()
+    exrules: tuple[RulePart, ...] = ()
 
 
 def parse_rrule(text: str, zone: tzinfo) -> RuleText:
     """Read an ``rrule`` field: one RFC 5545 rule (``FREQ=…``, with or without ``RRULE:``), or
-    content lines ``RRULE:``, ``RDATE:`` and ``EXDATE:``; ``ValueError`` saying what is wrong.
+    content lines ``RRULE:``, ``EXRULE:``, ``RDATE:``, ``EXDATE:`` and ``DTSTART:``;
+    ``ValueError`` saying what is wrong.
 
     Times without ``Z`` or ``TZID`` are local wall times in ``zone``. ``UNTIL`` is inclusive; a
     date alone (``UNTIL=20261231``, ``EXDATE;VALUE=DATE:20261225``) means that whole local day.
-    ``DTSTART`` is not read from the text: the schedule's ``start`` is the rule's DTSTART.
+    The schedule's ``start`` is the DTSTART of the rules; a ``DTSTART`` line gives the rules
+    after it (up to the next one) their own, so the parts of a set can start at different times.
     """
     unfolded = re.sub(r"\r?\n[ \t]", "", text)
     rules: list[RulePart] = []
+    exrules: list[RulePart] = []
+    dtstart: datetime | None = None
     rdates: list[datetime] = []
     exdates: set[datetime] = set()
     exdays: set[date] = set()
@@ -383,10 +421,10 @@ def parse_rrule(text: str, zone: tzinfo) -> RuleText:
             head, value = "RRULE", line
         name, *params = head.split(";")
         name = name.strip().upper()
-        if name == "RRULE":
+        if name in ("RRULE", "EXRULE"):
             if params:
-                raise ValueError("RRULE takes no parameters")
-            rules.append(_rule_part(value, zone))
+                raise ValueError(f"{name} takes no parameters")
+            (rules if name == "RRULE" else exrules).append(_rule_part(value, zone, dtstart))
         elif name in ("RDATE", "EXDATE"):
             instants, days = _date_list(name, params, value, zone)
             if name == "RDATE":
@@ -397,20 +435,26 @@ def parse_rrule(text: str, zone: tzinfo) -> RuleText:
                 exdates.update(instants)
                 exdays.update(days)
         elif name == "DTSTART":
-            raise ValueError(
-                "DTSTART does not belong in the rule: give the first local time as "
-                "schedule.start and the zone as schedule.timezone"
-            )
-        elif name == "EXRULE":
-            raise ValueError("EXRULE was removed by RFC 5545; list the exceptions with EXDATE")
+            instants, days = _date_list(name, params, value, zone)
+            if len(instants) + len(days) != 1:
+                raise ValueError("DTSTART gives one date-time (e.g. DTSTART:20260105T090000)")
+            dtstart = _wall(instants[0], zone) if instants else datetime.combine(days[0], time())
         else:
-            raise ValueError(f"unexpected line {line!r}: use RRULE, RDATE or EXDATE lines")
+            raise ValueError(
+                f"unexpected line {line!r}: use RRULE, EXRULE, RDATE, EXDATE or DTSTART lines"
+            )
     if not rules and not rdates:
         raise ValueError("the rule needs FREQ=… (an RRULE) or RDATE dates")
-    return RuleText(tuple(rules), tuple(sorted(set(rdates))), frozenset(exdates), frozenset(exdays))
+    return RuleText(
+        tuple(rules),
+        tuple(sorted(set(rdates))),
+        frozenset(exdates),
+        frozenset(exdays),
+        tuple(exrules),
+    )
 
 
-def _rule_part(value: str, zone: tzinfo) -> RulePart:
+def _rule_part(value: str, zone: tzinfo, dtstart: datetime | None = None) -> RulePart:
     fields: dict[str, str] = {}
     for part in (part.strip() for part in value.split(";")):
         if not part:
@@ -438,6 +482,9 @@ def _rule_part(value: str, zone: tzinfo) -> RulePart:
             number = _integer(item, key)
             if number == 0 or abs(number) > bound:
                 raise ValueError(f"{key} values are from 1 to {bound} or -{bound} to -1")
+    for item in _items(fields, "BYEASTER"):
+        if abs(_integer(item, "BYEASTER")) > _EASTER_OFFSET:
+            raise ValueError(f"BYEASTER values are days from Easter, -{_EASTER_OFFSET} to 365")
     for item in _items(fields, "BYMONTH"):
         if not 1 <= _integer(item, "BYMONTH") <= 12:
             raise ValueError("BYMONTH values are from 1 to 12")
@@ -458,13 +505,17 @@ def _rule_part(value: str, zone: tzinfo) -> RulePart:
         raise ValueError(f"{exc}") from None
     period = _FIXED_PERIODS.get(freq)
     every = period * interval if period else None
-    return RulePart(body, freq, every, count, until, _cycle(every, fields))
+    # A rule may skip some of its intervals (Feb 29 in a yearly rule) but not nine in a row.
+    days = min(9 * interval * _NOMINAL_DAYS.get(freq, 1), _LONGEST_SPAN_DAYS)
+    span = max(SEARCH_HORIZON, timedelta(days=days))
+    return RulePart(body, freq, every, count, until, _cycle(every, fields), dtstart, span)
 
 
 def _cycle(period: timedelta | None, fields: dict[str, str]) -> timedelta | None:
     """The wall time after which a rule of a fixed period repeats its occurrences exactly (the
     same number in each cycle), or ``None`` if the calendar (months, years) breaks the pattern."""
-    if period is None or fields.keys() & {"BYMONTH", "BYMONTHDAY", "BYYEARDAY", "BYWEEKNO"}:
+    calendar_parts = {"BYMONTH", "BYMONTHDAY", "BYYEARDAY", "BYWEEKNO", "BYEASTER"}
+    if period is None or fields.keys() & calendar_parts:
         return None
     # Times of day repeat every day, weekdays every week.
     if "BYDAY" in fields:
@@ -565,21 +616,30 @@ class RRuleRecurrence(Recurrence):
         self.spec = parse_rrule(text, zone) if isinstance(text, str) else text
         self.zone = zone
         self.anchor_wall = anchor_wall.replace(microsecond=0)
-        self.rules = [(part, _single_rule(part.body, self.anchor_wall)) for part in self.spec.rules]
+        self.rules = [
+            (part, _single_rule(part.body, self._anchor(part))) for part in self.spec.rules
+        ]
+        self.exrules = [
+            (part, _single_rule(part.body, self._anchor(part))) for part in self.spec.exrules
+        ]
         self._per_cycle: dict[RulePart, int] = {}
 
+    def _anchor(self, part: RulePart) -> datetime:
+        """The DTSTART of one rule: its own ``DTSTART`` line, or the schedule's."""
+        return part.dtstart if part.dtstart is not None else self.anchor_wall
+
     def next_after(self, moment: datetime) -> datetime | None:
-        limit = _horizon(moment)
         rdates = self.spec.rdates
         while True:
             _spend()
             found = [
                 instant
                 for part, rule in self.rules
-                if (instant := self._rule_next(part, rule, moment, limit)) is not None
+                if (instant := self._rule_next(part, rule, moment, _horizon(moment, part.span)))
+                is not None
             ]
             index = bisect_right(rdates, moment)
-            if index < len(rdates) and rdates[index] <= limit:
+            if index < len(rdates):
                 found.append(rdates[index])
             if not found:
                 return None
@@ -589,7 +649,9 @@ class RRuleRecurrence(Recurrence):
                 # Skip the rest of an excluded day at once.
                 next_day = datetime.combine(local_day + timedelta(days=1), time())
                 moment = max(best, resolve_local(next_day, self.zone) - _MS)
-            elif best in self.spec.exdates:
+            elif best in self.spec.exdates or any(
+                self._rule_next(part, rule, best - _MS, best) == best for part, rule in self.exrules
+            ):
                 moment = best
             else:
                 return best
@@ -619,7 +681,7 @@ class RRuleRecurrence(Recurrence):
 
         shifted: Iterable[datetime]
         if part.count is None:
-            dtstart = self.anchor_wall
+            dtstart = self._anchor(part)
             if part.period is not None and wall_from - dtstart > 2 * part.period:
                 # Restart the rule a whole number of intervals later: the same occurrences
                 # from there on, without walking every one since DTSTART.
@@ -659,18 +721,19 @@ class RRuleRecurrence(Recurrence):
         once), so a far-past start costs no more than a recent one."""
         count = part.count or 0
         cycle = part.cycle
-        if cycle is None or wall_from - self.anchor_wall <= 2 * cycle:
-            return self.anchor_wall, count
+        anchor = self._anchor(part)
+        if cycle is None or wall_from - anchor <= 2 * cycle:
+            return anchor, count
         per_cycle = self._per_cycle.get(part)
         if per_cycle is None:
-            end = self.anchor_wall + cycle - timedelta(seconds=1)
+            end = anchor + cycle - timedelta(seconds=1)
             per_cycle = 0
-            for _ in rule.replace(dtstart=self.anchor_wall, until=end):
+            for _ in rule.replace(dtstart=anchor, until=end):
                 _spend()
                 per_cycle += 1
             self._per_cycle[part] = per_cycle
-        cycles = (wall_from - self.anchor_wall) // cycle - 1
-        return self.anchor_wall + cycles * cycle, max(0, count - cycles * per_cycle)
+        cycles = (wall_from - anchor) // cycle - 1
+        return anchor + cycles * cycle, max(0, count - cycles * per_cycle)
 
 
 class Bounded(Recurrence):
@@ -823,7 +886,7 @@ def cron_recurrence(
             raise ValueError(f"@at {seconds} is after the year 9999")
         return OneTime(from_epoch_ms(int(seconds) * 1000))
     if lowered.startswith("at("):
-        return OneTime(resolve_local(parse_at(text), zone))
+        return OneTime(instant_in(parse_at(text), zone))
     if text.startswith("@"):
         known = ", ".join([*CRON_MACROS, "@every <duration>", "@at <unix time>"])
         raise ValueError(f"unknown macro {text.split()[0]!r}; use one of {known}")
@@ -855,10 +918,10 @@ def parse_rate(text: str) -> timedelta:
     match = _RATE.match(text)
     if match is None or int(match.group(1)) == 0:
         raise ValueError(f"{text!r}: EventBridge writes rate(value unit), e.g. rate(5 minutes)")
-    step = timedelta(seconds=int(match.group(1)) * _RATE_UNITS[match.group(2).lower()])
-    if step > SEARCH_HORIZON:
+    seconds = int(match.group(1)) * _RATE_UNITS[match.group(2).lower()]
+    if seconds > SEARCH_HORIZON.total_seconds():
         raise ValueError(f"a rate of at most {SEARCH_HORIZON.days} days")
-    return step
+    return timedelta(seconds=seconds)
 
 
 def parse_at(text: str) -> datetime:
@@ -922,6 +985,16 @@ def upcoming(
         return list(recurrence.upcoming(accepted_at, count))
 
 
+def previous(
+    timing: Timing, moment: datetime, count: int, schedule_id: str | None = None
+) -> list[datetime]:
+    """The last ``count`` occurrences before ``moment``, oldest first, of a schedule taken as
+    accepted ``SEARCH_HORIZON`` earlier (forms without a start count from acceptance)."""
+    with cpu_budget():
+        recurrence = build_recurrence(timing, moment - SEARCH_HORIZON, schedule_id)
+        return recurrence.before(moment, count)
+
+
 __all__ = [
     "CPU_BUDGET_SECONDS",
     "SEARCH_HORIZON",
@@ -942,5 +1015,6 @@ __all__ = [
     "instant_in",
     "parse_duration",
     "parse_rrule",
+    "previous",
     "upcoming",
 ]

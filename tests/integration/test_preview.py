@@ -229,7 +229,7 @@ def test_preview_of_a_one_time_schedule_in_the_past_fires_right_away(client: Fla
         ({"cron": "0 9 * * FUNDAY"}, "schedule.cron"),
         ({"cron": "0 0 30 2 *"}, "schedule.cron"),
         ({"rrule": "FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=30"}, "schedule.rrule"),
-        ({"rrule": "DTSTART:20260101T090000\nRRULE:FREQ=DAILY"}, "schedule.rrule"),
+        ({"rrule": "DTSTART:20260101\nDTSTART:20260102T0900\nRRULE:FREQ=DAILY"}, "schedule.rrule"),
         ({"rrule": "FREQ=DAILY;COUNT=2", "start": "2026-01-01T09:00:00"}, "schedule.rrule"),
         ({"cron": "0 9 * * *", "rrule": "FREQ=DAILY"}, "schedule.rrule"),
         (
@@ -469,3 +469,29 @@ def test_seconds_level_lines_respect_the_minimum_interval(
     assert "minimum interval is 10s" in error["message"]
     allowed = strict.post(f"{API}/schedule/preview", json={"schedule": {"cron": "*/10 * * * * *"}})
     assert allowed.status_code == 200
+
+
+def test_preview_answers_the_last_times_before_a_moment(client: FlaskClient) -> None:
+    schedule = {"cron": "0 9 * * MON-FRI", "timezone": "Asia/Kolkata"}
+    answer = preview(client, schedule, before="2026-03-09T09:00:00", count=2)
+    # Before Monday 09:00 IST: Thursday and Friday, oldest first.
+    assert [item["utc"] for item in answer["occurrences"]] == [
+        "2026-03-05T03:30:00.000Z",
+        "2026-03-06T03:30:00.000Z",
+    ]
+    both = client.post(
+        f"{API}/schedule/preview",
+        json={"schedule": schedule, "before": "2026-03-09T09:00:00", "after": "2026-03-01T00:00"},
+    )
+    assert both.status_code == 400
+    assert [error["field"] for error in both.get_json()["errors"]] == ["before"]
+
+
+def test_preview_before_shows_what_a_finished_count_rule_fired(client: FlaskClient) -> None:
+    schedule = {"rrule": "FREQ=DAILY;COUNT=3", "start": "2026-01-01T09:00:00"}
+    answer = preview(client, schedule, before="2026-03-01T00:00:00Z", count=5)
+    assert [item["utc"] for item in answer["occurrences"]] == [
+        "2026-01-01T09:00:00.000Z",
+        "2026-01-02T09:00:00.000Z",
+        "2026-01-03T09:00:00.000Z",
+    ]

@@ -28,6 +28,7 @@ from shared.recurrence import (
     first_occurrence,
     parse_duration,
     parse_rrule,
+    previous,
     upcoming,
 )
 from shared.timeutil import UTC, iso_z, load_zone
@@ -497,9 +498,10 @@ def test_rrule_with_a_start_years_ago_is_exact_across_a_gap() -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("DTSTART:20260101T090000\nRRULE:FREQ=DAILY", "schedule.start"),
-        ("DTSTART;TZID=Europe/Paris:20260101T090000\nRRULE:FREQ=DAILY", "schedule.start"),
-        ("RRULE:FREQ=DAILY\nEXRULE:FREQ=WEEKLY", "EXDATE"),
+        ("DTSTART:20260101T090000,20260102T090000\nRRULE:FREQ=DAILY", "one date-time"),
+        ("DTSTART:2026\nRRULE:FREQ=DAILY", "DTSTART"),
+        ("RRULE:FREQ=DAILY\nEXRULE;X=1:FREQ=WEEKLY", "no parameters"),
+        ("FREQ=YEARLY;BYEASTER=400", "BYEASTER"),
         ("FREQ=DAILY;COUNT=3;UNTIL=20261231T000000Z", "COUNT and UNTIL"),
         ("FREQ=SOMETIMES", "FREQ"),
         ("BYHOUR=9", "FREQ"),
@@ -509,7 +511,7 @@ def test_rrule_with_a_start_years_ago_is_exact_across_a_gap() -> None:
         ("FREQ=DAILY;BYHOUR=24", "hour"),
         ("FREQ=WEEKLY;BYDAY=-1FR", "MONTHLY or YEARLY"),
         ("FREQ=MONTHLY;BYDAY=6MO", "no such weekday"),
-        ("FREQ=DAILY;BYEASTER=0", "unknown rule part"),
+        ("FREQ=DAILY;BYFORTNIGHT=1", "unknown rule part"),
         ("FREQ=DAILY;UNTIL=2026-12-31", "UNTIL"),
         ("RRULE:FREQ=DAILY\nRDATE;VALUE=DATE:20261225", "RDATE needs date-times"),
         ("RRULE:FREQ=DAILY\nEXDATE:20260230T090000", "not a real date"),
@@ -816,3 +818,82 @@ def test_count_rules_from_a_far_past_start_match_a_full_walk(rule: str) -> None:
     ][:5]
     assert walked, "the rule must still fire after acceptance"
     assert upcoming(Timing("UTC", rrule=rule, start=start), accepted, 5) == walked
+
+
+# -- RRULE sets: EXRULE, BYEASTER, parts with their own DTSTART; far but real rules -----------
+
+NOW_2026 = "2026-03-06T12:00:00Z"
+
+
+@pytest.mark.parametrize(
+    ("timing", "expected"),
+    [
+        pytest.param(
+            Timing(
+                "UTC",
+                rrule="RRULE:FREQ=DAILY;BYHOUR=9;BYMINUTE=0\n"
+                "EXRULE:FREQ=WEEKLY;BYDAY=SA,SU;BYHOUR=9;BYMINUTE=0",
+            ),
+            ["2026-03-09T09:00:00.000Z", "2026-03-10T09:00:00.000Z", "2026-03-11T09:00:00.000Z"],
+            id="exrule-removes-weekends",
+        ),
+        pytest.param(
+            Timing("UTC", rrule="FREQ=YEARLY;BYEASTER=0;BYHOUR=10;BYMINUTE=0"),
+            ["2026-04-05T10:00:00.000Z", "2027-03-28T10:00:00.000Z", "2028-04-16T10:00:00.000Z"],
+            id="byeaster",
+        ),
+        pytest.param(
+            # Good Friday in New York: 10:00 EDT.
+            Timing(NY, rrule="FREQ=YEARLY;BYEASTER=-2;BYHOUR=10;BYMINUTE=0"),
+            ["2026-04-03T14:00:00.000Z", "2027-03-26T14:00:00.000Z", "2028-04-14T14:00:00.000Z"],
+            id="byeaster-in-a-zone",
+        ),
+        pytest.param(
+            Timing(
+                "UTC",
+                rrule="DTSTART:20260101T090000\nRRULE:FREQ=WEEKLY;BYDAY=MO\n"
+                "DTSTART:20260310T170000\nRRULE:FREQ=DAILY;COUNT=2",
+            ),
+            ["2026-03-09T09:00:00.000Z", "2026-03-10T17:00:00.000Z", "2026-03-11T17:00:00.000Z"],
+            id="parts-with-their-own-start",
+        ),
+        pytest.param(
+            Timing("UTC", rrule="FREQ=YEARLY;INTERVAL=100;COUNT=3", start=wall("2026-06-01T09:00")),
+            ["2026-06-01T09:00:00.000Z", "2126-06-01T09:00:00.000Z", "2226-06-01T09:00:00.000Z"],
+            id="far-but-real-rrule",
+        ),
+        pytest.param(
+            Timing("UTC", cron="0 0 0 1 1 ? 2030,2150"),
+            ["2030-01-01T00:00:00.000Z", "2150-01-01T00:00:00.000Z"],
+            id="far-but-real-year-field",
+        ),
+    ],
+)
+def test_rule_sets_and_far_rules_fire_every_time(timing: Timing, expected: list[str]) -> None:
+    # Three asked for: the far rules have only three (COUNT) or two (their years) in all.
+    assert times(timing, NOW_2026, 3) == expected
+    check_timing(timing, utc(NOW_2026), timedelta(seconds=1))
+
+
+@pytest.mark.parametrize(
+    ("timing", "expected"),
+    [
+        (
+            Timing("UTC", cron="0 9 * * MON-FRI"),
+            ["2026-03-04T09:00:00.000Z", "2026-03-05T09:00:00.000Z", "2026-03-06T09:00:00.000Z"],
+        ),
+        (
+            Timing("UTC", cron="* * * * * *"),
+            ["2026-03-06T11:59:57.000Z", "2026-03-06T11:59:58.000Z", "2026-03-06T11:59:59.000Z"],
+        ),
+        # Across the fall-back in New York, a wildcard line's repeated hour happens twice.
+        (
+            Timing(NY, cron="30 * * * *"),
+            ["2026-11-01T05:30:00.000Z", "2026-11-01T06:30:00.000Z", "2026-11-01T07:30:00.000Z"],
+        ),
+    ],
+)
+def test_previous_times_before_a_moment_oldest_first(timing: Timing, expected: list[str]) -> None:
+    before = utc(NOW_2026) if timing.timezone == "UTC" else utc("2026-11-01T08:00:00Z")
+    found = previous(timing, before, 3)
+    assert [iso_z(moment) for moment in found] == expected
