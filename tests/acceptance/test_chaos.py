@@ -12,15 +12,18 @@ import random
 import threading
 import time
 from collections import Counter
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from shared.timeutil import iso_z
-from tests.support.harness import API
 from tests.support.peers import ComponentBackends
-from tests.support.processes import Process, free_port, http_json, wait_until_healthy
+from tests.support.processes import (
+    Process,
+    create_every_second,
+    free_port,
+    wait_until_healthy,
+)
 from tests.support.receiver import Call, running_receiver
 
 pytestmark = pytest.mark.slow
@@ -64,27 +67,9 @@ def test_kill_9_of_pollers_and_executors_loses_nothing(
         try:
             base = f"http://127.0.0.1:{port}"
             wait_until_healthy(base)
-            start = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=4)
-            end = start + timedelta(seconds=OCCURRENCES_EACH - 1)
-            expected: set[str] = set()
-            for n in range(SCHEDULES):
-                body = {
-                    "name": f"chaos-{n}",
-                    "schedule": {
-                        "interval": {"number": 1, "unit": "second"},
-                        "start": iso_z(start),
-                        "end": iso_z(end),
-                    },
-                    "payload": {"method": "POST", "url": f"{receiver.url}/chaos/{n}"},
-                    "misfire": {"policy": "fire_all"},
-                    "retry": {"max_attempts": 10, "backoff_seconds": 0.2},
-                }
-                status, created = http_json("POST", f"{base}{API}/schedule", body)
-                assert status == 202, created
-                expected |= {
-                    f"{created['id']}:{iso_z(start + timedelta(seconds=k))}"
-                    for k in range(OCCURRENCES_EACH)
-                }
+            _, end, expected = create_every_second(
+                base, receiver.url, "chaos", SCHEDULES, OCCURRENCES_EACH
+            )
 
             stop_killing = threading.Event()
 

@@ -19,10 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from shared.timeutil import iso_z
 from tests.support import peers
-from tests.support.harness import API
-from tests.support.processes import Process, free_port, http_json, wait_until_healthy
+from tests.support.processes import (
+    Process,
+    create_every_second,
+    free_port,
+    wait_until_healthy,
+)
 from tests.support.receiver import running_receiver
 
 pytestmark = pytest.mark.slow
@@ -65,27 +68,9 @@ def test_a_frozen_mongodb_loses_nothing_and_calls_no_success_twice(
         try:
             base = f"http://127.0.0.1:{port}"
             wait_until_healthy(base)
-            start = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=4)
-            end = start + timedelta(seconds=OCCURRENCES_EACH - 1)
-            expected: set[str] = set()
-            for n in range(SCHEDULES):
-                body = {
-                    "name": f"freeze-{n}",
-                    "schedule": {
-                        "interval": {"number": 1, "unit": "second"},
-                        "start": iso_z(start),
-                        "end": iso_z(end),
-                    },
-                    "payload": {"method": "POST", "url": f"{receiver.url}/freeze/{n}"},
-                    "misfire": {"policy": "fire_all"},
-                    "retry": {"max_attempts": 10, "backoff_seconds": 0.2},
-                }
-                status, created = http_json("POST", f"{base}{API}/schedule", body)
-                assert status == 202, created
-                expected |= {
-                    f"{created['id']}:{iso_z(start + timedelta(seconds=k))}"
-                    for k in range(OCCURRENCES_EACH)
-                }
+            start, end, expected = create_every_second(
+                base, receiver.url, "freeze", SCHEDULES, OCCURRENCES_EACH
+            )
             time.sleep(max(0.0, (start - datetime.now(UTC)).total_seconds()) + FREEZE_AFTER_SECONDS)
             # The whole process group: nx-27017 and anything it started.
             os.killpg(mongo.process.pid, signal.SIGSTOP)

@@ -14,8 +14,12 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+from shared.timeutil import iso_z
+from tests.support.harness import API
 
 SCHEDULER = [sys.executable, "-m", "scheduler_cli.main"]
 
@@ -123,3 +127,34 @@ def running_components(directory: Path, env: dict[str, str]) -> Iterator[str]:
     finally:
         codes = {process.args[0]: process.terminate() for process in processes}
     assert set(codes.values()) == {0}, {p.args[0]: p.output()[-2000:] for p in processes}
+
+
+def create_every_second(
+    base_url: str, receiver_url: str, name: str, schedules: int, occurrences_each: int
+) -> tuple[datetime, datetime, set[str]]:
+    """Create ``schedules`` schedules through the API at ``base_url``, each calling
+    ``{receiver_url}/{name}/{n}`` every second ``occurrences_each`` times from about four
+    seconds from now (``fire_all``, generous retries). Returns their first and last times and
+    the occurrence ids that must each succeed once."""
+    start = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=4)
+    end = start + timedelta(seconds=occurrences_each - 1)
+    expected: set[str] = set()
+    for n in range(schedules):
+        body = {
+            "name": f"{name}-{n}",
+            "schedule": {
+                "interval": {"number": 1, "unit": "second"},
+                "start": iso_z(start),
+                "end": iso_z(end),
+            },
+            "payload": {"method": "POST", "url": f"{receiver_url}/{name}/{n}"},
+            "misfire": {"policy": "fire_all"},
+            "retry": {"max_attempts": 10, "backoff_seconds": 0.2},
+        }
+        status, created = http_json("POST", f"{base_url}{API}/schedule", body)
+        assert status == 202, created
+        expected |= {
+            f"{created['id']}:{iso_z(start + timedelta(seconds=k))}"
+            for k in range(occurrences_each)
+        }
+    return start, end, expected
