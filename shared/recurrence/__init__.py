@@ -673,8 +673,14 @@ class RRuleRecurrence(Recurrence):
         stop = _wall(end, self.zone) + timedelta(days=2)
         # dateutil checks UNTIL only against the occurrences it finds, so a rule that finds none
         # would be expanded up to the year 9999. The calendar repeats every 400 years, so expand
-        # it that many years later, near 9999, and move its wall times back.
-        shift = _CALENDAR_CYCLE_YEARS * max(0, (9998 - stop.year) // _CALENDAR_CYCLE_YEARS)
+        # it that many years later, near 9999, and move its wall times back. Easter's date does
+        # not repeat with the 400-year calendar: a BYEASTER rule is expanded where it is (a rule
+        # of it that finds nothing is stopped by the CPU budget).
+        shift = (
+            0
+            if "BYEASTER" in part.body.upper()
+            else _CALENDAR_CYCLE_YEARS * max(0, (9998 - stop.year) // _CALENDAR_CYCLE_YEARS)
+        )
 
         def later(wall: datetime) -> datetime:
             return wall.replace(year=wall.year + shift)

@@ -680,3 +680,45 @@ def test_quartz_and_hashed_cron_match_croniter(
         moment.replace(tzinfo=None) for moment in expected
     ][: len(ours)], (line, schedule_id)
     assert len(ours) == len(expected) or len(ours) == 8
+
+
+# -- RRULE sets: EXRULE and BYEASTER against dateutil's rruleset ---------------------------
+
+
+@st.composite
+def rule_sets(draw: st.DrawFn) -> tuple[str, int]:
+    """An RRULE with an EXRULE or a BYEASTER part, bounded by COUNT so the oracle ends, and
+    how many of its times to compare."""
+    hour = draw(st.integers(0, 23))
+    at = f"BYHOUR={hour};BYMINUTE={draw(st.sampled_from([0, 30]))};BYSECOND=0"
+    if draw(st.booleans()):
+        freq = draw(st.sampled_from(["DAILY", "WEEKLY"]))
+        interval = draw(st.integers(1, 3))
+        count = draw(st.integers(5, 60))
+        days = draw(st.lists(st.sampled_from(WEEKDAYS), min_size=1, max_size=6, unique=True))
+        byday = ";BYDAY=" + ",".join(WEEKDAYS) if freq == "WEEKLY" else ""
+        excluded = ",".join(days)
+        text = (
+            f"RRULE:FREQ={freq};INTERVAL={interval};COUNT={count}{byday};{at}\n"
+            f"EXRULE:FREQ=WEEKLY;BYDAY={excluded};{at}"
+        )
+        return text, 8
+    offset = draw(st.integers(-63, 60))
+    count = draw(st.integers(1, 6))
+    return f"RRULE:FREQ=YEARLY;BYEASTER={offset};COUNT={count};{at}", count
+
+
+@PROPERTY_SETTINGS
+@given(data=st.data())
+def test_exrule_and_byeaster_match_dateutils_rruleset(data: st.DataObject) -> None:
+    zone_name = data.draw(st.sampled_from(["UTC", "America/New_York", "Europe/Berlin"]))
+    text, wanted = data.draw(rule_sets(), label="rule set")
+    start_wall = datetime(data.draw(st.integers(2026, 2030)), 1, 1) + timedelta(
+        days=data.draw(st.integers(0, 364))
+    )
+    zone = zoneinfo.ZoneInfo(zone_name)
+    oracle = rrulestr(text, dtstart=start_wall.replace(tzinfo=zone), forceset=True)
+    expected = [moment.astimezone(UTC) for moment in islice(oracle, wanted)]
+    timing = Timing(zone_name, rrule=text, start=start_wall)
+    accepted = resolve(start_wall, zone_name) - timedelta(days=1)
+    assert upcoming(timing, accepted, wanted) == expected
