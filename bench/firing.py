@@ -13,6 +13,12 @@ succeeded), and the firing process's resident memory (first sample and peak).
     python -m bench.firing                          # SQLite store and queues
     python -m bench.firing --moto --rates 20 --seconds 10   # queues on moto's server
     python -m bench.firing --store-url mongodb://host:27017 --queue-url sqs+http://host:4566
+    python -m bench.firing --store-url mongodb://127.0.0.1:27017 --store-delay-ms 1
+
+``--store-delay-ms`` puts the delaying proxy (``bench/delay_proxy.py``) in front of the MongoDB
+store and counts every command the poller and the executor send through it, from their start
+to their stop (the seeding is not counted): per run, commands by name and per occurrence fired,
+handshakes and heartbeats (``hello``) apart.
 """
 
 from __future__ import annotations
@@ -23,11 +29,13 @@ import math
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from bench.common import (
     ROOT,
@@ -42,6 +50,7 @@ from bench.common import (
     summary,
     table,
 )
+from bench.delay_proxy import HANDSHAKES, delaying_proxy
 from bench.receiver import Arrival, ReceiverProcess
 from bench.seed import TENANT, one_time_rows, seed, spaced
 from shared.backends import open_backends
@@ -134,7 +143,9 @@ def run_ours(
     profile_dir: Path | None,
     queue_pid: int | None = None,
     executors: int = 1,
+    commands: Counter[str] | None = None,
 ) -> dict[str, Any]:
+    """One run; ``commands``: the store proxy's count, if any (``--store-delay-ms``)."""
     receiver.reset()
     with backend(store_url, queue_url) as where:
         settings = where.settings()
@@ -146,6 +157,8 @@ def run_ours(
             rows = list(one_time_rows(f"{receiver.url}/hook", spaced(start, count, rate), prefix))
             seed(backends.store, rows, accepted)
             expected = {f"{sid}:{_iso(moment)}" for sid, _, moment in rows}
+            if commands is not None:
+                commands.clear()
             poller = Component("poller", where.settings_env(), log_dir)
             executor, *more_executors = [
                 Component("executor", where.settings_env(), log_dir) for _ in range(executors)
@@ -184,7 +197,10 @@ def run_ours(
                 for component in (executor, *more_executors):
                     component.stop()
                 poller.stop()
+            counted = Counter(commands) if commands is not None else None
             figures = firing_figures(receiver.dump(), expected, rate)
+            if counted is not None:
+                figures["store_commands"] = _commands_figures(counted, figures["fired"])
             figures["not_succeeded"] = _not_succeeded(backends.store, rows)
             figures["errors"] = (
                 figures["missing"] + figures["duplicates"] + figures["not_succeeded"]
@@ -198,6 +214,26 @@ def run_ours(
             return figures
         finally:
             backends.close()
+
+
+@contextmanager
+def _store_proxy(url: str, delay_ms: float, commands: Counter[str]) -> Iterator[str]:
+    """``url`` through a proxy that holds each command ``delay_ms`` and counts it."""
+    parts = urlsplit(url)
+    target = (parts.hostname or "127.0.0.1", parts.port or 27017)
+    with delaying_proxy(free_port(), target, delay_ms, commands) as host_port:
+        yield urlunsplit(parts._replace(netloc=host_port))
+
+
+def _commands_figures(counted: Counter[str], fired: int) -> dict[str, Any]:
+    """The store's commands from the workers' start to their stop, per occurrence fired."""
+    workload = sum(n for name, n in counted.items() if name not in HANDSHAKES)
+    return {
+        "by_command": dict(counted.most_common()),
+        "total": workload,
+        "handshakes": sum(counted.values()) - workload,
+        "per_fire": workload / fired if fired else math.nan,
+    }
 
 
 def _iso(moment: datetime) -> str:
@@ -279,16 +315,30 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument(
         "--localstack", action="store_true", help="queues on LocalStack (.peers/) started here"
     )
+    parser.add_argument(
+        "--store-delay-ms",
+        type=float,
+        help="MongoDB store only: a proxy adds this to every command and counts the commands",
+    )
     parser.add_argument("--profile-dir", type=Path, help="py-spy flame graphs of each process")
     parser.add_argument("--log-dir", type=Path, default=ROOT / "bench" / "logs")
     args = parser.parse_args(argv)
+    if args.store_delay_ms is not None and not (args.store_url or "").startswith("mongodb"):
+        parser.error("--store-delay-ms: needs --store-url mongodb://…")
     args.log_dir.mkdir(parents=True, exist_ok=True)
     if args.profile_dir:
         args.profile_dir.mkdir(parents=True, exist_ok=True)
     rates = [float(rate) for rate in args.rates.split(",")]
     receiver = ReceiverProcess()
     runs: list[dict[str, Any]] = []
+    commands: Counter[str] | None = None
+    proxy = ExitStack()
     try:
+        if args.store_delay_ms is not None:
+            commands = Counter()
+            args.store_url = proxy.enter_context(
+                _store_proxy(args.store_url, args.store_delay_ms, commands)
+            )
         for rate in rates:
             count = max(1, int(rate * args.seconds))
             if args.moto or args.localstack:
@@ -304,6 +354,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         args.log_dir,
                         args.profile_dir,
                         process.pid,
+                        commands=commands,
                     )
                     peer_name = "moto_server" if args.moto else "LocalStack"
                     ours["backend"] = f"sqlite store + SQS queues on {peer_name}"
@@ -318,6 +369,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     args.log_dir,
                     args.profile_dir,
                     executors=args.executors,
+                    commands=commands,
                 )
             run: dict[str, Any] = {"rate": rate, "count": count, "ours": ours}
             if not args.no_peer:
@@ -332,6 +384,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             print(_row_text(run), flush=True)
     finally:
         receiver.stop()
+        proxy.close()
     rows = []
     for run in runs:
         for who in ("ours", "apscheduler"):
@@ -380,6 +433,9 @@ def _row_text(run: dict[str, Any]) -> str:
         f"errors {ours['errors']} rss {ours['rss_mb']['peak']:.0f} MB "
         f"cpu/fire {ours['cpu_us_per_fire']['executor']:.0f} us"
     )
+    if "store_commands" in ours:
+        counted = ours["store_commands"]
+        text += f" store commands/fire {counted['per_fire']:.2f} {counted['by_command']}"
     if "apscheduler" in run:
         peer = run["apscheduler"]
         text += (

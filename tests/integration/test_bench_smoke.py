@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from bench import creation, dispatch, firing, storage
+from tests.support.peers import Peer
 
 pytestmark = pytest.mark.slow
 
@@ -36,6 +37,37 @@ def test_firing_with_the_peer(tmp_path: Path) -> None:
         assert figures["fired"] == figures["expected"] == 20, figures
         assert figures["errors"] == 0, figures
     assert (tmp_path / "firing.json").exists()
+
+
+def test_firing_counts_the_store_commands_through_the_delaying_proxy(
+    tmp_path: Path, nx_27017: Peer
+) -> None:
+    result = firing.main(
+        [
+            "--store-url",
+            nx_27017.url,
+            "--store-delay-ms",
+            "1",
+            "--no-peer",
+            "--rates",
+            "40",
+            "--seconds",
+            "0.5",
+            "--lead",
+            "3",
+            "--log-dir",
+            str(tmp_path),
+        ]
+    )
+    [run] = result["runs"]
+    figures = run["ours"]
+    assert figures["fired"] == figures["expected"] == 20, figures
+    assert figures["errors"] == 0, figures
+    counted = figures["store_commands"]
+    # The poller's claim and the executor's records went through the proxy, the seeding did not.
+    assert {"find", "update", "insert"} <= counted["by_command"].keys(), counted
+    assert counted["handshakes"] > 0, counted
+    assert counted["total"] == counted["per_fire"] * 20 > 0, counted
 
 
 def test_creation(tmp_path: Path) -> None:
