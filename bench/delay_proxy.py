@@ -21,6 +21,10 @@ import struct
 import threading
 from collections import Counter
 from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from bench.common import free_port
 
 HEADER = struct.Struct("<i")
 OP_MSG = 2013
@@ -132,6 +136,26 @@ def delaying_proxy(
         loop.call_soon_threadsafe(stop.set)
         thread.join(10)
         loop.close()
+
+
+@contextlib.contextmanager
+def proxied(url: str, delay_ms: float, counts: Counter[str]) -> Iterator[str]:
+    """``url`` (``mongodb://host:port/…``) through a proxy that holds each command and counts it."""
+    parts = urlsplit(url)
+    target = (parts.hostname or "127.0.0.1", parts.port or 27017)
+    with delaying_proxy(free_port(), target, delay_ms, counts) as host_port:
+        yield urlunsplit(parts._replace(netloc=host_port))
+
+
+def command_figures(counted: Counter[str], per: int) -> dict[str, Any]:
+    """Commands counted, by name, and per item of work (``per``), handshakes apart."""
+    workload = sum(n for name, n in counted.items() if name not in HANDSHAKES)
+    return {
+        "by_command": dict(counted.most_common()),
+        "total": workload,
+        "handshakes": sum(counted.values()) - workload,
+        "per_item": workload / per if per else float("nan"),
+    }
 
 
 def main() -> None:

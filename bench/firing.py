@@ -35,7 +35,6 @@ from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from bench.common import (
     ROOT,
@@ -50,7 +49,7 @@ from bench.common import (
     summary,
     table,
 )
-from bench.delay_proxy import HANDSHAKES, delaying_proxy
+from bench.delay_proxy import command_figures, proxied
 from bench.receiver import Arrival, ReceiverProcess
 from bench.seed import TENANT, one_time_rows, seed, spaced
 from shared.backends import open_backends
@@ -200,7 +199,7 @@ def run_ours(
             counted = Counter(commands) if commands is not None else None
             figures = firing_figures(receiver.dump(), expected, rate)
             if counted is not None:
-                figures["store_commands"] = _commands_figures(counted, figures["fired"])
+                figures["store_commands"] = command_figures(counted, figures["fired"])
             figures["not_succeeded"] = _not_succeeded(backends.store, rows)
             figures["errors"] = (
                 figures["missing"] + figures["duplicates"] + figures["not_succeeded"]
@@ -214,26 +213,6 @@ def run_ours(
             return figures
         finally:
             backends.close()
-
-
-@contextmanager
-def _store_proxy(url: str, delay_ms: float, commands: Counter[str]) -> Iterator[str]:
-    """``url`` through a proxy that holds each command ``delay_ms`` and counts it."""
-    parts = urlsplit(url)
-    target = (parts.hostname or "127.0.0.1", parts.port or 27017)
-    with delaying_proxy(free_port(), target, delay_ms, commands) as host_port:
-        yield urlunsplit(parts._replace(netloc=host_port))
-
-
-def _commands_figures(counted: Counter[str], fired: int) -> dict[str, Any]:
-    """The store's commands from the workers' start to their stop, per occurrence fired."""
-    workload = sum(n for name, n in counted.items() if name not in HANDSHAKES)
-    return {
-        "by_command": dict(counted.most_common()),
-        "total": workload,
-        "handshakes": sum(counted.values()) - workload,
-        "per_fire": workload / fired if fired else math.nan,
-    }
 
 
 def _iso(moment: datetime) -> str:
@@ -337,7 +316,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         if args.store_delay_ms is not None:
             commands = Counter()
             args.store_url = proxy.enter_context(
-                _store_proxy(args.store_url, args.store_delay_ms, commands)
+                proxied(args.store_url, args.store_delay_ms, commands)
             )
         for rate in rates:
             count = max(1, int(rate * args.seconds))
@@ -435,7 +414,7 @@ def _row_text(run: dict[str, Any]) -> str:
     )
     if "store_commands" in ours:
         counted = ours["store_commands"]
-        text += f" store commands/fire {counted['per_fire']:.2f} {counted['by_command']}"
+        text += f" store commands/fire {counted['per_item']:.2f} {counted['by_command']}"
     if "apscheduler" in run:
         peer = run["apscheduler"]
         text += (

@@ -67,7 +67,7 @@ def test_firing_counts_the_store_commands_through_the_delaying_proxy(
     # The poller's claim and the executor's records went through the proxy, the seeding did not.
     assert {"find", "update", "insert"} <= counted["by_command"].keys(), counted
     assert counted["handshakes"] > 0, counted
-    assert counted["total"] == counted["per_fire"] * 20 > 0, counted
+    assert counted["total"] == counted["per_item"] * 20 > 0, counted
 
 
 def test_creation(tmp_path: Path) -> None:
@@ -76,6 +76,33 @@ def test_creation(tmp_path: Path) -> None:
     )
     assert result["errors"] == 0, result
     assert result["stored"] == 40
+
+
+def test_creation_counts_the_store_commands_through_the_delaying_proxy(
+    tmp_path: Path, nx_27017: Peer
+) -> None:
+    result = creation.main(
+        [
+            "--store-url",
+            nx_27017.url,
+            "--store-delay-ms",
+            "1",
+            "--count",
+            "30",
+            "--warmup",
+            "5",
+            "--connections",
+            "4",
+            "--log-dir",
+            str(tmp_path),
+        ]
+    )
+    assert result["errors"] == 0, result
+    assert result["stored"] == 30
+    counted = result["store_commands"]
+    # One insert per create by the processor; the warm-up's 5 are not counted.
+    assert counted["by_command"]["insert"] == 30, counted
+    assert counted["total"] == counted["per_item"] * 30, counted
 
 
 def test_dispatch() -> None:
