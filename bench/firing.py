@@ -143,6 +143,7 @@ def run_ours(
     queue_pid: int | None = None,
     executors: int = 1,
     commands: Counter[str] | None = None,
+    store_pid: int | None = None,
 ) -> dict[str, Any]:
     """One run; ``commands``: the store proxy's count, if any (``--store-delay-ms``)."""
     receiver.reset()
@@ -180,6 +181,8 @@ def run_ours(
                     firing = (executor, *more_executors)
                     cpu_before = sum(cpu_seconds(c.pid) for c in firing)
                     queue_cpu_before = cpu_seconds(queue_pid) if queue_pid else 0.0
+                    poller_cpu_before = cpu_seconds(poller.pid)
+                    store_cpu_before = cpu_seconds(store_pid) if store_pid else 0.0
                     firing_window.enter_context(
                         profiled(executor.pid, profile("executor", executor.pid))
                     )
@@ -188,7 +191,13 @@ def run_ours(
                     )
                     end = start.timestamp() + count / rate
                     receiver.wait_for(count, end + 60 + count / 50)
-                    cpu = {"executor": sum(cpu_seconds(c.pid) for c in firing) - cpu_before}
+                    window = time.time() - start.timestamp()
+                    cpu = {
+                        "executor": sum(cpu_seconds(c.pid) for c in firing) - cpu_before,
+                        "poller": cpu_seconds(poller.pid) - poller_cpu_before,
+                    }
+                    if store_pid:
+                        cpu["store_server"] = cpu_seconds(store_pid) - store_cpu_before
                     if queue_pid:
                         cpu["queue_server"] = cpu_seconds(queue_pid) - queue_cpu_before
                     time.sleep(0.5)  # late duplicates, if any
@@ -206,6 +215,8 @@ def run_ours(
             )
             figures["rss_mb"] = {"at_start": rss.at(start.timestamp()), "peak": rss.peak}
             figures["cpu_seconds"] = cpu
+            # From the first due time to the last arrival: CPU share = CPU seconds / window.
+            figures["firing_window_seconds"] = window
             figures["cpu_us_per_fire"] = {
                 name: 1e6 * seconds / max(1, figures["fired"]) for name, seconds in cpu.items()
             }
@@ -299,6 +310,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         type=float,
         help="MongoDB store only: a proxy adds this to every command and counts the commands",
     )
+    parser.add_argument(
+        "--server-pid", type=int, help="the MongoDB server's process, to report its CPU"
+    )
     parser.add_argument("--profile-dir", type=Path, help="py-spy flame graphs of each process")
     parser.add_argument("--log-dir", type=Path, default=ROOT / "bench" / "logs")
     args = parser.parse_args(argv)
@@ -349,6 +363,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     args.profile_dir,
                     executors=args.executors,
                     commands=commands,
+                    store_pid=args.server_pid,
                 )
             run: dict[str, Any] = {"rate": rate, "count": count, "ours": ours}
             if not args.no_peer:
@@ -415,6 +430,12 @@ def _row_text(run: dict[str, Any]) -> str:
     if "store_commands" in ours:
         counted = ours["store_commands"]
         text += f" store commands/fire {counted['per_item']:.2f} {counted['by_command']}"
+    shares = {
+        name: seconds / ours["firing_window_seconds"]
+        for name, seconds in ours["cpu_seconds"].items()
+        if name != "executor"
+    }
+    text += "".join(f" {name} CPU {share:.0%}" for name, share in shares.items())
     if "apscheduler" in run:
         peer = run["apscheduler"]
         text += (

@@ -48,6 +48,8 @@ def test_firing_counts_the_store_commands_through_the_delaying_proxy(
             nx_27017.url,
             "--store-delay-ms",
             "1",
+            "--server-pid",
+            str(nx_27017.process.pid),
             "--no-peer",
             "--rates",
             "40",
@@ -68,6 +70,7 @@ def test_firing_counts_the_store_commands_through_the_delaying_proxy(
     assert {"find", "update", "insert"} <= counted["by_command"].keys(), counted
     assert counted["handshakes"] > 0, counted
     assert counted["total"] == counted["per_item"] * 20 > 0, counted
+    assert figures["cpu_seconds"]["store_server"] > 0, figures
 
 
 def test_creation(tmp_path: Path) -> None:
