@@ -8,15 +8,23 @@ latency p50/p95/p99/max of each ``POST`` (request written -> response read), and
 one was stored by the processor (queue 1 drained), i.e. the end-to-end rate.
 
     python -m bench.creation --count 10000
+    python -m bench.creation --store-url mongodb://127.0.0.1:27017 --store-delay-ms 1
+
+``--store-delay-ms`` puts the delaying proxy (``bench/delay_proxy.py``) between the API and
+processor and the MongoDB store, and counts the commands they send for the measured creates,
+from the first ``POST`` to the last one stored (the warm-up and the benchmark's own reads apart).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import time
 import urllib.request
+from collections import Counter
+from contextlib import ExitStack
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -32,6 +40,7 @@ from bench.common import (
     summary,
     table,
 )
+from bench.delay_proxy import command_figures, proxied
 from shared.backends import Backends, open_backends
 
 API = "/scheduler-service/v1"
@@ -116,19 +125,32 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument(
         "--quota", type=int, default=100_000_000, help="SCHEDULER_TENANT_SCHEDULE_QUOTA (0: none)"
     )
+    parser.add_argument(
+        "--store-delay-ms",
+        type=float,
+        help="MongoDB store only: a proxy adds this to every command and counts the commands",
+    )
     parser.add_argument("--profile-dir", type=Path)
     parser.add_argument("--log-dir", type=Path, default=ROOT / "bench" / "logs")
     args = parser.parse_args(argv)
+    if args.store_delay_ms is not None and not (args.store_url or "").startswith("mongodb"):
+        parser.error("--store-delay-ms: needs --store-url mongodb://…")
     args.log_dir.mkdir(parents=True, exist_ok=True)
     if args.profile_dir:
         args.profile_dir.mkdir(parents=True, exist_ok=True)
     at = datetime.now(UTC).replace(microsecond=0) + timedelta(days=1)
-    with backend(args.store_url, args.queue_url) as where:
+    commands: Counter[str] | None = None
+    with backend(args.store_url, args.queue_url) as where, ExitStack() as proxy:
+        components = where
+        if args.store_delay_ms is not None:
+            commands = Counter()
+            url = proxy.enter_context(proxied(where.store_url, args.store_delay_ms, commands))
+            components = dataclasses.replace(where, store_url=url)
         port = free_port()
         # One tenant holds every schedule here. By default a quota it never reaches, so the
         # quota check (a count of the tenant's live schedules on every create) runs but never
         # refuses; ``--quota 0`` turns the check off.
-        env = where.settings_env(
+        env = components.settings_env(
             port=port,
             host="127.0.0.1",
             tenant_schedule_quota=args.quota,
@@ -145,6 +167,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 raise RuntimeError(f"the API refused the warm-up creates: {warm_statuses}")
             _wait_stored(backends, args.warmup, time.time() + 120)
             bodies = [body(args.warmup + index, at) for index in range(args.count)]
+            if commands is not None:
+                commands.clear()
             profile = args.profile_dir
             with (
                 profiled(api.pid, profile / "api.txt" if profile else None, subprocesses=True),
@@ -155,6 +179,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 accepted_in = time.perf_counter() - started
                 stored = _wait_stored(backends, args.warmup + args.count, time.time() + 300)
                 drained_in = time.perf_counter() - started
+                counted = Counter(commands) if commands is not None else None
         finally:
             processor.stop()
             api.stop()
@@ -174,6 +199,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "drained_after_seconds": drained_in,
         "stored_per_second_end_to_end": args.count / drained_in,
     }
+    if counted is not None:
+        result["store_commands"] = command_figures(counted, args.count)
+        print(f"store commands per create: {result['store_commands']}")
     print(
         table(
             [

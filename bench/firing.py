@@ -13,6 +13,12 @@ succeeded), and the firing process's resident memory (first sample and peak).
     python -m bench.firing                          # SQLite store and queues
     python -m bench.firing --moto --rates 20 --seconds 10   # queues on moto's server
     python -m bench.firing --store-url mongodb://host:27017 --queue-url sqs+http://host:4566
+    python -m bench.firing --store-url mongodb://127.0.0.1:27017 --store-delay-ms 1
+
+``--store-delay-ms`` puts the delaying proxy (``bench/delay_proxy.py``) in front of the MongoDB
+store and counts every command the poller and the executor send through it, from their start
+to their stop (the seeding is not counted): per run, commands by name and per occurrence fired,
+handshakes and heartbeats (``hello``) apart.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import math
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime, timedelta
@@ -42,6 +49,7 @@ from bench.common import (
     summary,
     table,
 )
+from bench.delay_proxy import command_figures, proxied
 from bench.receiver import Arrival, ReceiverProcess
 from bench.seed import TENANT, one_time_rows, seed, spaced
 from shared.backends import open_backends
@@ -134,7 +142,10 @@ def run_ours(
     profile_dir: Path | None,
     queue_pid: int | None = None,
     executors: int = 1,
+    commands: Counter[str] | None = None,
+    store_pid: int | None = None,
 ) -> dict[str, Any]:
+    """One run; ``commands``: the store proxy's count, if any (``--store-delay-ms``)."""
     receiver.reset()
     with backend(store_url, queue_url) as where:
         settings = where.settings()
@@ -146,6 +157,8 @@ def run_ours(
             rows = list(one_time_rows(f"{receiver.url}/hook", spaced(start, count, rate), prefix))
             seed(backends.store, rows, accepted)
             expected = {f"{sid}:{_iso(moment)}" for sid, _, moment in rows}
+            if commands is not None:
+                commands.clear()
             poller = Component("poller", where.settings_env(), log_dir)
             executor, *more_executors = [
                 Component("executor", where.settings_env(), log_dir) for _ in range(executors)
@@ -168,6 +181,8 @@ def run_ours(
                     firing = (executor, *more_executors)
                     cpu_before = sum(cpu_seconds(c.pid) for c in firing)
                     queue_cpu_before = cpu_seconds(queue_pid) if queue_pid else 0.0
+                    poller_cpu_before = cpu_seconds(poller.pid)
+                    store_cpu_before = cpu_seconds(store_pid) if store_pid else 0.0
                     firing_window.enter_context(
                         profiled(executor.pid, profile("executor", executor.pid))
                     )
@@ -176,7 +191,13 @@ def run_ours(
                     )
                     end = start.timestamp() + count / rate
                     receiver.wait_for(count, end + 60 + count / 50)
-                    cpu = {"executor": sum(cpu_seconds(c.pid) for c in firing) - cpu_before}
+                    window = time.time() - start.timestamp()
+                    cpu = {
+                        "executor": sum(cpu_seconds(c.pid) for c in firing) - cpu_before,
+                        "poller": cpu_seconds(poller.pid) - poller_cpu_before,
+                    }
+                    if store_pid:
+                        cpu["store_server"] = cpu_seconds(store_pid) - store_cpu_before
                     if queue_pid:
                         cpu["queue_server"] = cpu_seconds(queue_pid) - queue_cpu_before
                     time.sleep(0.5)  # late duplicates, if any
@@ -184,13 +205,18 @@ def run_ours(
                 for component in (executor, *more_executors):
                     component.stop()
                 poller.stop()
+            counted = Counter(commands) if commands is not None else None
             figures = firing_figures(receiver.dump(), expected, rate)
+            if counted is not None:
+                figures["store_commands"] = command_figures(counted, figures["fired"])
             figures["not_succeeded"] = _not_succeeded(backends.store, rows)
             figures["errors"] = (
                 figures["missing"] + figures["duplicates"] + figures["not_succeeded"]
             )
             figures["rss_mb"] = {"at_start": rss.at(start.timestamp()), "peak": rss.peak}
             figures["cpu_seconds"] = cpu
+            # From the first due time to the last arrival: CPU share = CPU seconds / window.
+            figures["firing_window_seconds"] = window
             figures["cpu_us_per_fire"] = {
                 name: 1e6 * seconds / max(1, figures["fired"]) for name, seconds in cpu.items()
             }
@@ -208,9 +234,18 @@ def _iso(moment: datetime) -> str:
 
 def _not_succeeded(store: Any, rows: list[tuple[str, str, datetime]]) -> int:
     """Occurrences whose execution record is missing or not ``succeeded``."""
+    from shared.adapters.mongo_store import MongoStore
+
+    expected = [f"{schedule_id}:{_iso(moment)}" for schedule_id, _, moment in rows]
+    if isinstance(store, MongoStore):
+        # One read of the run's records: a read per occurrence takes minutes on nx-27017.
+        found = store.executions.find(
+            {"tenant": TENANT, "status": ExecutionStatus.SUCCEEDED.value}, {"occurrence_id": 1}
+        )
+        return len(set(expected) - {document["occurrence_id"] for document in found})
     bad = 0
-    for schedule_id, _, moment in rows:
-        record = store.get_execution(TENANT, f"{schedule_id}:{_iso(moment)}")
+    for occurrence_id in expected:
+        record = store.get_execution(TENANT, occurrence_id)
         if record is None or record.status is not ExecutionStatus.SUCCEEDED:
             bad += 1
     return bad
@@ -279,16 +314,33 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument(
         "--localstack", action="store_true", help="queues on LocalStack (.peers/) started here"
     )
+    parser.add_argument(
+        "--store-delay-ms",
+        type=float,
+        help="MongoDB store only: a proxy adds this to every command and counts the commands",
+    )
+    parser.add_argument(
+        "--server-pid", type=int, help="the MongoDB server's process, to report its CPU"
+    )
     parser.add_argument("--profile-dir", type=Path, help="py-spy flame graphs of each process")
     parser.add_argument("--log-dir", type=Path, default=ROOT / "bench" / "logs")
     args = parser.parse_args(argv)
+    if args.store_delay_ms is not None and not (args.store_url or "").startswith("mongodb"):
+        parser.error("--store-delay-ms: needs --store-url mongodb://…")
     args.log_dir.mkdir(parents=True, exist_ok=True)
     if args.profile_dir:
         args.profile_dir.mkdir(parents=True, exist_ok=True)
     rates = [float(rate) for rate in args.rates.split(",")]
     receiver = ReceiverProcess()
     runs: list[dict[str, Any]] = []
+    commands: Counter[str] | None = None
+    proxy = ExitStack()
     try:
+        if args.store_delay_ms is not None:
+            commands = Counter()
+            args.store_url = proxy.enter_context(
+                proxied(args.store_url, args.store_delay_ms, commands)
+            )
         for rate in rates:
             count = max(1, int(rate * args.seconds))
             if args.moto or args.localstack:
@@ -304,6 +356,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         args.log_dir,
                         args.profile_dir,
                         process.pid,
+                        commands=commands,
                     )
                     peer_name = "moto_server" if args.moto else "LocalStack"
                     ours["backend"] = f"sqlite store + SQS queues on {peer_name}"
@@ -318,6 +371,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     args.log_dir,
                     args.profile_dir,
                     executors=args.executors,
+                    commands=commands,
+                    store_pid=args.server_pid,
                 )
             run: dict[str, Any] = {"rate": rate, "count": count, "ours": ours}
             if not args.no_peer:
@@ -332,6 +387,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             print(_row_text(run), flush=True)
     finally:
         receiver.stop()
+        proxy.close()
     rows = []
     for run in runs:
         for who in ("ours", "apscheduler"):
@@ -380,6 +436,15 @@ def _row_text(run: dict[str, Any]) -> str:
         f"errors {ours['errors']} rss {ours['rss_mb']['peak']:.0f} MB "
         f"cpu/fire {ours['cpu_us_per_fire']['executor']:.0f} us"
     )
+    if "store_commands" in ours:
+        counted = ours["store_commands"]
+        text += f" store commands/fire {counted['per_item']:.2f} {counted['by_command']}"
+    shares = {
+        name: seconds / ours["firing_window_seconds"]
+        for name, seconds in ours["cpu_seconds"].items()
+        if name != "executor"
+    }
+    text += "".join(f" {name} CPU {share:.0%}" for name, share in shares.items())
     if "apscheduler" in run:
         peer = run["apscheduler"]
         text += (

@@ -67,9 +67,12 @@ def _via(url: str, host_port: str) -> str:
 
 
 @contextmanager
-def _store(url: str, database: str) -> Iterator[MongoStore]:
-    """A store as the workers open it (``from_url``: the same client options)."""
-    store = MongoStore.from_url(url, database, secrets=SecretBox([new_secret_key()]))
+def _store(url: str, database: str, key: str) -> Iterator[MongoStore]:
+    """A store as the workers open it (``from_url``: the same client options).
+
+    ``key`` seals the definitions: the same in every process of a run, as in the workers.
+    """
+    store = MongoStore.from_url(url, database, secrets=SecretBox([key]))
     try:
         yield store
     finally:
@@ -95,7 +98,7 @@ def count_commands(url: str, count: int, batch: int) -> dict[str, Any]:
     # Registered before the client is made: it sees every command of the clients made after.
     monitoring.register(listener)
     phases: dict[str, Counter[str]] = {}
-    with _store(url, database) as store:
+    with _store(url, database, new_secret_key()) as store:
         store.ensure_indexes()
         now = datetime.now(UTC).replace(microsecond=0)
         listener.take()
@@ -178,10 +181,12 @@ def count_commands(url: str, count: int, batch: int) -> dict[str, Any]:
     }
 
 
-def _poller(url: str, database: str, owner: str, batch: int, start: Any, out: Any) -> None:
+def _poller(
+    url: str, database: str, key: str, owner: str, batch: int, start: Any, out: Any
+) -> None:
     commands = CommandCounter()
     monitoring.register(commands)
-    with _store(url, database) as store:
+    with _store(url, database, key) as store:
         claimed_total = 0
         claims = 0
         start.wait()
@@ -225,7 +230,8 @@ def claim_rate(
     url: str, count: int, batch: int, pollers: int, server_pid: int | None
 ) -> dict[str, Any]:
     database = f"scheduler_bench_{uuid.uuid4().hex[:8]}"
-    with _store(url, database) as store:
+    key = new_secret_key()
+    with _store(url, database, key) as store:
         store.ensure_indexes()
         due = datetime.now(UTC).replace(microsecond=0) - timedelta(minutes=1)
         _seed(store, count, due, "claim")
@@ -233,7 +239,7 @@ def claim_rate(
     start = context.Barrier(pollers)
     out = context.Queue()
     processes = [
-        context.Process(target=_poller, args=(url, database, f"poller-{n}", batch, start, out))
+        context.Process(target=_poller, args=(url, database, key, f"poller-{n}", batch, start, out))
         for n in range(pollers)
     ]
     server_cpu = cpu_seconds(server_pid) if server_pid else math.nan
@@ -243,7 +249,7 @@ def claim_rate(
     server_cpu = cpu_seconds(server_pid) - server_cpu if server_pid else math.nan
     for process in processes:
         process.join(30)
-    with _store(url, database) as store:
+    with _store(url, database, key) as store:
         left = store.schedules.count_documents({"status": "active"})
         store.client.drop_database(database)
     began = min(result["began"] for result in results)

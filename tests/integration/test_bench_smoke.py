@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bench import creation, dispatch, firing, storage
+from bench import creation, dispatch, firing, storage, store_rounds
+from tests.support.peers import Peer
 
 pytestmark = pytest.mark.slow
 
@@ -38,12 +39,83 @@ def test_firing_with_the_peer(tmp_path: Path) -> None:
     assert (tmp_path / "firing.json").exists()
 
 
+def test_firing_counts_the_store_commands_through_the_delaying_proxy(
+    tmp_path: Path, nx_27017: Peer
+) -> None:
+    result = firing.main(
+        [
+            "--store-url",
+            nx_27017.url,
+            "--store-delay-ms",
+            "1",
+            "--server-pid",
+            str(nx_27017.process.pid),
+            "--no-peer",
+            "--rates",
+            "40",
+            "--seconds",
+            "0.5",
+            "--lead",
+            "3",
+            "--log-dir",
+            str(tmp_path),
+        ]
+    )
+    [run] = result["runs"]
+    figures = run["ours"]
+    assert figures["fired"] == figures["expected"] == 20, figures
+    assert figures["errors"] == 0, figures
+    counted = figures["store_commands"]
+    # The poller's claim and the executor's records went through the proxy, the seeding did not.
+    assert {"find", "update", "insert"} <= counted["by_command"].keys(), counted
+    assert counted["handshakes"] > 0, counted
+    assert counted["total"] > 0, counted
+    assert counted["per_item"] == pytest.approx(counted["total"] / 20), counted
+    assert figures["cpu_seconds"]["store_server"] > 0, figures
+
+
 def test_creation(tmp_path: Path) -> None:
     result = creation.main(
         ["--count", "40", "--warmup", "10", "--connections", "4", "--log-dir", str(tmp_path)]
     )
     assert result["errors"] == 0, result
     assert result["stored"] == 40
+
+
+def test_creation_counts_the_store_commands_through_the_delaying_proxy(
+    tmp_path: Path, nx_27017: Peer
+) -> None:
+    result = creation.main(
+        [
+            "--store-url",
+            nx_27017.url,
+            "--store-delay-ms",
+            "1",
+            "--count",
+            "30",
+            "--warmup",
+            "5",
+            "--connections",
+            "4",
+            "--log-dir",
+            str(tmp_path),
+        ]
+    )
+    assert result["errors"] == 0, result
+    assert result["stored"] == 30
+    counted = result["store_commands"]
+    # One insert per create by the processor; the warm-up's 5 are not counted.
+    assert counted["by_command"]["insert"] == 30, counted
+    assert counted["per_item"] == pytest.approx(counted["total"] / 30), counted
+
+
+def test_store_rounds_counts_and_claims_with_two_pollers(nx_27017: Peer) -> None:
+    counted = store_rounds.count_commands(nx_27017.url, 6, 3)
+    assert counted["succeeded"] == counted["claimed"] == 6, counted
+    # The pollers are processes of their own: they open what the seeding sealed.
+    rate = store_rounds.claim_rate(nx_27017.url, 20, 10, 2, None)
+    assert rate["claimed"] == 20, rate
+    assert rate["left_unclaimed"] == 0, rate
 
 
 def test_dispatch() -> None:
