@@ -8,7 +8,7 @@ here are the specification both must meet.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Generic, TypeVar
@@ -23,7 +23,7 @@ from shared.model import (
     ScheduleDefinition,
     ScheduleStatus,
 )
-from shared.timeutil import UTC, utc_ms
+from shared.timeutil import UTC, to_epoch_ms, utc_ms
 
 
 class Clock(ABC):
@@ -55,6 +55,25 @@ T = TypeVar("T")
 class Page(Generic[T]):
     items: list[T]
     next_cursor: str | None = None
+
+
+def execution_page(
+    found: Sequence[Execution], limit: int, moment: Callable[[Execution], datetime | None]
+) -> Page[Execution]:
+    """The first ``limit`` records of ``found`` (read one past the limit, to learn whether
+    more exist), with a cursor naming the last one's ``moment`` and occurrence id: what every
+    store's records are ordered by, newest first (``parse_execution_cursor`` reads it back)."""
+    items = list(found[:limit])
+    at = moment(items[-1]) if items else None
+    if len(found) <= limit or at is None:
+        return Page(items)
+    return Page(items, f"{to_epoch_ms(at)}|{items[-1].occurrence_id}")
+
+
+def parse_execution_cursor(cursor: str) -> tuple[int, str]:
+    """The epoch milliseconds and occurrence id an ``execution_page`` cursor names."""
+    moment_ms, _, occurrence_id = cursor.partition("|")
+    return int(moment_ms), occurrence_id
 
 
 @dataclass(frozen=True)

@@ -57,9 +57,17 @@ from shared.model import (
     ScheduleDefinition,
     ScheduleStatus,
 )
-from shared.ports import ApiKey, IdempotencyRecord, Page, ScheduleFilter, Store
+from shared.ports import (
+    ApiKey,
+    IdempotencyRecord,
+    Page,
+    ScheduleFilter,
+    Store,
+    execution_page,
+    parse_execution_cursor,
+)
 from shared.secrets import SecretBox
-from shared.timeutil import UTC, from_epoch_ms, parse_iso, to_epoch_ms, utc_ms
+from shared.timeutil import UTC, from_epoch_ms, parse_iso, utc_ms
 
 Document = dict[str, Any]
 
@@ -988,8 +996,8 @@ class MongoStore(Store):
         # index, already in the sort's order, and MongoDB merges them (SORT_MERGE).
         selector: Document = {"tenant": tenant, "schedule_id": schedule_id}
         if cursor is not None:
-            scheduled_ms, _, occurrence = cursor.partition("|")
-            after = from_epoch_ms(int(scheduled_ms))
+            scheduled_ms, occurrence = parse_execution_cursor(cursor)
+            after = from_epoch_ms(scheduled_ms)
             selector["$or"] = [
                 {"scheduled_time": {"$lt": after}},
                 {"scheduled_time": after, "occurrence_id": {"$lt": occurrence}},
@@ -1000,18 +1008,14 @@ class MongoStore(Store):
                 .sort([("scheduled_time", DESCENDING), ("occurrence_id", DESCENDING)])
                 .limit(limit + 1)
             )
-        items = [_execution(document) for document in documents[:limit]]
-        next_cursor = None
-        if len(documents) > limit and items:
-            last = items[-1]
-            next_cursor = f"{to_epoch_ms(last.scheduled_time)}|{last.occurrence_id}"
-        return Page(items, next_cursor)
+        found = [_execution(document) for document in documents]
+        return execution_page(found, limit, lambda execution: execution.scheduled_time)
 
     def list_dead_letters(self, tenant: str, limit: int, cursor: str | None) -> Page[Execution]:
         selector: Document = {"tenant": tenant, "status": "failed", "discarded_at": None}
         if cursor is not None:
-            finished_ms, _, occurrence = cursor.partition("|")
-            after = from_epoch_ms(int(finished_ms))
+            finished_ms, occurrence = parse_execution_cursor(cursor)
+            after = from_epoch_ms(finished_ms)
             selector["$or"] = [
                 {"finished_at": {"$lt": after}},
                 {"finished_at": after, "occurrence_id": {"$lt": occurrence}},
@@ -1022,12 +1026,8 @@ class MongoStore(Store):
                 .sort([("finished_at", DESCENDING), ("occurrence_id", DESCENDING)])
                 .limit(limit + 1)
             )
-        items = [_execution(document) for document in documents[:limit]]
-        next_cursor = None
-        finished = items[-1].finished_at if items else None
-        if len(documents) > limit and finished is not None:
-            next_cursor = f"{to_epoch_ms(finished)}|{items[-1].occurrence_id}"
-        return Page(items, next_cursor)
+        found = [_execution(document) for document in documents]
+        return execution_page(found, limit, lambda execution: execution.finished_at)
 
     def reopen_dead_letter(
         self, tenant: str, occurrence_id: str, now: datetime

@@ -20,7 +20,15 @@ from shared.model import (
     ScheduleDefinition,
     ScheduleStatus,
 )
-from shared.ports import ApiKey, IdempotencyRecord, Page, ScheduleFilter, Store
+from shared.ports import (
+    ApiKey,
+    IdempotencyRecord,
+    Page,
+    ScheduleFilter,
+    Store,
+    execution_page,
+    parse_execution_cursor,
+)
 from shared.secrets import SecretBox
 from shared.timeutil import from_epoch_ms, to_epoch_ms, utc_ms
 
@@ -678,9 +686,9 @@ class SqliteStore(Store):
         params: list[Any] = [tenant, schedule_id]
         after = ""
         if cursor is not None:
-            scheduled_ms, _, occurrence = cursor.partition("|")
+            scheduled_ms, occurrence = parse_execution_cursor(cursor)
             after = " AND (scheduled_ms, occurrence_id) < (?, ?)"
-            params += [int(scheduled_ms), occurrence]
+            params += [scheduled_ms, occurrence]
         rows = (
             self.db.connection()
             .execute(
@@ -690,20 +698,16 @@ class SqliteStore(Store):
             )
             .fetchall()
         )
-        items = [_execution(row) for row in rows[:limit]]
-        next_cursor = None
-        if len(rows) > limit and items:
-            last = items[-1]
-            next_cursor = f"{to_epoch_ms(last.scheduled_time)}|{last.occurrence_id}"
-        return Page(items, next_cursor)
+        found = [_execution(row) for row in rows]
+        return execution_page(found, limit, lambda execution: execution.scheduled_time)
 
     def list_dead_letters(self, tenant: str, limit: int, cursor: str | None) -> Page[Execution]:
         params: list[Any] = [tenant]
         after = ""
         if cursor is not None:
-            finished_ms, _, occurrence = cursor.partition("|")
+            finished_ms, occurrence = parse_execution_cursor(cursor)
             after = " AND (finished_ms, occurrence_id) < (?, ?)"
-            params += [int(finished_ms), occurrence]
+            params += [finished_ms, occurrence]
         rows = (
             self.db.connection()
             .execute(
@@ -714,12 +718,8 @@ class SqliteStore(Store):
             )
             .fetchall()
         )
-        items = [_execution(row) for row in rows[:limit]]
-        next_cursor = None
-        finished = items[-1].finished_at if items else None
-        if len(rows) > limit and finished is not None:
-            next_cursor = f"{to_epoch_ms(finished)}|{items[-1].occurrence_id}"
-        return Page(items, next_cursor)
+        found = [_execution(row) for row in rows]
+        return execution_page(found, limit, lambda execution: execution.finished_at)
 
     def reopen_dead_letter(
         self, tenant: str, occurrence_id: str, now: datetime
