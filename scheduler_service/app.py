@@ -30,8 +30,6 @@ from shared.backends import Backends
 from shared.ports import Clock, SystemClock
 from shared.settings import Settings
 
-API_PREFIX = "/scheduler-service/v1"
-DEFAULT_TENANT = "default"
 # Paths for probes, scrapers and documentation: no tenant, no key. /metrics carries aggregate
 # counts over all tenants (no schedule of anyone's): keep the API port off the public internet
 # or scrape the workers' metrics port.
