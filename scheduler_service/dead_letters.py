@@ -8,17 +8,16 @@ messages that could not be decoded, with no tenant to show them to).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from flask import g
 from flask_smorest import Blueprint
 from marshmallow import RAISE
 
+from scheduler_service.parameters import ListExecutionsQuery
 from scheduler_service.responses import (
     DeadLetterPageSchema,
     DiscardedSchema,
-    ListExecutionsQuery,
     ReplayedSchema,
 )
 from scheduler_service.schedules import (
@@ -30,10 +29,8 @@ from scheduler_service.schedules import (
     problems,
     service,
 )
+from scheduler_service.views import dead_letter_view
 from shared.errors import InvalidInput
-from shared.model import Execution
-from shared.redaction import redact
-from shared.timeutil import iso_z
 
 blp = Blueprint(
     "dead_letters",
@@ -43,21 +40,6 @@ blp = Blueprint(
 )
 
 NO_DEAD_LETTER = "No dead letter by that id (never failed, or replayed or discarded already)"
-
-
-def dead_letter_view(execution: Execution, secret_patterns: Iterable[str]) -> dict[str, Any]:
-    finished = execution.finished_at
-    return {
-        "id": execution.occurrence_id,
-        "schedule_id": execution.schedule_id,
-        "occurrence_id": execution.occurrence_id,
-        "scheduled_time": iso_z(execution.scheduled_time),
-        "failed_at": iso_z(finished) if finished else None,
-        "attempts": execution.attempts,
-        "http_status": execution.http_status,
-        "error": None if execution.error is None else redact(execution.error, secret_patterns),
-        "manual": execution.manual,
-    }
 
 
 @blp.route("/dead-letters", methods=["GET"])

@@ -22,15 +22,13 @@ from flask_smorest import Blueprint
 from marshmallow import RAISE, ValidationError
 
 from scheduler_service.errors import flatten
+from scheduler_service.parameters import IdempotencyHeader, ListExecutionsQuery, ListSchedulesQuery
 from scheduler_service.patching import SchedulePatchSchema, patched_body, stored_body
 from scheduler_service.responses import (
     AcceptedSchema,
     BackfillAnswerSchema,
     DeletedSchema,
     ExecutionPageSchema,
-    IdempotencyHeader,
-    ListExecutionsQuery,
-    ListSchedulesQuery,
     PreviewAnswerSchema,
     ProblemSchema,
     SchedulePageSchema,
@@ -48,10 +46,8 @@ from scheduler_service.service import (
     Accepted,
     IdempotentRequest,
     ScheduleService,
-    execution_view,
-    schedule_view,
-    time_pair,
 )
+from scheduler_service.views import execution_view, schedule_view, time_pair
 from shared.describe import describe
 from shared.errors import InvalidInput, NotFound
 from shared.model import Schedule, ScheduleDefinition, ScheduleStatus

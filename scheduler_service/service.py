@@ -37,12 +37,11 @@ import secrets
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from shared.describe import describe
 from shared.errors import InvalidInput, NotFound, SchedulerError
 from shared.messages import DefinitionMutation, encode_mutation, encode_occurrence
 from shared.model import (
@@ -67,11 +66,10 @@ from shared.ports import (
     Store,
 )
 from shared.recurrence import build_recurrence, cpu_budget, first_occurrence
-from shared.redaction import redact
-from shared.secrets import SecretBox, carries_mask, keep_masked_secrets, masked_payload
+from shared.secrets import SecretBox, carries_mask, keep_masked_secrets
 from shared.settings import Settings
 from shared.ssrf import TargetPolicy, TargetRefused
-from shared.timeutil import iso_local, iso_z, load_zone, to_epoch_ms
+from shared.timeutil import iso_z, to_epoch_ms
 from shared.validation import CANONICAL_FIELDS, check_timing
 
 log = logging.getLogger(__name__)
@@ -726,79 +724,6 @@ def next_fire_time(schedule: Schedule, now: datetime, lookahead: timedelta) -> d
         if all(moment < ahead for moment in counted) and timing.max_occurrences <= MAX_COUNT_WALK:
             return None
     return ahead
-
-
-def time_pair(moment: datetime | None, timezone: str) -> dict[str, str | None]:
-    if moment is None:
-        return {"utc": None, "local": None}
-    return {"utc": iso_z(moment), "local": iso_local(moment, load_zone(timezone))}
-
-
-def schedule_view(
-    schedule: Schedule, secret_patterns: Iterable[str], next_time: datetime | None
-) -> dict[str, Any]:
-    """The schedule as clients see it, firing next at ``next_time``: secrets in the payload's
-    URL, headers and query parameters masked by name and by shape
-    (``shared.secrets.masked_payload``)."""
-    definition = schedule.live_definition
-    timing = definition.timing
-    payload = masked_payload(definition.payload, secret_patterns)
-    next_pair = time_pair(next_time, timing.timezone)
-    cursor = schedule.next_schedule_time
-    return {
-        "id": schedule.schedule_id,
-        "name": definition.name,
-        "description": definition.description,
-        # The user's "description" above is their own text; this one says when it fires.
-        "schedule_description": describe(timing),
-        "type": definition.type,
-        "status": schedule.status.value,
-        "revision": schedule.revision,
-        "schedule": definition.request.get("schedule", timing.to_document()),
-        "timing": timing.to_document(),
-        "timezone": timing.timezone,
-        "next_schedule_time": next_pair["utc"],
-        "next_schedule_time_local": next_pair["local"],
-        "dispatch_cursor": iso_z(cursor) if cursor is not None else None,
-        "payload": payload,
-        "metadata": dict(definition.metadata),
-        "tags": list(definition.tags),
-        "priority": definition.priority,
-        "retry": definition.retry.to_document(),
-        "misfire": definition.misfire.to_document(),
-        "jitter_seconds": definition.jitter_seconds,
-        "runs": schedule.run_count,
-        "failures": schedule.failure_count,
-        "consecutive_failures": schedule.consecutive_failures,
-        "occurrences_dispatched": schedule.occurrence_count,
-        "last_run_at": iso_z(schedule.last_run_at) if schedule.last_run_at else None,
-        "last_status": schedule.last_status,
-        "created_at": iso_z(schedule.created_at),
-        "updated_at": iso_z(schedule.updated_at),
-    }
-
-
-def execution_view(execution: Execution, secret_patterns: Iterable[str]) -> dict[str, Any]:
-    """An execution as clients see it: an HTTP client's error may quote the URL it called."""
-
-    def stamp(moment: datetime | None) -> str | None:
-        return iso_z(moment) if moment else None
-
-    return {
-        "occurrence_id": execution.occurrence_id,
-        "schedule_id": execution.schedule_id,
-        "scheduled_time": iso_z(execution.scheduled_time),
-        "status": execution.status.value,
-        "attempts": execution.attempts,
-        "http_status": execution.http_status,
-        "duration_ms": execution.duration_ms,
-        "lateness_ms": execution.lateness_ms,
-        "error": None if execution.error is None else redact(execution.error, secret_patterns),
-        "started_at": stamp(execution.started_at),
-        "finished_at": stamp(execution.finished_at),
-        "next_attempt_at": stamp(execution.next_attempt_at),
-        "manual": execution.manual,
-    }
 
 
 __all__ = ["InvalidInput", "ScheduleService"]

@@ -31,7 +31,6 @@ from werkzeug.exceptions import Forbidden
 
 from scheduler_service.auth import Authenticator, AuthFailure
 from scheduler_service.console import forms
-from scheduler_service.dead_letters import dead_letter_view
 from scheduler_service.errors import flatten
 from scheduler_service.schedules import EXECUTIONS_CURSOR, definition_from
 from scheduler_service.schemas import SCHEDULE_ID, PreviewSchema, ScheduleBodySchema
@@ -40,10 +39,8 @@ from scheduler_service.service import (
     NotReplayable,
     QuotaExceeded,
     ScheduleService,
-    execution_view,
-    schedule_view,
-    time_pair,
 )
+from scheduler_service.views import dead_letter_view, execution_view, schedule_view, time_pair
 from shared.describe import describe
 from shared.errors import InvalidInput, NotFound, Transient
 from shared.model import Execution, ExecutionStatus, Schedule, ScheduleStatus

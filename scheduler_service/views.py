@@ -1,0 +1,102 @@
+"""How the API shows the domain to clients: schedules, executions and dead letters with their
+secrets masked, and instants as UTC/local pairs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from shared.describe import describe
+from shared.model import Execution, Schedule
+from shared.redaction import redact
+from shared.secrets import masked_payload
+from shared.timeutil import iso_local, iso_z, load_zone
+
+
+def time_pair(moment: datetime | None, timezone: str) -> dict[str, str | None]:
+    if moment is None:
+        return {"utc": None, "local": None}
+    return {"utc": iso_z(moment), "local": iso_local(moment, load_zone(timezone))}
+
+
+def schedule_view(
+    schedule: Schedule, secret_patterns: Iterable[str], next_time: datetime | None
+) -> dict[str, Any]:
+    """The schedule as clients see it, firing next at ``next_time``: secrets in the payload's
+    URL, headers and query parameters masked by name and by shape
+    (``shared.secrets.masked_payload``)."""
+    definition = schedule.live_definition
+    timing = definition.timing
+    payload = masked_payload(definition.payload, secret_patterns)
+    next_pair = time_pair(next_time, timing.timezone)
+    cursor = schedule.next_schedule_time
+    return {
+        "id": schedule.schedule_id,
+        "name": definition.name,
+        "description": definition.description,
+        # The user's "description" above is their own text; this one says when it fires.
+        "schedule_description": describe(timing),
+        "type": definition.type,
+        "status": schedule.status.value,
+        "revision": schedule.revision,
+        "schedule": definition.request.get("schedule", timing.to_document()),
+        "timing": timing.to_document(),
+        "timezone": timing.timezone,
+        "next_schedule_time": next_pair["utc"],
+        "next_schedule_time_local": next_pair["local"],
+        "dispatch_cursor": iso_z(cursor) if cursor is not None else None,
+        "payload": payload,
+        "metadata": dict(definition.metadata),
+        "tags": list(definition.tags),
+        "priority": definition.priority,
+        "retry": definition.retry.to_document(),
+        "misfire": definition.misfire.to_document(),
+        "jitter_seconds": definition.jitter_seconds,
+        "runs": schedule.run_count,
+        "failures": schedule.failure_count,
+        "consecutive_failures": schedule.consecutive_failures,
+        "occurrences_dispatched": schedule.occurrence_count,
+        "last_run_at": iso_z(schedule.last_run_at) if schedule.last_run_at else None,
+        "last_status": schedule.last_status,
+        "created_at": iso_z(schedule.created_at),
+        "updated_at": iso_z(schedule.updated_at),
+    }
+
+
+def execution_view(execution: Execution, secret_patterns: Iterable[str]) -> dict[str, Any]:
+    """An execution as clients see it: an HTTP client's error may quote the URL it called."""
+
+    def stamp(moment: datetime | None) -> str | None:
+        return iso_z(moment) if moment else None
+
+    return {
+        "occurrence_id": execution.occurrence_id,
+        "schedule_id": execution.schedule_id,
+        "scheduled_time": iso_z(execution.scheduled_time),
+        "status": execution.status.value,
+        "attempts": execution.attempts,
+        "http_status": execution.http_status,
+        "duration_ms": execution.duration_ms,
+        "lateness_ms": execution.lateness_ms,
+        "error": None if execution.error is None else redact(execution.error, secret_patterns),
+        "started_at": stamp(execution.started_at),
+        "finished_at": stamp(execution.finished_at),
+        "next_attempt_at": stamp(execution.next_attempt_at),
+        "manual": execution.manual,
+    }
+
+
+def dead_letter_view(execution: Execution, secret_patterns: Iterable[str]) -> dict[str, Any]:
+    finished = execution.finished_at
+    return {
+        "id": execution.occurrence_id,
+        "schedule_id": execution.schedule_id,
+        "occurrence_id": execution.occurrence_id,
+        "scheduled_time": iso_z(execution.scheduled_time),
+        "failed_at": iso_z(finished) if finished else None,
+        "attempts": execution.attempts,
+        "http_status": execution.http_status,
+        "error": None if execution.error is None else redact(execution.error, secret_patterns),
+        "manual": execution.manual,
+    }
