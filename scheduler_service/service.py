@@ -65,7 +65,7 @@ from shared.ports import (
     ScheduleFilter,
     Store,
 )
-from shared.recurrence import build_recurrence, cpu_budget, first_occurrence
+from shared.recurrence import Bounded, build_recurrence, cpu_budget
 from shared.secrets import SecretBox, carries_mask, keep_masked_secrets
 from shared.settings import Settings
 from shared.ssrf import TargetPolicy, TargetRefused
@@ -235,10 +235,10 @@ class ScheduleService:
         names: Mapping[str, str],
         now: datetime,
         schedule_id: str | None = None,
-    ) -> None:
-        """Domain checks of a parsed timing (``shared.validation``); a cron line's ``H`` spreads
-        by ``schedule_id``."""
-        check_timing(
+    ) -> Bounded:
+        """The recurrence of a parsed timing, its domain checks passed (``shared.validation``);
+        a cron line's ``H`` spreads by ``schedule_id``."""
+        return check_timing(
             timing,
             now,
             timedelta(seconds=self.settings.min_interval_seconds),
@@ -263,22 +263,32 @@ class ScheduleService:
         """The domain checks of a body's parts that were read (``schedule`` as ``(timing,
         names)``, ``payload``, ``retry``), every bad field named: so a body with a bad field
         elsewhere still learns that its cron line is bad, in the same answer."""
-        checks: list[Callable[[], object]] = []
+        return self._domain_checks(parts, now, schedule_id)[1]
+
+    def _domain_checks(
+        self, parts: Mapping[str, Any], now: datetime, schedule_id: str | None
+    ) -> tuple[Bounded | None, dict[str, list[str]]]:
+        """``domain_errors``, and the recurrence of a ``schedule`` that passed its checks."""
+        recurrence: Bounded | None = None
+        errors: dict[str, list[str]] = {}
         # A part that was not read is absent, or left as the partial dict marshmallow read.
         if isinstance(parts.get("schedule"), tuple):
             timing, names = parts["schedule"]
-            checks.append(lambda: self.check(timing, names, now, schedule_id))
+            try:
+                recurrence = self.check(timing, names, now, schedule_id)
+            except InvalidInput as exc:
+                errors.update(exc.fields)
+        checks: list[Callable[[], object]] = []
         if isinstance(parts.get("payload"), Payload):
             checks.append(lambda: self.check_target(parts["payload"].url))
         if isinstance(parts.get("retry"), RetryPolicy):
             checks.append(lambda: self.check_retry(parts["retry"]))
-        errors: dict[str, list[str]] = {}
         for check in checks:
             try:
                 check()
             except InvalidInput as exc:
                 errors.update(exc.fields)
-        return errors
+        return recurrence, errors
 
     def check_target(self, url: str) -> None:
         """The SSRF guard at creation: the URL's host as written (``shared.ssrf``)."""
@@ -321,10 +331,12 @@ class ScheduleService:
             "payload": definition.payload,
             "retry": definition.retry,
         }
-        errors = self.domain_errors(parts, now, schedule_id)
-        if errors:
+        recurrence, errors = self._domain_checks(parts, now, schedule_id)
+        if errors or recurrence is None:
             raise InvalidInput(errors)
-        next_time = first_occurrence(definition.timing, now, schedule_id)
+        # The recurrence the checks built: a schedule's first time comes from it.
+        with cpu_budget():
+            next_time = recurrence.first_fire(now)
         if idempotency is not None:
             recorded = self.store.get_idempotency_record(tenant, idempotency.key, now)
             if recorded is not None:

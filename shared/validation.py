@@ -3,9 +3,11 @@ often?
 
 Structural checks (types, ranges, formats) belong to the API's schemas; these are the domain's.
 Errors name the field as the client wrote it (``schedule.cron``, ``schedule.start_date`` …).
-Every search is bounded by ``SEARCH_HORIZON``: a rule that never fires is refused, not looped on;
-and all of them together by the CPU budget (``cpu_budget``): a rule too costly to compute is
-refused within a fraction of a second.
+The checks build the timing's recurrence, once, and give it back: the caller computes the
+schedule's times from it rather than building it again. Every search is bounded by
+``SEARCH_HORIZON``: a rule that never fires is refused, not looped on; and all of them together
+by the CPU budget (``cpu_budget``): a rule too costly to compute is refused within a fraction of
+a second.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from shared.recurrence import (
     SEARCH_HORIZON,
     Bounded,
     OneTime,
+    Recurrence,
+    RuleText,
     TooMuchWork,
     build_recurrence,
     cpu_budget,
@@ -27,7 +31,7 @@ from shared.recurrence import (
     instant_in,
     parse_rrule,
 )
-from shared.timeutil import iso_z, load_zone
+from shared.timeutil import iso_z, load_zone, utc_ms
 
 # How many upcoming occurrences are compared against the minimum interval.
 INTERVAL_SAMPLE = 50
@@ -51,13 +55,14 @@ def check_timing(
     prefix: str = "schedule",
     names: Mapping[str, str] = CANONICAL_FIELDS,
     schedule_id: str | None = None,
-) -> None:
-    """Raise ``InvalidInput`` naming the field if the timing can never be scheduled as accepted
-    at ``now``: unreadable, never firing, firing more often than ``min_interval``, or too costly
-    to compute. A cron line's ``H`` spreads by ``schedule_id``."""
+) -> Bounded:
+    """The recurrence of the timing accepted at ``now`` (``build_recurrence``), checked: raise
+    ``InvalidInput`` naming the field if it can never be scheduled: unreadable, never firing,
+    firing more often than ``min_interval``, or too costly to compute. A cron line's ``H``
+    spreads by ``schedule_id``."""
     try:
         with cpu_budget():
-            _check_timing(timing, now, min_interval, prefix, names, schedule_id)
+            return _check_timing(timing, now, min_interval, prefix, names, schedule_id)
     except TooMuchWork as exc:
         raise InvalidInput({f"{prefix}.{names.get(timing.kind, timing.kind)}": str(exc)}) from None
 
@@ -69,7 +74,7 @@ def _check_timing(
     prefix: str,
     names: Mapping[str, str],
     schedule_id: str | None,
-) -> None:
+) -> Bounded:
     def field(name: str) -> str:
         return f"{prefix}.{names.get(name, name)}"
 
@@ -83,14 +88,20 @@ def _check_timing(
     end = instant_in(timing.end, zone) if timing.end is not None else None
     if start is not None and end is not None and end < start:
         unreadable[field("end")] = f"end ({iso_z(end)}) is before start ({iso_z(start)})"
+    cron: Recurrence | None = None
+    rule: RuleText | None = None
     if timing.cron is not None:
+        # Read as build_recurrence reads it (anchored at the start, else at now), to be reused.
+        anchor = start if start is not None else utc_ms(now)
         try:
-            cron_recurrence(timing.cron, zone, now, schedule_id=schedule_id)
+            cron = cron_recurrence(
+                timing.cron, zone, anchor, start is not None, schedule_id=schedule_id
+            )
         except ValueError as exc:
             unreadable[field("cron")] = str(exc)
     if timing.rrule is not None:
         try:
-            parse_rrule(timing.rrule, zone)
+            rule = parse_rrule(timing.rrule, zone)
         except (ValueError, TypeError, OverflowError) as exc:
             # dateutil also raises TypeError (BYSECOND=61) and OverflowError (a huge INTERVAL).
             unreadable[field("rrule")] = f"not a valid RFC 5545 rule: {exc}"
@@ -98,7 +109,7 @@ def _check_timing(
         raise InvalidInput(unreadable)
 
     try:
-        recurrence = build_recurrence(timing, now, schedule_id)
+        recurrence = build_recurrence(timing, now, schedule_id, cron=cron, rule=rule)
         upcoming = list(recurrence.upcoming(now, INTERVAL_SAMPLE + 1))
     except TooMuchWork:
         raise
@@ -117,6 +128,7 @@ def _check_timing(
                     )
                 }
             )
+    return recurrence
 
 
 def _why_it_never_fires(

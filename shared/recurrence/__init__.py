@@ -816,12 +816,20 @@ def wall_in(moment: datetime, zone: tzinfo) -> datetime:
 
 
 def build_recurrence(
-    timing: Timing, accepted_at: datetime, schedule_id: str | None = None
+    timing: Timing,
+    accepted_at: datetime,
+    schedule_id: str | None = None,
+    *,
+    cron: Recurrence | None = None,
+    rule: RuleText | None = None,
 ) -> Bounded:
     """The recurrence of a timing. ``accepted_at`` anchors forms that have no explicit start:
     an interval or ``@every`` then fires first one interval after it, and an RRULE's DTSTART is
     00:00 local on the day the schedule is accepted. A cron line's ``H`` spreads by
-    ``schedule_id``."""
+    ``schedule_id``.
+
+    ``cron`` and ``rule`` are the timing's cron line or rule already read (``cron_recurrence``
+    at the anchor and with the ``schedule_id`` given here, ``parse_rrule``): not read again."""
     zone = load_zone(timing.timezone)
     start = instant_in(timing.start, zone) if timing.start is not None else None
     end = instant_in(timing.end, zone) if timing.end is not None else None
@@ -841,7 +849,7 @@ def build_recurrence(
             inner = CalendarInterval(accepted.wall(1), zone, every)
     elif timing.cron is not None:
         anchor = start if start is not None else accepted_at
-        inner = cron_recurrence(
+        inner = cron or cron_recurrence(
             timing.cron, zone, anchor, starts_at_anchor=start is not None, schedule_id=schedule_id
         )
     elif timing.rrule is not None:
@@ -849,7 +857,7 @@ def build_recurrence(
             dtstart = wall_in(timing.start, zone)
         else:
             dtstart = datetime.combine(_wall(accepted_at, zone).date(), time())
-        inner = RRuleRecurrence(timing.rrule, dtstart, zone)
+        inner = RRuleRecurrence(rule or timing.rrule, dtstart, zone)
     else:
         raise ValueError("a timing needs one of at, interval, cron, rrule")
     return Bounded(inner, start, end, timing.max_occurrences)
