@@ -48,19 +48,10 @@ from scheduler_service.service import (
     ScheduleService,
 )
 from scheduler_service.views import execution_view, schedule_view, time_pair
-from shared.describe import describe
 from shared.errors import InvalidInput, NotFound
 from shared.model import Schedule, ScheduleDefinition, ScheduleStatus
 from shared.ports import ScheduleFilter
-from shared.recurrence import (
-    SEARCH_HORIZON,
-    TooMuchWork,
-    cpu_budget,
-    instant_in,
-    previous,
-    upcoming,
-)
-from shared.timeutil import UTC, load_zone, parse_iso, utc_ms
+from shared.timeutil import UTC, parse_iso, utc_ms
 
 blp = Blueprint(
     "schedules",
@@ -445,35 +436,13 @@ def preview(body: dict[str, Any]) -> Any:
     or, with `before`, the last times before that moment (what should have fired), oldest first.
     """
     timing, names = body["schedule"]
-    scheduler = service()
-    accepted_at = scheduler.clock.now()
-    if "after" in body and "before" in body:
-        raise InvalidInput({"before": "give after or before, not both"})
-    if "after" in body:
-        accepted_at = instant_in(parse_iso(body["after"]), load_zone(timing.timezone))
-    try:
-        with cpu_budget():  # one budget for the checks and the times
-            if "before" in body:
-                before = instant_in(parse_iso(body["before"]), load_zone(timing.timezone))
-                # As if accepted a search horizon earlier, so that its times up to now count.
-                scheduler.check(timing, names, _search_back(before), body.get("id"))
-                times = previous(timing, before, body["count"], body.get("id"))
-            else:
-                scheduler.check(timing, names, accepted_at, body.get("id"))
-                times = upcoming(timing, accepted_at, body["count"], body.get("id"))
-    except TooMuchWork as exc:
-        raise InvalidInput({f"schedule.{names.get(timing.kind, timing.kind)}": str(exc)}) from None
+    after = parse_iso(body["after"]) if "after" in body else None
+    before = parse_iso(body["before"]) if "before" in body else None
+    found = service().preview(timing, names, body["count"], after, before, body.get("id"))
     return {
-        "occurrences": [time_pair(moment, timing.timezone) for moment in times],
-        "description": describe(timing),
+        "occurrences": [time_pair(moment, found.timezone) for moment in found.times],
+        "description": found.description,
     }
-
-
-def _search_back(moment: datetime) -> datetime:
-    try:
-        return moment - SEARCH_HORIZON
-    except OverflowError:
-        raise InvalidInput({"before": "too early: after the year 9"}) from None
 
 
 __all__ = ["NotFound", "blp"]

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from shared.describe import describe
 from shared.errors import InvalidInput, NotFound, SchedulerError
 from shared.messages import DefinitionMutation, encode_mutation, encode_occurrence
 from shared.model import (
@@ -65,11 +66,18 @@ from shared.ports import (
     ScheduleFilter,
     Store,
 )
-from shared.recurrence import Bounded, build_recurrence, cpu_budget
+from shared.recurrence import (
+    SEARCH_HORIZON,
+    Bounded,
+    TooMuchWork,
+    build_recurrence,
+    cpu_budget,
+    instant_in,
+)
 from shared.secrets import SecretBox, carries_mask, keep_masked_secrets
 from shared.settings import Settings
 from shared.ssrf import TargetPolicy, TargetRefused
-from shared.timeutil import iso_z, to_epoch_ms
+from shared.timeutil import iso_z, load_zone, to_epoch_ms
 from shared.validation import CANONICAL_FIELDS, check_timing
 
 log = logging.getLogger(__name__)
@@ -204,6 +212,15 @@ class Backfill:
 
 
 @dataclass(frozen=True)
+class Preview:
+    """A timing's times (in its timezone) and what it says in English."""
+
+    times: list[datetime]
+    timezone: str
+    description: str
+
+
+@dataclass(frozen=True)
 class Accepted:
     schedule_id: str
     revision: int
@@ -245,6 +262,38 @@ class ScheduleService:
             names={**CANONICAL_FIELDS, **names},
             schedule_id=schedule_id,
         )
+
+    def preview(
+        self,
+        timing: Timing,
+        names: Mapping[str, str],
+        count: int,
+        after: datetime | None = None,
+        before: datetime | None = None,
+        schedule_id: str | None = None,
+    ) -> Preview:
+        """The first ``count`` times of the timing accepted now, or at ``after``; or, with
+        ``before``, its last ``count`` times before that moment (what should have fired), oldest
+        first. ``after`` and ``before`` are wall times in the timing's zone, or instants. The
+        timing is checked as a create would check it, within one CPU budget with its times."""
+        if after is not None and before is not None:
+            raise InvalidInput({"before": "give after or before, not both"})
+        zone = load_zone(timing.timezone)
+        try:
+            with cpu_budget():
+                if before is not None:
+                    moment = instant_in(before, zone)
+                    # As if accepted a search horizon earlier, so that its times up to now count.
+                    recurrence = self.check(timing, names, _search_back(moment), schedule_id)
+                    times = recurrence.before(moment, count)
+                else:
+                    accepted_at = self.clock.now() if after is None else instant_in(after, zone)
+                    recurrence = self.check(timing, names, accepted_at, schedule_id)
+                    times = list(recurrence.upcoming(accepted_at, count))
+        except TooMuchWork as exc:
+            field = f"schedule.{names.get(timing.kind, timing.kind)}"
+            raise InvalidInput({field: str(exc)}) from None
+        return Preview(times, timing.timezone, describe(timing))
 
     def check_retry(self, retry: RetryPolicy) -> None:
         if retry.max_attempts > self.settings.max_receives:
@@ -704,6 +753,13 @@ class ScheduleService:
         if record is None:
             raise NotFound(occurrence_id)
         return record
+
+
+def _search_back(moment: datetime) -> datetime:
+    try:
+        return moment - SEARCH_HORIZON
+    except OverflowError:
+        raise InvalidInput({"before": "too early: after the year 9"}) from None
 
 
 def next_fire_time(schedule: Schedule, now: datetime, lookahead: timedelta) -> datetime | None:

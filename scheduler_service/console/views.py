@@ -41,11 +41,10 @@ from scheduler_service.service import (
     ScheduleService,
 )
 from scheduler_service.views import dead_letter_view, execution_view, schedule_view, time_pair
-from shared.describe import describe
 from shared.errors import InvalidInput, NotFound, Transient
 from shared.model import Execution, ExecutionStatus, Schedule, ScheduleStatus
 from shared.ports import ScheduleFilter
-from shared.recurrence import build_recurrence, upcoming
+from shared.recurrence import build_recurrence
 from shared.timeutil import UTC, parse_iso, utc_ms
 
 PREFIX = "/console"
@@ -588,10 +587,9 @@ def preview() -> str:
     try:
         loaded = PreviewSchema().load({"schedule": schedule_part, "count": NEXT_TIMES})
         timing, names = loaded["schedule"]
-        now = service().clock.now()
-        service().check(timing, names, now)
-        times = [time_pair(moment, timing.timezone) for moment in upcoming(timing, now, 10)]
-        description = describe(timing)
+        found = service().preview(timing, names, NEXT_TIMES)
+        times = [time_pair(moment, found.timezone) for moment in found.times]
+        description = found.description
     except ValidationError as exc:
         errors = flatten(exc.messages)
     except InvalidInput as exc:
