@@ -18,7 +18,7 @@ import threading
 import time
 from typing import Protocol
 
-from shared.ports import ScheduleStore
+from shared.ports import ApiKeyStore
 from shared.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -46,7 +46,7 @@ class AuthFailure(Exception):
 
 
 class Authenticator:
-    def __init__(self, settings: Settings, store: ScheduleStore) -> None:
+    def __init__(self, settings: Settings, store: ApiKeyStore) -> None:
         self.mode = settings.api_auth
         self.default_tenant = settings.default_tenant
         self.store = store

@@ -235,7 +235,10 @@ class ScheduleStore(ABC):
         key or not sealed at all; returns how many were rewritten. A definition replaced
         meanwhile is left as its writer sealed it (with the first key too)."""
 
-    # -- idempotency keys of the API ---------------------------------------------------
+
+class IdempotencyStore(ABC):
+    """What the API answered to each ``Idempotency-Key``, keyed by ``(tenant, key)`` and kept
+    until the record's ``expires_at``: a repeated create gets the same answer."""
 
     @abstractmethod
     def save_idempotency_record(
@@ -259,7 +262,10 @@ class ScheduleStore(ABC):
         """Forget a record, only if it still has ``fingerprint`` (undo a save whose create
         could not be enqueued). Returns whether a record was deleted."""
 
-    # -- API keys ----------------------------------------------------------------------
+
+class ApiKeyStore(ABC):
+    """The API keys issued by ``scheduler keys create``, keyed by their SHA-256: the key itself
+    is never stored."""
 
     @abstractmethod
     def add_api_key(self, key: ApiKey) -> bool:
@@ -343,8 +349,8 @@ class ExecutionStore(ABC):
         can no longer be reopened). Returns whether it was a dead letter."""
 
 
-class Store(ScheduleStore, ExecutionStore):
-    """Both store ports over one backend: every store adapter implements this.
+class Store(ScheduleStore, ExecutionStore, IdempotencyStore, ApiKeyStore):
+    """Every store port over one backend: every store adapter implements this.
 
     The batch methods below do what their one-at-a-time counterparts do, item by item with the
     same guards, so a hot loop pays one round trip (or one transaction) per batch where the

@@ -1,4 +1,4 @@
-"""One contract for every store adapter: the docstrings of ``ScheduleStore``, ``ExecutionStore``."""
+"""One contract for every store adapter: the docstrings of the store ports in ``shared.ports``."""
 
 from __future__ import annotations
 
