@@ -1,4 +1,4 @@
-"""MongoDB round trips of the store's hot paths, and the claim rate of one and of two pollers.
+"""MongoDB round trips of the store's hot paths, and the claim rate of one, two and three pollers.
 
 Part 1 counts the commands each store call sends (pymongo command monitoring) for ``--count``
 one-time schedules, taken through the production path in batches of ``--batch`` with the port
@@ -6,8 +6,11 @@ methods the workers call: create (``apply_definition``), claim, advance, the exe
 check (``get_schedules``), begin (``begin_attempts``) and settle (``settle_attempts``: the
 record and the run count). Figures are commands per schedule and per batch.
 
-Part 2 times ``--claim-count`` due schedules claimed and advanced to completion by 1 and by 2
-poller processes (``--pollers``), each a loop of claim + advance as the poller runs it.
+Part 2 times ``--claim-count`` due schedules claimed and advanced to completion by 1, 2 and 3
+poller processes (``--pollers``), each a loop of claim + advance as the poller runs it. Beside
+the rate: the commands per schedule claimed (a herd, pollers fighting over the same candidates,
+raises it) and the time a claim + advance takes (a server that is the limit makes each poller
+wait longer, at the same commands per claim).
 ``--delay-ms`` puts a proxy in front of the server that holds every command that long (a
 network between the workers and a cluster; ``bench/delay_proxy.py``).
 
@@ -194,14 +197,16 @@ def _poller(
         began = time.perf_counter()
         cpu = time.process_time()
         idle_since = None
-        sent, busy_cpu = 0, 0.0
+        sent, busy_cpu, waited = 0, 0.0, 0.0
         while True:
             now = datetime.now(UTC)
+            called = time.perf_counter()
             claimed = store.claim_due_schedules(now, now, batch, owner, now + timedelta(seconds=30))
             if claimed:
                 claims += 1
                 idle_since = None
                 store.advance_schedules([(s, None, 1) for s in claimed], owner, now)
+                waited += time.perf_counter() - called
                 claimed_total += len(claimed)
                 finished = time.perf_counter()
                 # The commands and CPU of the work, not of the idle second that ends it.
@@ -222,6 +227,7 @@ def _poller(
                 "claims": claims,
                 "commands": sent,
                 "cpu_seconds": busy_cpu,
+                "waited_seconds": waited,
             }
         )
 
@@ -266,9 +272,13 @@ def claim_rate(
         "seconds": seconds,
         "claims_per_second": claimed / seconds if seconds > 0 else math.nan,
         # A herd (pollers fighting over the same candidates) shows as more commands per
-        # schedule claimed, and more claim calls per schedule, with two pollers than with one.
+        # schedule claimed, and more claim calls per schedule, with more pollers than with one.
         "commands_per_claimed": commands / claimed if claimed else math.nan,
         "claim_calls": sum(result["claims"] for result in results),
+        # How long one claim + advance took, on average over the pollers' claims.
+        "ms_per_claim_call": 1000
+        * sum(result["waited_seconds"] for result in results)
+        / max(1, sum(result["claims"] for result in results)),
         "poller_cpu_seconds": sum(result["cpu_seconds"] for result in results),
         # Until the last claim (plus the pollers' idle second): near 1.0 means the server is
         # the limit, not the round trips, and more pollers cannot claim faster.
@@ -283,7 +293,7 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=1000, help="schedules for the command count")
     parser.add_argument("--batch", type=int, default=100, help="claim/fire batch size")
     parser.add_argument("--claim-count", type=int, default=2000, help="schedules per claim run")
-    parser.add_argument("--pollers", default="1,2", help="poller counts to time")
+    parser.add_argument("--pollers", default="1,2,3", help="poller counts to time")
     parser.add_argument(
         "--server-pid", type=int, help="the MongoDB server's process, to report its CPU share"
     )
@@ -314,7 +324,15 @@ def main() -> None:
     print(f"total per schedule: {commands['per_schedule']:.2f}")
     print(
         table(
-            ["pollers", "claimed", "seconds", "claims/s", "commands/claimed", "server CPU"],
+            [
+                "pollers",
+                "claimed",
+                "seconds",
+                "claims/s",
+                "commands/claimed",
+                "ms per claim call",
+                "server CPU",
+            ],
             [
                 [
                     r["pollers"],
@@ -322,6 +340,7 @@ def main() -> None:
                     r["seconds"],
                     r["claims_per_second"],
                     r["commands_per_claimed"],
+                    r["ms_per_claim_call"],
                     r["server_cpu_share"],
                 ]
                 for r in rates

@@ -175,7 +175,10 @@ class ScheduleStore(ABC):
     ) -> list[Schedule]:
         """Claim at most ``limit`` active schedules with ``next_schedule_time <= horizon``.
 
-        Earliest first. A claimed schedule is invisible to other claims until ``lease_until``
+        Earliest first; except that a claim following a full one may take the earliest of a part
+        of the due schedules (MongoDB: a window of slices), so that concurrent callers take
+        disjoint work, as long as the most overdue is claimed within a bounded number of
+        claims. A claimed schedule is invisible to other claims until ``lease_until``
         or until the owner advances it; schedules whose lease expired (their poller died) are
         claimable again. Two concurrent callers never receive the same schedule.
         """

@@ -26,10 +26,13 @@ another ``_id``.
 from __future__ import annotations
 
 import json
+import random
 import re
 import uuid
+import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
@@ -76,6 +79,15 @@ Document = dict[str, Any]
 _ROUNDS = 8
 # How often a claim looks again for candidates it lost to a concurrent claimer.
 _CLAIM_ROUNDS = 3
+# Pollers claim disjoint work without coordinating. Each schedule carries a slice, a hash of its
+# key; a poller that is behind (its last claim came back full) claims from one window of
+# consecutive slices, the next window at each claim, and every ``_WHOLE_EVERY``-th claim from
+# all of them: the most overdue schedule (or one stored before slices) waits at most that many
+# claims of any poller. A poller that lost candidates to another jumps to a window at random.
+SLICES = 64
+_WINDOWS = 8
+_WINDOW_SLICES = SLICES // _WINDOWS
+_WHOLE_EVERY = _WINDOWS + 1
 _DUPLICATE_KEY = 11000
 
 _DELETED = ScheduleStatus.DELETED.value
@@ -105,6 +117,34 @@ def _instant(value: datetime | str | None) -> datetime | None:
 
 def _ms(value: datetime | None) -> datetime | None:
     return None if value is None else utc_ms(value)
+
+
+def schedule_slice(key: str) -> int:
+    """The slice of a schedule's key: the same in every process (not Python's salted hash)."""
+    return zlib.crc32(key.encode()) % SLICES
+
+
+@dataclass
+class _ClaimCursor:
+    """Where a poller (one owner) claims next; see ``SLICES``."""
+
+    behind: bool = False
+    window: int = field(default_factory=lambda: random.randrange(_WINDOWS))
+    claims: int = 0
+
+    def next_window(self) -> int | None:
+        """The window of this claim's first round; ``None``: all slices, earliest first."""
+        if not self.behind:
+            return None
+        self.claims += 1
+        if self.claims % _WHOLE_EVERY == 0:
+            return None
+        self.window = (self.window + 1) % _WINDOWS
+        return self.window
+
+    def jump(self) -> int:
+        self.window = random.randrange(_WINDOWS)
+        return self.window
 
 
 def _completes(next_schedule_time: datetime | None) -> str:
@@ -148,6 +188,7 @@ class MongoStore(Store):
         self.executions: Collection[Document] = database["executions"]
         self.idempotency_keys: Collection[Document] = database["idempotency_keys"]
         self.api_keys: Collection[Document] = database["api_keys"]
+        self._claim_cursors: dict[str, _ClaimCursor] = {}
 
     @classmethod
     def from_url(
@@ -194,12 +235,15 @@ class MongoStore(Store):
         # implements neither, and every schedule document, tombstones included, carries
         # ``tenant`` and ``schedule_id``, so a full unique index is right on every server.
         with _transient("ensure_indexes"):
-            # The poller's claim: active schedules in next_schedule_time order, the lease
-            # checked in the index.
+            # The poller's claim: active schedules in next_schedule_time order, the slice and
+            # the lease checked in the index. A claim from a window of slices reads the keys in
+            # due order and passes over the other windows' (about _WINDOWS keys per claimed
+            # schedule), where a slice before the time would need a sort of the window's due.
             self.schedules.create_index(
                 [
                     ("status", ASCENDING),
                     ("next_schedule_time", ASCENDING),
+                    ("slice", ASCENDING),
                     ("lease_until", ASCENDING),
                 ]
             )
@@ -308,6 +352,7 @@ class MongoStore(Store):
             "name": definition.name,
             "tags": list(definition.tags),
             "next_schedule_time": _ms(next_schedule_time),
+            "slice": schedule_slice(key),
             "accepted_at": accepted,
             "updated_at": accepted,
             "occurrence_count": 0,
@@ -436,50 +481,68 @@ class MongoStore(Store):
         self, horizon: datetime, now: datetime, limit: int, owner: str, lease_until: datetime
     ) -> list[Schedule]:
         # A constant number of round trips per batch, whatever its size: the candidates' ids
-        # from the (status, next_schedule_time, lease_until) index, one guarded update_many that
-        # stamps a fresh claim token on those still free, and one read of what carries the token
-        # (by _id, so it stays an index lookup). Of concurrent claimers, each candidate goes to
-        # one: the update's filter repeats the whole condition. A claimer that lost candidates
-        # to another goes round again, and the next read no longer sees what the other holds.
+        # from the (status, next_schedule_time, slice, lease_until) index, one guarded
+        # update_many that stamps a fresh claim token on those still free, and one read of what
+        # carries the token (by _id, so it stays an index lookup). Of concurrent claimers, each
+        # candidate goes to one: the update's filter repeats the whole condition. A claimer that
+        # lost candidates to another goes round again, in another window of slices (SLICES),
+        # and the next read no longer sees what the other holds.
         due: Document = {"status": _ACTIVE, "next_schedule_time": {"$lte": utc_ms(horizon)}}
         expired: Document = {"lease_until": {"$lt": utc_ms(now)}}
         leased = utc_ms(lease_until)
+        cursor = self._claim_cursors.setdefault(owner, _ClaimCursor())
+        window = cursor.next_window()
         claimed: list[Schedule] = []
         with _transient("claim_due_schedules"):
             for _ in range(_CLAIM_ROUNDS):
                 wanted = limit - len(claimed)
                 if wanted <= 0:
                     break
+                selector: Document = {**due, "$or": [{"lease_until": None}, expired]}
+                if window is not None:
+                    first = window * _WINDOW_SLICES
+                    selector["slice"] = {"$gte": first, "$lt": first + _WINDOW_SLICES}
                 candidates = list(
-                    self.schedules.find(
-                        {**due, "$or": [{"lease_until": None}, expired]},
-                        {"_id": 1, "lease_until": 1},
-                    )
+                    self.schedules.find(selector, {"_id": 1, "lease_until": 1})
                     .sort("next_schedule_time", ASCENDING)
                     .limit(wanted)
                 )
-                if not candidates:
+                if not candidates and window is None:
                     break
-                token = uuid.uuid4().hex
-                stamp = {
-                    "$set": {"lease_owner": owner, "lease_until": leased, "claim_token": token}
-                }
-                # Free means no lease, or one that ran out (its poller died): two guarded cases,
-                # as no update filter here uses $or (see the module's docstring).
-                free = [c["_id"] for c in candidates if c.get("lease_until") is None]
-                lapsed = [c["_id"] for c in candidates if c.get("lease_until") is not None]
-                for ids, lease_state in ((free, {"lease_until": None}), (lapsed, expired)):
-                    if ids:
-                        self.schedules.update_many(
-                            {"_id": {"$in": ids}, **due, **lease_state}, stamp
-                        )
-                ids = [c["_id"] for c in candidates]
-                won = list(self.schedules.find({"_id": {"$in": ids}, "claim_token": token}))
-                claimed += [_schedule(document, self.secrets) for document in won]
-                if len(won) == len(candidates) or len(candidates) < wanted:
+                if candidates:
+                    won = self._stamp_claims(candidates, due, expired, owner, leased)
+                    claimed += [_schedule(document, self.secrets) for document in won]
+                    if len(won) < len(candidates):
+                        window = cursor.jump()
+                        continue
+                if len(candidates) == wanted or window is None:
                     break
+                # This window has no more due: the rest from all slices.
+                window = None
+        cursor.behind = len(claimed) >= limit
         claimed.sort(key=_due_order)
         return claimed
+
+    def _stamp_claims(
+        self,
+        candidates: Sequence[Document],
+        due: Document,
+        expired: Document,
+        owner: str,
+        leased: datetime,
+    ) -> list[Document]:
+        """Lease the candidates still free to ``owner``; the documents this call leased."""
+        token = uuid.uuid4().hex
+        stamp = {"$set": {"lease_owner": owner, "lease_until": leased, "claim_token": token}}
+        # Free means no lease, or one that ran out (its poller died): two guarded cases, as no
+        # update filter here uses $or (see the module's docstring).
+        free = [c["_id"] for c in candidates if c.get("lease_until") is None]
+        lapsed = [c["_id"] for c in candidates if c.get("lease_until") is not None]
+        for ids, lease_state in ((free, {"lease_until": None}), (lapsed, expired)):
+            if ids:
+                self.schedules.update_many({"_id": {"$in": ids}, **due, **lease_state}, stamp)
+        ids = [c["_id"] for c in candidates]
+        return list(self.schedules.find({"_id": {"$in": ids}, "claim_token": token}))
 
     def advance_schedule(
         self,

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
 import tomllib
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 import yaml
+from moto import mock_aws
 
+from shared.adapters.sqs_queue import SqsQueue, sqs_client
 from shared.settings import PREFIX, Settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,6 +69,82 @@ def test_localstack_creates_the_queues_the_settings_name() -> None:
     defaults = Settings()
     for name in (defaults.mutations_queue, defaults.occurrences_queue, defaults.dead_letter_queue):
         assert name in script
+
+
+# Stands in for LocalStack's ``awslocal``: records each call's arguments, answers the ARN query.
+AWSLOCAL = """\
+import json, os, sys
+with open(os.environ["AWSLOCAL_LOG"], "a") as log:
+    log.write(json.dumps(sys.argv[1:]) + "\\n")
+if "QueueArn" in sys.argv:
+    print("arn:aws:sqs:us-east-1:000000000000:scheduler-dead-letters")
+"""
+QUEUE_ATTRIBUTES = ("MessageRetentionPeriod", "MaximumMessageSize", "RedrivePolicy")
+
+
+def _script_queues(tmp_path: Path) -> dict[str, dict[str, Any]]:
+    """The queues ``init-queues.sh`` creates, with the attributes it gives them."""
+    (tmp_path / "awslocal").write_text(f"#!{sys.executable}\n{AWSLOCAL}")
+    (tmp_path / "awslocal").chmod(0o755)
+    log = tmp_path / "calls"
+    subprocess.run(
+        ["sh", str(ROOT / "deploy/localstack/init-queues.sh")],
+        env={**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}", "AWSLOCAL_LOG": str(log)},
+        check=True,
+        timeout=30,
+    )
+    queues: dict[str, dict[str, Any]] = {}
+    for line in log.read_text().splitlines():
+        call = json.loads(line)
+        if call[:2] == ["sqs", "create-queue"]:
+            name = call[call.index("--queue-name") + 1]
+            queues[name] = json.loads(call[call.index("--attributes") + 1])
+    return queues
+
+
+def _service_queues() -> dict[str, dict[str, Any]]:
+    """The queues the components create (``SqsQueue.create``), with their attributes."""
+    settings = Settings()
+    queues: dict[str, dict[str, Any]] = {}
+    with mock_aws():
+        client = sqs_client(None, "us-east-1")
+        work = (settings.mutations_queue, settings.occurrences_queue)
+        for name in work:
+            SqsQueue(client, name, settings.dead_letter_queue, settings.max_receives).create()
+        for name in (*work, settings.dead_letter_queue):
+            url = client.get_queue_url(QueueName=name)["QueueUrl"]
+            attributes = client.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])
+            queues[name] = {key: value for key, value in attributes["Attributes"].items()}
+        client.close()
+    return queues
+
+
+def _comparable(attributes: dict[str, Any]) -> dict[str, Any]:
+    kept = {name: attributes[name] for name in QUEUE_ATTRIBUTES if name in attributes}
+    if "RedrivePolicy" in kept:
+        policy = json.loads(kept["RedrivePolicy"])
+        kept["RedrivePolicy"] = {
+            "deadLetterQueue": policy["deadLetterTargetArn"].rsplit(":", 1)[-1],
+            "maxReceiveCount": int(policy["maxReceiveCount"]),
+        }
+    return kept
+
+
+def test_localstack_queues_get_the_attributes_the_service_gives_queues_it_creates(
+    tmp_path: Path,
+) -> None:
+    made_by_script = _script_queues(tmp_path)
+    made_by_service = _service_queues()
+    assert set(made_by_script) == set(made_by_service)
+    for name, attributes in made_by_service.items():
+        assert _comparable(made_by_script[name]) == _comparable(attributes), name
+    # What the service gives them, as SQS names it: 14 days, 1 MiB, redrive after 20 receives.
+    occurrences = _comparable(made_by_script[Settings().occurrences_queue])
+    assert occurrences == {
+        "MessageRetentionPeriod": "1209600",
+        "MaximumMessageSize": "1048576",
+        "RedrivePolicy": {"deadLetterQueue": "scheduler-dead-letters", "maxReceiveCount": 20},
+    }
 
 
 def test_compose_runs_the_localstack_the_tests_run() -> None:
