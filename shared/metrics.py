@@ -83,8 +83,26 @@ PROCESSING = Histogram(
 )
 
 
+# The label children used on every fire, made once: ``labels()`` takes a lock and looks the
+# values up on every call.
+SUCCEEDED = EXECUTIONS.labels("succeeded")
+FIRE_PROCESSING = PROCESSING.labels("executor", "fire")
+_RESPONSE_CLASSES = {
+    name: HTTP_RESPONSES.labels(name) for name in ("error", "1xx", "2xx", "3xx", "4xx", "5xx")
+}
+
+
 def status_class(status: int | None) -> str:
     return "error" if status is None else f"{status // 100}xx"
+
+
+def count_response(status: int | None) -> None:
+    """Count a webhook's answer (``None``: no answer) in ``HTTP_RESPONSES`` by its class."""
+    name = status_class(status)
+    counter = _RESPONSE_CLASSES.get(name)
+    if counter is None:
+        counter = _RESPONSE_CLASSES[name] = HTTP_RESPONSES.labels(name)
+    counter.inc()
 
 
 class BackendCollector(Collector):

@@ -26,10 +26,13 @@ __all__ = [
 
 def utc_ms(moment: datetime) -> datetime:
     """The same instant in UTC, truncated to the millisecond. Naive datetimes are refused."""
-    if moment.tzinfo is None or moment.utcoffset() is None:
-        raise ValueError(f"naive datetime {moment!r}: every instant must carry its time zone")
-    moment = moment.astimezone(UTC)
-    return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
+    if moment.tzinfo is not UTC:
+        if moment.tzinfo is None or moment.utcoffset() is None:
+            raise ValueError(f"naive datetime {moment!r}: every instant must carry its time zone")
+        moment = moment.astimezone(UTC)
+    # Most instants are in UTC to the millisecond already (the executor makes thousands a second).
+    extra = moment.microsecond % 1000
+    return moment.replace(microsecond=moment.microsecond - extra) if extra else moment
 
 
 def to_epoch_ms(moment: datetime) -> int:
@@ -46,8 +49,8 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 def iso_z(moment: datetime) -> str:
     """``2026-03-08T07:30:00.000Z``: how the API writes times, and occurrence ids too."""
-    moment = utc_ms(moment)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    # ``…+00:00`` in UTC, to the millisecond; ``isoformat`` costs a third of ``strftime``.
+    return utc_ms(moment).isoformat(timespec="milliseconds")[:-6] + "Z"
 
 
 def iso_local(moment: datetime, zone: tzinfo) -> str:
