@@ -30,11 +30,13 @@ import re
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
 import pymongo
+from bson import json_util
 from pymongo import ASCENDING, DESCENDING, ReturnDocument, UpdateOne
 from pymongo.collection import Collection
 from pymongo.errors import (
@@ -49,6 +51,8 @@ from pymongo.errors import (
 
 from shared.errors import Transient
 from shared.model import (
+    KEPT_ATTEMPTS,
+    Attempt,
     AttemptOutcome,
     Execution,
     ExecutionStatus,
@@ -70,6 +74,7 @@ from shared.secrets import SecretBox
 from shared.timeutil import UTC, from_epoch_ms, parse_iso, utc_ms
 
 Document = dict[str, Any]
+_PUSHED_JSON = json_util.JSONOptions(tz_aware=True)
 
 # How often a guarded change goes round its cases when the document changes between them (each
 # round either applies it or finds it refused; a livelock needs endless concurrent mutations).
@@ -1127,7 +1132,55 @@ def _finish(
         "lease_owner": owner,
         "status": "running",
     }
-    return guard, {"$set": changes}
+    # The attempt joins the record's log in the same update, which keeps the latest ones.
+    log = {"$each": [_attempt_entry(Attempt.of(execution, outcome))], "$slice": -KEPT_ATTEMPTS}
+    return guard, {"$set": changes, "$push": {"attempt_log": log}}
+
+
+def _attempt_entry(attempt: Attempt) -> Document:
+    return {
+        "number": attempt.number,
+        "status": attempt.status.value,
+        "started_at": _ms(attempt.started_at),
+        "finished_at": utc_ms(attempt.finished_at),
+        "duration_ms": attempt.duration_ms,
+        "http_status": attempt.http_status,
+        "error": attempt.error,
+        "status_line": attempt.response_status_line,
+        "excerpt": attempt.response_excerpt,
+        "truncated": attempt.response_truncated,
+    }
+
+
+def _attempts(document: Mapping[str, Any], execution: Execution) -> tuple[Attempt, ...]:
+    """The record's log; for a record written before attempts were kept, its last one."""
+    log = document.get("attempt_log")
+    if log is None:
+        return Attempt.last_of(execution)
+    return tuple(
+        Attempt(
+            number=entry["number"],
+            status=ExecutionStatus(entry["status"]),
+            started_at=_instant(entry.get("started_at")),
+            finished_at=_required(_instant(entry.get("finished_at"))),
+            duration_ms=entry.get("duration_ms"),
+            http_status=entry.get("http_status"),
+            error=entry.get("error"),
+            response_status_line=entry.get("status_line"),
+            response_excerpt=entry.get("excerpt"),
+            response_truncated=bool(entry.get("truncated", False)),
+        )
+        for entry in map(_pushed, log)
+    )
+
+
+def _pushed(entry: Mapping[str, Any] | str) -> Mapping[str, Any]:
+    """A document of an array. nx-27017 0.8.1 hands one written by ``$push`` back as its
+    extended JSON text; MongoDB itself always answers the document."""
+    if isinstance(entry, str):
+        document: Mapping[str, Any] = json_util.loads(entry, json_options=_PUSHED_JSON)
+        return document
+    return entry
 
 
 def _run_count(
@@ -1207,7 +1260,7 @@ def _api_key(document: Mapping[str, Any]) -> ApiKey:
 
 
 def _execution(document: Mapping[str, Any]) -> Execution:
-    return Execution(
+    execution = Execution(
         tenant=document["tenant"],
         occurrence_id=document["occurrence_id"],
         schedule_id=document["schedule_id"],
@@ -1226,3 +1279,4 @@ def _execution(document: Mapping[str, Any]) -> Execution:
         lease_until=_instant(document.get("lease_until")),
         manual=bool(document.get("manual", False)),
     )
+    return replace(execution, attempt_log=_attempts(document, execution))
