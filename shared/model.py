@@ -393,22 +393,6 @@ class Attempt:
         object.__setattr__(self, "finished_at", utc_ms(self.finished_at))
 
     @classmethod
-    def of(cls, execution: Execution, outcome: AttemptOutcome) -> Attempt:
-        """The attempt ``execution`` (as begun) made, ended as ``outcome`` says."""
-        return cls(
-            number=execution.attempts,
-            status=outcome.status,
-            started_at=execution.started_at,
-            finished_at=outcome.finished_at,
-            duration_ms=outcome.duration_ms,
-            http_status=outcome.http_status,
-            error=outcome.error,
-            response_status_line=outcome.response_status_line,
-            response_excerpt=outcome.response_excerpt,
-            response_truncated=outcome.response_truncated,
-        )
-
-    @classmethod
     def last_of(cls, execution: Execution) -> tuple[Attempt, ...]:
         """A record written before attempts were kept: its last attempt, from the record's
         own fields (none if no attempt has ended)."""

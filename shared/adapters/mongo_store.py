@@ -742,7 +742,7 @@ class MongoStore(Store):
         attempt: Document = {
             "status": "running",
             "revision": occurrence.revision,
-            "started_at": started,
+            "started_at": _ms(started),
             "lease_owner": owner,
             "lease_until": utc_ms(lease_until),
             "next_attempt_at": None,
@@ -794,7 +794,7 @@ class MongoStore(Store):
         token = uuid.uuid4().hex
         attempt: Document = {
             "status": "running",
-            "started_at": started,
+            "started_at": _ms(started),
             "lease_owner": owner,
             "lease_until": utc_ms(lease_until),
             "next_attempt_at": None,
@@ -1112,16 +1112,17 @@ def _finish(
         if started is None
         else (utc_ms(started) - execution.scheduled_time).total_seconds() * 1000.0
     )
+    finished = utc_ms(outcome.finished_at)
     changes: Document = {
         "status": outcome.status.value,
-        "finished_at": utc_ms(outcome.finished_at),
+        "finished_at": finished,
         "http_status": outcome.http_status,
         "duration_ms": outcome.duration_ms,
         "lateness_ms": lateness,
         "error": outcome.error,
         "next_attempt_at": _ms(outcome.next_attempt_at),
         # What the TTL index of retention counts from: only records that are done carry it.
-        "final_at": utc_ms(outcome.finished_at) if outcome.status.is_final else None,
+        "final_at": finished if outcome.status.is_final else None,
         "lease_owner": None,
         "lease_until": None,
     }
@@ -1133,23 +1134,20 @@ def _finish(
         "status": "running",
     }
     # The attempt joins the record's log in the same update, which keeps the latest ones.
-    log = {"$each": [_attempt_entry(Attempt.of(execution, outcome))], "$slice": -KEPT_ATTEMPTS}
-    return guard, {"$set": changes, "$push": {"attempt_log": log}}
-
-
-def _attempt_entry(attempt: Attempt) -> Document:
-    return {
-        "number": attempt.number,
-        "status": attempt.status.value,
-        "started_at": _ms(attempt.started_at),
-        "finished_at": utc_ms(attempt.finished_at),
-        "duration_ms": attempt.duration_ms,
-        "http_status": attempt.http_status,
-        "error": attempt.error,
-        "status_line": attempt.response_status_line,
-        "excerpt": attempt.response_excerpt,
-        "truncated": attempt.response_truncated,
+    attempt = {
+        "number": execution.attempts,
+        "status": outcome.status.value,
+        "started_at": _ms(started),
+        "finished_at": finished,
+        "duration_ms": outcome.duration_ms,
+        "http_status": outcome.http_status,
+        "error": outcome.error,
+        "status_line": outcome.response_status_line,
+        "excerpt": outcome.response_excerpt,
+        "truncated": outcome.response_truncated,
     }
+    log = {"$each": [attempt], "$slice": -KEPT_ATTEMPTS}
+    return guard, {"$set": changes, "$push": {"attempt_log": log}}
 
 
 def _attempts(document: Mapping[str, Any], execution: Execution) -> tuple[Attempt, ...]:

@@ -842,19 +842,23 @@ def _count_run(
 
 # ``_finish`` and ``_count_run`` for many attempts, one statement each (SQLite 3.35+).
 _SETTLES_PER_STATEMENT = 400
-_FINISH_ROW = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-# The attempt's entry (JSON) goes at the end of the record's log, which keeps the latest
-# KEPT_ATTEMPTS: each finish adds one, so dropping the first when full is enough.
-_PUSH_ATTEMPT = (
-    "attempt_log = json_insert(CASE WHEN json_array_length(coalesce(attempt_log, '[]'))"
-    f" >= {KEPT_ATTEMPTS} THEN json_remove(attempt_log, '$[0]')"
-    " ELSE coalesce(attempt_log, '[]') END, '$[#]', json({entry}))"
+_FINISH_ROW = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+# The attempt joins the end of the record's log, which keeps the latest KEPT_ATTEMPTS: each
+# finish adds one, so dropping the first when full is enough. Its number and start are the
+# record's own (as begun); the rest is the outcome's.
+_ATTEMPT = (
+    "json_object('number', executions.attempts, 'status', v.column3,"
+    " 'started_ms', executions.started_ms, 'finished_ms', v.column4,"
+    " 'duration_ms', v.column6, 'http_status', v.column5, 'error', v.column8,"
+    " 'status_line', v.column10, 'excerpt', v.column11, 'truncated', v.column12)"
 )
 _FINISH_MANY = (
     "UPDATE executions SET status = v.column3, finished_ms = v.column4,"
     " http_status = v.column5, duration_ms = v.column6, lateness_ms = v.column7,"
     " error = v.column8, next_attempt_ms = v.column9,"
-    f" {_PUSH_ATTEMPT.format(entry='v.column10')},"
+    " attempt_log = json_insert(CASE WHEN json_array_length(coalesce(attempt_log, '[]'))"
+    f" >= {KEPT_ATTEMPTS} THEN json_remove(attempt_log, '$[0]')"
+    f" ELSE coalesce(attempt_log, '[]') END, '$[#]', {_ATTEMPT}),"
     " lease_owner = NULL, lease_until_ms = NULL"
     " FROM (VALUES {values}) AS v"
     " WHERE executions.tenant = v.column1 AND executions.occurrence_id = v.column2"
@@ -888,27 +892,9 @@ def _finish_values(execution: Execution, outcome: AttemptOutcome) -> tuple[Any, 
         lateness,
         outcome.error,
         _ms(outcome.next_attempt_at),
-        _attempt_entry(execution, outcome),
-    )
-
-
-def _attempt_entry(execution: Execution, outcome: AttemptOutcome) -> str:
-    """The attempt as the record's log keeps it: JSON, times in epoch milliseconds."""
-    attempt = Attempt.of(execution, outcome)
-    return json.dumps(
-        {
-            "number": attempt.number,
-            "status": attempt.status.value,
-            "started_ms": _ms(attempt.started_at),
-            "finished_ms": to_epoch_ms(attempt.finished_at),
-            "duration_ms": attempt.duration_ms,
-            "http_status": attempt.http_status,
-            "error": attempt.error,
-            "status_line": attempt.response_status_line,
-            "excerpt": attempt.response_excerpt,
-            "truncated": attempt.response_truncated,
-        },
-        separators=(",", ":"),
+        outcome.response_status_line,
+        outcome.response_excerpt,
+        outcome.response_truncated,
     )
 
 
@@ -927,7 +913,7 @@ def _attempts(log: str | None, execution: Execution) -> tuple[Attempt, ...]:
             error=entry["error"],
             response_status_line=entry["status_line"],
             response_excerpt=entry["excerpt"],
-            response_truncated=entry["truncated"],
+            response_truncated=bool(entry["truncated"]),
         )
         for entry in json.loads(log)
     )
@@ -957,32 +943,10 @@ def _run_counts(
 def _finish(
     connection: sqlite3.Connection, execution: Execution, owner: str, outcome: AttemptOutcome
 ) -> bool:
-    started = execution.started_at
-    lateness = (
-        None if started is None else (started - execution.scheduled_time).total_seconds() * 1000.0
-    )
-    cursor = connection.execute(
-        "UPDATE executions SET status = ?, finished_ms = ?, http_status = ?,"
-        " duration_ms = ?, lateness_ms = ?, error = ?, next_attempt_ms = ?,"
-        f" {_PUSH_ATTEMPT.format(entry='?')},"
-        " lease_owner = NULL, lease_until_ms = NULL"
-        " WHERE tenant = ? AND occurrence_id = ? AND lease_owner = ?"
-        " AND status = 'running'",
-        (
-            outcome.status.value,
-            to_epoch_ms(outcome.finished_at),
-            outcome.http_status,
-            outcome.duration_ms,
-            lateness,
-            outcome.error,
-            _ms(outcome.next_attempt_at),
-            _attempt_entry(execution, outcome),
-            execution.tenant,
-            execution.occurrence_id,
-            owner,
-        ),
-    )
-    return cursor.rowcount == 1
+    rows = connection.execute(
+        _FINISH_MANY.format(values=_FINISH_ROW), (*_finish_values(execution, outcome), owner)
+    ).fetchall()
+    return len(rows) == 1
 
 
 # ``_BEGIN`` for many occurrences in one statement (SQLite 3.35+: upsert with RETURNING).
