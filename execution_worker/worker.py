@@ -71,6 +71,7 @@ from shared.ports import (
     Store,
     SystemClock,
     WebhookError,
+    WebhookResponse,
     WebhookSender,
 )
 from shared.retry import Verdict, judge_response, next_step
@@ -550,6 +551,7 @@ class Executor:
             item.occurrence, payload, execution.attempts, self.signer, call.started
         )
         http_status: int | None = None
+        response: WebhookResponse | None = None
         try:
             response = await self.sender.send(request)
         except WebhookError as exc:
@@ -570,7 +572,13 @@ class Executor:
         next_attempt = finished + step.delay if step.delay is not None else None
         error = None if verdict.succeeded else verdict.reason
         outcome = AttemptOutcome(
-            step.status, finished, http_status, duration_ms, error, next_attempt
+            step.status,
+            finished,
+            http_status,
+            duration_ms,
+            error,
+            next_attempt,
+            *_answer(response),
         )
         return Settled(execution, outcome, item.occurrence, item.message, step.delay)
 
@@ -656,6 +664,15 @@ def _context(settled: Settled, started: datetime) -> dict[str, Any]:
         "duration_ms": round(outcome.duration_ms or 0.0, 3),
         "lateness_ms": round((started - execution.scheduled_time).total_seconds() * 1000.0, 3),
     }
+
+
+def _answer(response: WebhookResponse | None) -> tuple[str | None, str | None, bool]:
+    """What an attempt keeps of the webhook's answer: its status line, the start of its body
+    as text, and whether the body was longer."""
+    if response is None:
+        return None, None, False
+    excerpt = response.body_excerpt.decode("utf-8", "replace") if response.body_excerpt else None
+    return response.status_line or None, excerpt, response.body_truncated
 
 
 def _resolve(waiter: asyncio.Future[None]) -> None:

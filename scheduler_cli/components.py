@@ -38,6 +38,7 @@ def build_executor(settings: Settings, backends: Backends, clock: Clock | None =
         HttpSender(
             max_connections=settings.executor_concurrency,
             policy=TargetPolicy(settings.allowed_networks),
+            excerpt_bytes=settings.response_excerpt_bytes,
         ),
         settings,
         clock,

@@ -8,7 +8,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from shared.redaction import redact
+from shared.redaction import redact, redact_body
 from shared.timeutil import iso_z, parse_iso, utc_ms
 
 JSON = Any
@@ -360,12 +360,68 @@ class Execution:
     lease_owner: str | None = None
     lease_until: datetime | None = None
     manual: bool = False
+    # The attempts that ended, oldest first (the last ``KEPT_ATTEMPTS``).
+    attempt_log: tuple[Attempt, ...] = ()
+
+
+# How many attempts an execution record keeps, the latest ones.
+KEPT_ATTEMPTS = 50
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One HTTP attempt of an occurrence as its record keeps it: how it ended (``SUCCEEDED``,
+    ``RETRYING`` or ``FAILED``), and what the webhook answered, if it answered."""
+
+    number: int
+    status: ExecutionStatus
+    started_at: datetime | None
+    finished_at: datetime
+    duration_ms: float | None = None
+    http_status: int | None = None
+    error: str | None = None
+    # e.g. "HTTP/1.1 503 Service Unavailable"
+    response_status_line: str | None = None
+    # The first bytes of the answer's body (SCHEDULER_RESPONSE_EXCERPT_BYTES), as text.
+    response_excerpt: str | None = None
+    # Whether the body was longer than the excerpt.
+    response_truncated: bool = False
+
+    def __post_init__(self) -> None:
+        if self.started_at is not None:
+            object.__setattr__(self, "started_at", utc_ms(self.started_at))
+        object.__setattr__(self, "finished_at", utc_ms(self.finished_at))
+
+    @classmethod
+    def last_of(cls, execution: Execution) -> tuple[Attempt, ...]:
+        """A record written before attempts were kept: its last attempt, from the record's
+        own fields (none if no attempt has ended)."""
+        if execution.attempts < 1 or execution.finished_at is None:
+            return ()
+        if execution.status not in (
+            ExecutionStatus.SUCCEEDED,
+            ExecutionStatus.RETRYING,
+            ExecutionStatus.FAILED,
+        ):
+            return ()
+        return (
+            cls(
+                number=execution.attempts,
+                status=execution.status,
+                started_at=execution.started_at,
+                finished_at=execution.finished_at,
+                duration_ms=execution.duration_ms,
+                http_status=execution.http_status,
+                error=execution.error,
+            ),
+        )
 
 
 @dataclass(frozen=True)
 class AttemptOutcome:
     """What one HTTP attempt ended with, as the executor records it. An HTTP client's error may
-    quote the URL it called, query and all: ``error`` is kept redacted."""
+    quote the URL it called, query and all: ``error`` is kept redacted, and so is the excerpt
+    of the answer's body (it may echo a credential)."""
 
     status: ExecutionStatus
     finished_at: datetime
@@ -373,10 +429,15 @@ class AttemptOutcome:
     duration_ms: float | None = None
     error: str | None = None
     next_attempt_at: datetime | None = None
+    response_status_line: str | None = None
+    response_excerpt: str | None = None
+    response_truncated: bool = False
 
     def __post_init__(self) -> None:
         if self.error is not None:
             object.__setattr__(self, "error", redact(self.error))
+        if self.response_excerpt:
+            object.__setattr__(self, "response_excerpt", redact_body(self.response_excerpt))
 
 
 def _optional_int(value: JSON) -> int | None:

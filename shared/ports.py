@@ -522,6 +522,12 @@ class WebhookResponse:
     status: int
     headers: Mapping[str, str]
     duration_ms: float
+    # e.g. "HTTP/1.1 200 OK"
+    status_line: str = ""
+    # The first bytes of the body (as many as the sender was asked to keep), and whether the
+    # body was longer.
+    body_excerpt: bytes = b""
+    body_truncated: bool = False
 
 
 class WebhookSender(ABC):

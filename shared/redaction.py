@@ -153,3 +153,22 @@ def redact(text: str, patterns: Iterable[str] = DEFAULT_SECRET_NAMES) -> str:
     if any(prefix in text for prefix in _KNOWN_PREFIXES):
         text = _KNOWN_TOKEN_START.sub(MASK, text)
     return _LONG_RUN_START.sub(lambda m: MASK if _random_looking(m[0]) else m[0], text)
+
+
+# A JSON member whose value is a string: ``"name": "value"`` (escapes kept whole).
+_JSON_MEMBER = re.compile(r'"(?P<name>[\w.~-]+)"(?P<colon>\s*:\s*)"(?P<value>(?:[^"\\]|\\.)*)"')
+
+
+def redact_body(text: str, patterns: Iterable[str] = DEFAULT_SECRET_NAMES) -> str:
+    """``redact`` for the start of an HTTP body, which may be JSON cut short: also the string
+    values of members with a secret name (``"access_token": "…"``)."""
+    patterns = tuple(patterns)
+    if '"' in text:
+
+        def member(match: re.Match[str]) -> str:
+            if is_secret_name(match["name"], patterns):
+                return f'"{match["name"]}"{match["colon"]}"{MASK}"'
+            return match[0]
+
+        text = _JSON_MEMBER.sub(member, text)
+    return redact(text, patterns)

@@ -100,6 +100,8 @@ class Settings:
     execution_lease_margin_seconds: float = 30.0
     shutdown_timeout_seconds: float = 30.0
     webhook_secret: str = field(default="", repr=False)
+    # How much of each webhook answer's body an attempt keeps (0: none; at most 65536).
+    response_excerpt_bytes: int = 1024
     # Networks webhooks may target although private, loopback, link-local or reserved
     # (comma-separated CIDRs); scheduler dev allows loopback. Everything else non-public is refused.
     allowed_networks: tuple[str, ...] = ()
@@ -180,6 +182,8 @@ class Settings:
         ):
             if getattr(self, name) < 1:
                 raise bad(name, "must be at least 1")
+        if not 0 <= self.response_excerpt_bytes <= 65536:
+            raise bad("response_excerpt_bytes", "between 0 and 65536")
         if not 1 <= self.receive_batch_size <= 10:
             raise bad("receive_batch_size", "between 1 and 10 (the SQS limit)")
         if not 0 <= self.port <= 65535:

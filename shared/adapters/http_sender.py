@@ -5,7 +5,7 @@ The deadline (the request's ``timeout_seconds``) covers the whole call: resolvin
 connecting, sending, and the answer's status and headers (a server that trickles its headers is
 cut off at the deadline: no answer). Its body is read, up to ``MAX_BODY_BYTES``, until the same
 deadline; a larger or trickling body is cut off and its connection closed, and the status is
-the answer.
+the answer. Of the body, the first ``excerpt_bytes`` are kept (the rest is read and dropped).
 
 A new connection resolves the URL's host once, through ``GuardedResolver``: every address DNS
 answered is checked, and the connection goes to the checked address, so a name cannot rebind to
@@ -32,7 +32,8 @@ from shared.ports import WebhookError, WebhookRequest, WebhookResponse, WebhookS
 from shared.ssrf import Resolver, TargetPolicy, TargetRefused, literal_address, system_resolver
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
-# The body of an answer is not used; up to this much is read so its connection can be reused.
+# Up to this much of an answer's body is read, so its connection can be reused; only its start
+# is kept (``excerpt_bytes``).
 MAX_BODY_BYTES = 64 * 1024
 # How many hosts' literal-address checks are remembered.
 REMEMBERED_HOSTS = 4096
@@ -73,10 +74,14 @@ class HttpSender(WebhookSender):
         policy: TargetPolicy | None = None,
         resolver: Resolver | None = None,
         ca_certs: str | None = None,
+        excerpt_bytes: int = 0,
     ) -> None:
         """``max_connections`` bounds open connections (0: no bound; the executor bounds calls
         in flight itself); ``policy`` defaults to public addresses only; ``resolver`` to the
-        system's DNS; ``ca_certs`` (a PEM file) replaces the system's trusted certificates."""
+        system's DNS; ``ca_certs`` (a PEM file) replaces the system's trusted certificates;
+        ``excerpt_bytes``: how much of each answer's body to give back (at most
+        ``MAX_BODY_BYTES``)."""
+        self.excerpt_bytes = min(excerpt_bytes, MAX_BODY_BYTES)
         self.policy = policy or TargetPolicy()
         self.resolver = resolver or system_resolver
         self.max_connections = max_connections
@@ -158,17 +163,25 @@ class HttpSender(WebhookSender):
             raise WebhookError(f"cannot connect to {exc.host}:{exc.port}: {why}") from None
         except aiohttp.ClientError as exc:
             raise WebhookError(f"{type(exc).__name__}: {exc}") from None
+        body = _Body(self.excerpt_bytes)
         try:
             async with asyncio.timeout_at(deadline):
-                await _finish_body(response)
+                await body.finish(response)
         except (TimeoutError, aiohttp.ClientError):
             # The status is the webhook's answer; the rest of its body is not waited for.
             response.close()
         finally:
             response.release()
         duration_ms = (time.perf_counter() - started) * 1000.0
+        version = response.version
+        status_line = f"HTTP/{version.major}.{version.minor} {response.status}" if version else ""
         return WebhookResponse(
-            status=response.status, headers=dict(response.headers.items()), duration_ms=duration_ms
+            status=response.status,
+            headers=dict(response.headers.items()),
+            duration_ms=duration_ms,
+            status_line=f"{status_line} {response.reason}" if response.reason else status_line,
+            body_excerpt=body.excerpt,
+            body_truncated=body.truncated,
         )
 
     def _literal_refusal(self, host: str) -> str | None:
@@ -191,13 +204,25 @@ class HttpSender(WebhookSender):
             self._session = None
 
 
-async def _finish_body(response: aiohttp.ClientResponse) -> None:
-    """Read the answer's body (up to ``MAX_BODY_BYTES``) within the call's deadline; a longer
-    one is cut off and its connection closed rather than given back for reuse."""
-    received = 0
-    while received <= MAX_BODY_BYTES:
-        chunk = await response.content.readany()
-        if not chunk:
-            return
-        received += len(chunk)
-    response.close()
+class _Body:
+    """An answer's body as it is read: its first ``keep`` bytes, and whether there was more."""
+
+    def __init__(self, keep: int) -> None:
+        self.keep = keep
+        self.excerpt = b""
+        self.truncated = False
+
+    async def finish(self, response: aiohttp.ClientResponse) -> None:
+        """Read the body (up to ``MAX_BODY_BYTES``) within the call's deadline, keeping its
+        start; a longer one is cut off and its connection closed rather than given back for
+        reuse."""
+        received = 0
+        while received <= MAX_BODY_BYTES:
+            chunk = await response.content.readany()
+            if not chunk:
+                return
+            if received < self.keep:
+                self.excerpt += chunk[: self.keep - received]
+            received += len(chunk)
+            self.truncated = received > self.keep
+        response.close()

@@ -32,12 +32,13 @@ import uuid
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
 import pymongo
+from bson import json_util
 from pymongo import ASCENDING, DESCENDING, ReturnDocument, UpdateOne
 from pymongo.collection import Collection
 from pymongo.errors import (
@@ -52,6 +53,8 @@ from pymongo.errors import (
 
 from shared.errors import Transient
 from shared.model import (
+    KEPT_ATTEMPTS,
+    Attempt,
     AttemptOutcome,
     Execution,
     ExecutionStatus,
@@ -73,6 +76,7 @@ from shared.secrets import SecretBox
 from shared.timeutil import UTC, from_epoch_ms, parse_iso, utc_ms
 
 Document = dict[str, Any]
+_PUSHED_JSON = json_util.JSONOptions(tz_aware=True)
 
 # How often a guarded change goes round its cases when the document changes between them (each
 # round either applies it or finds it refused; a livelock needs endless concurrent mutations).
@@ -800,7 +804,7 @@ class MongoStore(Store):
         attempt: Document = {
             "status": "running",
             "revision": occurrence.revision,
-            "started_at": started,
+            "started_at": _ms(started),
             "lease_owner": owner,
             "lease_until": utc_ms(lease_until),
             "next_attempt_at": None,
@@ -852,7 +856,7 @@ class MongoStore(Store):
         token = uuid.uuid4().hex
         attempt: Document = {
             "status": "running",
-            "started_at": started,
+            "started_at": _ms(started),
             "lease_owner": owner,
             "lease_until": utc_ms(lease_until),
             "next_attempt_at": None,
@@ -1170,16 +1174,17 @@ def _finish(
         if started is None
         else (utc_ms(started) - execution.scheduled_time).total_seconds() * 1000.0
     )
+    finished = utc_ms(outcome.finished_at)
     changes: Document = {
         "status": outcome.status.value,
-        "finished_at": utc_ms(outcome.finished_at),
+        "finished_at": finished,
         "http_status": outcome.http_status,
         "duration_ms": outcome.duration_ms,
         "lateness_ms": lateness,
         "error": outcome.error,
         "next_attempt_at": _ms(outcome.next_attempt_at),
         # What the TTL index of retention counts from: only records that are done carry it.
-        "final_at": utc_ms(outcome.finished_at) if outcome.status.is_final else None,
+        "final_at": finished if outcome.status.is_final else None,
         "lease_owner": None,
         "lease_until": None,
     }
@@ -1190,7 +1195,52 @@ def _finish(
         "lease_owner": owner,
         "status": "running",
     }
-    return guard, {"$set": changes}
+    # The attempt joins the record's log in the same update, which keeps the latest ones.
+    attempt = {
+        "number": execution.attempts,
+        "status": outcome.status.value,
+        "started_at": _ms(started),
+        "finished_at": finished,
+        "duration_ms": outcome.duration_ms,
+        "http_status": outcome.http_status,
+        "error": outcome.error,
+        "status_line": outcome.response_status_line,
+        "excerpt": outcome.response_excerpt,
+        "truncated": outcome.response_truncated,
+    }
+    log = {"$each": [attempt], "$slice": -KEPT_ATTEMPTS}
+    return guard, {"$set": changes, "$push": {"attempt_log": log}}
+
+
+def _attempts(document: Mapping[str, Any], execution: Execution) -> tuple[Attempt, ...]:
+    """The record's log; for a record written before attempts were kept, its last one."""
+    log = document.get("attempt_log")
+    if log is None:
+        return Attempt.last_of(execution)
+    return tuple(
+        Attempt(
+            number=entry["number"],
+            status=ExecutionStatus(entry["status"]),
+            started_at=_instant(entry.get("started_at")),
+            finished_at=_required(_instant(entry.get("finished_at"))),
+            duration_ms=entry.get("duration_ms"),
+            http_status=entry.get("http_status"),
+            error=entry.get("error"),
+            response_status_line=entry.get("status_line"),
+            response_excerpt=entry.get("excerpt"),
+            response_truncated=bool(entry.get("truncated", False)),
+        )
+        for entry in map(_pushed, log)
+    )
+
+
+def _pushed(entry: Mapping[str, Any] | str) -> Mapping[str, Any]:
+    """A document of an array. nx-27017 0.8.1 hands one written by ``$push`` back as its
+    extended JSON text; MongoDB itself always answers the document."""
+    if isinstance(entry, str):
+        document: Mapping[str, Any] = json_util.loads(entry, json_options=_PUSHED_JSON)
+        return document
+    return entry
 
 
 def _run_count(
@@ -1270,7 +1320,7 @@ def _api_key(document: Mapping[str, Any]) -> ApiKey:
 
 
 def _execution(document: Mapping[str, Any]) -> Execution:
-    return Execution(
+    execution = Execution(
         tenant=document["tenant"],
         occurrence_id=document["occurrence_id"],
         schedule_id=document["schedule_id"],
@@ -1289,3 +1339,4 @@ def _execution(document: Mapping[str, Any]) -> Execution:
         lease_until=_instant(document.get("lease_until")),
         manual=bool(document.get("manual", False)),
     )
+    return replace(execution, attempt_log=_attempts(document, execution))

@@ -6,12 +6,15 @@ import json
 import re
 import sqlite3
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 from shared.adapters.sqlite_db import SqliteDatabase
 from shared.errors import Transient
 from shared.model import (
+    KEPT_ATTEMPTS,
+    Attempt,
     AttemptOutcome,
     Execution,
     ExecutionStatus,
@@ -81,6 +84,7 @@ CREATE TABLE IF NOT EXISTS executions (
     lease_until_ms INTEGER,
     manual INTEGER NOT NULL DEFAULT 0,
     discarded_ms INTEGER,
+    attempt_log TEXT,
     PRIMARY KEY (tenant, occurrence_id)
 ) WITHOUT ROWID;
 -- Retention: what purge_expired deletes, oldest first.
@@ -140,11 +144,12 @@ class SqliteStore(Store):
         connection = self.db.connection()
         connection.executescript(SCHEMA)
         with self.db.write() as writing:
-            # A database made before dead letters were kept lacks the column; checked inside
-            # the write so that two processes starting together add it once.
+            # A database made before dead letters (or attempts) were kept lacks the column;
+            # checked inside the write so that two processes starting together add it once.
             columns = {row["name"] for row in writing.execute("PRAGMA table_info(executions)")}
-            if "discarded_ms" not in columns:
-                writing.execute("ALTER TABLE executions ADD COLUMN discarded_ms INTEGER")
+            for column, kind in (("discarded_ms", "INTEGER"), ("attempt_log", "TEXT")):
+                if column not in columns:
+                    writing.execute(f"ALTER TABLE executions ADD COLUMN {column} {kind}")
         connection.executescript(DEAD_LETTERS_SCHEMA)
 
     def close(self) -> None:
@@ -837,11 +842,23 @@ def _count_run(
 
 # ``_finish`` and ``_count_run`` for many attempts, one statement each (SQLite 3.35+).
 _SETTLES_PER_STATEMENT = 400
-_FINISH_ROW = "(?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_FINISH_ROW = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+# The attempt joins the end of the record's log, which keeps the latest KEPT_ATTEMPTS: each
+# finish adds one, so dropping the first when full is enough. Its number and start are the
+# record's own (as begun); the rest is the outcome's.
+_ATTEMPT = (
+    "json_object('number', executions.attempts, 'status', v.column3,"
+    " 'started_ms', executions.started_ms, 'finished_ms', v.column4,"
+    " 'duration_ms', v.column6, 'http_status', v.column5, 'error', v.column8,"
+    " 'status_line', v.column10, 'excerpt', v.column11, 'truncated', v.column12)"
+)
 _FINISH_MANY = (
     "UPDATE executions SET status = v.column3, finished_ms = v.column4,"
     " http_status = v.column5, duration_ms = v.column6, lateness_ms = v.column7,"
     " error = v.column8, next_attempt_ms = v.column9,"
+    " attempt_log = json_insert(CASE WHEN json_array_length(coalesce(attempt_log, '[]'))"
+    f" >= {KEPT_ATTEMPTS} THEN json_remove(attempt_log, '$[0]')"
+    f" ELSE coalesce(attempt_log, '[]') END, '$[#]', {_ATTEMPT}),"
     " lease_owner = NULL, lease_until_ms = NULL"
     " FROM (VALUES {values}) AS v"
     " WHERE executions.tenant = v.column1 AND executions.occurrence_id = v.column2"
@@ -875,6 +892,30 @@ def _finish_values(execution: Execution, outcome: AttemptOutcome) -> tuple[Any, 
         lateness,
         outcome.error,
         _ms(outcome.next_attempt_at),
+        outcome.response_status_line,
+        outcome.response_excerpt,
+        outcome.response_truncated,
+    )
+
+
+def _attempts(log: str | None, execution: Execution) -> tuple[Attempt, ...]:
+    """The record's log; for a record written before attempts were kept, its last one."""
+    if log is None:
+        return Attempt.last_of(execution)
+    return tuple(
+        Attempt(
+            number=entry["number"],
+            status=ExecutionStatus(entry["status"]),
+            started_at=_time(entry["started_ms"]),
+            finished_at=from_epoch_ms(entry["finished_ms"]),
+            duration_ms=entry["duration_ms"],
+            http_status=entry["http_status"],
+            error=entry["error"],
+            response_status_line=entry["status_line"],
+            response_excerpt=entry["excerpt"],
+            response_truncated=bool(entry["truncated"]),
+        )
+        for entry in json.loads(log)
     )
 
 
@@ -902,30 +943,10 @@ def _run_counts(
 def _finish(
     connection: sqlite3.Connection, execution: Execution, owner: str, outcome: AttemptOutcome
 ) -> bool:
-    started = execution.started_at
-    lateness = (
-        None if started is None else (started - execution.scheduled_time).total_seconds() * 1000.0
-    )
-    cursor = connection.execute(
-        "UPDATE executions SET status = ?, finished_ms = ?, http_status = ?,"
-        " duration_ms = ?, lateness_ms = ?, error = ?, next_attempt_ms = ?,"
-        " lease_owner = NULL, lease_until_ms = NULL"
-        " WHERE tenant = ? AND occurrence_id = ? AND lease_owner = ?"
-        " AND status = 'running'",
-        (
-            outcome.status.value,
-            to_epoch_ms(outcome.finished_at),
-            outcome.http_status,
-            outcome.duration_ms,
-            lateness,
-            outcome.error,
-            _ms(outcome.next_attempt_at),
-            execution.tenant,
-            execution.occurrence_id,
-            owner,
-        ),
-    )
-    return cursor.rowcount == 1
+    rows = connection.execute(
+        _FINISH_MANY.format(values=_FINISH_ROW), (*_finish_values(execution, outcome), owner)
+    ).fetchall()
+    return len(rows) == 1
 
 
 # ``_BEGIN`` for many occurrences in one statement (SQLite 3.35+: upsert with RETURNING).
@@ -1026,7 +1047,7 @@ def _api_key(row: sqlite3.Row) -> ApiKey:
 
 
 def _execution(row: sqlite3.Row) -> Execution:
-    return Execution(
+    execution = Execution(
         tenant=row["tenant"],
         occurrence_id=row["occurrence_id"],
         schedule_id=row["schedule_id"],
@@ -1045,3 +1066,4 @@ def _execution(row: sqlite3.Row) -> Execution:
         lease_until=_time(row["lease_until_ms"]),
         manual=bool(row["manual"]),
     )
+    return replace(execution, attempt_log=_attempts(row["attempt_log"], execution))

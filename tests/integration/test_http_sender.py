@@ -121,3 +121,32 @@ def test_a_complete_small_answer_leaves_the_connection_for_the_next_call() -> No
         answers = asyncio.run(send_all(sender, call(url), call(url), call(url)))
     assert [getattr(answer, "status", answer) for answer in answers] == [204, 204, 204]
     assert len(accepted) == 1
+
+
+def test_the_answer_gives_its_status_line_and_only_the_start_of_its_body() -> None:
+    big = b"0123456789abcdef" * 2048  # 32 KiB
+
+    def answer(connection: socket.socket) -> None:
+        connection.sendall(
+            b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: %d\r\n\r\n" % len(big) + big
+        )
+
+    def short(connection: socket.socket) -> None:
+        connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello")
+
+    sender = HttpSender(policy=LOOPBACK, excerpt_bytes=20)
+    with raw_server(answer) as (url, _):
+        [large] = asyncio.run(send_all(sender, call(url)))
+    with raw_server(short) as (url, _):
+        [small] = asyncio.run(send_all(sender, call(url)))
+    assert isinstance(large, WebhookResponse) and isinstance(small, WebhookResponse)
+    assert (large.status_line, large.body_excerpt, large.body_truncated) == (
+        "HTTP/1.1 503 Service Unavailable",
+        b"0123456789abcdef0123",
+        True,
+    )
+    assert (small.status_line, small.body_excerpt, small.body_truncated) == (
+        "HTTP/1.1 200 OK",
+        b"hello",
+        False,
+    )

@@ -19,6 +19,7 @@ from shared.adapters.sqlite_db import SqliteDatabase
 from shared.adapters.sqlite_store import SqliteStore
 from shared.errors import Transient
 from shared.model import (
+    KEPT_ATTEMPTS,
     AttemptOutcome,
     Every,
     ExecutionStatus,
@@ -1051,3 +1052,173 @@ def test_a_discarded_dead_letter_leaves_the_list_and_stays_in_the_history(store:
     assert [(item.occurrence_id, item.status) for item in history] == [
         (occurrence.occurrence_id, ExecutionStatus.FAILED)
     ]
+
+
+# -- every attempt -------------------------------------------------------------------------
+
+
+def test_each_attempt_is_kept_with_what_the_webhook_answered(store: Store) -> None:
+    began = store.begin_attempt(occurrence(), "x", T0, T0 + MINUTE)
+    assert began is not None
+    busy = AttemptOutcome(
+        ExecutionStatus.RETRYING,
+        T0 + SECOND,
+        http_status=503,
+        duration_ms=5.0,
+        error="HTTP 503",
+        next_attempt_at=T0 + 10 * SECOND,
+        response_status_line="HTTP/1.1 503 Service Unavailable",
+        response_excerpt='{"error": "busy"}',
+    )
+    assert store.settle_attempts([(began, busy)], "x") == [True]
+    began = store.begin_attempt(occurrence(), "x", T0 + 10 * SECOND, T0 + MINUTE)
+    assert began is not None
+    refused = AttemptOutcome(
+        ExecutionStatus.RETRYING,
+        T0 + 11 * SECOND,
+        duration_ms=1.5,
+        error="cannot connect to hooks.example.com:443: Connection refused",
+        next_attempt_at=T0 + 20 * SECOND,
+    )
+    assert store.finish_attempt(began, "x", refused)
+    began = store.begin_attempt(occurrence(), "x", T0 + 20 * SECOND, T0 + MINUTE)
+    assert began is not None
+    done = AttemptOutcome(
+        ExecutionStatus.SUCCEEDED,
+        T0 + 21 * SECOND,
+        http_status=200,
+        duration_ms=7.25,
+        response_status_line="HTTP/1.1 200 OK",
+        response_excerpt="x" * 16,
+        response_truncated=True,
+    )
+    assert store.settle_attempts([(began, done)], "x") == [True]
+
+    record = store.get_execution(TENANT, occurrence().occurrence_id)
+    assert record is not None
+    assert [
+        (
+            a.number,
+            a.status,
+            a.started_at,
+            a.finished_at,
+            a.duration_ms,
+            a.http_status,
+            a.error,
+            a.response_status_line,
+            a.response_excerpt,
+            a.response_truncated,
+        )
+        for a in record.attempt_log
+    ] == [
+        (
+            1,
+            ExecutionStatus.RETRYING,
+            T0,
+            T0 + SECOND,
+            5.0,
+            503,
+            "HTTP 503",
+            "HTTP/1.1 503 Service Unavailable",
+            '{"error": "busy"}',
+            False,
+        ),
+        (
+            2,
+            ExecutionStatus.RETRYING,
+            T0 + 10 * SECOND,
+            T0 + 11 * SECOND,
+            1.5,
+            None,
+            "cannot connect to hooks.example.com:443: Connection refused",
+            None,
+            None,
+            False,
+        ),
+        (
+            3,
+            ExecutionStatus.SUCCEEDED,
+            T0 + 20 * SECOND,
+            T0 + 21 * SECOND,
+            7.25,
+            200,
+            None,
+            "HTTP/1.1 200 OK",
+            "x" * 16,
+            True,
+        ),
+    ]
+    # The record's own fields are the last attempt's, as before.
+    assert (record.attempts, record.http_status, record.status) == (
+        3,
+        200,
+        ExecutionStatus.SUCCEEDED,
+    )
+
+
+def test_a_record_keeps_its_latest_attempts(store: Store) -> None:
+    total = KEPT_ATTEMPTS + 2
+    for number in range(1, total + 1):
+        now = T0 + number * SECOND
+        began = store.begin_attempt(occurrence(), "x", now, now + MINUTE)
+        assert began is not None and began.attempts == number
+        status = ExecutionStatus.SUCCEEDED if number == total else ExecutionStatus.RETRYING
+        outcome = AttemptOutcome(status, now, http_status=500, next_attempt_at=now)
+        assert store.settle_attempts([(began, outcome)], "x") == [True]
+    record = store.get_execution(TENANT, occurrence().occurrence_id)
+    assert record is not None
+    assert [a.number for a in record.attempt_log] == list(range(3, total + 1))
+
+
+def test_a_skip_or_a_lost_lease_adds_no_attempt(store: Store) -> None:
+    began = store.begin_attempt(occurrence(), "x", T0, T0 + SECOND)
+    assert began is not None
+    later = T0 + MINUTE
+    taken = store.begin_attempt(occurrence(), "y", later, later + MINUTE)
+    assert taken is not None
+    late = AttemptOutcome(ExecutionStatus.SUCCEEDED, later, http_status=200)
+    assert store.settle_attempts([(began, late)], "x") == [False]
+    record = store.get_execution(TENANT, occurrence().occurrence_id)
+    assert record is not None and record.attempt_log == ()
+    assert store.record_skips([(occurrence("s2"), "paused")], T0) == 1
+    skipped = store.get_execution(TENANT, occurrence("s2").occurrence_id)
+    assert skipped is not None and skipped.attempt_log == ()
+
+
+def test_a_replayed_dead_letter_is_one_more_attempt_in_the_log(store: Store) -> None:
+    failed = fail(store, 0)
+    assert store.reopen_dead_letter(TENANT, failed.occurrence_id, T0 + MINUTE) is not None
+    again = store.begin_attempt(failed, "y", T0 + MINUTE, T0 + 2 * MINUTE)
+    assert again is not None
+    done = AttemptOutcome(ExecutionStatus.SUCCEEDED, T0 + MINUTE, http_status=200)
+    assert store.finish_attempt(again, "y", done)
+    record = store.get_execution(TENANT, failed.occurrence_id)
+    assert record is not None
+    assert [(a.number, a.status, a.http_status) for a in record.attempt_log] == [
+        (1, ExecutionStatus.FAILED, 500),
+        (2, ExecutionStatus.SUCCEEDED, 200),
+    ]
+
+
+def forget_attempt_logs(store: Store) -> None:
+    """Make the store's records look written before attempts were kept."""
+    if isinstance(store, SqliteStore):
+        with store.db.write() as connection:
+            connection.execute("UPDATE executions SET attempt_log = NULL")
+    else:
+        assert isinstance(store, MongoStore)
+        store.executions.update_many({}, {"$unset": {"attempt_log": ""}})
+
+
+def test_a_record_from_before_attempts_were_kept_shows_its_last_attempt(store: Store) -> None:
+    failed = fail(store, 0)
+    began = store.begin_attempt(occurrence(at=T0 + MINUTE), "x", T0, T0 + MINUTE)
+    assert began is not None
+    forget_attempt_logs(store)
+    record = store.get_execution(TENANT, failed.occurrence_id)
+    assert record is not None
+    assert [
+        (a.number, a.status, a.http_status, a.error, a.finished_at) for a in record.attempt_log
+    ] == [(1, ExecutionStatus.FAILED, 500, "HTTP 500", T0)]
+    running = store.get_execution(TENANT, began.occurrence_id)
+    assert running is not None and running.attempt_log == ()
