@@ -324,6 +324,9 @@ def seed_timing(data: dict[str, Any]) -> Timing:
 # within SQS's longest delay (900 s) of its firing.
 MAX_JITTER_SECONDS = 600
 
+# The most failed occurrences in a row a schedule may wait for before it pauses itself.
+MAX_PAUSE_AFTER_FAILURES = 1000
+
 # Limits of the call a schedule makes; each excess is a 400 naming the field.
 MAX_URL_LENGTH = 2048
 MAX_HEADERS = 50
@@ -525,6 +528,17 @@ class ScheduleBodySchema(DomainChecked):
             "description": "spread each call over this many seconds after its time (0 to "
             f"{MAX_JITTER_SECONDS}): the same delay for an occurrence on every attempt, drawn "
             "from its id, which keeps the nominal time"
+        },
+    )
+    pause_after_failures = WholeNumber(
+        load_default=None,
+        allow_none=True,
+        validate=validate.Range(1, MAX_PAUSE_AFTER_FAILURES),
+        metadata={
+            "description": "pause the schedule after this many failed occurrences in a row "
+            f"(1 to {MAX_PAUSE_AFTER_FAILURES}; an occurrence fails once its retries are spent "
+            "and it is dead-lettered; a success resets the count); null or absent: never. "
+            "Resume restarts it."
         },
     )
 

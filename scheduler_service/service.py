@@ -50,6 +50,7 @@ from shared.model import (
     ExecutionStatus,
     MisfirePolicy,
     Occurrence,
+    PausedBy,
     Payload,
     RetryPolicy,
     Schedule,
@@ -675,17 +676,18 @@ class ScheduleService:
 
     def list_executions(
         self, tenant: str, schedule_id: str, limit: int, cursor: str | None
-    ) -> tuple[ScheduleStatus, Page[Execution]]:
-        """The schedule's status and a page of its history. A deleted schedule's history stays
-        readable until retention removes it; its tombstone may be removed first, and then the
-        records left are still its history. ``NotFound`` for a schedule unknown or deleted
-        with no history (a delete of an unknown id leaves a tombstone: it shows nothing)."""
+    ) -> tuple[Schedule | None, Page[Execution]]:
+        """The schedule as stored (``None`` once removed) and a page of its history. A deleted
+        schedule's history stays readable until retention removes it; its tombstone may be
+        removed first, and then the records left are still its history. ``NotFound`` for a
+        schedule unknown or deleted with no history (a delete of an unknown id leaves a
+        tombstone: it shows nothing)."""
         schedule = self.store.get_schedule(tenant, schedule_id)
         page = self.store.list_executions(tenant, schedule_id, limit, cursor)
         gone = schedule is None or schedule.status is ScheduleStatus.DELETED
         if gone and not page.items and cursor is None:
             raise NotFound(schedule_id)
-        return (schedule.status if schedule else ScheduleStatus.DELETED), page
+        return schedule, page
 
     def execution(self, tenant: str, occurrence_id: str) -> Execution:
         """One occurrence's record (kept after its schedule is deleted, until retention);
@@ -767,14 +769,33 @@ def schedule_view(
         "retry": definition.retry.to_document(),
         "misfire": definition.misfire.to_document(),
         "jitter_seconds": definition.jitter_seconds,
+        "pause_after_failures": definition.pause_after_failures,
         "runs": schedule.run_count,
         "failures": schedule.failure_count,
         "consecutive_failures": schedule.consecutive_failures,
+        **pause_view(schedule),
         "occurrences_dispatched": schedule.occurrence_count,
         "last_run_at": iso_z(schedule.last_run_at) if schedule.last_run_at else None,
         "last_status": schedule.last_status,
         "created_at": iso_z(schedule.created_at),
         "updated_at": iso_z(schedule.updated_at),
+    }
+
+
+def pause_view(schedule: Schedule | None) -> dict[str, Any]:
+    """Who paused the schedule, when and why; all null unless it is paused."""
+    if schedule is None or schedule.status is not ScheduleStatus.PAUSED:
+        return {"paused_by": None, "paused_at": None, "paused_reason": None}
+    reason = "paused by its owner"
+    if schedule.paused_by is PausedBy.FAILURES:
+        reason = (
+            f"paused itself after {schedule.consecutive_failures} failed occurrences in a row "
+            "(pause_after_failures); resume to restart it"
+        )
+    return {
+        "paused_by": None if schedule.paused_by is None else schedule.paused_by.value,
+        "paused_at": None if schedule.paused_at is None else iso_z(schedule.paused_at),
+        "paused_reason": reason if schedule.paused_by is not None else None,
     }
 
 
