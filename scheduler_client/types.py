@@ -94,6 +94,7 @@ class Schedule(TypedDict):
     retry: dict[str, Any]
     misfire: dict[str, Any]
     pause_after_failures: int | None
+    on_failure: dict[str, Any] | None  # {"url", "headers"}, secret values masked
     runs: int
     failures: int
     consecutive_failures: int

@@ -146,6 +146,13 @@ class ScheduleViewSchema(Open):
     jitter_seconds = fields.Float(
         required=True, metadata={"description": "each call comes up to this long after its time"}
     )
+    on_failure = fields.Dict(
+        allow_none=True,
+        required=True,
+        metadata={
+            "description": "{url, headers}: where failures are reported; secret values masked"
+        },
+    )
     pause_after_failures = fields.Integer(
         allow_none=True,
         required=True,

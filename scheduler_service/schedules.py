@@ -102,6 +102,7 @@ def definition_from(
         request={"schedule": raw_schedule},
         jitter_seconds=body["jitter_seconds"],
         pause_after_failures=body["pause_after_failures"],
+        on_failure=body["on_failure"],
     )
     return definition, names
 

@@ -32,6 +32,7 @@ from marshmallow import (
 
 from shared.model import (
     Every,
+    FailureHook,
     Misfire,
     MisfirePolicy,
     Payload,
@@ -448,6 +449,34 @@ class PayloadSchema(Schema):
         )
 
 
+class FailureHookSchema(Schema):
+    class Meta:
+        unknown = RAISE
+
+    url = fields.String(
+        required=True, validate=[validate.Length(min=1, max=MAX_URL_LENGTH), _http_url]
+    )
+    headers = fields.Dict(
+        keys=fields.String(), values=fields.Raw(), load_default=dict, validate=_headers
+    )
+
+    @post_load
+    def to_hook(self, data: dict[str, Any], **_: Any) -> FailureHook:
+        return FailureHook(url=data["url"], headers=dict(data["headers"]))
+
+
+class FailureHookField(fields.Field[FailureHook]):
+    """``on_failure``: a URL, or ``{"url": …, "headers": {…}}``."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> FailureHook:
+        if isinstance(value, str):
+            value = {"url": value}
+        if not isinstance(value, dict):
+            raise ValidationError('a URL, or an object {"url": …, "headers": {…}}')
+        hook: FailureHook = FailureHookSchema().load(value)
+        return hook
+
+
 class RetrySchema(Schema):
     class Meta:
         unknown = RAISE
@@ -528,6 +557,28 @@ class ScheduleBodySchema(DomainChecked):
             "description": "spread each call over this many seconds after its time (0 to "
             f"{MAX_JITTER_SECONDS}): the same delay for an occurrence on every attempt, drawn "
             "from its id, which keeps the nominal time"
+        },
+    )
+    on_failure = FailureHookField(
+        load_default=None,
+        allow_none=True,
+        metadata={
+            "description": "a URL, or {url, headers}: a signed JSON POST to it when an "
+            "occurrence is dead-lettered or the schedule pauses itself (best effort, not "
+            "retried); its URL and headers are kept secret like the payload's",
+            "oneOf": [
+                {"type": "string", "format": "uri"},
+                {
+                    "type": "object",
+                    "required": ["url"],
+                    "properties": {
+                        "url": {"type": "string", "format": "uri"},
+                        "headers": {"type": "object", "additionalProperties": {"type": "string"}},
+                    },
+                    "additionalProperties": False,
+                },
+            ],
+            "nullable": True,
         },
     )
     pause_after_failures = WholeNumber(

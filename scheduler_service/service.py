@@ -48,6 +48,7 @@ from shared.messages import DefinitionMutation, encode_mutation, encode_occurren
 from shared.model import (
     Execution,
     ExecutionStatus,
+    FailureHook,
     MisfirePolicy,
     Occurrence,
     PausedBy,
@@ -69,7 +70,14 @@ from shared.ports import (
 )
 from shared.recurrence import build_recurrence, cpu_budget, first_occurrence
 from shared.redaction import redact
-from shared.secrets import SecretBox, carries_mask, keep_masked_secrets, masked_payload
+from shared.secrets import (
+    SecretBox,
+    carries_mask,
+    keep_masked_hook,
+    keep_masked_secrets,
+    masked_hook,
+    masked_payload,
+)
 from shared.settings import Settings
 from shared.ssrf import TargetPolicy, TargetRefused
 from shared.timeutil import iso_local, iso_z, load_zone, to_epoch_ms
@@ -273,6 +281,8 @@ class ScheduleService:
             checks.append(lambda: self.check(timing, names, now, schedule_id))
         if isinstance(parts.get("payload"), Payload):
             checks.append(lambda: self.check_target(parts["payload"].url))
+        if isinstance(parts.get("on_failure"), FailureHook):
+            checks.append(lambda: self.check_target(parts["on_failure"].url, "on_failure.url"))
         if isinstance(parts.get("retry"), RetryPolicy):
             checks.append(lambda: self.check_retry(parts["retry"]))
         errors: dict[str, list[str]] = {}
@@ -283,14 +293,14 @@ class ScheduleService:
                 errors.update(exc.fields)
         return errors
 
-    def check_target(self, url: str) -> None:
+    def check_target(self, url: str, field: str = "payload.url") -> None:
         """The SSRF guard at creation: the URL's host as written (``shared.ssrf``)."""
         try:
             self.targets.check_url(url)
         except TargetRefused as exc:
-            raise InvalidInput({"payload.url": f"refused target: {exc}"}) from None
+            raise InvalidInput({field: f"refused target: {exc}"}) from None
         except ValueError as exc:
-            raise InvalidInput({"payload.url": str(exc)}) from None
+            raise InvalidInput({field: str(exc)}) from None
 
     def check_quota(self, tenant: str, schedule_id: str, replaces: bool) -> bool:
         """Admit a create that adds a live schedule, or ``QuotaExceeded`` when the tenant has
@@ -323,6 +333,7 @@ class ScheduleService:
             "schedule": (definition.timing, names),
             "payload": definition.payload,
             "retry": definition.retry,
+            "on_failure": definition.on_failure,
         }
         errors = self.domain_errors(parts, now, schedule_id)
         if errors:
@@ -393,14 +404,22 @@ class ScheduleService:
     ) -> ScheduleDefinition:
         """Masked values sent back as an answer showed them keep the stored schedule's values
         (``shared.secrets.keep_masked_secrets``): a replace need not know a secret to keep it."""
-        if not carries_mask(definition.payload):
+        hook = definition.on_failure
+        if not carries_mask(definition.payload) and not (hook and carries_mask(hook)):
             return definition
         stored = self.store.get_schedule(tenant, schedule_id) if schedule_id else None
-        stored_payload = stored.definition.payload if stored and stored.definition else None
+        stored_definition = stored.definition if stored else None
         payload = keep_masked_secrets(
-            definition.payload, stored_payload, self.settings.secret_headers
+            definition.payload,
+            stored_definition.payload if stored_definition else None,
+            self.settings.secret_headers,
         )
-        return dataclasses.replace(definition, payload=payload)
+        hook = keep_masked_hook(
+            hook,
+            stored_definition.on_failure if stored_definition else None,
+            self.settings.secret_headers,
+        )
+        return dataclasses.replace(definition, payload=payload, on_failure=hook)
 
     def _replay(
         self,
@@ -770,6 +789,7 @@ def schedule_view(
         "misfire": definition.misfire.to_document(),
         "jitter_seconds": definition.jitter_seconds,
         "pause_after_failures": definition.pause_after_failures,
+        "on_failure": masked_hook(definition.on_failure, secret_patterns),
         "runs": schedule.run_count,
         "failures": schedule.failure_count,
         "consecutive_failures": schedule.consecutive_failures,

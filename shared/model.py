@@ -153,6 +153,23 @@ class Payload:
 
 
 @dataclass(frozen=True)
+class FailureHook:
+    """Where a schedule's failures are reported (``on_failure``): a signed JSON ``POST`` to
+    ``url`` with ``headers``, when an occurrence is dead-lettered or the schedule pauses itself.
+    Its URL and headers are secrets as a payload's are (sealed at rest, masked in answers)."""
+
+    url: str
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    def to_document(self) -> dict[str, JSON]:
+        return {"url": self.url, "headers": dict(self.headers)}
+
+    @classmethod
+    def from_document(cls, document: Mapping[str, JSON]) -> FailureHook:
+        return cls(url=document["url"], headers=dict(document.get("headers") or {}))
+
+
+@dataclass(frozen=True)
 class RetryPolicy:
     """Exponential backoff with full jitter: attempt n waits up to ``min(cap, base * 2**(n-1))``."""
 
@@ -215,6 +232,7 @@ class ScheduleDefinition:
     jitter_seconds: float = 0.0
     # The schedule pauses itself after this many failed occurrences in a row (None: never).
     pause_after_failures: int | None = None
+    on_failure: FailureHook | None = None
 
     def to_document(self) -> dict[str, JSON]:
         return {
@@ -231,6 +249,7 @@ class ScheduleDefinition:
             "request": dict(self.request),
             "jitter_seconds": self.jitter_seconds,
             "pause_after_failures": self.pause_after_failures,
+            "on_failure": None if self.on_failure is None else self.on_failure.to_document(),
         }
 
     @classmethod
@@ -249,6 +268,9 @@ class ScheduleDefinition:
             request=dict(document.get("request") or {}),
             jitter_seconds=float(document.get("jitter_seconds", 0.0)),
             pause_after_failures=_optional_int(document.get("pause_after_failures")),
+            on_failure=FailureHook.from_document(hook)
+            if (hook := document.get("on_failure"))
+            else None,
         )
 
 
