@@ -20,14 +20,26 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from execution_worker.notifier import DEAD_LETTERED, PAUSED, FailureEvent
 from shared.messages import encode_occurrence
-from shared.model import AttemptOutcome, Execution, ExecutionStatus, Occurrence
+from shared.metrics import SCHEDULES_AUTO_PAUSED
+from shared.model import (
+    AttemptOutcome,
+    Execution,
+    ExecutionStatus,
+    FailureHook,
+    Occurrence,
+    PausedBy,
+    Schedule,
+    ScheduleStatus,
+)
 from shared.ports import Clock, MessageQueue, OutgoingMessage, ReceivedMessage, Store
+from shared.timeutil import utc_ms
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +67,8 @@ class Settled:
     occurrence: Occurrence
     message: ReceivedMessage
     delay: timedelta | None = None
+    # The schedule as it was when the call was made: what to do when the occurrence fails.
+    schedule: Schedule | None = None
 
 
 def defer(
@@ -77,12 +91,15 @@ class Settler:
         dead_letters: MessageQueue,
         owner: str,
         clock: Clock,
+        notify: Callable[[Sequence[FailureEvent]], None] | None = None,
     ) -> None:
+        """``notify`` takes the failure notifications of each batch (``Notifier.notify``)."""
         self.store = store
         self.occurrences = occurrences
         self.dead_letters = dead_letters
         self.owner = owner
         self.clock = clock
+        self.notify = notify
         self._outcomes: list[Settled] = []
         self._to_delete: list[str] = []
         self._settling = 0
@@ -152,6 +169,11 @@ class Settler:
                 # Their messages stay: they come back, and their records are final (duplicates).
                 log.error("could not dead-letter %d message(s): %s", len(failed), exc)
                 finished = [item for item in finished if item not in failed]
+        try:
+            self._after_failures(recorded)
+        except Exception:
+            # The outcomes are recorded: only the pause's log line and the notifications go.
+            log.exception("could not report failures", extra={"event": "failure_report_failed"})
         to_delete = [*to_delete, *(item.message.receipt_handle for item in finished)]
         if not to_delete:
             return
@@ -193,6 +215,60 @@ class Settler:
             return remaining
         return []
 
+    def _after_failures(self, recorded: list[Settled]) -> None:
+        """Log and count the schedules that paused themselves in this batch, and hand the
+        failure notifications (dead letters, pauses) to ``notify``. Only a batch with a failure
+        of a schedule that asks for either reads its schedules (one read): to learn which
+        paused, and their hooks as they are now."""
+        watched = [
+            item
+            for item in recorded
+            if item.outcome.status is ExecutionStatus.FAILED
+            and item.schedule is not None
+            and item.schedule.definition is not None
+            and (
+                item.schedule.definition.pause_after_failures is not None
+                or item.schedule.definition.on_failure is not None
+            )
+        ]
+        if not watched:
+            return
+        keys = list(dict.fromkeys(_key(item) for item in watched))
+        pausing = any(
+            item.schedule and item.schedule.live_definition.pause_after_failures for item in watched
+        )
+        schedules = self.store.get_schedules(keys) if pausing else {}
+        # The last final outcome of each: the one whose time a pause it made records.
+        last = {_key(item): item for item in recorded if item.outcome.status.is_final}
+        events: list[FailureEvent] = []
+        for item in watched:
+            hook = _hook(schedules.get(_key(item)) or item.schedule)
+            if hook is not None:
+                events.append(_event(DEAD_LETTERED, hook, item))
+        for key in keys:
+            schedule, item = schedules.get(key), last[key]
+            if not _paused_by(schedule, item):
+                continue
+            assert schedule is not None
+            SCHEDULES_AUTO_PAUSED.inc()
+            log.warning(
+                "schedule paused itself after %d failed occurrences in a row",
+                schedule.consecutive_failures,
+                extra={
+                    "event": "schedule_auto_paused",
+                    "tenant": schedule.tenant,
+                    "schedule_id": schedule.schedule_id,
+                    "occurrence_id": item.execution.occurrence_id,
+                    "consecutive_failures": schedule.consecutive_failures,
+                    "error": item.outcome.error,
+                },
+            )
+            hook = _hook(schedule)
+            if hook is not None:
+                events.append(_event(PAUSED, hook, item, schedule.consecutive_failures))
+        if events and self.notify is not None:
+            self.notify(events)
+
     def _wait_for_retry(self, item: Settled) -> None:
         delay = item.delay or timedelta(0)
         receipt = item.message.receipt_handle
@@ -205,6 +281,42 @@ class Settler:
         except Exception as exc:
             # The message comes back after its visibility; the record says when to retry.
             log.warning("could not delay a retry's message: %s", exc)
+
+
+def _key(item: Settled) -> tuple[str, str]:
+    return item.execution.tenant, item.execution.schedule_id
+
+
+def _hook(schedule: Schedule | None) -> FailureHook | None:
+    return schedule.definition.on_failure if schedule and schedule.definition else None
+
+
+def _paused_by(schedule: Schedule | None, item: Settled) -> bool:
+    """Whether ``item``'s failure paused the schedule: the pause it made records its time."""
+    return (
+        schedule is not None
+        and item.outcome.status is ExecutionStatus.FAILED
+        and schedule.status is ScheduleStatus.PAUSED
+        and schedule.paused_by is PausedBy.FAILURES
+        and schedule.paused_at == utc_ms(item.outcome.finished_at)
+    )
+
+
+def _event(
+    kind: str, hook: FailureHook, item: Settled, consecutive_failures: int | None = None
+) -> FailureEvent:
+    execution, outcome = item.execution, item.outcome
+    return FailureEvent(
+        type=kind,
+        hook=hook,
+        tenant=execution.tenant,
+        schedule_id=execution.schedule_id,
+        occurrence_id=execution.occurrence_id,
+        error=outcome.error,
+        http_status=outcome.http_status,
+        at=outcome.finished_at,
+        consecutive_failures=consecutive_failures,
+    )
 
 
 def _lease_holds(execution: Execution, now: datetime) -> bool:

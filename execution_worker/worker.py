@@ -38,6 +38,7 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import Any, TypeVar
 
+from execution_worker.notifier import NOTIFY_TIMEOUT_SECONDS, Notifier
 from execution_worker.sending import HostLimits, destination
 from execution_worker.settler import Settled, Settler, defer
 from execution_worker.timer import Held, HeldOccurrences
@@ -165,7 +166,10 @@ class Executor:
         self.stats = ExecutorStats()
         self.held = HeldOccurrences()
         self.hosts: HostLimits[Held] = HostLimits()
-        self.settler = Settler(store, occurrences, dead_letters, self.owner, self.clock)
+        self.notifier = Notifier(sender, self.signer, self.clock)
+        self.settler = Settler(
+            store, occurrences, dead_letters, self.owner, self.clock, self.notifier.notify
+        )
         # Due, waiting for room among the calls in flight (or handed back by ``hosts``).
         self._due: deque[Held] = deque()
         self._calls = 0
@@ -187,6 +191,7 @@ class Executor:
                 "SCHEDULER_WEBHOOK_SECRET is not set: webhooks are sent unsigned",
                 extra={"event": "webhooks_unsigned"},
             )
+        self.notifier.attach(asyncio.get_running_loop())
         settled = asyncio.Event()
         settler = asyncio.create_task(self.settler.run(settled, partial(self._off_loop, "settle")))
         receiver = asyncio.create_task(self._receive_loop(shutdown))
@@ -199,6 +204,7 @@ class Executor:
             finished = await self._wait_for_calls(self.settings.shutdown_timeout_seconds)
             settled.set()
             await asyncio.wait({settler}, timeout=self.settings.shutdown_timeout_seconds)
+            await self.notifier.wait(NOTIFY_TIMEOUT_SECONDS)
             if finished:
                 await self.sender.close()
             for thread in self._threads.values():
@@ -580,7 +586,7 @@ class Executor:
             next_attempt,
             *_answer(response),
         )
-        return Settled(execution, outcome, item.occurrence, item.message, step.delay)
+        return Settled(execution, outcome, item.occurrence, item.message, step.delay, call.schedule)
 
     def _settle(self, settled: Settled, started: datetime) -> None:
         """Hand the outcome to the settler; count and log it."""

@@ -93,9 +93,14 @@ class Schedule(TypedDict):
     priority: int
     retry: dict[str, Any]
     misfire: dict[str, Any]
+    pause_after_failures: int | None
+    on_failure: dict[str, Any] | None  # {"url", "headers"}, secret values masked
     runs: int
     failures: int
     consecutive_failures: int
+    paused_by: str | None  # "user" or "failures" while paused
+    paused_at: str | None
+    paused_reason: str | None
     occurrences_dispatched: int
     last_run_at: str | None
     last_status: str | None

@@ -46,6 +46,8 @@ class SchedulePatchSchema(Schema):
     retry = fields.Raw(allow_none=True)
     misfire = fields.Raw(allow_none=True)
     jitter_seconds = fields.Raw(allow_none=True)
+    pause_after_failures = fields.Raw(allow_none=True)
+    on_failure = fields.Raw(allow_none=True, metadata={"description": "replaced whole"})
 
 
 def stored_body(definition: ScheduleDefinition) -> dict[str, JSON]:
@@ -63,6 +65,8 @@ def stored_body(definition: ScheduleDefinition) -> dict[str, JSON]:
         "retry": definition.retry.to_document(),
         "misfire": definition.misfire.to_document(),
         "jitter_seconds": definition.jitter_seconds,
+        "pause_after_failures": definition.pause_after_failures,
+        "on_failure": definition.on_failure and definition.on_failure.to_document(),
     }
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from marshmallow import INCLUDE, Schema, fields, validate
 
-from shared.model import ExecutionStatus, ScheduleStatus
+from shared.model import ExecutionStatus, PausedBy, ScheduleStatus
 
 LISTED_STATUSES = [s.value for s in ScheduleStatus if s is not ScheduleStatus.DELETED]
 
@@ -80,6 +80,31 @@ class TriggeredSchema(Open):
     status = fields.String(required=True, metadata={"description": "always queued"})
 
 
+# Who paused a schedule, when and why: on the schedule and on its run history.
+def _paused_by() -> fields.String:
+    return fields.String(
+        allow_none=True,
+        required=True,
+        validate=validate.OneOf([who.value for who in PausedBy]),
+        metadata={
+            "description": "while paused: user (the pause endpoint) or failures (it paused "
+            "itself, pause_after_failures); null otherwise"
+        },
+    )
+
+
+def _paused_at() -> fields.String:
+    return fields.String(
+        allow_none=True, required=True, metadata={"description": "while paused: since when"}
+    )
+
+
+def _paused_reason() -> fields.String:
+    return fields.String(
+        allow_none=True, required=True, metadata={"description": "while paused: why, in words"}
+    )
+
+
 class ScheduleViewSchema(Open):
     id = fields.String(required=True)
     name = fields.String(required=True)
@@ -121,11 +146,28 @@ class ScheduleViewSchema(Open):
     jitter_seconds = fields.Float(
         required=True, metadata={"description": "each call comes up to this long after its time"}
     )
+    on_failure = fields.Dict(
+        allow_none=True,
+        required=True,
+        metadata={
+            "description": "{url, headers}: where failures are reported; secret values masked"
+        },
+    )
+    pause_after_failures = fields.Integer(
+        allow_none=True,
+        required=True,
+        metadata={"description": "it pauses itself after this many failed occurrences in a row"},
+    )
     retry = fields.Dict(required=True)
     misfire = fields.Dict(required=True)
     runs = fields.Integer(required=True)
     failures = fields.Integer(required=True)
-    consecutive_failures = fields.Integer(required=True)
+    consecutive_failures = fields.Integer(
+        required=True, metadata={"description": "failed occurrences since the last success"}
+    )
+    paused_by = _paused_by()
+    paused_at = _paused_at()
+    paused_reason = _paused_reason()
     occurrences_dispatched = fields.Integer(required=True)
     last_run_at = fields.String(allow_none=True, required=True)
     last_status = fields.String(allow_none=True, required=True)
@@ -171,6 +213,9 @@ class ExecutionPageSchema(Open):
             "readable until retention removes it)"
         },
     )
+    paused_by = _paused_by()
+    paused_at = _paused_at()
+    paused_reason = _paused_reason()
 
 
 class LeftOutSchema(Open):

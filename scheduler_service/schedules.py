@@ -47,7 +47,7 @@ from scheduler_service.service import (
     IdempotentRequest,
     ScheduleService,
 )
-from scheduler_service.views import execution_view, schedule_view, time_pair
+from scheduler_service.views import execution_view, pause_view, schedule_view, time_pair
 from shared.errors import InvalidInput, NotFound
 from shared.model import Schedule, ScheduleDefinition, ScheduleStatus
 from shared.ports import ScheduleFilter
@@ -87,6 +87,8 @@ def definition_from(
         metadata=body["metadata"],
         request={"schedule": raw_schedule},
         jitter_seconds=body["jitter_seconds"],
+        pause_after_failures=body["pause_after_failures"],
+        on_failure=body["on_failure"],
     )
     return definition, names
 
@@ -360,15 +362,17 @@ def list_executions(query: dict[str, Any], schedule_id: str) -> dict[str, Any]:
     """The run history, newest first
 
     Status, attempts, HTTP status, duration, lateness, error. A deleted schedule's history stays
-    readable (`schedule_status: deleted`) until retention removes it."""
+    readable (`schedule_status: deleted`) until retention removes it; a paused one's says who
+    paused it, when and why (`paused_by`, `paused_at`, `paused_reason`)."""
     cursor = _decode_cursor(query.get("cursor"), "e")
     if cursor is not None and not EXECUTIONS_CURSOR.match(cursor):
         raise InvalidInput({"cursor": "not a cursor this endpoint gave"})
-    status, page = service().list_executions(g.tenant, schedule_id, _limit(query), cursor)
+    schedule, page = service().list_executions(g.tenant, schedule_id, _limit(query), cursor)
     return {
         "items": [execution_view(item, service().settings.secret_headers) for item in page.items],
         "next_cursor": _encode_cursor(page.next_cursor, "e"),
-        "schedule_status": status.value,
+        "schedule_status": (schedule.status if schedule else ScheduleStatus.DELETED).value,
+        **pause_view(schedule),
     }
 
 

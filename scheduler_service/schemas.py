@@ -32,6 +32,7 @@ from marshmallow import (
 
 from shared.model import (
     Every,
+    FailureHook,
     Misfire,
     MisfirePolicy,
     Payload,
@@ -324,6 +325,9 @@ def seed_timing(data: dict[str, Any]) -> Timing:
 # within SQS's longest delay (900 s) of its firing.
 MAX_JITTER_SECONDS = 600
 
+# The most failed occurrences in a row a schedule may wait for before it pauses itself.
+MAX_PAUSE_AFTER_FAILURES = 1000
+
 # Limits of the call a schedule makes; each excess is a 400 naming the field.
 MAX_URL_LENGTH = 2048
 MAX_HEADERS = 50
@@ -445,6 +449,34 @@ class PayloadSchema(Schema):
         )
 
 
+class FailureHookSchema(Schema):
+    class Meta:
+        unknown = RAISE
+
+    url = fields.String(
+        required=True, validate=[validate.Length(min=1, max=MAX_URL_LENGTH), _http_url]
+    )
+    headers = fields.Dict(
+        keys=fields.String(), values=fields.Raw(), load_default=dict, validate=_headers
+    )
+
+    @post_load
+    def to_hook(self, data: dict[str, Any], **_: Any) -> FailureHook:
+        return FailureHook(url=data["url"], headers=dict(data["headers"]))
+
+
+class FailureHookField(fields.Field[FailureHook]):
+    """``on_failure``: a URL, or ``{"url": …, "headers": {…}}``."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> FailureHook:
+        if isinstance(value, str):
+            value = {"url": value}
+        if not isinstance(value, dict):
+            raise ValidationError('a URL, or an object {"url": …, "headers": {…}}')
+        hook: FailureHook = FailureHookSchema().load(value)
+        return hook
+
+
 class RetrySchema(Schema):
     class Meta:
         unknown = RAISE
@@ -525,6 +557,39 @@ class ScheduleBodySchema(DomainChecked):
             "description": "spread each call over this many seconds after its time (0 to "
             f"{MAX_JITTER_SECONDS}): the same delay for an occurrence on every attempt, drawn "
             "from its id, which keeps the nominal time"
+        },
+    )
+    on_failure = FailureHookField(
+        load_default=None,
+        allow_none=True,
+        metadata={
+            "description": "a URL, or {url, headers}: a signed JSON POST to it when an "
+            "occurrence is dead-lettered or the schedule pauses itself (best effort, not "
+            "retried); its URL and headers are kept secret like the payload's",
+            "oneOf": [
+                {"type": "string", "format": "uri"},
+                {
+                    "type": "object",
+                    "required": ["url"],
+                    "properties": {
+                        "url": {"type": "string", "format": "uri"},
+                        "headers": {"type": "object", "additionalProperties": {"type": "string"}},
+                    },
+                    "additionalProperties": False,
+                },
+            ],
+            "nullable": True,
+        },
+    )
+    pause_after_failures = WholeNumber(
+        load_default=None,
+        allow_none=True,
+        validate=validate.Range(1, MAX_PAUSE_AFTER_FAILURES),
+        metadata={
+            "description": "pause the schedule after this many failed occurrences in a row "
+            f"(1 to {MAX_PAUSE_AFTER_FAILURES}; an occurrence fails once its retries are spent "
+            "and it is dead-lettered; a success resets the count); null or absent: never. "
+            "Resume restarts it."
         },
     )
 

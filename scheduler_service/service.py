@@ -48,6 +48,7 @@ from shared.messages import DefinitionMutation, encode_mutation, encode_occurren
 from shared.model import (
     Execution,
     ExecutionStatus,
+    FailureHook,
     MisfirePolicy,
     Occurrence,
     Payload,
@@ -74,7 +75,7 @@ from shared.recurrence import (
     cpu_budget,
     instant_in,
 )
-from shared.secrets import SecretBox, carries_mask, keep_masked_secrets
+from shared.secrets import SecretBox, carries_mask, keep_masked_hook, keep_masked_secrets
 from shared.settings import Settings
 from shared.ssrf import TargetPolicy, TargetRefused
 from shared.timeutil import iso_z, load_zone, to_epoch_ms
@@ -330,6 +331,8 @@ class ScheduleService:
         checks: list[Callable[[], object]] = []
         if isinstance(parts.get("payload"), Payload):
             checks.append(lambda: self.check_target(parts["payload"].url))
+        if isinstance(parts.get("on_failure"), FailureHook):
+            checks.append(lambda: self.check_target(parts["on_failure"].url, "on_failure.url"))
         if isinstance(parts.get("retry"), RetryPolicy):
             checks.append(lambda: self.check_retry(parts["retry"]))
         for check in checks:
@@ -339,14 +342,14 @@ class ScheduleService:
                 errors.update(exc.fields)
         return recurrence, errors
 
-    def check_target(self, url: str) -> None:
+    def check_target(self, url: str, field: str = "payload.url") -> None:
         """The SSRF guard at creation: the URL's host as written (``shared.ssrf``)."""
         try:
             self.targets.check_url(url)
         except TargetRefused as exc:
-            raise InvalidInput({"payload.url": f"refused target: {exc}"}) from None
+            raise InvalidInput({field: f"refused target: {exc}"}) from None
         except ValueError as exc:
-            raise InvalidInput({"payload.url": str(exc)}) from None
+            raise InvalidInput({field: str(exc)}) from None
 
     def check_quota(self, tenant: str, schedule_id: str, replaces: bool) -> bool:
         """Admit a create that adds a live schedule, or ``QuotaExceeded`` when the tenant has
@@ -379,6 +382,7 @@ class ScheduleService:
             "schedule": (definition.timing, names),
             "payload": definition.payload,
             "retry": definition.retry,
+            "on_failure": definition.on_failure,
         }
         recurrence, errors = self._domain_checks(parts, now, schedule_id)
         if errors or recurrence is None:
@@ -451,14 +455,22 @@ class ScheduleService:
     ) -> ScheduleDefinition:
         """Masked values sent back as an answer showed them keep the stored schedule's values
         (``shared.secrets.keep_masked_secrets``): a replace need not know a secret to keep it."""
-        if not carries_mask(definition.payload):
+        hook = definition.on_failure
+        if not carries_mask(definition.payload) and not (hook and carries_mask(hook)):
             return definition
         stored = self.store.get_schedule(tenant, schedule_id) if schedule_id else None
-        stored_payload = stored.definition.payload if stored and stored.definition else None
+        stored_definition = stored.definition if stored else None
         payload = keep_masked_secrets(
-            definition.payload, stored_payload, self.settings.secret_headers
+            definition.payload,
+            stored_definition.payload if stored_definition else None,
+            self.settings.secret_headers,
         )
-        return dataclasses.replace(definition, payload=payload)
+        hook = keep_masked_hook(
+            hook,
+            stored_definition.on_failure if stored_definition else None,
+            self.settings.secret_headers,
+        )
+        return dataclasses.replace(definition, payload=payload, on_failure=hook)
 
     def _replay(
         self,
@@ -734,17 +746,18 @@ class ScheduleService:
 
     def list_executions(
         self, tenant: str, schedule_id: str, limit: int, cursor: str | None
-    ) -> tuple[ScheduleStatus, Page[Execution]]:
-        """The schedule's status and a page of its history. A deleted schedule's history stays
-        readable until retention removes it; its tombstone may be removed first, and then the
-        records left are still its history. ``NotFound`` for a schedule unknown or deleted
-        with no history (a delete of an unknown id leaves a tombstone: it shows nothing)."""
+    ) -> tuple[Schedule | None, Page[Execution]]:
+        """The schedule as stored (``None`` once removed) and a page of its history. A deleted
+        schedule's history stays readable until retention removes it; its tombstone may be
+        removed first, and then the records left are still its history. ``NotFound`` for a
+        schedule unknown or deleted with no history (a delete of an unknown id leaves a
+        tombstone: it shows nothing)."""
         schedule = self.store.get_schedule(tenant, schedule_id)
         page = self.store.list_executions(tenant, schedule_id, limit, cursor)
         gone = schedule is None or schedule.status is ScheduleStatus.DELETED
         if gone and not page.items and cursor is None:
             raise NotFound(schedule_id)
-        return (schedule.status if schedule else ScheduleStatus.DELETED), page
+        return schedule, page
 
     def execution(self, tenant: str, occurrence_id: str) -> Execution:
         """One occurrence's record (kept after its schedule is deleted, until retention);

@@ -8,9 +8,9 @@ from datetime import datetime
 from typing import Any
 
 from shared.describe import describe
-from shared.model import Execution, Schedule
+from shared.model import Execution, PausedBy, Schedule, ScheduleStatus
 from shared.redaction import redact
-from shared.secrets import masked_payload
+from shared.secrets import masked_hook, masked_payload
 from shared.timeutil import iso_local, iso_z, load_zone
 
 
@@ -53,14 +53,34 @@ def schedule_view(
         "retry": definition.retry.to_document(),
         "misfire": definition.misfire.to_document(),
         "jitter_seconds": definition.jitter_seconds,
+        "pause_after_failures": definition.pause_after_failures,
+        "on_failure": masked_hook(definition.on_failure, secret_patterns),
         "runs": schedule.run_count,
         "failures": schedule.failure_count,
         "consecutive_failures": schedule.consecutive_failures,
+        **pause_view(schedule),
         "occurrences_dispatched": schedule.occurrence_count,
         "last_run_at": iso_z(schedule.last_run_at) if schedule.last_run_at else None,
         "last_status": schedule.last_status,
         "created_at": iso_z(schedule.created_at),
         "updated_at": iso_z(schedule.updated_at),
+    }
+
+
+def pause_view(schedule: Schedule | None) -> dict[str, Any]:
+    """Who paused the schedule, when and why; all null unless it is paused."""
+    if schedule is None or schedule.status is not ScheduleStatus.PAUSED:
+        return {"paused_by": None, "paused_at": None, "paused_reason": None}
+    reason = "paused by its owner"
+    if schedule.paused_by is PausedBy.FAILURES:
+        reason = (
+            f"paused itself after {schedule.consecutive_failures} failed occurrences in a row "
+            "(pause_after_failures); resume to restart it"
+        )
+    return {
+        "paused_by": None if schedule.paused_by is None else schedule.paused_by.value,
+        "paused_at": None if schedule.paused_at is None else iso_z(schedule.paused_at),
+        "paused_reason": reason if schedule.paused_by is not None else None,
     }
 
 

@@ -38,6 +38,15 @@ EXECUTIONS = Counter(
     ["outcome"],  # succeeded, failed, retrying, skipped, duplicate
 )
 RETRIES = Counter("scheduler_retries_total", "Attempts that failed and were scheduled again.")
+SCHEDULES_AUTO_PAUSED = Counter(
+    "scheduler_schedules_auto_paused_total",
+    "Schedules that paused themselves after pause_after_failures failed occurrences in a row.",
+)
+FAILURE_NOTIFICATIONS = Counter(
+    "scheduler_failure_notifications_total",
+    "on_failure notifications (dead letters, pauses), by result.",
+    ["result"],  # sent, failed (no 2xx answer; not retried), dropped (backlog full)
+)
 HTTP_RESPONSES = Counter(
     "scheduler_webhook_responses_total",
     "Webhook answers by status class (2xx … 5xx, or error when there was no answer).",

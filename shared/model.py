@@ -9,7 +9,7 @@ from enum import StrEnum
 from typing import Any
 
 from shared.redaction import redact, redact_body
-from shared.timeutil import iso_z, parse_iso, utc_ms
+from shared.timeutil import iso_z, parse_iso, to_epoch_ms, utc_ms
 
 JSON = Any
 
@@ -153,6 +153,23 @@ class Payload:
 
 
 @dataclass(frozen=True)
+class FailureHook:
+    """Where a schedule's failures are reported (``on_failure``): a signed JSON ``POST`` to
+    ``url`` with ``headers``, when an occurrence is dead-lettered or the schedule pauses itself.
+    Its URL and headers are secrets as a payload's are (sealed at rest, masked in answers)."""
+
+    url: str
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    def to_document(self) -> dict[str, JSON]:
+        return {"url": self.url, "headers": dict(self.headers)}
+
+    @classmethod
+    def from_document(cls, document: Mapping[str, JSON]) -> FailureHook:
+        return cls(url=document["url"], headers=dict(document.get("headers") or {}))
+
+
+@dataclass(frozen=True)
 class RetryPolicy:
     """Exponential backoff with full jitter: attempt n waits up to ``min(cap, base * 2**(n-1))``."""
 
@@ -213,6 +230,9 @@ class ScheduleDefinition:
     request: Mapping[str, JSON] = field(default_factory=dict)
     # Each occurrence fires up to this long after its time (``shared.dispatch.fire_time``).
     jitter_seconds: float = 0.0
+    # The schedule pauses itself after this many failed occurrences in a row (None: never).
+    pause_after_failures: int | None = None
+    on_failure: FailureHook | None = None
 
     def to_document(self) -> dict[str, JSON]:
         return {
@@ -228,6 +248,8 @@ class ScheduleDefinition:
             "metadata": dict(self.metadata),
             "request": dict(self.request),
             "jitter_seconds": self.jitter_seconds,
+            "pause_after_failures": self.pause_after_failures,
+            "on_failure": None if self.on_failure is None else self.on_failure.to_document(),
         }
 
     @classmethod
@@ -245,6 +267,10 @@ class ScheduleDefinition:
             metadata=dict(document.get("metadata") or {}),
             request=dict(document.get("request") or {}),
             jitter_seconds=float(document.get("jitter_seconds", 0.0)),
+            pause_after_failures=_optional_int(document.get("pause_after_failures")),
+            on_failure=FailureHook.from_document(hook)
+            if (hook := document.get("on_failure"))
+            else None,
         )
 
 
@@ -253,6 +279,14 @@ class ScheduleStatus(StrEnum):
     PAUSED = "paused"
     COMPLETED = "completed"
     DELETED = "deleted"
+
+
+class PausedBy(StrEnum):
+    """Who paused a schedule: its owner (the pause endpoint), or its own failures
+    (``pause_after_failures``)."""
+
+    USER = "user"
+    FAILURES = "failures"
 
 
 @dataclass(frozen=True)
@@ -282,9 +316,12 @@ class Schedule:
     last_status: str | None = None
     lease_owner: str | None = None
     lease_until: datetime | None = None
+    # Set while paused: by whom, and when.
+    paused_by: PausedBy | None = None
+    paused_at: datetime | None = None
 
     def __post_init__(self) -> None:
-        for name in ("next_schedule_time", "accepted_at", "created_at", "updated_at"):
+        for name in ("next_schedule_time", "accepted_at", "created_at", "updated_at", "paused_at"):
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, utc_ms(value))
@@ -297,6 +334,13 @@ class Schedule:
 
     def evolve(self, **changes: Any) -> Schedule:
         return replace(self, **changes)
+
+
+def revision_at(moment: datetime) -> int:
+    """The revision of a change made at ``moment``: microseconds since the epoch, the clock the
+    API's revisions come from, so that a schedule pausing itself is ordered with its owner's
+    pauses and resumes."""
+    return to_epoch_ms(moment) * 1000
 
 
 def occurrence_id(schedule_id: str, scheduled_time: datetime) -> str:

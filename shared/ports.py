@@ -166,7 +166,8 @@ class ScheduleStore(ABC):
         cannot land) and returns ``False``; on a tombstone it raises the tombstone's revision
         (a create accepted since the first delete cannot land either) and returns ``False``.
         Pausing or resuming an unknown or deleted schedule changes nothing and returns
-        ``False``. Resume sets ``next_schedule_time`` as given.
+        ``False``. Resume sets ``next_schedule_time`` as given. A pause records who paused
+        (``PausedBy.USER``) and when; a resume clears that and the consecutive failures.
         """
 
     @abstractmethod
@@ -201,7 +202,14 @@ class ScheduleStore(ABC):
 
     @abstractmethod
     def record_run(self, tenant: str, schedule_id: str, succeeded: bool, at: datetime) -> None:
-        """Count a finished occurrence: runs, failures, consecutive failures (reset on success)."""
+        """Count a finished occurrence: runs, failures, consecutive failures (reset on success).
+
+        A failure that brings an active schedule's consecutive failures to its definition's
+        ``pause_after_failures`` pauses it, in the same write: ``paused_by`` is
+        ``PausedBy.FAILURES``, ``paused_at`` is ``at``, and its ``state_revision`` becomes
+        ``revision_at(at)``; unless a pause or resume with a newer revision landed first (a
+        failure older than a resume never pauses the schedule again).
+        """
 
     @abstractmethod
     def list_schedules(
@@ -402,7 +410,9 @@ class Store(ScheduleStore, ExecutionStore, IdempotencyStore, ApiKeyStore):
     def settle_attempts(
         self, settled: Sequence[tuple[Execution, AttemptOutcome]], owner: str
     ) -> list[bool]:
-        """``finish_attempt`` for each, and ``record_run`` for each final outcome it recorded.
+        """``finish_attempt`` for each, and ``record_run`` for each final outcome it recorded
+        (a schedule whose failures reach its ``pause_after_failures`` pauses itself), in one
+        write for the outcomes and one for the run counts where the backend allows it.
 
         Returns, in order, whether each outcome was recorded (``owner`` still held the attempt);
         an outcome that was not recorded is not counted on its schedule either.

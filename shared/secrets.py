@@ -33,7 +33,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from shared.errors import ConfigurationError, InvalidInput
-from shared.model import JSON, Payload, ScheduleDefinition
+from shared.model import JSON, FailureHook, Payload, ScheduleDefinition
 from shared.redaction import MASK, is_secret_name, looks_secret, redact
 
 # The payload fields sealed together into its "sealed" field.
@@ -98,6 +98,29 @@ def masked_payload(payload: Payload, patterns: Iterable[str]) -> dict[str, JSON]
     return document
 
 
+def masked_hook(hook: FailureHook | None, patterns: Iterable[str]) -> dict[str, JSON] | None:
+    """The ``on_failure`` hook as an answer shows it."""
+    if hook is None:
+        return None
+    patterns = tuple(patterns)
+    return {"url": mask_url(hook.url, patterns), "headers": mask_pairs(hook.headers, patterns)}
+
+
+def keep_masked_hook(
+    hook: FailureHook | None, stored: FailureHook | None, patterns: Iterable[str]
+) -> FailureHook | None:
+    """``hook`` as sent; the stored one when it was sent back masked exactly as an answer
+    showed it. A mask that matches nothing stored is refused (``InvalidInput`` naming
+    ``on_failure``), as in ``keep_masked_secrets``."""
+    if hook is None or not carries_mask(hook):
+        return hook
+    if stored is not None and hook.to_document() == masked_hook(stored, patterns):
+        return stored
+    raise InvalidInput(
+        {"on_failure": "is masked: send the values themselves, or the stored ones as shown"}
+    )
+
+
 def _contains_mask(value: Any) -> bool:
     if isinstance(value, dict):
         return any(_contains_mask(item) for item in value.values())
@@ -106,9 +129,12 @@ def _contains_mask(value: Any) -> bool:
     return isinstance(value, str) and MASK in value
 
 
-def carries_mask(payload: Payload) -> bool:
-    """Whether a value of the payload's URL, headers, query parameters or body holds ``MASK``."""
-    values = [payload.url, *payload.headers.values(), *payload.query.values(), payload.body]
+def carries_mask(part: Payload | FailureHook) -> bool:
+    """Whether a value of the payload's URL, headers, query parameters or body, or of the
+    ``on_failure`` hook's URL or headers, holds ``MASK``."""
+    if isinstance(part, FailureHook):
+        return _contains_mask(part.to_document())
+    values = [part.url, *part.headers.values(), *part.query.values(), part.body]
     return any(_contains_mask(value) for value in values)
 
 
@@ -184,15 +210,14 @@ class SecretBox:
         self._sealing_id = _key_id(raw_keys[0])
 
     def seal(self, definition: ScheduleDefinition) -> dict[str, JSON]:
-        """The definition's document with its payload's secret parts sealed."""
+        """The definition's document with its payload's secret parts sealed, and its
+        ``on_failure`` hook (URL and headers) sealed whole."""
         document = definition.to_document()
         payload = document["payload"]
         secret = {name: payload.pop(name) for name in SEALED_FIELDS}
-        plain = json.dumps(secret, separators=(",", ":")).encode()
-        nonce = os.urandom(NONCE_BYTES)
-        sealed = self._ciphers[self._sealing_id].encrypt(nonce, plain, None)
-        token = base64.urlsafe_b64encode(nonce + sealed).decode("ascii")
-        payload[SEALED] = f"{self._sealing_id}.{token}"
+        payload[SEALED] = self._seal(secret)
+        if document.get("on_failure") is not None:
+            document["on_failure"] = {SEALED: self._seal(document["on_failure"])}
         return document
 
     def open(self, document: Mapping[str, JSON]) -> ScheduleDefinition:
@@ -203,7 +228,17 @@ class SecretBox:
             opened = {name: value for name, value in payload.items() if name != SEALED}
             opened.update(json.loads(self._open(payload[SEALED])))
             document = {**document, "payload": opened}
+        hook = document.get("on_failure")
+        if isinstance(hook, Mapping) and SEALED in hook:
+            document = {**document, "on_failure": json.loads(self._open(hook[SEALED]))}
         return ScheduleDefinition.from_document(document)
+
+    def _seal(self, secret: JSON) -> str:
+        plain = json.dumps(secret, separators=(",", ":")).encode()
+        nonce = os.urandom(NONCE_BYTES)
+        sealed = self._ciphers[self._sealing_id].encrypt(nonce, plain, None)
+        token = base64.urlsafe_b64encode(nonce + sealed).decode("ascii")
+        return f"{self._sealing_id}.{token}"
 
     def resealed(self, text: str) -> str | None:
         """A stored definition's JSON ``text`` sealed with the first key, or ``None`` when it

@@ -59,9 +59,11 @@ from shared.model import (
     Execution,
     ExecutionStatus,
     Occurrence,
+    PausedBy,
     Schedule,
     ScheduleDefinition,
     ScheduleStatus,
+    revision_at,
 )
 from shared.ports import (
     ApiKey,
@@ -362,6 +364,8 @@ class MongoStore(Store):
             "occurrence_count": 0,
             "lease_owner": None,
             "lease_until": None,
+            # Beside the definition, for the guard of a schedule pausing itself (_run_count).
+            "pause_after_failures": definition.pause_after_failures,
         }
         on_insert: Document = {
             "tenant": tenant,
@@ -431,7 +435,13 @@ class MongoStore(Store):
                     result = self.schedules.update_one(
                         {"_id": key, "state_revision": newer, "status": {"$ne": _DELETED}},
                         {
-                            "$set": {**common, "status": _DELETED, "next_schedule_time": None},
+                            "$set": {
+                                **common,
+                                "status": _DELETED,
+                                "next_schedule_time": None,
+                                "paused_by": None,
+                                "paused_at": None,
+                            },
                             # Unknown id: a tombstone, so a create still on queue 1 cannot land.
                             "$setOnInsert": {
                                 "tenant": tenant,
@@ -464,10 +474,18 @@ class MongoStore(Store):
             if status is ScheduleStatus.PAUSED:
                 result = self.schedules.update_one(
                     {"_id": key, "state_revision": newer, "status": _ACTIVE},
-                    {"$set": {**common, "status": _PAUSED}},
+                    {
+                        "$set": {
+                            **common,
+                            "status": _PAUSED,
+                            "paused_by": PausedBy.USER.value,
+                            "paused_at": at,
+                        }
+                    },
                 )
                 return bool(result.matched_count)
             if status is ScheduleStatus.ACTIVE:
+                # A resume clears who paused and the failure streak.
                 result = self.schedules.update_one(
                     {"_id": key, "state_revision": newer, "status": _PAUSED},
                     {
@@ -475,6 +493,9 @@ class MongoStore(Store):
                             **common,
                             "status": _completes(next_schedule_time),
                             "next_schedule_time": _ms(next_schedule_time),
+                            "paused_by": None,
+                            "paused_at": None,
+                            "consecutive_failures": 0,
                         }
                     },
                 )
@@ -611,8 +632,11 @@ class MongoStore(Store):
         return [key in applied and first[key] == index for index, key in enumerate(keys)]
 
     def record_run(self, tenant: str, schedule_id: str, succeeded: bool, at: datetime) -> None:
+        updates = [UpdateOne(*_run_count(tenant, schedule_id, succeeded, at))]
+        if not succeeded:
+            updates.append(UpdateOne(*_pause_on_failures(tenant, schedule_id, at)))
         with _transient("record_run"):
-            self.schedules.update_one(*_run_count(tenant, schedule_id, succeeded, at))
+            self.schedules.bulk_write(updates)
 
     def list_schedules(
         self, tenant: str, query: ScheduleFilter, limit: int, cursor: str | None
@@ -931,8 +955,10 @@ class MongoStore(Store):
         self, settled: Sequence[tuple[Execution, AttemptOutcome]], owner: str
     ) -> list[bool]:
         # Two bulk_writes per batch: the outcomes, each under the guard of finish_attempt, then
-        # the run counts of the final ones that were recorded. Which guards matched: all when
-        # the matched count says so; otherwise one read of the token only this call writes.
+        # the run counts of the final ones that were recorded, in order, each schedule whose
+        # last outcome failed followed by the guarded update that pauses it if its streak
+        # reached its pause_after_failures. Which guards matched: all when the matched count
+        # says so; otherwise one read of the token only this call writes.
         if not settled:
             return []
         token = uuid.uuid4().hex
@@ -956,20 +982,21 @@ class MongoStore(Store):
                 }
                 first = {key: index for index, key in reversed(list(enumerate(keys)))}
                 recorded = [key in applied and first[key] == i for i, key in enumerate(keys)]
-            runs = [
-                UpdateOne(
-                    *_run_count(
-                        execution.tenant,
-                        execution.schedule_id,
-                        outcome.status is ExecutionStatus.SUCCEEDED,
-                        outcome.finished_at,
-                    )
-                )
-                for (execution, outcome), done in zip(settled, recorded, strict=True)
-                if done and outcome.status.is_final
+            runs = []
+            last_failures: dict[tuple[str, str], datetime | None] = {}
+            for (execution, outcome), done in zip(settled, recorded, strict=True):
+                if done and outcome.status.is_final:
+                    succeeded = outcome.status is ExecutionStatus.SUCCEEDED
+                    key = (execution.tenant, execution.schedule_id)
+                    runs.append(UpdateOne(*_run_count(*key, succeeded, outcome.finished_at)))
+                    last_failures[key] = None if succeeded else outcome.finished_at
+            runs += [
+                UpdateOne(*_pause_on_failures(*key, at))
+                for key, at in last_failures.items()
+                if at is not None
             ]
             if runs:
-                self.schedules.bulk_write(runs, ordered=False)
+                self.schedules.bulk_write(runs)
         return recorded
 
     def record_skips(self, skips: Sequence[tuple[Occurrence, str]], now: datetime) -> int:
@@ -1261,6 +1288,31 @@ def _run_count(
     return {"_id": _key(tenant, schedule_id)}, changes
 
 
+def _pause_on_failures(tenant: str, schedule_id: str, at: datetime) -> tuple[Document, Document]:
+    """The guarded update, after ``_run_count`` of a failure at ``at``, that pauses an active
+    schedule whose failures in a row reached its ``pause_after_failures``, unless a pause or
+    resume newer than the failure landed (``$expr`` compares two fields of the document)."""
+    revision = revision_at(at)
+    guard: Document = {
+        "_id": _key(tenant, schedule_id),
+        "status": _ACTIVE,
+        "pause_after_failures": {"$gte": 1},
+        "state_revision": {"$lt": revision},
+        "$expr": {"$gte": ["$consecutive_failures", "$pause_after_failures"]},
+    }
+    moment = utc_ms(at)
+    changes: Document = {
+        "status": _PAUSED,
+        "paused_by": PausedBy.FAILURES.value,
+        "paused_at": moment,
+        "updated_at": moment,
+        "state_revision": revision,
+        "lease_owner": None,
+        "lease_until": None,
+    }
+    return guard, {"$set": changes}
+
+
 def _due_order(schedule: Schedule) -> tuple[datetime, str]:
     assert schedule.next_schedule_time is not None  # claimed schedules are due
     return schedule.next_schedule_time, schedule.schedule_id
@@ -1293,6 +1345,8 @@ def _schedule(document: Mapping[str, Any], secrets: SecretBox) -> Schedule:
         last_status=document.get("last_status"),
         lease_owner=document.get("lease_owner"),
         lease_until=_instant(document.get("lease_until")),
+        paused_by=PausedBy(paused_by) if (paused_by := document.get("paused_by")) else None,
+        paused_at=_instant(document.get("paused_at")),
     )
 
 

@@ -19,9 +19,11 @@ from shared.model import (
     Execution,
     ExecutionStatus,
     Occurrence,
+    PausedBy,
     Schedule,
     ScheduleDefinition,
     ScheduleStatus,
+    revision_at,
 )
 from shared.ports import (
     ApiKey,
@@ -57,6 +59,9 @@ CREATE TABLE IF NOT EXISTS schedules (
     last_status TEXT,
     lease_owner TEXT,
     lease_until_ms INTEGER,
+    pause_after_failures INTEGER,
+    paused_by TEXT,
+    paused_ms INTEGER,
     PRIMARY KEY (tenant, schedule_id)
 ) WITHOUT ROWID;
 -- The poller's claim reads only active schedules in time order: it costs what is due, not
@@ -122,6 +127,11 @@ CREATE INDEX IF NOT EXISTS executions_dead_letters
     WHERE status = 'failed' AND discarded_ms IS NULL;
 """
 
+_PAUSE_COLUMNS = (
+    ("pause_after_failures", "INTEGER"),
+    ("paused_by", "TEXT"),
+    ("paused_ms", "INTEGER"),
+)
 _KEY_ID = re.compile(r"^[0-9a-f]{8,64}$")
 _KEYS_PER_READ = 500
 
@@ -150,6 +160,11 @@ class SqliteStore(Store):
             for column, kind in (("discarded_ms", "INTEGER"), ("attempt_log", "TEXT")):
                 if column not in columns:
                     writing.execute(f"ALTER TABLE executions ADD COLUMN {column} {kind}")
+            # And one made before schedules paused themselves, these.
+            columns = {row["name"] for row in writing.execute("PRAGMA table_info(schedules)")}
+            for column, kind in _PAUSE_COLUMNS:
+                if column not in columns:
+                    writing.execute(f"ALTER TABLE schedules ADD COLUMN {column} {kind}")
         connection.executescript(DEAD_LETTERS_SCHEMA)
 
     def close(self) -> None:
@@ -217,8 +232,8 @@ class SqliteStore(Store):
                 status = ScheduleStatus.ACTIVE if next_ms is not None else ScheduleStatus.COMPLETED
                 connection.execute(
                     "INSERT INTO schedules (tenant, schedule_id, revision, state_revision, status,"
-                    " definition, name, tags, next_ms, accepted_ms, created_ms, updated_ms)"
-                    " VALUES (?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    " definition, name, tags, next_ms, accepted_ms, created_ms, updated_ms,"
+                    " pause_after_failures) VALUES (?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         tenant,
                         schedule_id,
@@ -231,6 +246,7 @@ class SqliteStore(Store):
                         accepted,
                         accepted,
                         accepted,
+                        definition.pause_after_failures,
                     ),
                 )
                 return True
@@ -246,7 +262,7 @@ class SqliteStore(Store):
             connection.execute(
                 "UPDATE schedules SET revision = ?, status = ?, definition = ?, name = ?,"
                 " tags = ?, next_ms = ?, accepted_ms = ?, updated_ms = ?, occurrence_count = 0,"
-                " lease_owner = NULL, lease_until_ms = NULL"
+                " lease_owner = NULL, lease_until_ms = NULL, pause_after_failures = ?"
                 " WHERE tenant = ? AND schedule_id = ?",
                 (
                     revision,
@@ -257,6 +273,7 @@ class SqliteStore(Store):
                     next_ms,
                     accepted,
                     accepted,
+                    definition.pause_after_failures,
                     tenant,
                     schedule_id,
                 ),
@@ -307,13 +324,26 @@ class SqliteStore(Store):
                 ScheduleStatus.ACTIVE: _ms(next_schedule_time),
                 ScheduleStatus.PAUSED: row["next_ms"],  # kept, for showing
             }.get(status)
+            pausing = status is ScheduleStatus.PAUSED
             if status is ScheduleStatus.ACTIVE and next_ms is None:
                 status = ScheduleStatus.COMPLETED
+            # A pause says who paused, and when; a resume clears that and the failure streak.
             connection.execute(
                 "UPDATE schedules SET state_revision = ?, status = ?, next_ms = ?, updated_ms = ?,"
-                " lease_owner = NULL, lease_until_ms = NULL"
+                " lease_owner = NULL, lease_until_ms = NULL, paused_by = ?, paused_ms = ?,"
+                " consecutive_failures = CASE WHEN ? THEN consecutive_failures ELSE 0 END"
                 " WHERE tenant = ? AND schedule_id = ?",
-                (state_revision, status.value, next_ms, now_ms, tenant, schedule_id),
+                (
+                    state_revision,
+                    status.value,
+                    next_ms,
+                    now_ms,
+                    PausedBy.USER.value if pausing else None,
+                    now_ms if pausing else None,
+                    pausing,
+                    tenant,
+                    schedule_id,
+                ),
             )
             return True
 
@@ -823,19 +853,19 @@ def _advance(
 def _count_run(
     connection: sqlite3.Connection, tenant: str, schedule_id: str, succeeded: bool, at: datetime
 ) -> None:
+    at_ms = to_epoch_ms(at)
     connection.execute(
-        "UPDATE schedules SET run_count = run_count + 1,"
-        " failure_count = failure_count + ?,"
-        " consecutive_failures = CASE WHEN ? THEN 0 ELSE consecutive_failures + 1 END,"
-        " last_run_ms = ?, last_status = ?"
-        " WHERE tenant = ? AND schedule_id = ?",
+        _COUNT_MANY.format(values=_COUNT_ROW),
         (
-            0 if succeeded else 1,
-            succeeded,
-            to_epoch_ms(at),
-            "succeeded" if succeeded else "failed",
             tenant,
             schedule_id,
+            1,
+            0 if succeeded else 1,
+            succeeded,
+            0 if succeeded else 1,
+            at_ms,
+            "succeeded" if succeeded else "failed",
+            revision_at(at),
         ),
     )
 
@@ -865,13 +895,25 @@ _FINISH_MANY = (
     " AND executions.lease_owner = ? AND executions.status = 'running'"
     " RETURNING executions.tenant, executions.occurrence_id"
 )
-_COUNT_ROW = "(?, ?, ?, ?, ?, ?, ?, ?)"
+_COUNT_ROW = "(?, ?, ?, ?, ?, ?, ?, ?, ?)"
+# The failures in a row once the batch is counted; an active schedule whose streak reaches its
+# pause_after_failures pauses itself, unless a pause or resume newer than the failure landed.
+_STREAK = "CASE WHEN v.column5 THEN v.column6 ELSE consecutive_failures + v.column6 END"
+_PAUSES = (
+    f"(status = 'active' AND {_STREAK} >= pause_after_failures AND state_revision < v.column9)"
+)
 _COUNT_MANY = (
     "UPDATE schedules SET run_count = run_count + v.column3,"
     " failure_count = failure_count + v.column4,"
-    " consecutive_failures = CASE WHEN v.column5 THEN v.column6"
-    " ELSE consecutive_failures + v.column6 END,"
-    " last_run_ms = v.column7, last_status = v.column8"
+    f" consecutive_failures = {_STREAK},"
+    " last_run_ms = v.column7, last_status = v.column8,"
+    f" status = CASE WHEN {_PAUSES} THEN 'paused' ELSE status END,"
+    f" paused_by = CASE WHEN {_PAUSES} THEN 'failures' ELSE paused_by END,"
+    f" paused_ms = CASE WHEN {_PAUSES} THEN v.column7 ELSE paused_ms END,"
+    f" updated_ms = CASE WHEN {_PAUSES} THEN v.column7 ELSE updated_ms END,"
+    f" lease_owner = CASE WHEN {_PAUSES} THEN NULL ELSE lease_owner END,"
+    f" lease_until_ms = CASE WHEN {_PAUSES} THEN NULL ELSE lease_until_ms END,"
+    f" state_revision = CASE WHEN {_PAUSES} THEN v.column9 ELSE state_revision END"
     " FROM (VALUES {values}) AS v"
     " WHERE schedules.tenant = v.column1 AND schedules.schedule_id = v.column2"
 )
@@ -923,20 +965,22 @@ def _run_counts(
     recorded: Sequence[tuple[Execution, AttemptOutcome]],
 ) -> list[tuple[Any, ...]]:
     """What ``_count_run`` in order does, per schedule: runs, failures, whether a success reset
-    the consecutive failures and how many followed, the last run's time and status."""
+    the consecutive failures and how many followed, the last run's time and status, and the
+    revision a pause at that time has."""
     counts: dict[tuple[str, str], list[Any]] = {}
     for execution, outcome in recorded:
         if not outcome.status.is_final:
             continue
         succeeded = outcome.status is ExecutionStatus.SUCCEEDED
         key = (execution.tenant, execution.schedule_id)
-        row = counts.setdefault(key, [*key, 0, 0, False, 0, 0, ""])
+        row = counts.setdefault(key, [*key, 0, 0, False, 0, 0, "", 0])
         row[2] += 1
         row[3] += 0 if succeeded else 1
         row[4] = row[4] or succeeded
         row[5] = 0 if succeeded else row[5] + 1
         row[6] = to_epoch_ms(outcome.finished_at)
         row[7] = "succeeded" if succeeded else "failed"
+        row[8] = revision_at(outcome.finished_at)
     return [tuple(row) for row in counts.values()]
 
 
@@ -1003,6 +1047,8 @@ def _schedule(row: sqlite3.Row, secrets: SecretBox) -> Schedule:
         last_status=row["last_status"],
         lease_owner=row["lease_owner"],
         lease_until=_time(row["lease_until_ms"]),
+        paused_by=None if row["paused_by"] is None else PausedBy(row["paused_by"]),
+        paused_at=_time(row["paused_ms"]),
     )
 
 

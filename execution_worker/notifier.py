@@ -1,0 +1,179 @@
+"""Failure notifications: a schedule's ``on_failure`` webhook, told when one of its occurrences
+is dead-lettered or when it pauses itself (``pause_after_failures``).
+
+The settler finds them after the outcomes are recorded (``failure_events``) and hands them to
+the ``Notifier``, which sends them on the executor's event loop through its webhook sender (the
+SSRF guard at connection time, as for every call), signed as every call is (Standard Webhooks,
+the same secret). Best effort: each is one ``POST`` with a short timeout, at most
+``NOTIFY_CONCURRENCY`` in flight, at most ``NOTIFY_BACKLOG`` waiting (more are dropped); one that
+fails is logged and counted (``scheduler_failure_notifications_total``), never retried. The
+settling loop never waits for them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from shared.metrics import FAILURE_NOTIFICATIONS
+from shared.model import FailureHook
+from shared.ports import Clock, WebhookError, WebhookRequest, WebhookSender
+from shared.redaction import redact
+from shared.timeutil import iso_z
+from shared.webhooks import USER_AGENT, WebhookSigner
+
+log = logging.getLogger(__name__)
+
+NOTIFY_TIMEOUT_SECONDS = 5.0
+NOTIFY_CONCURRENCY = 8
+NOTIFY_BACKLOG = 1000
+
+DEAD_LETTERED = "occurrence.dead_lettered"
+PAUSED = "schedule.paused"
+
+
+@dataclass(frozen=True)
+class FailureEvent:
+    """What a failure notification says: an occurrence dead-lettered, or the schedule paused
+    by the failure of ``occurrence_id`` (its ``consecutive_failures`` in a row)."""
+
+    type: str
+    hook: FailureHook
+    tenant: str
+    schedule_id: str
+    occurrence_id: str
+    error: str | None
+    http_status: int | None
+    at: datetime
+    consecutive_failures: int | None = None
+
+    @property
+    def message_id(self) -> str:
+        """The ``webhook-id``: the same for every delivery of one event."""
+        return f"{self.type}:{self.occurrence_id}"
+
+    def body(self) -> str:
+        document = {
+            "type": self.type,
+            "schedule_id": self.schedule_id,
+            "occurrence_id": self.occurrence_id,
+            "error": self.error,
+            "http_status": self.http_status,
+            "time": iso_z(self.at),
+        }
+        if self.consecutive_failures is not None:
+            document["consecutive_failures"] = self.consecutive_failures
+        return json.dumps(document, separators=(",", ":"))
+
+
+def notification_request(
+    event: FailureEvent, signer: WebhookSigner | None, now: datetime
+) -> WebhookRequest:
+    body = event.body()
+    headers = dict(event.hook.headers)
+    headers.update({"User-Agent": USER_AGENT, "Content-Type": "application/json"})
+    if signer is not None:
+        headers["webhook-id"] = event.message_id
+        headers["webhook-timestamp"] = str(int(now.timestamp()))
+        headers["webhook-signature"] = signer.sign(event.message_id, now, body)
+    return WebhookRequest(
+        method="POST",
+        url=event.hook.url,
+        headers=headers,
+        body=body.encode(),
+        timeout_seconds=NOTIFY_TIMEOUT_SECONDS,
+    )
+
+
+class Notifier:
+    """Sends failure notifications on an event loop, best effort (see the module docstring)."""
+
+    def __init__(
+        self,
+        sender: WebhookSender,
+        signer: WebhookSigner | None,
+        clock: Clock,
+        concurrency: int = NOTIFY_CONCURRENCY,
+        backlog: int = NOTIFY_BACKLOG,
+    ) -> None:
+        self.sender = sender
+        self.signer = signer
+        self.clock = clock
+        self.backlog = backlog
+        self._slots = asyncio.Semaphore(concurrency)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def attach(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Send on ``loop`` from now on (the executor's, while it serves)."""
+        self._loop = loop
+
+    def notify(self, events: Sequence[FailureEvent]) -> None:
+        """Hand events over to be sent; from any thread, never waits."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            _dropped(events, "no event loop")
+            return
+        loop.call_soon_threadsafe(self._start, list(events))
+
+    def _start(self, events: list[FailureEvent]) -> None:
+        for event in events:
+            if len(self._tasks) >= self.backlog:
+                _dropped([event], "backlog full")
+                continue
+            task = asyncio.ensure_future(self._send(event))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _send(self, event: FailureEvent) -> None:
+        async with self._slots:
+            request = notification_request(event, self.signer, self.clock.now())
+            problem: str | None = None
+            try:
+                response = await self.sender.send(request)
+            except WebhookError as exc:
+                problem = redact(str(exc))
+            else:
+                if not 200 <= response.status < 300:
+                    problem = f"HTTP {response.status}"
+        extra = {
+            "event": "failure_notification_sent",
+            "notification": event.type,
+            "tenant": event.tenant,
+            "schedule_id": event.schedule_id,
+            "occurrence_id": event.occurrence_id,
+        }
+        if problem is None:
+            FAILURE_NOTIFICATIONS.labels("sent").inc()
+            log.info("failure notification sent: %s", event.type, extra=extra)
+            return
+        FAILURE_NOTIFICATIONS.labels("failed").inc()
+        log.warning(
+            "failure notification not delivered (not retried): %s",
+            problem,
+            extra={**extra, "event": "failure_notification_failed", "error": problem},
+        )
+
+    async def wait(self, timeout: float) -> None:
+        """Give the notifications in flight up to ``timeout`` seconds to finish."""
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=timeout)
+
+
+def _dropped(events: Sequence[FailureEvent], why: str) -> None:
+    for event in events:
+        FAILURE_NOTIFICATIONS.labels("dropped").inc()
+        log.warning(
+            "failure notification dropped: %s",
+            why,
+            extra={
+                "event": "failure_notification_dropped",
+                "notification": event.type,
+                "schedule_id": event.schedule_id,
+                "occurrence_id": event.occurrence_id,
+            },
+        )
