@@ -57,6 +57,14 @@ class Page(Generic[T]):
     next_cursor: str | None = None
 
 
+def schedule_page(found: Sequence[Schedule], limit: int) -> Page[Schedule]:
+    """The first ``limit`` schedules of ``found`` (read one past the limit, to learn whether
+    more exist), with a cursor naming the last one's id: what a listing is ordered by."""
+    items = list(found[:limit])
+    more = len(found) > limit
+    return Page(items, items[-1].schedule_id if more and items else None)
+
+
 def execution_page(
     found: Sequence[Execution], limit: int, moment: Callable[[Execution], datetime | None]
 ) -> Page[Execution]:

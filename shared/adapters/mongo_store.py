@@ -65,9 +65,16 @@ from shared.ports import (
     Store,
     execution_page,
     parse_execution_cursor,
+    schedule_page,
 )
 from shared.secrets import SecretBox
-from shared.timeutil import UTC, from_epoch_ms, parse_iso, utc_ms
+from shared.store_rules import (
+    attempt_lateness_ms,
+    is_key_id,
+    state_change_source,
+    status_by_next_time,
+)
+from shared.timeutil import UTC, from_epoch_ms, maybe, parse_iso, utc_ms
 
 Document = dict[str, Any]
 
@@ -82,7 +89,6 @@ _DELETED = ScheduleStatus.DELETED.value
 _ACTIVE = ScheduleStatus.ACTIVE.value
 _PAUSED = ScheduleStatus.PAUSED.value
 _COMPLETED = ScheduleStatus.COMPLETED.value
-_KEY_ID = re.compile(r"^[0-9a-f]{8,64}$")
 
 
 def _key(tenant: str, name: str) -> str:
@@ -101,14 +107,6 @@ def _instant(value: datetime | str | None) -> datetime | None:
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
     return utc_ms(value)
-
-
-def _ms(value: datetime | None) -> datetime | None:
-    return None if value is None else utc_ms(value)
-
-
-def _completes(next_schedule_time: datetime | None) -> str:
-    return _ACTIVE if next_schedule_time is not None else _COMPLETED
 
 
 @contextmanager
@@ -307,7 +305,7 @@ class MongoStore(Store):
             "definition": json.dumps(self.secrets.seal(definition), separators=(",", ":")),
             "name": definition.name,
             "tags": list(definition.tags),
-            "next_schedule_time": _ms(next_schedule_time),
+            "next_schedule_time": maybe(utc_ms, next_schedule_time),
             "accepted_at": accepted,
             "updated_at": accepted,
             "occurrence_count": 0,
@@ -326,7 +324,7 @@ class MongoStore(Store):
             "last_status": None,
         }
         newer = {"$lt": revision}
-        live = {**changes, "status": _completes(next_schedule_time)}
+        live = {**changes, "status": status_by_next_time(next_schedule_time).value}
         # The cases of a replace, each with its guard: a replace keeps a pause; a tombstone
         # yields only to a create newer than the delete.
         replaces: list[tuple[Document, Document]] = [
@@ -412,25 +410,15 @@ class MongoStore(Store):
                     )
                     return False
                 return bool(result.matched_count)
-            if status is ScheduleStatus.PAUSED:
-                result = self.schedules.update_one(
-                    {"_id": key, "state_revision": newer, "status": _ACTIVE},
-                    {"$set": {**common, "status": _PAUSED}},
-                )
-                return bool(result.matched_count)
+            source = state_change_source(status)
             if status is ScheduleStatus.ACTIVE:
-                result = self.schedules.update_one(
-                    {"_id": key, "state_revision": newer, "status": _PAUSED},
-                    {
-                        "$set": {
-                            **common,
-                            "status": _completes(next_schedule_time),
-                            "next_schedule_time": _ms(next_schedule_time),
-                        }
-                    },
-                )
-                return bool(result.matched_count)
-        raise ValueError(f"apply_state cannot set status {status.value!r}")
+                common["next_schedule_time"] = maybe(utc_ms, next_schedule_time)
+                status = status_by_next_time(next_schedule_time)
+            result = self.schedules.update_one(
+                {"_id": key, "state_revision": newer, "status": source.value},
+                {"$set": {**common, "status": status.value}},
+            )
+            return bool(result.matched_count)
 
     def claim_due_schedules(
         self, horizon: datetime, now: datetime, limit: int, owner: str, lease_until: datetime
@@ -516,9 +504,9 @@ class MongoStore(Store):
                 },
                 {
                     "$set": {
-                        "next_schedule_time": _ms(next_time),
+                        "next_schedule_time": maybe(utc_ms, next_time),
                         "occurrence_count": count,
-                        "status": _completes(next_time),
+                        "status": status_by_next_time(next_time).value,
                         "updated_at": utc_ms(now),
                         "lease_owner": None,
                         "lease_until": None,
@@ -575,9 +563,7 @@ class MongoStore(Store):
             documents = list(
                 self.schedules.find(selector).sort("schedule_id", ASCENDING).limit(limit + 1)
             )
-        items = [_schedule(document, self.secrets) for document in documents[:limit]]
-        more = len(documents) > limit
-        return Page(items, items[-1].schedule_id if more and items else None)
+        return schedule_page([_schedule(document, self.secrets) for document in documents], limit)
 
     def count_schedules(self) -> Mapping[str, int]:
         with _transient("count_schedules"):
@@ -650,7 +636,7 @@ class MongoStore(Store):
             "fingerprint": record.fingerprint,
             "schedule_id": record.schedule_id,
             "revision": record.revision,
-            "next_schedule_time": _ms(record.next_schedule_time),
+            "next_schedule_time": maybe(utc_ms, record.next_schedule_time),
             "timezone": record.timezone,
             "created_at": utc_ms(record.created_at),
             "expires_at": utc_ms(record.expires_at),
@@ -721,7 +707,7 @@ class MongoStore(Store):
         return sorted(keys, key=lambda key: (key.created_at, key.key_hash))
 
     def delete_api_key(self, key_id: str) -> int:
-        if not _KEY_ID.match(key_id):
+        if not is_key_id(key_id):
             return 0
         with _transient("delete_api_key"):
             result = self.api_keys.delete_many({"_id": {"$regex": f"^{key_id}"}})
@@ -1101,20 +1087,14 @@ def _finish(
     execution: Execution, owner: str, outcome: AttemptOutcome, token: str | None = None
 ) -> tuple[Document, Document]:
     """The guarded update of ``finish_attempt``: filter and change."""
-    started = execution.started_at
-    lateness = (
-        None
-        if started is None
-        else (utc_ms(started) - execution.scheduled_time).total_seconds() * 1000.0
-    )
     changes: Document = {
         "status": outcome.status.value,
         "finished_at": utc_ms(outcome.finished_at),
         "http_status": outcome.http_status,
         "duration_ms": outcome.duration_ms,
-        "lateness_ms": lateness,
+        "lateness_ms": attempt_lateness_ms(execution),
         "error": outcome.error,
-        "next_attempt_at": _ms(outcome.next_attempt_at),
+        "next_attempt_at": maybe(utc_ms, outcome.next_attempt_at),
         # What the TTL index of retention counts from: only records that are done carry it.
         "final_at": utc_ms(outcome.finished_at) if outcome.status.is_final else None,
         "lease_owner": None,
