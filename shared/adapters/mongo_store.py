@@ -18,9 +18,9 @@ back by a token that only that call writes (``claim_token``, ``advance_token``, 
 ``finish_token``), and only when the matched count says that some did not.
 
 No update filter uses ``$or``: where a change applies in several cases, each case is its own
-guarded update. That is as atomic, and it keeps the adapter right on nx-27017 (0.8.1), a wire
-server we test against, which applies an update whose filter has ``$or`` to a document with
-another ``_id``.
+guarded update (or the case is a ``$nor``, which it gets right). That is as atomic, and it keeps
+the adapter right on nx-27017 (0.8.1), a wire server we test against, which applies an update
+whose filter has ``$or`` to a document with another ``_id``.
 """
 
 from __future__ import annotations
@@ -73,6 +73,7 @@ from shared.store_rules import (
     is_key_id,
     state_change_source,
     status_by_next_time,
+    takes_definition,
 )
 from shared.timeutil import UTC, from_epoch_ms, maybe, parse_iso, utc_ms
 
@@ -324,37 +325,48 @@ class MongoStore(Store):
             "last_status": None,
         }
         newer = {"$lt": revision}
+        # One guarded upsert: a new schedule is inserted; a stored one is replaced when the
+        # revision is newer and, for a tombstone, newer than the delete. Any other stored
+        # schedule refuses it, and the insert the upsert falls back to fails on the _id: a
+        # DuplicateKeyError. A paused one refuses it too: a replace keeps the pause, so it has
+        # its own guarded update. (On MongoDB an update pipeline could keep the pause in the
+        # same upsert, a $cond on $status; nx-27017 0.8.1, a wire server we test against, has
+        # no pipeline updates, so the two guards work everywhere; a paused replace costs one
+        # command more.)
+        replace_live: Document = {
+            "_id": key,
+            "revision": newer,
+            "status": {"$ne": _PAUSED},
+            "$nor": [{"status": _DELETED, "state_revision": {"$gte": revision}}],
+        }
         live = {**changes, "status": status_by_next_time(next_schedule_time).value}
-        # The cases of a replace, each with its guard: a replace keeps a pause; a tombstone
-        # yields only to a create newer than the delete.
-        replaces: list[tuple[Document, Document]] = [
-            ({"status": {"$in": [_ACTIVE, _COMPLETED]}}, live),
-            ({"status": _PAUSED}, changes),
-            ({"status": _DELETED, "state_revision": newer}, live),
-        ]
         with _transient("apply_definition"):
-            for _ in range(_ROUNDS):
+            # Twice at most: an insert of the same id can race the upsert (MongoDB retries
+            # such an upsert itself only when its filter names the _id alone), and a pause or
+            # resume can move the schedule between the two guards. The second time round the
+            # document exists, so only such a move again, unlikely, ends in ``Transient``.
+            for _ in range(2):
                 try:
-                    self.schedules.insert_one({"_id": key, **on_insert, **live})
+                    self.schedules.update_one(
+                        replace_live, {"$set": live, "$setOnInsert": on_insert}, upsert=True
+                    )
                     return True
                 except DuplicateKeyError:
                     pass
-                for guard, update in replaces:
-                    result = self.schedules.update_one(
-                        {"_id": key, "revision": newer, **guard}, {"$set": update}
-                    )
-                    if result.matched_count:
-                        return True
+                replace_paused = {"_id": key, "revision": newer, "status": _PAUSED}
+                if self.schedules.update_one(replace_paused, {"$set": changes}).matched_count:
+                    return True
                 current = self.schedules.find_one(
                     {"_id": key}, {"revision": 1, "state_revision": 1, "status": 1}
                 )
-                if current is not None and (
-                    current["revision"] >= revision
-                    or (current["status"] == _DELETED and current["state_revision"] >= revision)
+                if current is not None and not takes_definition(
+                    current["revision"],
+                    ScheduleStatus(current["status"]),
+                    current["state_revision"],
+                    revision,
                 ):
                     return False
-                # It changed state between the guarded updates: go round again.
-        raise Transient(f"apply_definition {key}: too many concurrent changes, try again")
+        raise Transient(f"apply_definition {key}: changed by another writer, try again")
 
     def apply_state(
         self,

@@ -166,6 +166,25 @@ def test_definitions_out_of_order_keep_the_newest(store: Store) -> None:
     assert schedule.live_definition.name == "fourth"
 
 
+def test_concurrent_definitions_of_one_schedule_leave_the_newest(store: Store) -> None:
+    if isinstance(store, MongoStore) and not store.owns_client:
+        pytest.skip("mongomock is not thread-safe; the wire-server run covers this")
+    revisions = list(range(1, 13))
+    with ThreadPoolExecutor(6) as threads:
+        applied = dict(
+            zip(
+                revisions,
+                threads.map(lambda r: create(store, "s1", revision=r, name=f"r{r}"), revisions),
+                strict=True,
+            )
+        )
+    schedule = store.get_schedule(TENANT, "s1")
+    assert schedule is not None
+    assert schedule.revision == 12
+    assert schedule.live_definition.name == "r12"
+    assert applied[12]
+
+
 def test_delete_leaves_a_tombstone_that_blocks_an_older_create(store: Store) -> None:
     # The delete (state revision 5) overtook its create (revision 2) on queue 1.
     assert not store.apply_state(TENANT, "s1", 5, ScheduleStatus.DELETED, None, T0)
