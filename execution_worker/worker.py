@@ -198,6 +198,7 @@ class Executor:
             finished = await self._wait_for_calls(self.settings.shutdown_timeout_seconds)
             settled.set()
             await asyncio.wait({settler}, timeout=self.settings.shutdown_timeout_seconds)
+            self.settler.abandoned.set()
             if finished:
                 await self.sender.close()
             for thread in self._threads.values():
