@@ -59,6 +59,7 @@ from shared.model import (
 )
 from shared.ports import (
     ApiKey,
+    DefinitionToApply,
     IdempotencyRecord,
     Page,
     ScheduleFilter,
@@ -296,7 +297,84 @@ class MongoStore(Store):
         next_schedule_time: datetime | None,
         accepted_at: datetime,
     ) -> bool:
-        key = _key(tenant, schedule_id)
+        live, paused = self._definition_guards(
+            tenant, schedule_id, revision, definition, next_schedule_time, accepted_at
+        )
+        key = live[0]["_id"]
+        with _transient("apply_definition"):
+            # Twice at most: an insert of the same id can race the upsert (MongoDB retries
+            # such an upsert itself only when its filter names the _id alone), and a pause or
+            # resume can move the schedule between the two guards. The second time round the
+            # document exists, so only such a move again, unlikely, ends in ``Transient``.
+            for _ in range(2):
+                try:
+                    self.schedules.update_one(*live, upsert=True)
+                    return True
+                except DuplicateKeyError:
+                    pass
+                if self.schedules.update_one(*paused).matched_count:
+                    return True
+                current = self.schedules.find_one(
+                    {"_id": key}, {"revision": 1, "state_revision": 1, "status": 1}
+                )
+                if current is not None and not takes_definition(
+                    current["revision"],
+                    ScheduleStatus(current["status"]),
+                    current["state_revision"],
+                    revision,
+                ):
+                    return False
+        raise Transient(f"apply_definition {key}: changed by another writer, try again")
+
+    def apply_definitions(self, definitions: Sequence[DefinitionToApply]) -> list[bool]:
+        # One insert_many for the batch: new schedules, the common case (a create, a seed). Those
+        # whose id is taken (duplicate keys) get the guarded upserts of apply_definition, one at
+        # a time.
+        guards = [self._definition_guards(*arguments) for arguments in definitions]
+        keys = [live[0]["_id"] for live, _ in guards]
+        if len(set(keys)) < len(keys):
+            return super().apply_definitions(definitions)  # in turn, as the port says
+        taken: set[int] = set()
+        with _transient("apply_definitions"):
+            try:
+                if guards:
+                    self.schedules.insert_many(
+                        [
+                            {"_id": key, **change["$setOnInsert"], **change["$set"]}
+                            for key, ((_, change), _) in zip(keys, guards, strict=True)
+                        ],
+                        ordered=False,
+                    )
+            except BulkWriteError as exc:
+                errors = exc.details.get("writeErrors", [])
+                if any(error.get("code") != _DUPLICATE_KEY for error in errors):
+                    raise
+                taken = {error["index"] for error in errors}
+        return [
+            index not in taken or self.apply_definition(*arguments)
+            for index, arguments in enumerate(definitions)
+        ]
+
+    def _definition_guards(
+        self,
+        tenant: str,
+        schedule_id: str,
+        revision: int,
+        definition: ScheduleDefinition,
+        next_schedule_time: datetime | None,
+        accepted_at: datetime,
+    ) -> tuple[tuple[Document, Document], tuple[Document, Document]]:
+        """The guarded upsert of ``apply_definition`` and the guarded update of its paused case:
+        filter and change of each.
+
+        The upsert inserts a new schedule, and replaces a stored one when the revision is newer
+        and, for a tombstone, newer than the delete. Any other stored schedule refuses it, and
+        the insert the upsert falls back to fails on the _id: a DuplicateKeyError. A paused one
+        refuses it too: a replace keeps the pause, so it has its own guarded update. (On
+        MongoDB an update pipeline could keep the pause in the same upsert, a $cond on
+        $status; nx-27017 0.8.1, a wire server we test against, has no pipeline updates, so the
+        two guards work everywhere; a paused replace costs one command more.)
+        """
         accepted = utc_ms(accepted_at)
         changes: Document = {
             "revision": revision,
@@ -324,49 +402,20 @@ class MongoStore(Store):
             "last_run_at": None,
             "last_status": None,
         }
+        key = _key(tenant, schedule_id)
         newer = {"$lt": revision}
-        # One guarded upsert: a new schedule is inserted; a stored one is replaced when the
-        # revision is newer and, for a tombstone, newer than the delete. Any other stored
-        # schedule refuses it, and the insert the upsert falls back to fails on the _id: a
-        # DuplicateKeyError. A paused one refuses it too: a replace keeps the pause, so it has
-        # its own guarded update. (On MongoDB an update pipeline could keep the pause in the
-        # same upsert, a $cond on $status; nx-27017 0.8.1, a wire server we test against, has
-        # no pipeline updates, so the two guards work everywhere; a paused replace costs one
-        # command more.)
-        replace_live: Document = {
+        live = {**changes, "status": status_by_next_time(next_schedule_time).value}
+        replace_live = {
             "_id": key,
             "revision": newer,
             "status": {"$ne": _PAUSED},
             "$nor": [{"status": _DELETED, "state_revision": {"$gte": revision}}],
         }
-        live = {**changes, "status": status_by_next_time(next_schedule_time).value}
-        with _transient("apply_definition"):
-            # Twice at most: an insert of the same id can race the upsert (MongoDB retries
-            # such an upsert itself only when its filter names the _id alone), and a pause or
-            # resume can move the schedule between the two guards. The second time round the
-            # document exists, so only such a move again, unlikely, ends in ``Transient``.
-            for _ in range(2):
-                try:
-                    self.schedules.update_one(
-                        replace_live, {"$set": live, "$setOnInsert": on_insert}, upsert=True
-                    )
-                    return True
-                except DuplicateKeyError:
-                    pass
-                replace_paused = {"_id": key, "revision": newer, "status": _PAUSED}
-                if self.schedules.update_one(replace_paused, {"$set": changes}).matched_count:
-                    return True
-                current = self.schedules.find_one(
-                    {"_id": key}, {"revision": 1, "state_revision": 1, "status": 1}
-                )
-                if current is not None and not takes_definition(
-                    current["revision"],
-                    ScheduleStatus(current["status"]),
-                    current["state_revision"],
-                    revision,
-                ):
-                    return False
-        raise Transient(f"apply_definition {key}: changed by another writer, try again")
+        replace_paused = {"_id": key, "revision": newer, "status": _PAUSED}
+        return (
+            (replace_live, {"$set": live, "$setOnInsert": on_insert}),
+            (replace_paused, {"$set": changes}),
+        )
 
     def apply_state(
         self,

@@ -21,6 +21,7 @@ from shared.model import (
 )
 from shared.ports import (
     ApiKey,
+    DefinitionToApply,
     IdempotencyRecord,
     Page,
     ScheduleFilter,
@@ -197,60 +198,21 @@ class SqliteStore(Store):
         next_schedule_time: datetime | None,
         accepted_at: datetime,
     ) -> bool:
-        document = json.dumps(self.secrets.seal(definition), separators=(",", ":"))
-        tags = json.dumps(list(definition.tags))
-        accepted = to_epoch_ms(accepted_at)
-        next_ms = maybe(to_epoch_ms, next_schedule_time)
+        return self.apply_definitions(
+            [(tenant, schedule_id, revision, definition, next_schedule_time, accepted_at)]
+        )[0]
+
+    def apply_definitions(self, definitions: Sequence[DefinitionToApply]) -> list[bool]:
+        # Sealed before the write lock is taken, which is then held for the statements only.
+        sealed = [
+            json.dumps(self.secrets.seal(definition), separators=(",", ":"))
+            for _, _, _, definition, _, _ in definitions
+        ]
         with self.db.write() as connection:
-            row = connection.execute(
-                "SELECT revision, state_revision, status FROM schedules"
-                " WHERE tenant = ? AND schedule_id = ?",
-                (tenant, schedule_id),
-            ).fetchone()
-            if row is None:
-                status = status_by_next_time(next_schedule_time)
-                connection.execute(
-                    "INSERT INTO schedules (tenant, schedule_id, revision, state_revision, status,"
-                    " definition, name, tags, next_ms, accepted_ms, created_ms, updated_ms)"
-                    " VALUES (?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        tenant,
-                        schedule_id,
-                        revision,
-                        status.value,
-                        document,
-                        definition.name,
-                        tags,
-                        next_ms,
-                        accepted,
-                        accepted,
-                        accepted,
-                    ),
-                )
-                return True
-            current = ScheduleStatus(row["status"])
-            if not takes_definition(row["revision"], current, row["state_revision"], revision):
-                return False
-            current = status_after_definition(current, next_schedule_time)
-            connection.execute(
-                "UPDATE schedules SET revision = ?, status = ?, definition = ?, name = ?,"
-                " tags = ?, next_ms = ?, accepted_ms = ?, updated_ms = ?, occurrence_count = 0,"
-                " lease_owner = NULL, lease_until_ms = NULL"
-                " WHERE tenant = ? AND schedule_id = ?",
-                (
-                    revision,
-                    current.value,
-                    document,
-                    definition.name,
-                    tags,
-                    next_ms,
-                    accepted,
-                    accepted,
-                    tenant,
-                    schedule_id,
-                ),
-            )
-            return True
+            return [
+                _apply_definition(connection, document, *arguments)
+                for document, arguments in zip(sealed, definitions, strict=True)
+            ]
 
     def apply_state(
         self,
@@ -775,6 +737,72 @@ def _begin_parameters(
         to_epoch_ms(lease_until),
         occurrence.manual,
     )
+
+
+def _apply_definition(
+    connection: sqlite3.Connection,
+    document: str,
+    tenant: str,
+    schedule_id: str,
+    revision: int,
+    definition: ScheduleDefinition,
+    next_schedule_time: datetime | None,
+    accepted_at: datetime,
+) -> bool:
+    """``apply_definition`` in the transaction of ``connection``; ``document``: the sealed
+    definition's JSON text."""
+    tags = json.dumps(list(definition.tags))
+    accepted = to_epoch_ms(accepted_at)
+    next_ms = maybe(to_epoch_ms, next_schedule_time)
+    row = connection.execute(
+        "SELECT revision, state_revision, status FROM schedules"
+        " WHERE tenant = ? AND schedule_id = ?",
+        (tenant, schedule_id),
+    ).fetchone()
+    if row is None:
+        status = status_by_next_time(next_schedule_time)
+        connection.execute(
+            "INSERT INTO schedules (tenant, schedule_id, revision, state_revision, status,"
+            " definition, name, tags, next_ms, accepted_ms, created_ms, updated_ms)"
+            " VALUES (?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                tenant,
+                schedule_id,
+                revision,
+                status.value,
+                document,
+                definition.name,
+                tags,
+                next_ms,
+                accepted,
+                accepted,
+                accepted,
+            ),
+        )
+        return True
+    current = ScheduleStatus(row["status"])
+    if not takes_definition(row["revision"], current, row["state_revision"], revision):
+        return False
+    current = status_after_definition(current, next_schedule_time)
+    connection.execute(
+        "UPDATE schedules SET revision = ?, status = ?, definition = ?, name = ?,"
+        " tags = ?, next_ms = ?, accepted_ms = ?, updated_ms = ?, occurrence_count = 0,"
+        " lease_owner = NULL, lease_until_ms = NULL"
+        " WHERE tenant = ? AND schedule_id = ?",
+        (
+            revision,
+            current.value,
+            document,
+            definition.name,
+            tags,
+            next_ms,
+            accepted,
+            accepted,
+            tenant,
+            schedule_id,
+        ),
+    )
+    return True
 
 
 def _advance(

@@ -17,7 +17,15 @@ from pymongo import monitoring
 
 from shared.adapters.mongo_store import MongoStore
 from shared.model import AttemptOutcome, ExecutionStatus, ScheduleStatus
-from tests.integration.test_store_contract import MINUTE, SECOND, T0, TENANT, create, occurrence
+from tests.integration.test_store_contract import (
+    MINUTE,
+    SECOND,
+    T0,
+    TENANT,
+    create,
+    definition,
+    occurrence,
+)
 from tests.support.harness import TEST_SECRETS
 from tests.support.peers import MONGO_URL, mongo_url_for
 
@@ -134,3 +142,14 @@ def test_a_definition_lands_in_one_command_unless_the_schedule_is_paused(
     assert commands.take() == 2  # the upsert refuses a paused one; its own guard takes it
     assert not create(store, "s1", revision=2)
     assert commands.take() == 3  # both guards refuse, one read tells a stale one from a race
+
+
+def test_a_batch_of_definitions_costs_one_command_whatever_its_size(
+    counted: tuple[MongoStore, Commands],
+) -> None:
+    store, commands = counted
+    commands.take()
+    for size in (3, 60):
+        batch = [(TENANT, f"b{size}-{n}", 1, definition(), T0 + MINUTE, T0) for n in range(size)]
+        assert store.apply_definitions(batch) == [True] * size
+        assert commands.take() == 1
