@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import time
+import threading
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -104,6 +104,9 @@ class Settler:
         self._to_delete: list[str] = []
         self._settling = 0
         self._arrived: asyncio.Event | None = None
+        # Set when the executor stops waiting for the outcomes being recorded (its shutdown
+        # timeout ran out): a retry then ends at once, and their messages come back.
+        self.abandoned = threading.Event()
 
     @property
     def pending(self) -> int:
@@ -209,7 +212,8 @@ class Settler:
                     extra={"event": "record_failed"},
                 )
                 remaining = alive
-                time.sleep(pause)
+                if self.abandoned.wait(pause):
+                    return []
                 pause = min(pause * 2, 1.0)
                 continue
             return remaining

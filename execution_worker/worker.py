@@ -204,6 +204,7 @@ class Executor:
             finished = await self._wait_for_calls(self.settings.shutdown_timeout_seconds)
             settled.set()
             await asyncio.wait({settler}, timeout=self.settings.shutdown_timeout_seconds)
+            self.settler.abandoned.set()
             await self.notifier.wait(NOTIFY_TIMEOUT_SECONDS)
             if finished:
                 await self.sender.close()

@@ -50,11 +50,23 @@ class ScheduleFilter:
 
 T = TypeVar("T")
 
+# The arguments of ``apply_definition``: tenant, schedule id, revision, definition, next schedule
+# time, accepted at.
+DefinitionToApply = tuple[str, str, int, ScheduleDefinition, datetime | None, datetime]
+
 
 @dataclass(frozen=True)
 class Page(Generic[T]):
     items: list[T]
     next_cursor: str | None = None
+
+
+def schedule_page(found: Sequence[Schedule], limit: int) -> Page[Schedule]:
+    """The first ``limit`` schedules of ``found`` (read one past the limit, to learn whether
+    more exist), with a cursor naming the last one's id: what a listing is ordered by."""
+    items = list(found[:limit])
+    more = len(found) > limit
+    return Page(items, items[-1].schedule_id if more and items else None)
 
 
 def execution_page(
@@ -368,6 +380,12 @@ class Store(ScheduleStore, ExecutionStore, IdempotencyStore, ApiKeyStore):
     backend allows it. Here they call the single methods; an adapter overrides them when it can
     do better (SQLite: one transaction for the batch).
     """
+
+    def apply_definitions(self, definitions: Sequence[DefinitionToApply]) -> list[bool]:
+        """``apply_definition`` for each ``(tenant, schedule_id, revision, definition,
+        next_schedule_time, accepted_at)``, with the same guards, in order (a schedule named
+        twice in one call: each in turn). Returns, in order, whether each was applied."""
+        return [self.apply_definition(*arguments) for arguments in definitions]
 
     def get_schedules(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Schedule]:
         """``get_schedule`` for each ``(tenant, schedule_id)``: the version check of every

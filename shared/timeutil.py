@@ -6,7 +6,9 @@ to the one that did not, and an occurrence id must not depend on dropped microse
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, tzinfo
+from typing import TypeVar
 
 import pendulum
 from pendulum.tz.exceptions import InvalidTimezone
@@ -17,6 +19,7 @@ __all__ = [
     "iso_local",
     "iso_z",
     "load_zone",
+    "maybe",
     "parse_iso",
     "resolve_local",
     "to_epoch_ms",
@@ -45,6 +48,15 @@ def from_epoch_ms(epoch_ms: int) -> datetime:
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+A = TypeVar("A")
+B = TypeVar("B")
+
+
+def maybe(convert: Callable[[A], B], value: A | None) -> B | None:
+    """``convert(value)``, or ``None`` for ``None``: an optional instant through ``utc_ms``,
+    ``to_epoch_ms`` or ``from_epoch_ms``."""
+    return None if value is None else convert(value)
 
 
 def iso_z(moment: datetime) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -27,15 +26,25 @@ from shared.model import (
 )
 from shared.ports import (
     ApiKey,
+    DefinitionToApply,
     IdempotencyRecord,
     Page,
     ScheduleFilter,
     Store,
     execution_page,
     parse_execution_cursor,
+    schedule_page,
 )
 from shared.secrets import SecretBox
-from shared.timeutil import from_epoch_ms, to_epoch_ms, utc_ms
+from shared.store_rules import (
+    attempt_lateness_ms,
+    is_key_id,
+    state_change_source,
+    status_after_definition,
+    status_by_next_time,
+    takes_definition,
+)
+from shared.timeutil import from_epoch_ms, maybe, to_epoch_ms, utc_ms
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS schedules (
@@ -132,16 +141,7 @@ _PAUSE_COLUMNS = (
     ("paused_by", "TEXT"),
     ("paused_ms", "INTEGER"),
 )
-_KEY_ID = re.compile(r"^[0-9a-f]{8,64}$")
 _KEYS_PER_READ = 500
-
-
-def _ms(moment: datetime | None) -> int | None:
-    return None if moment is None else to_epoch_ms(moment)
-
-
-def _time(epoch_ms: int | None) -> datetime | None:
-    return None if epoch_ms is None else from_epoch_ms(epoch_ms)
 
 
 class SqliteStore(Store):
@@ -218,67 +218,21 @@ class SqliteStore(Store):
         next_schedule_time: datetime | None,
         accepted_at: datetime,
     ) -> bool:
-        document = json.dumps(self.secrets.seal(definition), separators=(",", ":"))
-        tags = json.dumps(list(definition.tags))
-        accepted = to_epoch_ms(accepted_at)
-        next_ms = _ms(next_schedule_time)
+        return self.apply_definitions(
+            [(tenant, schedule_id, revision, definition, next_schedule_time, accepted_at)]
+        )[0]
+
+    def apply_definitions(self, definitions: Sequence[DefinitionToApply]) -> list[bool]:
+        # Sealed before the write lock is taken, which is then held for the statements only.
+        sealed = [
+            json.dumps(self.secrets.seal(definition), separators=(",", ":"))
+            for _, _, _, definition, _, _ in definitions
+        ]
         with self.db.write() as connection:
-            row = connection.execute(
-                "SELECT revision, state_revision, status FROM schedules"
-                " WHERE tenant = ? AND schedule_id = ?",
-                (tenant, schedule_id),
-            ).fetchone()
-            if row is None:
-                status = ScheduleStatus.ACTIVE if next_ms is not None else ScheduleStatus.COMPLETED
-                connection.execute(
-                    "INSERT INTO schedules (tenant, schedule_id, revision, state_revision, status,"
-                    " definition, name, tags, next_ms, accepted_ms, created_ms, updated_ms,"
-                    " pause_after_failures) VALUES (?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        tenant,
-                        schedule_id,
-                        revision,
-                        status.value,
-                        document,
-                        definition.name,
-                        tags,
-                        next_ms,
-                        accepted,
-                        accepted,
-                        accepted,
-                        definition.pause_after_failures,
-                    ),
-                )
-                return True
-            if revision <= row["revision"]:
-                return False
-            current = ScheduleStatus(row["status"])
-            if current is ScheduleStatus.DELETED:
-                if revision <= row["state_revision"]:
-                    return False
-                current = ScheduleStatus.ACTIVE
-            if current is not ScheduleStatus.PAUSED:
-                current = ScheduleStatus.ACTIVE if next_ms is not None else ScheduleStatus.COMPLETED
-            connection.execute(
-                "UPDATE schedules SET revision = ?, status = ?, definition = ?, name = ?,"
-                " tags = ?, next_ms = ?, accepted_ms = ?, updated_ms = ?, occurrence_count = 0,"
-                " lease_owner = NULL, lease_until_ms = NULL, pause_after_failures = ?"
-                " WHERE tenant = ? AND schedule_id = ?",
-                (
-                    revision,
-                    current.value,
-                    document,
-                    definition.name,
-                    tags,
-                    next_ms,
-                    accepted,
-                    accepted,
-                    definition.pause_after_failures,
-                    tenant,
-                    schedule_id,
-                ),
-            )
-            return True
+            return [
+                _apply_definition(connection, document, *arguments)
+                for document, arguments in zip(sealed, definitions, strict=True)
+            ]
 
     def apply_state(
         self,
@@ -316,17 +270,16 @@ class SqliteStore(Store):
                         (state_revision, now_ms, tenant, schedule_id),
                     )
                 return False
-            if status is ScheduleStatus.ACTIVE and current is not ScheduleStatus.PAUSED:
-                return False
-            if status is ScheduleStatus.PAUSED and current is not ScheduleStatus.ACTIVE:
+            changes_state = status in (ScheduleStatus.ACTIVE, ScheduleStatus.PAUSED)
+            if changes_state and current is not state_change_source(status):
                 return False
             next_ms = {
-                ScheduleStatus.ACTIVE: _ms(next_schedule_time),
+                ScheduleStatus.ACTIVE: maybe(to_epoch_ms, next_schedule_time),
                 ScheduleStatus.PAUSED: row["next_ms"],  # kept, for showing
             }.get(status)
             pausing = status is ScheduleStatus.PAUSED
-            if status is ScheduleStatus.ACTIVE and next_ms is None:
-                status = ScheduleStatus.COMPLETED
+            if status is ScheduleStatus.ACTIVE:
+                status = status_by_next_time(next_schedule_time)
             # A pause says who paused, and when; a resume clears that and the failure streak.
             connection.execute(
                 "UPDATE schedules SET state_revision = ?, status = ?, next_ms = ?, updated_ms = ?,"
@@ -428,9 +381,7 @@ class SqliteStore(Store):
             )
             .fetchall()
         )
-        items = [_schedule(row, self.secrets) for row in rows[:limit]]
-        more = len(rows) > limit
-        return Page(items, items[-1].schedule_id if more and items else None)
+        return schedule_page([_schedule(row, self.secrets) for row in rows], limit)
 
     def count_schedules(self) -> Mapping[str, int]:
         rows = (
@@ -528,7 +479,7 @@ class SqliteStore(Store):
                     record.fingerprint,
                     record.schedule_id,
                     record.revision,
-                    _ms(record.next_schedule_time),
+                    maybe(to_epoch_ms, record.next_schedule_time),
                     record.timezone,
                     to_epoch_ms(record.created_at),
                     to_epoch_ms(record.expires_at),
@@ -586,7 +537,7 @@ class SqliteStore(Store):
         return [_api_key(row) for row in rows]
 
     def delete_api_key(self, key_id: str) -> int:
-        if not _KEY_ID.match(key_id):
+        if not is_key_id(key_id):
             return 0
         with self.db.write() as connection:
             cursor = connection.execute(
@@ -821,6 +772,74 @@ def _begin_parameters(
     )
 
 
+def _apply_definition(
+    connection: sqlite3.Connection,
+    document: str,
+    tenant: str,
+    schedule_id: str,
+    revision: int,
+    definition: ScheduleDefinition,
+    next_schedule_time: datetime | None,
+    accepted_at: datetime,
+) -> bool:
+    """``apply_definition`` in the transaction of ``connection``; ``document``: the sealed
+    definition's JSON text."""
+    tags = json.dumps(list(definition.tags))
+    accepted = to_epoch_ms(accepted_at)
+    next_ms = maybe(to_epoch_ms, next_schedule_time)
+    row = connection.execute(
+        "SELECT revision, state_revision, status FROM schedules"
+        " WHERE tenant = ? AND schedule_id = ?",
+        (tenant, schedule_id),
+    ).fetchone()
+    if row is None:
+        status = status_by_next_time(next_schedule_time)
+        connection.execute(
+            "INSERT INTO schedules (tenant, schedule_id, revision, state_revision, status,"
+            " definition, name, tags, next_ms, accepted_ms, created_ms, updated_ms,"
+            " pause_after_failures) VALUES (?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                tenant,
+                schedule_id,
+                revision,
+                status.value,
+                document,
+                definition.name,
+                tags,
+                next_ms,
+                accepted,
+                accepted,
+                accepted,
+                definition.pause_after_failures,
+            ),
+        )
+        return True
+    current = ScheduleStatus(row["status"])
+    if not takes_definition(row["revision"], current, row["state_revision"], revision):
+        return False
+    current = status_after_definition(current, next_schedule_time)
+    connection.execute(
+        "UPDATE schedules SET revision = ?, status = ?, definition = ?, name = ?,"
+        " tags = ?, next_ms = ?, accepted_ms = ?, updated_ms = ?, occurrence_count = 0,"
+        " lease_owner = NULL, lease_until_ms = NULL, pause_after_failures = ?"
+        " WHERE tenant = ? AND schedule_id = ?",
+        (
+            revision,
+            current.value,
+            document,
+            definition.name,
+            tags,
+            next_ms,
+            accepted,
+            accepted,
+            definition.pause_after_failures,
+            tenant,
+            schedule_id,
+        ),
+    )
+    return True
+
+
 def _advance(
     connection: sqlite3.Connection,
     claimed: Schedule,
@@ -829,14 +848,14 @@ def _advance(
     occurrence_count: int,
     now: datetime,
 ) -> bool:
-    status = ScheduleStatus.ACTIVE if next_schedule_time is not None else ScheduleStatus.COMPLETED
+    status = status_by_next_time(next_schedule_time)
     cursor = connection.execute(
         "UPDATE schedules SET next_ms = ?, occurrence_count = ?, status = ?,"
         " updated_ms = ?, lease_owner = NULL, lease_until_ms = NULL"
         " WHERE tenant = ? AND schedule_id = ? AND lease_owner = ? AND revision = ?"
         " AND state_revision = ? AND status = 'active'",
         (
-            _ms(next_schedule_time),
+            maybe(to_epoch_ms, next_schedule_time),
             occurrence_count,
             status.value,
             to_epoch_ms(now),
@@ -920,10 +939,6 @@ _COUNT_MANY = (
 
 
 def _finish_values(execution: Execution, outcome: AttemptOutcome) -> tuple[Any, ...]:
-    started = execution.started_at
-    lateness = (
-        None if started is None else (started - execution.scheduled_time).total_seconds() * 1000.0
-    )
     return (
         execution.tenant,
         execution.occurrence_id,
@@ -931,9 +946,9 @@ def _finish_values(execution: Execution, outcome: AttemptOutcome) -> tuple[Any, 
         to_epoch_ms(outcome.finished_at),
         outcome.http_status,
         outcome.duration_ms,
-        lateness,
+        attempt_lateness_ms(execution),
         outcome.error,
-        _ms(outcome.next_attempt_at),
+        maybe(to_epoch_ms, outcome.next_attempt_at),
         outcome.response_status_line,
         outcome.response_excerpt,
         outcome.response_truncated,
@@ -948,7 +963,7 @@ def _attempts(log: str | None, execution: Execution) -> tuple[Attempt, ...]:
         Attempt(
             number=entry["number"],
             status=ExecutionStatus(entry["status"]),
-            started_at=_time(entry["started_ms"]),
+            started_at=maybe(from_epoch_ms, entry["started_ms"]),
             finished_at=from_epoch_ms(entry["finished_ms"]),
             duration_ms=entry["duration_ms"],
             http_status=entry["http_status"],
@@ -1035,7 +1050,7 @@ def _schedule(row: sqlite3.Row, secrets: SecretBox) -> Schedule:
         state_revision=row["state_revision"],
         status=ScheduleStatus(row["status"]),
         definition=None if definition is None else secrets.open(json.loads(definition)),
-        next_schedule_time=_time(row["next_ms"]),
+        next_schedule_time=maybe(from_epoch_ms, row["next_ms"]),
         accepted_at=from_epoch_ms(row["accepted_ms"]),
         created_at=from_epoch_ms(row["created_ms"]),
         updated_at=from_epoch_ms(row["updated_ms"]),
@@ -1043,12 +1058,12 @@ def _schedule(row: sqlite3.Row, secrets: SecretBox) -> Schedule:
         run_count=row["run_count"],
         failure_count=row["failure_count"],
         consecutive_failures=row["consecutive_failures"],
-        last_run_at=_time(row["last_run_ms"]),
+        last_run_at=maybe(from_epoch_ms, row["last_run_ms"]),
         last_status=row["last_status"],
         lease_owner=row["lease_owner"],
-        lease_until=_time(row["lease_until_ms"]),
+        lease_until=maybe(from_epoch_ms, row["lease_until_ms"]),
         paused_by=None if row["paused_by"] is None else PausedBy(row["paused_by"]),
-        paused_at=_time(row["paused_ms"]),
+        paused_at=maybe(from_epoch_ms, row["paused_ms"]),
     )
 
 
@@ -1060,9 +1075,7 @@ def _stored_idempotency(record: IdempotencyRecord) -> IdempotencyRecord:
         fingerprint=record.fingerprint,
         schedule_id=record.schedule_id,
         revision=record.revision,
-        next_schedule_time=None
-        if record.next_schedule_time is None
-        else utc_ms(record.next_schedule_time),
+        next_schedule_time=maybe(utc_ms, record.next_schedule_time),
         timezone=record.timezone,
         created_at=utc_ms(record.created_at),
         expires_at=utc_ms(record.expires_at),
@@ -1076,7 +1089,7 @@ def _idempotency(row: sqlite3.Row) -> IdempotencyRecord:
         fingerprint=row["fingerprint"],
         schedule_id=row["schedule_id"],
         revision=row["revision"],
-        next_schedule_time=_time(row["next_ms"]),
+        next_schedule_time=maybe(from_epoch_ms, row["next_ms"]),
         timezone=row["timezone"],
         created_at=from_epoch_ms(row["created_ms"]),
         expires_at=from_epoch_ms(row["expires_ms"]),
@@ -1101,15 +1114,15 @@ def _execution(row: sqlite3.Row) -> Execution:
         status=ExecutionStatus(row["status"]),
         attempts=row["attempts"],
         revision=row["revision"],
-        started_at=_time(row["started_ms"]),
-        finished_at=_time(row["finished_ms"]),
+        started_at=maybe(from_epoch_ms, row["started_ms"]),
+        finished_at=maybe(from_epoch_ms, row["finished_ms"]),
         http_status=row["http_status"],
         duration_ms=row["duration_ms"],
         lateness_ms=row["lateness_ms"],
         error=row["error"],
-        next_attempt_at=_time(row["next_attempt_ms"]),
+        next_attempt_at=maybe(from_epoch_ms, row["next_attempt_ms"]),
         lease_owner=row["lease_owner"],
-        lease_until=_time(row["lease_until_ms"]),
+        lease_until=maybe(from_epoch_ms, row["lease_until_ms"]),
         manual=bool(row["manual"]),
     )
     return replace(execution, attempt_log=_attempts(row["attempt_log"], execution))

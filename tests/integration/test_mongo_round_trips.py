@@ -16,8 +16,16 @@ import pytest
 from pymongo import monitoring
 
 from shared.adapters.mongo_store import MongoStore
-from shared.model import AttemptOutcome, ExecutionStatus
-from tests.integration.test_store_contract import MINUTE, SECOND, T0, TENANT, create, occurrence
+from shared.model import AttemptOutcome, ExecutionStatus, ScheduleStatus
+from tests.integration.test_store_contract import (
+    MINUTE,
+    SECOND,
+    T0,
+    TENANT,
+    create,
+    definition,
+    occurrence,
+)
 from tests.support.harness import TEST_SECRETS
 from tests.support.peers import MONGO_URL, mongo_url_for
 
@@ -117,3 +125,31 @@ def test_skips_cost_two_commands_at_most_whatever_their_number(
     later = T0 + MINUTE
     assert store.record_skips([(item, "missed") for item in due], later) == 30
     assert commands.take() == 2  # the upserts, then the runs whose lease ran out
+
+
+def test_a_definition_lands_in_one_command_unless_the_schedule_is_paused(
+    counted: tuple[MongoStore, Commands],
+) -> None:
+    store, commands = counted
+    commands.take()
+    assert create(store, "s1", revision=1)
+    assert commands.take() == 1  # the upsert inserts it
+    assert create(store, "s1", revision=2)
+    assert commands.take() == 1  # the upsert replaces it
+    assert store.apply_state(TENANT, "s1", 3, ScheduleStatus.PAUSED, None, T0)
+    commands.take()
+    assert create(store, "s1", revision=3)
+    assert commands.take() == 2  # the upsert refuses a paused one; its own guard takes it
+    assert not create(store, "s1", revision=2)
+    assert commands.take() == 3  # both guards refuse, one read tells a stale one from a race
+
+
+def test_a_batch_of_definitions_costs_one_command_whatever_its_size(
+    counted: tuple[MongoStore, Commands],
+) -> None:
+    store, commands = counted
+    commands.take()
+    for size in (3, 60):
+        batch = [(TENANT, f"b{size}-{n}", 1, definition(), T0 + MINUTE, T0) for n in range(size)]
+        assert store.apply_definitions(batch) == [True] * size
+        assert commands.take() == 1

@@ -3,19 +3,24 @@ their messages; past the lease it gives up and leaves the message to come back."
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from execution_worker.settler import Settled, Settler
+from execution_worker.worker import Executor
+from shared.adapters.http_sender import HttpSender
 from shared.adapters.sqlite_db import SqliteDatabase
 from shared.adapters.sqlite_queue import SqliteQueue
 from shared.adapters.sqlite_store import SqliteStore
 from shared.errors import Transient
+from shared.lifecycle import Shutdown
 from shared.messages import encode_occurrence
 from shared.model import AttemptOutcome, Execution, ExecutionStatus, Occurrence
 from shared.ports import OutgoingMessage, SystemClock
-from tests.support.harness import TEST_SECRETS
+from tests.support.harness import TEST_SECRETS, sqlite_settings
 
 OWNER = "executor:test"
 
@@ -72,3 +77,46 @@ def test_past_the_lease_the_outcome_is_given_up_and_its_message_kept(tmp_path: P
     record = store.get_execution("default", settled.occurrence.occurrence_id)
     assert record is not None and record.status is ExecutionStatus.RUNNING
     assert queue.depth().in_flight == 1  # it comes back; the call is made again
+
+
+def test_a_stop_ends_the_retries_at_once_and_keeps_the_message(tmp_path: Path) -> None:
+    store, queue, settled = attempt(tmp_path, failures=10**6, lease=timedelta(minutes=5))
+    settler = Settler(store, queue, queue, OWNER, SystemClock())
+    settling = threading.Thread(target=settler.settle_now, args=([settled], []))
+    settling.start()
+    deadline = time.monotonic() + 5
+    while store.calls < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert store.calls >= 2  # retrying, with its lease minutes away
+    stopped = time.monotonic()
+    settler.abandoned.set()
+    settling.join(timeout=5)
+    assert not settling.is_alive()
+    assert time.monotonic() - stopped < 0.5
+    record = store.get_execution("default", settled.occurrence.occurrence_id)
+    assert record is not None and record.status is ExecutionStatus.RUNNING
+    assert queue.depth().in_flight == 1  # it comes back; the call is made again
+
+
+def test_an_executor_stopping_leaves_no_settling_thread_past_its_shutdown_timeout(
+    tmp_path: Path,
+) -> None:
+    store, queue, settled = attempt(tmp_path, failures=10**6, lease=timedelta(minutes=5))
+    settings = sqlite_settings(tmp_path, shutdown_timeout_seconds=0.3)
+    executor = Executor(store, queue, queue, HttpSender(), settings)
+    executor.settler.add(settled)
+    shutdown = Shutdown()
+    shutdown.request()
+    started = time.monotonic()
+    executor.run(shutdown)
+    deadline = time.monotonic() + 5
+    while _settling_threads() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert _settling_threads() == []
+    assert time.monotonic() - started < 3.0  # not the five minutes of the lease
+    assert store.calls >= 2
+    assert queue.depth().in_flight == 1
+
+
+def _settling_threads() -> list[threading.Thread]:
+    return [thread for thread in threading.enumerate() if thread.name.startswith("settle")]

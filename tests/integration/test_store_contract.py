@@ -30,7 +30,7 @@ from shared.model import (
     Timing,
     Unit,
 )
-from shared.ports import ApiKey, IdempotencyRecord, ScheduleFilter, Store
+from shared.ports import ApiKey, DefinitionToApply, IdempotencyRecord, ScheduleFilter, Store
 from shared.timeutil import UTC
 from tests.support.harness import TEST_SECRETS
 from tests.support.peers import MONGO_URL, mongo_url_for
@@ -165,6 +165,60 @@ def test_definitions_out_of_order_keep_the_newest(store: Store) -> None:
     schedule = store.get_schedule(TENANT, "s1")
     assert schedule is not None
     assert schedule.live_definition.name == "fourth"
+
+
+def test_concurrent_definitions_of_one_schedule_leave_the_newest(store: Store) -> None:
+    if isinstance(store, MongoStore) and not store.owns_client:
+        pytest.skip("mongomock is not thread-safe; the wire-server run covers this")
+    revisions = list(range(1, 13))
+    with ThreadPoolExecutor(6) as threads:
+        applied = dict(
+            zip(
+                revisions,
+                threads.map(lambda r: create(store, "s1", revision=r, name=f"r{r}"), revisions),
+                strict=True,
+            )
+        )
+    schedule = store.get_schedule(TENANT, "s1")
+    assert schedule is not None
+    assert schedule.revision == 12
+    assert schedule.live_definition.name == "r12"
+    assert applied[12]
+
+
+def test_a_batch_of_definitions_keeps_the_guards_of_each(store: Store) -> None:
+    create(store, "active", revision=1)
+    create(store, "paused", revision=1)
+    store.apply_state(TENANT, "paused", 2, ScheduleStatus.PAUSED, None, T0)
+    create(store, "newer", revision=5)
+    store.apply_state(TENANT, "deleted", 4, ScheduleStatus.DELETED, None, T0)
+    later = T0 + 3 * MINUTE
+
+    def item(schedule_id: str, revision: int) -> DefinitionToApply:
+        return (TENANT, schedule_id, revision, definition(f"{schedule_id} r{revision}"), later, T0)
+
+    batch = [item("new", 1), item("active", 2), item("paused", 3), item("newer", 4)]
+    batch += [item("deleted", 3), item("completed", 1)]
+    batch[-1] = (*batch[-1][:4], None, T0)
+    assert store.apply_definitions(batch) == [True, True, True, False, False, True]
+    stored = store.get_schedules([(TENANT, name) for name in ("new", "active", "paused")])
+    assert {key[1]: s.live_definition.name for key, s in stored.items()} == {
+        "new": "new r1",
+        "active": "active r2",
+        "paused": "paused r3",
+    }
+    assert stored[(TENANT, "paused")].status is ScheduleStatus.PAUSED
+    assert store.get_schedule(TENANT, "newer").revision == 5  # type: ignore[union-attr]
+    assert store.get_schedule(TENANT, "deleted").status is ScheduleStatus.DELETED  # type: ignore[union-attr]
+    assert store.get_schedule(TENANT, "completed").status is ScheduleStatus.COMPLETED  # type: ignore[union-attr]
+    # One schedule twice in a batch: each in turn.
+    assert store.apply_definitions([item("twice", 2), item("twice", 1), item("twice", 3)]) == [
+        True,
+        False,
+        True,
+    ]
+    assert store.get_schedule(TENANT, "twice").revision == 3  # type: ignore[union-attr]
+    assert store.apply_definitions([]) == []
 
 
 def test_delete_leaves_a_tombstone_that_blocks_an_older_create(store: Store) -> None:
