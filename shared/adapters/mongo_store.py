@@ -498,10 +498,14 @@ class MongoStore(Store):
                 wanted = limit - len(claimed)
                 if wanted <= 0:
                     break
-                selector: Document = {**due, "$or": [{"lease_until": None}, expired]}
+                free: Document = {"$or": [{"lease_until": None}, expired]}
+                selector: Document = {**due, **free}
                 if window is not None:
                     first = window * _WINDOW_SLICES
-                    selector["slice"] = {"$gte": first, "$lt": first + _WINDOW_SLICES}
+                    # In $and: the same to MongoDB, and nx-27017 0.8.1 drops a range that
+                    # stands beside an $or.
+                    in_window = {"slice": {"$gte": first, "$lt": first + _WINDOW_SLICES}}
+                    selector = {**due, "$and": [free, in_window]}
                 candidates = list(
                     self.schedules.find(selector, {"_id": 1, "lease_until": 1})
                     .sort("next_schedule_time", ASCENDING)
