@@ -84,9 +84,10 @@ _CLAIM_ROUNDS = 3
 # consecutive slices, the next window at each claim, and every ``_WHOLE_EVERY``-th claim from
 # all of them: the most overdue schedule (or one stored before slices) waits at most that many
 # claims of any poller. A poller that lost candidates to another jumps to a window at random.
+# The slices are cut into up to ``_WINDOWS`` windows: fewer, wider ones while a window holds
+# less than a claim takes (each such claim costs a second round, from all slices).
 SLICES = 64
 _WINDOWS = 8
-_WINDOW_SLICES = SLICES // _WINDOWS
 _WHOLE_EVERY = _WINDOWS + 1
 _DUPLICATE_KEY = 11000
 
@@ -129,22 +130,33 @@ class _ClaimCursor:
     """Where a poller (one owner) claims next; see ``SLICES``."""
 
     behind: bool = False
+    windows: int = _WINDOWS
     window: int = field(default_factory=lambda: random.randrange(_WINDOWS))
     claims: int = 0
 
-    def next_window(self) -> int | None:
-        """The window of this claim's first round; ``None``: all slices, earliest first."""
+    def next_window(self) -> tuple[int, int] | None:
+        """The slices of this claim's first round; ``None``: all, earliest first."""
         if not self.behind:
             return None
         self.claims += 1
         if self.claims % _WHOLE_EVERY == 0:
             return None
-        self.window = (self.window + 1) % _WINDOWS
-        return self.window
+        self.window = (self.window + 1) % self.windows
+        return self._slices()
 
-    def jump(self) -> int:
-        self.window = random.randrange(_WINDOWS)
-        return self.window
+    def jump(self) -> tuple[int, int]:
+        self.window = random.randrange(self.windows)
+        return self._slices()
+
+    def fitted(self, filled: bool) -> None:
+        """Wider windows after one that held less than the claim wanted; narrower after one
+        that filled it."""
+        self.windows = min(_WINDOWS, self.windows * 2) if filled else max(1, self.windows // 2)
+        self.window %= self.windows
+
+    def _slices(self) -> tuple[int, int]:
+        width = SLICES // self.windows
+        return self.window * width, (self.window + 1) * width
 
 
 def _completes(next_schedule_time: datetime | None) -> str:
@@ -501,10 +513,9 @@ class MongoStore(Store):
                 free: Document = {"$or": [{"lease_until": None}, expired]}
                 selector: Document = {**due, **free}
                 if window is not None:
-                    first = window * _WINDOW_SLICES
                     # In $and: the same to MongoDB, and nx-27017 0.8.1 drops a range that
                     # stands beside an $or.
-                    in_window = {"slice": {"$gte": first, "$lt": first + _WINDOW_SLICES}}
+                    in_window = {"slice": {"$gte": window[0], "$lt": window[1]}}
                     selector = {**due, "$and": [free, in_window]}
                 candidates = list(
                     self.schedules.find(selector, {"_id": 1, "lease_until": 1})
@@ -519,6 +530,8 @@ class MongoStore(Store):
                     if len(won) < len(candidates):
                         window = cursor.jump()
                         continue
+                if window is not None:
+                    cursor.fitted(len(candidates) == wanted)
                 if len(candidates) == wanted or window is None:
                     break
                 # This window has no more due: the rest from all slices.
