@@ -90,6 +90,9 @@ SLICES = 64
 _WINDOWS = 8
 _WHOLE_EVERY = _WINDOWS + 1
 _DUPLICATE_KEY = 11000
+# How many of its latest counted occurrences a schedule remembers, so that a settle tried again
+# never counts one twice: more than are settled while one settle is being retried.
+_COUNTED = 16
 
 _DELETED = ScheduleStatus.DELETED.value
 _ACTIVE = ScheduleStatus.ACTIVE.value
@@ -945,30 +948,35 @@ class MongoStore(Store):
     ) -> list[bool]:
         # Two bulk_writes per batch: the outcomes, each under the guard of finish_attempt, then
         # the run counts of the final ones that were recorded. Which guards matched: all when
-        # the matched count says so; otherwise one read of the token only this call writes.
+        # the matched count says so; otherwise one read of the tokens. A token names the
+        # attempt, so a settle tried again after a failure between the two writes finds the
+        # outcomes its first try recorded, and counts them: once, as each count is guarded by
+        # its occurrence (``_run_count``).
         if not settled:
             return []
-        token = uuid.uuid4().hex
         keys = [_key(execution.tenant, execution.occurrence_id) for execution, _ in settled]
+        tokens = [_attempt_token(execution, owner) for execution, _ in settled]
         with _transient("settle_attempts"):
             result = self.executions.bulk_write(
                 [
                     UpdateOne(*_finish(execution, owner, outcome, token))
-                    for execution, outcome in settled
+                    for (execution, outcome), token in zip(settled, tokens, strict=True)
                 ],
                 ordered=False,
             )
             if result.matched_count == len(set(keys)) == len(keys):
                 recorded = [True] * len(keys)
             else:
-                applied = {
-                    document["_id"]
+                found = {
+                    document["_id"]: document.get("finish_token")
                     for document in self.executions.find(
-                        {"_id": {"$in": keys}, "finish_token": token}, {"_id": 1}
+                        {"_id": {"$in": keys}}, {"_id": 1, "finish_token": 1}
                     )
                 }
                 first = {key: index for index, key in reversed(list(enumerate(keys)))}
-                recorded = [key in applied and first[key] == i for i, key in enumerate(keys)]
+                recorded = [
+                    found.get(key) == tokens[i] and first[key] == i for i, key in enumerate(keys)
+                ]
             runs = [
                 UpdateOne(
                     *_run_count(
@@ -976,6 +984,7 @@ class MongoStore(Store):
                         execution.schedule_id,
                         outcome.status is ExecutionStatus.SUCCEEDED,
                         outcome.finished_at,
+                        execution.occurrence_id,
                     )
                 )
                 for (execution, outcome), done in zip(settled, recorded, strict=True)
@@ -1210,10 +1219,25 @@ def _finish(
     return guard, {"$set": changes}
 
 
+def _attempt_token(execution: Execution, owner: str) -> str:
+    """Names one attempt of one occurrence: the same in every try of its settle."""
+    started = execution.started_at
+    return f"{owner}|{execution.attempts}|{'' if started is None else utc_ms(started).isoformat()}"
+
+
 def _run_count(
-    tenant: str, schedule_id: str, succeeded: bool, at: datetime
+    tenant: str,
+    schedule_id: str,
+    succeeded: bool,
+    at: datetime,
+    occurrence_id: str | None = None,
 ) -> tuple[Document, Document]:
-    """The update of ``record_run``: runs, failures, consecutive failures (reset on success)."""
+    """The update of ``record_run``: runs, failures, consecutive failures (reset on success).
+
+    With ``occurrence_id``, counted once per occurrence: the schedule keeps the last
+    ``_COUNTED`` occurrences it counted, and the update's filter passes over those.
+    """
+    guard: Document = {"_id": _key(tenant, schedule_id)}
     changes: Document = {
         "$inc": {"run_count": 1, "failure_count": 0 if succeeded else 1},
         "$set": {
@@ -1225,7 +1249,13 @@ def _run_count(
         changes["$set"]["consecutive_failures"] = 0
     else:
         changes["$inc"]["consecutive_failures"] = 1
-    return {"_id": _key(tenant, schedule_id)}, changes
+    if occurrence_id is not None:
+        # $nin rather than $ne: the same on MongoDB, and nx-27017 0.8.1 answers $ne on an
+        # array field wrongly (and takes text that looks like a date for a date, hence the
+        # whole occurrence id, not its time).
+        guard["counted"] = {"$nin": [occurrence_id]}
+        changes["$push"] = {"counted": {"$each": [occurrence_id], "$slice": -_COUNTED}}
+    return guard, changes
 
 
 def _due_order(schedule: Schedule) -> tuple[datetime, str]:
