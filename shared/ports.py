@@ -433,7 +433,9 @@ class Store(ScheduleStore, ExecutionStore, IdempotencyStore, ApiKeyStore):
         write for the outcomes and one for the run counts where the backend allows it.
 
         Returns, in order, whether each outcome was recorded (``owner`` still held the attempt);
-        an outcome that was not recorded is not counted on its schedule either.
+        an outcome that was not recorded is not counted on its schedule either. A settle that
+        failed part-way and is tried again records and counts each outcome once (an adapter
+        that writes them apart says ``True`` for those its failed try recorded).
         """
         recorded = []
         for execution, outcome in settled:

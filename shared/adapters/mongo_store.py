@@ -99,11 +99,15 @@ _CLAIM_ROUNDS = 3
 # consecutive slices, the next window at each claim, and every ``_WHOLE_EVERY``-th claim from
 # all of them: the most overdue schedule (or one stored before slices) waits at most that many
 # claims of any poller. A poller that lost candidates to another jumps to a window at random.
+# The slices are cut into up to ``_WINDOWS`` windows: fewer, wider ones while a window holds
+# less than a claim takes (each such claim costs a second round, from all slices).
 SLICES = 64
 _WINDOWS = 8
-_WINDOW_SLICES = SLICES // _WINDOWS
 _WHOLE_EVERY = _WINDOWS + 1
 _DUPLICATE_KEY = 11000
+# How many of its latest counted occurrences a schedule remembers, so that a settle tried again
+# never counts one twice: more than are settled while one settle is being retried.
+_COUNTED = 16
 
 _DELETED = ScheduleStatus.DELETED.value
 _ACTIVE = ScheduleStatus.ACTIVE.value
@@ -139,22 +143,33 @@ class _ClaimCursor:
     """Where a poller (one owner) claims next; see ``SLICES``."""
 
     behind: bool = False
+    windows: int = _WINDOWS
     window: int = field(default_factory=lambda: random.randrange(_WINDOWS))
     claims: int = 0
 
-    def next_window(self) -> int | None:
-        """The window of this claim's first round; ``None``: all slices, earliest first."""
+    def next_window(self) -> tuple[int, int] | None:
+        """The slices of this claim's first round; ``None``: all, earliest first."""
         if not self.behind:
             return None
         self.claims += 1
         if self.claims % _WHOLE_EVERY == 0:
             return None
-        self.window = (self.window + 1) % _WINDOWS
-        return self.window
+        self.window = (self.window + 1) % self.windows
+        return self._slices()
 
-    def jump(self) -> int:
-        self.window = random.randrange(_WINDOWS)
-        return self.window
+    def jump(self) -> tuple[int, int]:
+        self.window = random.randrange(self.windows)
+        return self._slices()
+
+    def fitted(self, filled: bool) -> None:
+        """Wider windows after one that held less than the claim wanted; narrower after one
+        that filled it."""
+        self.windows = min(_WINDOWS, self.windows * 2) if filled else max(1, self.windows // 2)
+        self.window %= self.windows
+
+    def _slices(self) -> tuple[int, int]:
+        width = SLICES // self.windows
+        return self.window * width, (self.window + 1) * width
 
 
 @contextmanager
@@ -568,10 +583,13 @@ class MongoStore(Store):
                 wanted = limit - len(claimed)
                 if wanted <= 0:
                     break
-                selector: Document = {**due, "$or": [{"lease_until": None}, expired]}
+                free: Document = {"$or": [{"lease_until": None}, expired]}
+                selector: Document = {**due, **free}
                 if window is not None:
-                    first = window * _WINDOW_SLICES
-                    selector["slice"] = {"$gte": first, "$lt": first + _WINDOW_SLICES}
+                    # In $and: the same to MongoDB, and nx-27017 0.8.1 drops a range that
+                    # stands beside an $or.
+                    in_window = {"slice": {"$gte": window[0], "$lt": window[1]}}
+                    selector = {**due, "$and": [free, in_window]}
                 candidates = list(
                     self.schedules.find(selector, {"_id": 1, "lease_until": 1})
                     .sort("next_schedule_time", ASCENDING)
@@ -585,6 +603,8 @@ class MongoStore(Store):
                     if len(won) < len(candidates):
                         window = cursor.jump()
                         continue
+                if window is not None:
+                    cursor.fitted(len(candidates) == wanted)
                 if len(candidates) == wanted or window is None:
                     break
                 # This window has no more due: the rest from all slices.
@@ -1001,37 +1021,48 @@ class MongoStore(Store):
         # the run counts of the final ones that were recorded, in order, each schedule whose
         # last outcome failed followed by the guarded update that pauses it if its streak
         # reached its pause_after_failures. Which guards matched: all when the matched count
-        # says so; otherwise one read of the token only this call writes.
+        # says so; otherwise one read of the tokens. A token names the attempt, so a settle
+        # tried again after a failure between the two writes finds the outcomes its first try
+        # recorded, and counts them: once, as each count is guarded by its occurrence
+        # (``_run_count``).
         if not settled:
             return []
-        token = uuid.uuid4().hex
         keys = [_key(execution.tenant, execution.occurrence_id) for execution, _ in settled]
+        tokens = [_attempt_token(execution, owner) for execution, _ in settled]
         with _transient("settle_attempts"):
             result = self.executions.bulk_write(
                 [
                     UpdateOne(*_finish(execution, owner, outcome, token))
-                    for execution, outcome in settled
+                    for (execution, outcome), token in zip(settled, tokens, strict=True)
                 ],
                 ordered=False,
             )
             if result.matched_count == len(set(keys)) == len(keys):
                 recorded = [True] * len(keys)
             else:
-                applied = {
-                    document["_id"]
+                found = {
+                    document["_id"]: document.get("finish_token")
                     for document in self.executions.find(
-                        {"_id": {"$in": keys}, "finish_token": token}, {"_id": 1}
+                        {"_id": {"$in": keys}}, {"_id": 1, "finish_token": 1}
                     )
                 }
                 first = {key: index for index, key in reversed(list(enumerate(keys)))}
-                recorded = [key in applied and first[key] == i for i, key in enumerate(keys)]
+                recorded = [
+                    found.get(key) == tokens[i] and first[key] == i for i, key in enumerate(keys)
+                ]
             runs = []
             last_failures: dict[tuple[str, str], datetime | None] = {}
             for (execution, outcome), done in zip(settled, recorded, strict=True):
                 if done and outcome.status.is_final:
                     succeeded = outcome.status is ExecutionStatus.SUCCEEDED
                     key = (execution.tenant, execution.schedule_id)
-                    runs.append(UpdateOne(*_run_count(*key, succeeded, outcome.finished_at)))
+                    runs.append(
+                        UpdateOne(
+                            *_run_count(
+                                *key, succeeded, outcome.finished_at, execution.occurrence_id
+                            )
+                        )
+                    )
                     last_failures[key] = None if succeeded else outcome.finished_at
             runs += [
                 UpdateOne(*_pause_on_failures(*key, at))
@@ -1307,10 +1338,25 @@ def _pushed(entry: Mapping[str, Any] | str) -> Mapping[str, Any]:
     return entry
 
 
+def _attempt_token(execution: Execution, owner: str) -> str:
+    """Names one attempt of one occurrence: the same in every try of its settle."""
+    started = execution.started_at
+    return f"{owner}|{execution.attempts}|{'' if started is None else utc_ms(started).isoformat()}"
+
+
 def _run_count(
-    tenant: str, schedule_id: str, succeeded: bool, at: datetime
+    tenant: str,
+    schedule_id: str,
+    succeeded: bool,
+    at: datetime,
+    occurrence_id: str | None = None,
 ) -> tuple[Document, Document]:
-    """The update of ``record_run``: runs, failures, consecutive failures (reset on success)."""
+    """The update of ``record_run``: runs, failures, consecutive failures (reset on success).
+
+    With ``occurrence_id``, counted once per occurrence: the schedule keeps the last
+    ``_COUNTED`` occurrences it counted, and the update's filter passes over those.
+    """
+    guard: Document = {"_id": _key(tenant, schedule_id)}
     changes: Document = {
         "$inc": {"run_count": 1, "failure_count": 0 if succeeded else 1},
         "$set": {
@@ -1322,7 +1368,13 @@ def _run_count(
         changes["$set"]["consecutive_failures"] = 0
     else:
         changes["$inc"]["consecutive_failures"] = 1
-    return {"_id": _key(tenant, schedule_id)}, changes
+    if occurrence_id is not None:
+        # $nin rather than $ne: the same on MongoDB, and nx-27017 0.8.1 answers $ne on an
+        # array field wrongly (and takes text that looks like a date for a date, hence the
+        # whole occurrence id, not its time).
+        guard["counted"] = {"$nin": [occurrence_id]}
+        changes["$push"] = {"counted": {"$each": [occurrence_id], "$slice": -_COUNTED}}
+    return guard, changes
 
 
 def _pause_on_failures(tenant: str, schedule_id: str, at: datetime) -> tuple[Document, Document]:

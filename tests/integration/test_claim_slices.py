@@ -112,7 +112,7 @@ def test_pollers_in_threads_claim_each_schedule_once_and_overdue_first(
     wire_url: tuple[str, str],
 ) -> None:
     url, database = wire_url
-    count = 300
+    count = 900
     first = MongoStore.from_url(url, database, secrets=TEST_SECRETS)
     first.ensure_indexes()
     ids = seed(first, count)
@@ -148,10 +148,13 @@ def test_pollers_in_threads_claim_each_schedule_once_and_overdue_first(
     for thread in threads:
         thread.join(timeout=300)
     assert Counter(order) == Counter(ids), "each schedule claimed once, none left"
-    assert len(by_poller) == POLLERS, by_poller
-    # The most overdue tenth are all claimed in the first third of the claims.
-    rank = {schedule_id: position for position, schedule_id in enumerate(order)}
-    assert max(rank[s] for s in ids[: count // 10]) < count // 3
+    assert sum(1 for claimed in by_poller.values() if claimed) >= 2, "the pollers overlapped"
+    # Nearly in due order: each schedule goes out at most a cycle of each poller's claims (a
+    # claim from each window and one from all) after its place in due order.
+    position = {schedule_id: place for place, schedule_id in enumerate(order)}
+    late = max(position[schedule_id] - rank for rank, schedule_id in enumerate(ids))
+    assert late <= POLLERS * WHOLE_EVERY * LIMIT
     # No herd: about four commands per claim of LIMIT (find, update, find; advance), plus the
-    # empty claims that end each poller.
-    assert commands.count / count < 2 * 4 / LIMIT
+    # empty claims that end each poller: 0.46-0.48 per schedule on nx-27017, where three
+    # pollers that all claim the most overdue sent 0.60-0.70 (lost candidates, claims again).
+    assert commands.count / count < 0.55

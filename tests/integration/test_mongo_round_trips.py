@@ -70,10 +70,12 @@ def fire_batch(store: MongoStore, commands: Commands, size: int, prefix: str) ->
     for number in range(size):
         create(store, f"{prefix}{number:03d}")
     commands.take()
-    claimed = store.claim_due_schedules(T0, T0, size, "poller-1", T0 + MINUTE)
+    # A poller of its own: one whose last claim came back full claims from a window of slices.
+    poller = f"poller-{prefix}"
+    claimed = store.claim_due_schedules(T0, T0, size, poller, T0 + MINUTE)
     steps = {"claim": commands.take()}
     assert len(claimed) == size
-    assert store.advance_schedules([(s, None, 1) for s in claimed], "poller-1", T0) == [True] * size
+    assert store.advance_schedules([(s, None, 1) for s in claimed], poller, T0) == [True] * size
     steps["advance"] = commands.take()
     due = [occurrence(s.schedule_id) for s in claimed]
     assert len(store.get_schedules([(o.tenant, o.schedule_id) for o in due])) == size
