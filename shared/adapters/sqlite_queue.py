@@ -27,7 +27,7 @@ CREATE INDEX IF NOT EXISTS queue_messages_visible ON queue_messages (queue, visi
 # How often an empty long poll looks again; a read, not a write lock.
 POLL_STEP_SECONDS = 0.01
 # A message received too often already, when there is a dead-letter queue (in a receive).
-OVER = "(:dead AND receive_count >= :most)"
+OVER = "(?1 AND receive_count >= ?2)"
 # Messages deleted by one statement.
 DELETES_PER_STATEMENT = 500
 
@@ -94,30 +94,28 @@ class SqliteQueue(MessageQueue):
         ):
             return []
         receipt = uuid.uuid4().hex
-        until = now + int(visibility_timeout * 1000)
-        with self.db.write() as connection:
-            # One statement for the batch: the earliest visible messages become invisible for
-            # the visibility timeout, under one receipt (the id tells them apart); those
-            # received too often already go to the dead-letter queue instead.
-            rows = connection.execute(
-                f"UPDATE queue_messages SET queue = CASE WHEN {OVER} THEN :dlq ELSE queue END,"
-                f" receipt = CASE WHEN {OVER} THEN NULL ELSE :receipt END,"
-                f" visible_ms = CASE WHEN {OVER} THEN :now ELSE :until END,"
-                f" receive_count = CASE WHEN {OVER} THEN 0 ELSE receive_count + 1 END"
-                " WHERE id IN (SELECT id FROM queue_messages"
-                " WHERE queue = :queue AND visible_ms <= :now ORDER BY visible_ms LIMIT :limit)"
-                " RETURNING id, body, receive_count, sent_ms, queue",
-                {
-                    "dead": self.dead_letter_queue is not None,
-                    "most": self.max_receives,
-                    "dlq": self.dead_letter_queue,
-                    "receipt": receipt,
-                    "now": now,
-                    "until": until,
-                    "queue": self.name,
-                    "limit": max_messages,
-                },
-            ).fetchall()
+        # One statement for the batch, a transaction of its own: the earliest visible messages
+        # become invisible for the visibility timeout, under one receipt (the id tells them
+        # apart); those received too often already go to the dead-letter queue instead.
+        rows = self.db.write_one(
+            f"UPDATE queue_messages SET queue = CASE WHEN {OVER} THEN ?3 ELSE queue END,"
+            f" receipt = CASE WHEN {OVER} THEN NULL ELSE ?4 END,"
+            f" visible_ms = CASE WHEN {OVER} THEN ?5 ELSE ?6 END,"
+            f" receive_count = CASE WHEN {OVER} THEN 0 ELSE receive_count + 1 END"
+            " WHERE id IN (SELECT id FROM queue_messages"
+            " WHERE queue = ?7 AND visible_ms <= ?5 ORDER BY visible_ms LIMIT ?8)"
+            " RETURNING id, body, receive_count, sent_ms, queue",
+            (
+                self.dead_letter_queue is not None,
+                self.max_receives,
+                self.dead_letter_queue,
+                receipt,
+                now,
+                now + int(visibility_timeout * 1000),
+                self.name,
+                max_messages,
+            ),
+        )
         self._busy = len(rows) == max_messages
         return [
             ReceivedMessage(
@@ -135,17 +133,16 @@ class SqliteQueue(MessageQueue):
         if not receipt_handles:
             return
         handles = list(receipt_handles)
-        with self.db.write() as connection:
-            # One statement per chunk: the ids find the rows, the whole handle (``id:receipt``)
-            # makes sure each is still the delivery it names.
-            for start in range(0, len(handles), DELETES_PER_STATEMENT):
-                chunk = handles[start : start + DELETES_PER_STATEMENT]
-                marks = ", ".join("?" * len(chunk))
-                connection.execute(
-                    f"DELETE FROM queue_messages WHERE id IN ({marks})"
-                    f" AND id || ':' || receipt IN ({marks})",
-                    [*(handle.split(":", 1)[0] for handle in chunk), *chunk],
-                )
+        # One statement per chunk: the ids find the rows, the whole handle (``id:receipt``)
+        # makes sure each is still the delivery it names.
+        for start in range(0, len(handles), DELETES_PER_STATEMENT):
+            chunk = handles[start : start + DELETES_PER_STATEMENT]
+            marks = ", ".join("?" * len(chunk))
+            self.db.write_one(
+                f"DELETE FROM queue_messages WHERE id IN ({marks})"
+                f" AND id || ':' || receipt IN ({marks})",
+                [*(handle.split(":", 1)[0] for handle in chunk), *chunk],
+            )
 
     def change_visibility(self, receipt_handle: str, timeout_seconds: float) -> None:
         message_id, receipt = receipt_handle.split(":", 1)
