@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from shared.model import Occurrence
+from shared.model import Occurrence, Schedule
 from shared.ports import ReceivedMessage
 
 
@@ -25,6 +25,9 @@ class Held:
     occurrence: Occurrence = field(compare=False)
     message: ReceivedMessage = field(compare=False)
     visible_at: datetime = field(compare=False)
+    # Its schedule as the last version check read it, and when: set when the check passed but
+    # its host had no free call slot (it waits parked, and may go without reading again).
+    checked: tuple[Schedule, datetime] | None = field(default=None, compare=False)
 
 
 class HeldOccurrences:

@@ -92,6 +92,9 @@ FIRE_SLACK = timedelta(seconds=FIRE_SLACK_SECONDS)
 # Occurrences due this soon are checked and begun together, then each is called at its
 # moment: the thread hop's latency is hidden, and the batches grow with the load.
 PREPARE_AHEAD = timedelta(milliseconds=20)
+# Check-and-begin batches on their way at once: the next is checked while the loop starts the
+# calls of the one before.
+BATCHES_AT_ONCE = 2
 # Receive calls one thread hop makes at most, while the queue gives full batches.
 RECEIVES_PER_HOP = 10
 # The longest the loop sleeps without looking at the stop flag.
@@ -174,6 +177,7 @@ class Executor:
         self._due: deque[Held] = deque()
         self._calls = 0
         self._starting = 0
+        self._batches = 0
         self._tasks: set[asyncio.Task[None]] = set()
         self._waiter: asyncio.Future[None] | None = None
         # One thread per kind of blocking work: the loop hands each a batch at a time.
@@ -288,13 +292,14 @@ class Executor:
             self._waiter = None
 
     def _start_due(self) -> None:
-        # One batch at a time: what falls due while one is checked and begun goes in the next,
-        # so the batches grow with the load and the store work per fire shrinks.
+        # A few batches at a time: what falls due while they are checked and begun goes in the
+        # next, so the batches grow with the load and the store work per fire shrinks.
         room = self.settings.executor_concurrency - self._calls - self._starting
-        if self._starting or room <= 0 or not self._due:
+        if self._batches >= BATCHES_AT_ONCE or room <= 0 or not self._due:
             return
         batch = [self._due.popleft() for _ in range(min(room, len(self._due)))]
         self._starting += len(batch)
+        self._batches += 1
         self._spawn(self._start_batch(batch))
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
@@ -311,6 +316,7 @@ class Executor:
             return
         finally:
             self._starting -= len(batch)
+            self._batches -= 1
         self.settler.delete(plan.to_delete)
         self._due.extendleft(reversed(plan.due_again))
         for call in plan.calls:
@@ -425,17 +431,31 @@ class Executor:
 
     def _check_and_begin(self, batch: Sequence[Held]) -> Plan:
         """The version check of the batch in one read, then the records of those that go in
-        one write per lease length."""
+        one write per lease length.
+
+        An item that passed its check at most ``PREPARE_AHEAD`` ago and then waited for a call
+        slot of its host is not read again: a check may precede its call by that long anyway.
+        """
         plan = Plan()
         now = self.clock.now()
+        fresh: dict[int, Schedule] = {}
+        for item in batch:
+            if item.checked is not None and now - item.checked[1] <= PREPARE_AHEAD:
+                fresh[id(item)] = item.checked[0]
         schedules = self.store.get_schedules(
-            [(item.occurrence.tenant, item.occurrence.schedule_id) for item in batch]
+            [
+                (item.occurrence.tenant, item.occurrence.schedule_id)
+                for item in batch
+                if id(item) not in fresh
+            ]
         )
         skips: list[tuple[Held, str]] = []
         going: dict[float, list[tuple[Held, Schedule, str]]] = defaultdict(list)
         for item in batch:
             occurrence = item.occurrence
-            schedule = schedules.get((occurrence.tenant, occurrence.schedule_id))
+            schedule = fresh.get(id(item)) or schedules.get(
+                (occurrence.tenant, occurrence.schedule_id)
+            )
             reason = skip_reason(occurrence, schedule)
             if reason is None:
                 assert schedule is not None
@@ -451,6 +471,8 @@ class Executor:
             limit = payload.calls_per_host or self.settings.executor_calls_per_host
             if self.hosts.take(host, limit, item):
                 going[payload.timeout_seconds].append((item, schedule, host))
+            else:
+                item.checked = (schedule, now)
         try:
             if skips:
                 self._skip(skips, now, plan)

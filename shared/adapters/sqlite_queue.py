@@ -26,6 +26,10 @@ CREATE INDEX IF NOT EXISTS queue_messages_visible ON queue_messages (queue, visi
 
 # How often an empty long poll looks again; a read, not a write lock.
 POLL_STEP_SECONDS = 0.01
+# A message received too often already, when there is a dead-letter queue (in a receive).
+OVER = "(?1 AND receive_count >= ?2)"
+# Messages deleted by one statement.
+DELETES_PER_STATEMENT = 500
 
 
 def _now_ms() -> int:
@@ -45,6 +49,8 @@ class SqliteQueue(MessageQueue):
         self.dead_letter_queue = dead_letter_queue
         self.max_receives = max_receives
         self._stop = threading.Event()
+        # Whether the last receive took a full batch (then the next needs no first look).
+        self._busy = False
 
     def create(self) -> None:
         self.db.connection().executescript(SCHEMA)
@@ -75,36 +81,42 @@ class SqliteQueue(MessageQueue):
 
     def _receive_now(self, max_messages: int, visibility_timeout: float) -> list[ReceivedMessage]:
         now = _now_ms()
-        connection = self.db.connection()
-        # A cheap read first: most polls find nothing and need no write lock.
-        if (
-            connection.execute(
+        # A cheap read first: most polls of an idle queue find nothing and need no write lock.
+        # After a full batch the queue is busy: straight to the write.
+        if not self._busy and (
+            self.db.connection()
+            .execute(
                 "SELECT 1 FROM queue_messages WHERE queue = ? AND visible_ms <= ? LIMIT 1",
                 (self.name, now),
-            ).fetchone()
+            )
+            .fetchone()
             is None
         ):
             return []
         receipt = uuid.uuid4().hex
-        with self.db.write() as connection:
-            if self.dead_letter_queue is not None:
-                # Received too often already: to the dead-letter queue instead.
-                connection.execute(
-                    "UPDATE queue_messages SET queue = ?, receive_count = 0, visible_ms = ?,"
-                    " receipt = NULL WHERE id IN (SELECT id FROM queue_messages"
-                    " WHERE queue = ? AND visible_ms <= ? ORDER BY visible_ms LIMIT ?)"
-                    " AND receive_count >= ?",
-                    (self.dead_letter_queue, now, self.name, now, max_messages, self.max_receives),
-                )
-            # One statement for the batch: the earliest visible messages become invisible
-            # for the visibility timeout, under one receipt (the id tells them apart).
-            rows = connection.execute(
-                "UPDATE queue_messages SET visible_ms = ?, receive_count = receive_count + 1,"
-                " receipt = ? WHERE id IN (SELECT id FROM queue_messages"
-                " WHERE queue = ? AND visible_ms <= ? ORDER BY visible_ms LIMIT ?)"
-                " RETURNING id, body, receive_count, sent_ms",
-                (now + int(visibility_timeout * 1000), receipt, self.name, now, max_messages),
-            ).fetchall()
+        # One statement for the batch, a transaction of its own: the earliest visible messages
+        # become invisible for the visibility timeout, under one receipt (the id tells them
+        # apart); those received too often already go to the dead-letter queue instead.
+        rows = self.db.write_one(
+            f"UPDATE queue_messages SET queue = CASE WHEN {OVER} THEN ?3 ELSE queue END,"
+            f" receipt = CASE WHEN {OVER} THEN NULL ELSE ?4 END,"
+            f" visible_ms = CASE WHEN {OVER} THEN ?5 ELSE ?6 END,"
+            f" receive_count = CASE WHEN {OVER} THEN 0 ELSE receive_count + 1 END"
+            " WHERE id IN (SELECT id FROM queue_messages"
+            " WHERE queue = ?7 AND visible_ms <= ?5 ORDER BY visible_ms LIMIT ?8)"
+            " RETURNING id, body, receive_count, sent_ms, queue",
+            (
+                self.dead_letter_queue is not None,
+                self.max_receives,
+                self.dead_letter_queue,
+                receipt,
+                now,
+                now + int(visibility_timeout * 1000),
+                self.name,
+                max_messages,
+            ),
+        )
+        self._busy = len(rows) == max_messages
         return [
             ReceivedMessage(
                 message_id=str(row["id"]),
@@ -114,15 +126,22 @@ class SqliteQueue(MessageQueue):
                 sent_at=from_epoch_ms(row["sent_ms"]),
             )
             for row in sorted(rows, key=lambda row: row["id"])
+            if row["queue"] == self.name
         ]
 
     def delete(self, receipt_handles: Sequence[str]) -> None:
         if not receipt_handles:
             return
-        with self.db.write() as connection:
-            connection.executemany(
-                "DELETE FROM queue_messages WHERE id = ? AND receipt = ?",
-                [tuple(handle.split(":", 1)) for handle in receipt_handles],
+        handles = list(receipt_handles)
+        # One statement per chunk: the ids find the rows, the whole handle (``id:receipt``)
+        # makes sure each is still the delivery it names.
+        for start in range(0, len(handles), DELETES_PER_STATEMENT):
+            chunk = handles[start : start + DELETES_PER_STATEMENT]
+            marks = ", ".join("?" * len(chunk))
+            self.db.write_one(
+                f"DELETE FROM queue_messages WHERE id IN ({marks})"
+                f" AND id || ':' || receipt IN ({marks})",
+                [*(handle.split(":", 1)[0] for handle in chunk), *chunk],
             )
 
     def change_visibility(self, receipt_handle: str, timeout_seconds: float) -> None:

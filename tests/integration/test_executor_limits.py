@@ -7,9 +7,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from shared.model import ExecutionStatus
 from tests.integration.test_guarantees import at_in, create, eventually, final_status
 from tests.integration.test_pipeline_embedded import lateness
-from tests.support.harness import running_pipeline, sqlite_settings
+from tests.support.harness import API, running_pipeline, sqlite_settings
 from tests.support.receiver import Call, running_receiver
 
 
@@ -69,3 +70,36 @@ def test_a_schedule_can_set_its_own_limit_per_host(tmp_path: Path) -> None:
         eventually(lambda: all(final_status(pipeline, s) == "succeeded" for s in ids))
     assert slow.most == 1
     assert len(receiver.calls) == 3
+
+
+def test_an_occurrence_waiting_for_its_hosts_slot_is_checked_again_before_its_call(
+    tmp_path: Path,
+) -> None:
+    settings = sqlite_settings(tmp_path, executor_calls_per_host=1)
+    first: list[str] = []
+    started = threading.Event()
+
+    def slow_first(call: Call) -> tuple[int, dict[str, str]]:
+        first.append(call.headers["x-scheduler-schedule-id"])
+        started.set()
+        time.sleep(1.0)
+        return 200, {}
+
+    with running_receiver(slow_first) as receiver, running_pipeline(settings) as pipeline:
+        at = at_in(1.5)
+        ids = [create(pipeline, once(f"{receiver.url}/one", at)) for _ in range(2)]
+        assert started.wait(10)
+        # The other waits for the one slot of its host while its schedule is deleted.
+        [waiting] = [schedule_id for schedule_id in ids if schedule_id not in first]
+        assert pipeline.client.delete(f"{API}/schedule/{waiting}").status_code == 202
+        store = pipeline.backends.store
+
+        def recorded(schedule_id: str) -> list[tuple[ExecutionStatus, str | None]]:
+            records = store.list_executions("default", schedule_id, 10, None).items
+            return [(record.status, record.error) for record in records]
+
+        eventually(lambda: bool(recorded(waiting)))
+        eventually(lambda: recorded(first[0]) == [(ExecutionStatus.SUCCEEDED, None)])
+    assert recorded(waiting) == [(ExecutionStatus.SKIPPED, "schedule deleted")]
+    assert first == [first[0]]
+    assert len(receiver.calls) == 1

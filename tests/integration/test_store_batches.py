@@ -123,6 +123,21 @@ def test_get_schedules_reads_every_key_tombstones_included_unknown_absent(store:
     assert found[(TENANT, "s1")].schedule_id == "s1"
 
 
+def test_get_schedules_read_again_gives_each_schedule_as_it_is_now(store: Store) -> None:
+    create(store, "s1")
+    create(store, "s2")
+    before = store.get_schedules([(TENANT, "s1"), (TENANT, "s2")])
+    assert store.get_schedules([(TENANT, "s1"), (TENANT, "s2")]) == before
+    create(store, "s1", revision=2, name="renamed")
+    store.apply_state(TENANT, "s2", 2, ScheduleStatus.PAUSED, None, T0)
+    after = store.get_schedules([(TENANT, "s1"), (TENANT, "s2")])
+    assert (after[(TENANT, "s1")].revision, after[(TENANT, "s1")].live_definition.name) == (
+        2,
+        "renamed",
+    )
+    assert after[(TENANT, "s2")].status is ScheduleStatus.PAUSED
+
+
 def test_begin_attempts_keeps_the_guard_of_begin_attempt_per_item(store: Store) -> None:
     first, second = occurrence("s1", T0), occurrence("s1", T0 + MINUTE)
     lease = T0 + MINUTE
