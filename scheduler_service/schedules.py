@@ -31,6 +31,7 @@ from scheduler_service.responses import (
     IdempotencyHeader,
     ListExecutionsQuery,
     ListSchedulesQuery,
+    OccurrenceSchema,
     PreviewAnswerSchema,
     ProblemSchema,
     SchedulePageSchema,
@@ -49,6 +50,7 @@ from scheduler_service.service import (
     IdempotentRequest,
     ScheduleService,
     execution_view,
+    occurrence_view,
     schedule_view,
     time_pair,
 )
@@ -106,6 +108,9 @@ def definition_from(
 
 PROBLEM = "application/problem+json"
 EXECUTIONS_CURSOR = re.compile(r"^\d{1,15}\|[^|]+$")
+# What follows "<schedule id>:" in an occurrence id: its UTC time, or a trigger's.
+_UTC = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z"
+OCCURRENCE_SUFFIX = re.compile(rf"^(?:{_UTC}|manual:{_UTC}:[0-9a-f]{{1,32}})$")
 
 
 def problem_response(status: int, description: str) -> Any:
@@ -383,6 +388,34 @@ def list_executions(query: dict[str, Any], schedule_id: str) -> dict[str, Any]:
         "next_cursor": _encode_cursor(page.next_cursor, "e"),
         "schedule_status": status.value,
     }
+
+
+@blp.route("/schedule/<schedule_id>/executions/<occurrence_id>", methods=["GET"])
+@blp.response(200, OccurrenceSchema)
+@blp.doc(operationId="getExecution")
+@problems(400, 404)
+def get_execution(schedule_id: str, occurrence_id: str) -> dict[str, Any]:
+    """One occurrence with every attempt
+
+    Its record as in the history, and `attempt_log`: each attempt that ended (the last 50),
+    oldest first, with its start, duration, HTTP status, error, and the answer's status line and
+    first bytes of its body. A replayed dead letter's new attempt is one more entry. The
+    occurrence id is `<schedule id>:<UTC time>` (or `<schedule id>:manual:<UTC time>:<hex>`
+    for a trigger), as listed in the history."""
+    check_id(schedule_id)
+    prefix = f"{schedule_id}:"
+    if not (
+        occurrence_id.startswith(prefix)
+        and OCCURRENCE_SUFFIX.match(occurrence_id.removeprefix(prefix))
+    ):
+        raise InvalidInput(
+            {
+                "occurrence_id": f"not an occurrence id of {schedule_id}: "
+                f"{schedule_id}:<UTC time, e.g. 2026-03-08T07:30:00.000Z>"
+            }
+        )
+    record = service().execution(g.tenant, occurrence_id)
+    return occurrence_view(record, service().settings.secret_headers)
 
 
 def check_id(schedule_id: str) -> None:

@@ -46,6 +46,7 @@ from shared.describe import describe
 from shared.errors import InvalidInput, NotFound, SchedulerError
 from shared.messages import DefinitionMutation, encode_mutation, encode_occurrence
 from shared.model import (
+    Attempt,
     Execution,
     ExecutionStatus,
     MisfirePolicy,
@@ -67,7 +68,7 @@ from shared.ports import (
     Store,
 )
 from shared.recurrence import build_recurrence, cpu_budget, first_occurrence
-from shared.redaction import redact
+from shared.redaction import redact, redact_body
 from shared.secrets import SecretBox, carries_mask, keep_masked_secrets, masked_payload
 from shared.settings import Settings
 from shared.ssrf import TargetPolicy, TargetRefused
@@ -798,6 +799,31 @@ def execution_view(execution: Execution, secret_patterns: Iterable[str]) -> dict
         "finished_at": stamp(execution.finished_at),
         "next_attempt_at": stamp(execution.next_attempt_at),
         "manual": execution.manual,
+    }
+
+
+def occurrence_view(execution: Execution, secret_patterns: Iterable[str]) -> dict[str, Any]:
+    """One occurrence with every attempt it keeps; errors and excerpts masked as configured."""
+    patterns = tuple(secret_patterns)
+    return {
+        **execution_view(execution, patterns),
+        "attempt_log": [attempt_view(attempt, patterns) for attempt in execution.attempt_log],
+    }
+
+
+def attempt_view(attempt: Attempt, secret_patterns: Iterable[str]) -> dict[str, Any]:
+    excerpt = attempt.response_excerpt
+    return {
+        "number": attempt.number,
+        "status": attempt.status.value,
+        "started_at": iso_z(attempt.started_at) if attempt.started_at else None,
+        "finished_at": iso_z(attempt.finished_at),
+        "duration_ms": attempt.duration_ms,
+        "http_status": attempt.http_status,
+        "error": None if attempt.error is None else redact(attempt.error, secret_patterns),
+        "response_status_line": attempt.response_status_line,
+        "response_excerpt": None if excerpt is None else redact_body(excerpt, secret_patterns),
+        "response_truncated": attempt.response_truncated,
     }
 
 
