@@ -41,6 +41,7 @@ from scheduler_service.service import (
     QuotaExceeded,
     ScheduleService,
     execution_view,
+    occurrence_view,
     schedule_view,
     time_pair,
 )
@@ -442,7 +443,7 @@ def act(schedule_id: str, action: str) -> Response:
 def run(occurrence_id: str) -> str:
     """One occurrence's record, as its schedule's history shows it (the tenant's only)."""
     record = service().execution(g.tenant, occurrence_id)
-    return page("console/run.html", run=execution_view(record, service().settings.secret_headers))
+    return page("console/run.html", run=occurrence_view(record, service().settings.secret_headers))
 
 
 # -- dead letters -------------------------------------------------------------------------
