@@ -108,6 +108,18 @@ EXECUTION_COLUMNS = (
     ("error", "ERROR"),
 )
 
+ATTEMPT_COLUMNS = (
+    ("number", "#"),
+    ("started_at", "STARTED (UTC)"),
+    ("status", "STATUS"),
+    ("http_status", "HTTP"),
+    ("duration_ms", "TOOK (ms)"),
+    ("error", "ERROR"),
+    ("answer", "ANSWER"),
+)
+# How much of an answer's body a table shows (all of it with --json).
+ANSWER_WIDTH = 60
+
 DEAD_LETTER_COLUMNS = (
     ("id", "OCCURRENCE"),
     ("failed_at", "FAILED (UTC)"),
@@ -187,8 +199,14 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         parser = letters.add_parser(action, help=text)
         parser.add_argument("id", help="the occurrence id, as listed")
         client_options(parser)
-    executions = commands.add_parser("executions", help="a schedule's run history via the API")
+    executions = commands.add_parser(
+        "executions",
+        help="a schedule's run history via the API; with an occurrence id, its every attempt",
+    )
     executions.add_argument("id")
+    executions.add_argument(
+        "occurrence", nargs="?", help="an occurrence id from the history: its attempts"
+    )
     executions.add_argument("--limit", type=int, default=20, help="runs per page (20)")
     paging(executions)
     client_options(executions)
@@ -237,6 +255,10 @@ def run(args: argparse.Namespace, environ: dict[str, str], out: TextIO | None = 
 def _request(
     client: Client, args: argparse.Namespace
 ) -> tuple[Any, list[dict[str, Any]] | None, Sequence[tuple[str, str]]]:
+    if args.command == "executions" and args.occurrence:
+        path = f"/schedule/{_quote(args.id)}/executions/{_quote(args.occurrence)}"
+        answer = client.call("GET", path)
+        return answer, [_attempt_row(item) for item in answer["attempt_log"]], ATTEMPT_COLUMNS
     if args.command == "executions":
         answer = _pages(
             client, f"/schedule/{_quote(args.id)}/executions", {"limit": args.limit}, args
@@ -285,6 +307,16 @@ def _pages(
         answer = client.call("GET", path, query={**query, "cursor": answer["next_cursor"]})
         items.extend(answer["items"])
     return {**answer, "items": items}
+
+
+def _attempt_row(attempt: dict[str, Any]) -> dict[str, Any]:
+    """An attempt with what the webhook answered on one line: status line, then the start of
+    its body."""
+    parts = [attempt.get("response_status_line"), attempt.get("response_excerpt")]
+    answer = " ".join(" ".join(str(part).split()) for part in parts if part)
+    if len(answer) > ANSWER_WIDTH:
+        answer = answer[: ANSWER_WIDTH - 1] + "…"
+    return {**attempt, "answer": answer or None}
 
 
 def _quote(schedule_id: str) -> str:

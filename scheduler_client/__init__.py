@@ -24,11 +24,13 @@ from scheduler_client.errors import (
 )
 from scheduler_client.types import (
     Accepted,
+    Attempt,
     Backfilled,
     DeadLetter,
     Deleted,
     Discarded,
     Execution,
+    Occurrence,
     Preview,
     Replayed,
     Schedule,
@@ -39,6 +41,7 @@ from scheduler_client.types import (
 __all__ = [
     "Accepted",
     "ApiError",
+    "Attempt",
     "Backfilled",
     "Conflict",
     "ConnectionFailed",
@@ -49,6 +52,7 @@ __all__ = [
     "FieldError",
     "InvalidRequest",
     "NotFound",
+    "Occurrence",
     "Preview",
     "QuotaExceeded",
     "Replayed",

@@ -30,6 +30,7 @@ from scheduler_client.types import (
     Deleted,
     Discarded,
     Execution,
+    Occurrence,
     Preview,
     Replayed,
     Schedule,
@@ -187,6 +188,13 @@ class SchedulerClient:
         """The schedule's runs, newest first, fetching one page at a time as it is consumed."""
         for item in self._pages(self._path(schedule_id, "executions"), {"limit": page_size}):
             yield cast(Execution, item)
+
+    def execution(self, schedule_id: str, occurrence_id: str) -> Occurrence:
+        """One occurrence of the schedule with every attempt it keeps (``attempt_log``): each
+        one's start, duration, HTTP status, error, and the answer's status line and first
+        bytes of its body."""
+        path = self._path(schedule_id, f"executions/{quote(occurrence_id, safe='')}")
+        return cast(Occurrence, self._call("GET", path, idempotent=True))
 
     # -- dead letters -------------------------------------------------------------------------
 

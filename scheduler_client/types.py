@@ -122,3 +122,22 @@ class Execution(TypedDict):
     finished_at: str | None
     next_attempt_at: str | None
     manual: bool
+
+
+class Attempt(TypedDict):
+    number: int
+    status: str
+    started_at: str | None
+    finished_at: str
+    duration_ms: float | None
+    http_status: int | None
+    error: str | None
+    response_status_line: str | None
+    response_excerpt: str | None
+    response_truncated: bool
+
+
+class Occurrence(Execution):
+    """One occurrence's record with the attempts it keeps, oldest first."""
+
+    attempt_log: list[Attempt]

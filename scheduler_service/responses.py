@@ -202,6 +202,49 @@ class ExecutionSchema(Open):
     manual = fields.Boolean(required=True)
 
 
+class AttemptSchema(Open):
+    number = fields.Integer(required=True, metadata={"description": "1 for the first attempt"})
+    status = fields.String(
+        required=True,
+        validate=validate.OneOf(["succeeded", "retrying", "failed"]),
+        metadata={"description": "how the attempt ended: retrying means another one followed"},
+    )
+    started_at = fields.String(allow_none=True, required=True)
+    finished_at = fields.String(required=True)
+    duration_ms = fields.Float(allow_none=True, required=True)
+    http_status = fields.Integer(
+        allow_none=True, required=True, metadata={"description": "null: no answer"}
+    )
+    error = fields.String(allow_none=True, required=True)
+    response_status_line = fields.String(
+        allow_none=True,
+        required=True,
+        metadata={"description": "e.g. HTTP/1.1 503 Service Unavailable; null: no answer"},
+    )
+    response_excerpt = fields.String(
+        allow_none=True,
+        required=True,
+        metadata={
+            "description": "the first bytes of the answer's body as text "
+            "(SCHEDULER_RESPONSE_EXCERPT_BYTES), secret-looking values masked"
+        },
+    )
+    response_truncated = fields.Boolean(
+        required=True, metadata={"description": "whether the body was longer than the excerpt"}
+    )
+
+
+class OccurrenceSchema(ExecutionSchema):
+    attempt_log = fields.List(
+        fields.Nested(AttemptSchema),
+        required=True,
+        metadata={
+            "description": "the attempts that ended, oldest first (the last 50); one in progress "
+            "shows in status running"
+        },
+    )
+
+
 class ExecutionPageSchema(Open):
     items = fields.List(fields.Nested(ExecutionSchema), required=True)
     next_cursor = fields.String(allow_none=True, required=True)

@@ -29,6 +29,7 @@ from scheduler_service.responses import (
     BackfillAnswerSchema,
     DeletedSchema,
     ExecutionPageSchema,
+    OccurrenceSchema,
     PreviewAnswerSchema,
     ProblemSchema,
     SchedulePageSchema,
@@ -47,7 +48,13 @@ from scheduler_service.service import (
     IdempotentRequest,
     ScheduleService,
 )
-from scheduler_service.views import execution_view, pause_view, schedule_view, time_pair
+from scheduler_service.views import (
+    execution_view,
+    occurrence_view,
+    pause_view,
+    schedule_view,
+    time_pair,
+)
 from shared.errors import InvalidInput, NotFound
 from shared.model import Schedule, ScheduleDefinition, ScheduleStatus
 from shared.ports import ScheduleFilter
@@ -95,6 +102,9 @@ def definition_from(
 
 PROBLEM = "application/problem+json"
 EXECUTIONS_CURSOR = re.compile(r"^\d{1,15}\|[^|]+$")
+# What follows "<schedule id>:" in an occurrence id: its UTC time, or a trigger's.
+_UTC = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z"
+OCCURRENCE_SUFFIX = re.compile(rf"^(?:{_UTC}|manual:{_UTC}:[0-9a-f]{{1,32}})$")
 
 
 def problem_response(status: int, description: str) -> Any:
@@ -374,6 +384,34 @@ def list_executions(query: dict[str, Any], schedule_id: str) -> dict[str, Any]:
         "schedule_status": (schedule.status if schedule else ScheduleStatus.DELETED).value,
         **pause_view(schedule),
     }
+
+
+@blp.route("/schedule/<schedule_id>/executions/<occurrence_id>", methods=["GET"])
+@blp.response(200, OccurrenceSchema)
+@blp.doc(operationId="getExecution")
+@problems(400, 404)
+def get_execution(schedule_id: str, occurrence_id: str) -> dict[str, Any]:
+    """One occurrence with every attempt
+
+    Its record as in the history, and `attempt_log`: each attempt that ended (the last 50),
+    oldest first, with its start, duration, HTTP status, error, and the answer's status line and
+    first bytes of its body. A replayed dead letter's new attempt is one more entry. The
+    occurrence id is `<schedule id>:<UTC time>` (or `<schedule id>:manual:<UTC time>:<hex>`
+    for a trigger), as listed in the history."""
+    check_id(schedule_id)
+    prefix = f"{schedule_id}:"
+    if not (
+        occurrence_id.startswith(prefix)
+        and OCCURRENCE_SUFFIX.match(occurrence_id.removeprefix(prefix))
+    ):
+        raise InvalidInput(
+            {
+                "occurrence_id": f"not an occurrence id of {schedule_id}: "
+                f"{schedule_id}:<UTC time, e.g. 2026-03-08T07:30:00.000Z>"
+            }
+        )
+    record = service().execution(g.tenant, occurrence_id)
+    return occurrence_view(record, service().settings.secret_headers)
 
 
 def check_id(schedule_id: str) -> None:

@@ -8,8 +8,8 @@ from datetime import datetime
 from typing import Any
 
 from shared.describe import describe
-from shared.model import Execution, PausedBy, Schedule, ScheduleStatus
-from shared.redaction import redact
+from shared.model import Attempt, Execution, PausedBy, Schedule, ScheduleStatus
+from shared.redaction import redact, redact_body
 from shared.secrets import masked_hook, masked_payload
 from shared.timeutil import iso_local, iso_z, load_zone
 
@@ -119,4 +119,29 @@ def dead_letter_view(execution: Execution, secret_patterns: Iterable[str]) -> di
         "http_status": execution.http_status,
         "error": None if execution.error is None else redact(execution.error, secret_patterns),
         "manual": execution.manual,
+    }
+
+
+def occurrence_view(execution: Execution, secret_patterns: Iterable[str]) -> dict[str, Any]:
+    """One occurrence with every attempt it keeps; errors and excerpts masked as configured."""
+    patterns = tuple(secret_patterns)
+    return {
+        **execution_view(execution, patterns),
+        "attempt_log": [attempt_view(attempt, patterns) for attempt in execution.attempt_log],
+    }
+
+
+def attempt_view(attempt: Attempt, secret_patterns: Iterable[str]) -> dict[str, Any]:
+    excerpt = attempt.response_excerpt
+    return {
+        "number": attempt.number,
+        "status": attempt.status.value,
+        "started_at": iso_z(attempt.started_at) if attempt.started_at else None,
+        "finished_at": iso_z(attempt.finished_at),
+        "duration_ms": attempt.duration_ms,
+        "http_status": attempt.http_status,
+        "error": None if attempt.error is None else redact(attempt.error, secret_patterns),
+        "response_status_line": attempt.response_status_line,
+        "response_excerpt": None if excerpt is None else redact_body(excerpt, secret_patterns),
+        "response_truncated": attempt.response_truncated,
     }

@@ -324,7 +324,9 @@ class ExecutionStore(ABC):
 
     @abstractmethod
     def finish_attempt(self, execution: Execution, owner: str, outcome: AttemptOutcome) -> bool:
-        """Record how the attempt ended, if ``owner`` still holds it. Returns whether recorded."""
+        """Record how the attempt ended, if ``owner`` still holds it, and add it to the end of
+        the record's ``attempt_log`` (which keeps the last ``KEPT_ATTEMPTS``), in the same
+        write. Returns whether recorded."""
 
     @abstractmethod
     def record_skips(self, skips: Sequence[tuple[Occurrence, str]], now: datetime) -> int:
@@ -337,7 +339,8 @@ class ExecutionStore(ABC):
 
     @abstractmethod
     def get_execution(self, tenant: str, occurrence_id: str) -> Execution | None:
-        """One occurrence's record."""
+        """One occurrence's record, with its ``attempt_log``; a record written before attempts
+        were kept gives its last attempt from its own fields."""
 
     @abstractmethod
     def list_executions(

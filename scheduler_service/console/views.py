@@ -40,7 +40,13 @@ from scheduler_service.service import (
     QuotaExceeded,
     ScheduleService,
 )
-from scheduler_service.views import dead_letter_view, execution_view, schedule_view, time_pair
+from scheduler_service.views import (
+    dead_letter_view,
+    execution_view,
+    occurrence_view,
+    schedule_view,
+    time_pair,
+)
 from shared.errors import InvalidInput, NotFound, Transient
 from shared.model import Execution, ExecutionStatus, Schedule, ScheduleStatus
 from shared.ports import ScheduleFilter
@@ -438,7 +444,7 @@ def act(schedule_id: str, action: str) -> Response:
 def run(occurrence_id: str) -> str:
     """One occurrence's record, as its schedule's history shows it (the tenant's only)."""
     record = service().execution(g.tenant, occurrence_id)
-    return page("console/run.html", run=execution_view(record, service().settings.secret_headers))
+    return page("console/run.html", run=occurrence_view(record, service().settings.secret_headers))
 
 
 # -- dead letters -------------------------------------------------------------------------

@@ -86,6 +86,9 @@ def exercise(client: SchedulerClient, receiver: Receiver) -> None:
         lambda: [e for e in client.executions(first) if e["status"] == "succeeded"], timeout=20
     )
     assert runs[0]["manual"] and runs[0]["http_status"] == 200
+    one = client.execution(first, triggered["occurrence_id"])
+    assert [(a["number"], a["status"]) for a in one["attempt_log"]] == [(1, "succeeded")]
+    assert one["attempt_log"][0]["response_status_line"] == "HTTP/1.1 200 OK"
     assert receiver.calls[-1].json() == {"from": "renamed"}
 
     preview = client.preview({"cron": "30 9 * * 1-5", "timezone": "Asia/Kolkata"}, count=3)

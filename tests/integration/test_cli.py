@@ -3,6 +3,7 @@ that go to the database the API reads, or nowhere."""
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -93,6 +94,50 @@ def test_get_and_history_print_readable_values(
     _, row = out.splitlines()
     assert row.split()[1:4] == ["succeeded", "1", "200"]
     assert "2.7" in row.split()
+
+
+def test_executions_with_an_occurrence_id_print_each_attempt(
+    served: tuple[ApiUnderTest, str], capfd: pytest.CaptureFixture[str]
+) -> None:
+    api, url = served
+    api.client.put(f"{API}/schedule/daily", json=BODY)
+    api.apply()
+    store = api.backends.store
+    stored = store.get_schedule("default", "daily")
+    assert stored is not None
+    now = api.clock.now()
+    occurrence = Occurrence("default", "daily", stored.revision, now)
+    outcomes = [
+        AttemptOutcome(
+            ExecutionStatus.RETRYING,
+            now,
+            http_status=503,
+            error="HTTP 503",
+            response_status_line="HTTP/1.1 503 Service Unavailable",
+            response_excerpt='{"error":\n "down for maintenance until further notice, sorry"}',
+        ),
+        AttemptOutcome(
+            ExecutionStatus.SUCCEEDED, now, http_status=200, response_status_line="HTTP/1.1 200 OK"
+        ),
+    ]
+    for outcome in outcomes:
+        execution = store.begin_attempt(occurrence, "x", now, now)
+        assert execution is not None
+        store.finish_attempt(execution, "x", outcome)
+    code, out, _ = run(capfd, "executions", "daily", occurrence.occurrence_id, "--url", url)
+    assert code == 0
+    header, first, second = out.splitlines()
+    assert header.split()[:4] == ["#", "STARTED", "(UTC)", "STATUS"]
+    assert first.split()[:1] + first.split()[2:4] == ["1", "retrying", "503"]
+    assert 'HTTP/1.1 503 Service Unavailable {"error": "down' in first
+    assert first.endswith("…")
+    assert second.split()[:1] + second.split()[2:4] == ["2", "succeeded", "200"]
+    code, out, _ = run(
+        capfd, "executions", "daily", occurrence.occurrence_id, "--url", url, "--json"
+    )
+    assert [a["number"] for a in json.loads(out)["attempt_log"]] == [1, 2]
+    code, _, err = run(capfd, "executions", "daily", "daily:soon", "--url", url)
+    assert code == 1 and "occurrence_id" in err
 
 
 def test_the_top_level_help_lists_every_command_in_plain_text(

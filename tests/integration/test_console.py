@@ -355,6 +355,8 @@ def test_each_recent_run_links_to_its_occurrence_and_a_failed_one_offers_replay(
     shown = text(run_page)
     assert unescape(re.findall(r'<code id="occurrence">([^<]+)</code>', shown)[0]) == occurrence_id
     assert "<td>401</td>" in shown and "abc123" not in shown
+    attempts = re.findall(r'<tr class="attempt" data-status="([a-z]+)">', shown)
+    assert attempts == ["failed"]
     assert 'id="replay"' in shown
     button = re.search(r'class="replay" hx-post="([^"]+)" hx-vals=\'([^\']+)\'', schedule_page)
     assert button is not None

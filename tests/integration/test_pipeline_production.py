@@ -147,3 +147,54 @@ def test_a_one_time_schedule_in_the_past_fires_through_mongodb_and_sqs(
         pipeline.run_for(1.5)
         assert [call.path for call in receiver.calls] == ["/late"]
         assert view(pipeline, schedule_id)["status"] == "completed"
+
+
+def test_every_attempt_and_its_answer_is_kept_through_mongodb_and_sqs(
+    pipeline: ProductionPipeline,
+) -> None:
+    answers = [(503, b'{"error": "busy", "api_key": "k-1"}'), (500, b"down"), (200, b"ok")]
+
+    def status(call: Any) -> tuple[int, dict[str, str]]:
+        return answers[min(len(receiver.calls), 2)][0], {}
+
+    def body(call: Any) -> bytes:
+        return answers[min(len(receiver.calls), 2)][1]
+
+    with running_receiver(status, body) as receiver:
+        created = pipeline.client.post(
+            f"{API}/schedule",
+            json={
+                "schedule": {"at": "2026-01-01T09:00:00Z"},
+                "payload": {"method": "POST", "url": f"{receiver.url}/flaky"},
+                "retry": {"max_attempts": 3, "backoff_seconds": 0.01, "max_backoff_seconds": 0.05},
+            },
+        )
+        schedule_id = created.get_json()["id"]
+        path = f"{API}/schedule/{schedule_id}/executions/{schedule_id}:2026-01-01T09:00:00.000Z"
+        deadline = time.monotonic() + 20
+        while (answer := pipeline.client.get(path)).status_code != 200 or answer.get_json()[
+            "status"
+        ] != "succeeded":
+            assert time.monotonic() < deadline, answer.get_json()
+            pipeline.run_for(0.2)
+    attempts = answer.get_json()["attempt_log"]
+    assert [
+        (
+            a["number"],
+            a["status"],
+            a["http_status"],
+            a["response_status_line"],
+            a["response_excerpt"],
+        )
+        for a in attempts
+    ] == [
+        (
+            1,
+            "retrying",
+            503,
+            "HTTP/1.1 503 Service Unavailable",
+            '{"error": "busy", "api_key": "********"}',
+        ),
+        (2, "retrying", 500, "HTTP/1.1 500 Internal Server Error", "down"),
+        (3, "succeeded", 200, "HTTP/1.1 200 OK", "ok"),
+    ]

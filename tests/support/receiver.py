@@ -27,12 +27,15 @@ class Call:
 
 
 Responder = Callable[[Call], tuple[int, dict[str, str]]]
+# The body of each answer (none by default).
+BodyOf = Callable[[Call], bytes]
 
 
 class Receiver:
-    def __init__(self, respond: Responder | None = None) -> None:
+    def __init__(self, respond: Responder | None = None, body: BodyOf | None = None) -> None:
         self.calls: list[Call] = []
         self.respond: Responder = respond or (lambda call: (200, {}))
+        self.body_of: BodyOf = body or (lambda call: b"")
         self._lock = threading.Lock()
         self._arrived = threading.Condition(self._lock)
         receiver = self
@@ -53,14 +56,16 @@ class Receiver:
                     body,
                 )
                 status, headers = receiver.respond(call)
+                answer = receiver.body_of(call)
                 with receiver._arrived:
                     receiver.calls.append(call)
                     receiver._arrived.notify_all()
                 self.send_response(status)
                 for name, value in headers.items():
                     self.send_header(name, value)
-                self.send_header("Content-Length", "0")
+                self.send_header("Content-Length", str(len(answer)))
                 self.end_headers()
+                self.wfile.write(answer)
 
             do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
 
@@ -93,8 +98,10 @@ class Receiver:
 
 
 @contextmanager
-def running_receiver(respond: Responder | None = None) -> Iterator[Receiver]:
-    receiver = Receiver(respond).start()
+def running_receiver(
+    respond: Responder | None = None, body: BodyOf | None = None
+) -> Iterator[Receiver]:
+    receiver = Receiver(respond, body).start()
     try:
         yield receiver
     finally:

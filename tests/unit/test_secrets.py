@@ -20,7 +20,7 @@ from shared.model import (
     Timing,
     Unit,
 )
-from shared.redaction import DEFAULT_SECRET_NAMES, looks_secret, redact
+from shared.redaction import DEFAULT_SECRET_NAMES, looks_secret, redact, redact_body
 from shared.secrets import SecretBox, mask_url, new_secret_key
 from shared.settings import Settings
 
@@ -171,3 +171,17 @@ def test_an_attempts_error_is_recorded_redacted() -> None:
         error="InvalidURL: https://h.example/hook?api_key=s3cret-key&page=2",
     )
     assert outcome.error == f"InvalidURL: https://h.example/hook?api_key={MASK}&page=2"
+
+
+def test_the_start_of_an_answers_body_is_kept_with_its_secrets_masked() -> None:
+    outcome = AttemptOutcome(
+        ExecutionStatus.RETRYING,
+        datetime(2026, 3, 8, tzinfo=UTC),
+        http_status=401,
+        response_excerpt='{"user": "ann", "password" : "hunter2", "note": "say \\"hi\\"", "tok',
+    )
+    assert outcome.response_excerpt == (
+        '{"user": "ann", "password" : "********", "note": "say \\"hi\\"", "tok'
+    )
+    assert redact_body("client_secret=abc&user=ann") == "client_secret=********&user=ann"
+    assert redact_body('{"session_id": "x"}', ["*_id"]) == '{"session_id": "********"}'
