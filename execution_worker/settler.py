@@ -12,6 +12,11 @@ A retry whose delay is longer than ``MAX_INVISIBLE_SECONDS`` does not stay in fl
 queue: its message is re-sent, delayed (at most the queue's 15 minutes at a time), carrying the
 time of the next attempt (``Occurrence.not_before``), and the old one deleted. An executor that
 receives it before that time sends it on again (``defer``); it is never attempted early.
+
+Once a batch is recorded, its failures are reported: a schedule that paused itself
+(``pause_after_failures``, in the store's write of the run counts) is logged and counted, and
+the ``on_failure`` notifications go to ``execution_worker.notifier``, which sends them without
+holding up this loop.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from scheduler_service.patching import stored_body
 from scheduler_service.schemas import METHODS, SEED_FIELDS
 from shared.model import MisfirePolicy, Schedule, Unit
 from shared.redaction import MASK
@@ -132,7 +133,7 @@ def request_body(
     """The API body the form describes, and the errors found before the API sees it (JSON that
     does not parse). Editing starts from the stored definition, so what the form does not show
     (query parameters, metadata, backoff) is kept, and masked secrets are put back."""
-    body: dict[str, Any] = stored_body(stored) if stored is not None else {}
+    body: dict[str, Any] = stored_body(stored.live_definition) if stored is not None else {}
     errors: list[dict[str, str]] = []
     body["schedule"] = schedule_part(values)
     for name in OTHER_INPUTS:
@@ -157,22 +158,6 @@ def request_body(
     if stored is not None:
         _unmask(body, stored)
     return body, errors
-
-
-def stored_body(schedule: Schedule) -> dict[str, Any]:
-    definition = schedule.live_definition
-    return {
-        "name": definition.name,
-        "description": definition.description,
-        "type": definition.type,
-        "schedule": dict(definition.request.get("schedule") or definition.timing.to_document()),
-        "payload": definition.payload.to_document(),
-        "metadata": dict(definition.metadata),
-        "tags": list(definition.tags),
-        "priority": definition.priority,
-        "retry": definition.retry.to_document(),
-        "misfire": definition.misfire.to_document(),
-    }
 
 
 def _unmask(body: dict[str, Any], stored: Schedule) -> None:

@@ -23,6 +23,7 @@ from tests.support.api import ApiUnderTest, api_under_test
 
 ACME_KEY = "sk_console_acme_0123456789"
 GLOBEX_KEY = "sk_console_globex_0123456789"
+KEY_HEADER = {"Authorization": f"Bearer {ACME_KEY}"}
 
 
 @pytest.fixture
@@ -155,6 +156,32 @@ def test_create_then_view_edit_pause_and_delete_through_the_console(api: ApiUnde
     gone = api.client.post("/console/schedules/nightly/delete", headers={"HX-Request": "true"})
     assert gone.headers["HX-Redirect"] == "/console/schedules?deleted=nightly"
     assert api.client.get("/console/schedules/nightly").status_code == 404
+
+
+def test_an_edit_keeps_what_the_form_does_not_show(api: ApiUnderTest) -> None:
+    body = {
+        "name": "kept",
+        "schedule": {"cron": "0 2 * * *", "timezone": "Europe/Paris"},
+        "payload": {"method": "POST", "url": "https://example.com/report"},
+        "jitter_seconds": 30,
+        "pause_after_failures": 3,
+        "on_failure": {"url": "https://alerts.example.com/x", "headers": {"Authorization": "k"}},
+    }
+    api.client.put("/scheduler-service/v1/schedule/kept", json=body, headers=KEY_HEADER)
+    api.apply()
+    log_in(api.client, ACME_KEY)
+    saved = api.client.post(
+        "/console/schedules/kept/edit", data=form(**{"schedule.cron": "30 3 * * *"})
+    )
+    assert saved.status_code == 303
+    api.apply()
+    stored = api.backends.store.get_schedule("acme", "kept")
+    assert stored is not None
+    definition = stored.live_definition
+    assert definition.timing.cron == "30 3 * * *"
+    assert (definition.jitter_seconds, definition.pause_after_failures) == (30, 3)
+    assert definition.on_failure is not None
+    assert definition.on_failure.headers == {"Authorization": "k"}
 
 
 def test_another_tenants_schedule_is_not_found_and_not_listed(api: ApiUnderTest) -> None:

@@ -6,6 +6,7 @@ Counted on the wire (pymongo command monitoring) against nx-27017, and against t
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -155,3 +156,22 @@ def test_a_batch_of_definitions_costs_one_command_whatever_its_size(
         batch = [(TENANT, f"b{size}-{n}", 1, definition(), T0 + MINUTE, T0) for n in range(size)]
         assert store.apply_definitions(batch) == [True] * size
         assert commands.take() == 1
+
+
+def test_failures_that_pause_their_schedules_cost_no_command_more(
+    counted: tuple[MongoStore, Commands],
+) -> None:
+    store, commands = counted
+    limited = dataclasses.replace(definition(), pause_after_failures=1)
+    for number in range(40):
+        store.apply_definition(TENANT, f"f{number:03d}", 1, limited, T0, T0 - MINUTE)
+    due = [occurrence(f"f{number:03d}") for number in range(40)]
+    began = store.begin_attempts(due, "executor-1", T0, T0 + MINUTE)
+    commands.take()
+    outcome = AttemptOutcome(ExecutionStatus.FAILED, T0 + SECOND, 500, 1.0, "HTTP 500")
+    settled = [(execution, outcome) for execution in began if execution is not None]
+    assert store.settle_attempts(settled, "executor-1") == [True] * 40
+    # The outcomes, then the run counts and the guarded pauses in the same bulk_write.
+    assert commands.take() == 2
+    paused = store.get_schedules([(TENANT, item.schedule_id) for item in due])
+    assert {schedule.status for schedule in paused.values()} == {ScheduleStatus.PAUSED}

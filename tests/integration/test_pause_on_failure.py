@@ -16,8 +16,10 @@ from standardwebhooks.webhooks import Webhook
 
 from shared.adapters.sqlite_store import SqliteStore
 from shared.model import AttemptOutcome, ExecutionStatus, Occurrence
+from shared.settings import Settings
 from tests.support.api import ApiUnderTest, api_under_test
-from tests.support.harness import API, FAST, running_pipeline, sqlite_settings
+from tests.support.harness import API, FAST, Pipeline, running_pipeline, sqlite_settings
+from tests.support.peers import WIRE_VARIANTS, wire_backends
 from tests.support.receiver import Call, running_receiver
 
 BODY: dict[str, Any] = {
@@ -187,7 +189,27 @@ def counter(name: str, **labels: str) -> float:
     return REGISTRY.get_sample_value(name, labels) or 0.0
 
 
-def test_a_failing_schedule_pauses_itself_notifies_and_resumes(tmp_path: Path) -> None:
+@pytest.fixture(params=["sqlite", *WIRE_VARIANTS])
+def pipeline(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> Iterator[Pipeline]:
+    """The pipeline, its workers on threads: on SQLite, and on MongoDB and SQS over the wire
+    (nx-27017 and LocalStack)."""
+    if request.param == "sqlite":
+        with running_pipeline(sqlite_settings(tmp_path)) as embedded:
+            yield embedded
+        return
+    with wire_backends(request, monkeypatch, tmp_path, request.param) as wire:
+        settings = wire.settings(Settings.from_env({}, **FAST))
+        backends = wire.open(settings)
+        try:
+            with running_pipeline(settings, backends) as threaded:
+                yield threaded
+        finally:
+            backends.close()
+
+
+def test_a_failing_schedule_pauses_itself_notifies_and_resumes(pipeline: Pipeline) -> None:
     healthy = {"hook": False}
 
     def respond(call: Call) -> tuple[int, dict[str, str]]:
@@ -197,10 +219,7 @@ def test_a_failing_schedule_pauses_itself_notifies_and_resumes(tmp_path: Path) -
 
     paused_before = counter("scheduler_schedules_auto_paused_total")
     sent_before = counter("scheduler_failure_notifications_total", result="sent")
-    with (
-        running_receiver(respond) as receiver,
-        running_pipeline(sqlite_settings(tmp_path)) as pipeline,
-    ):
+    with running_receiver(respond) as receiver:
         body = {
             **BODY,
             "schedule": {"interval": {"number": 1, "unit": "second"}},
