@@ -44,12 +44,21 @@ from scheduler_service.schemas import (
 )
 from scheduler_service.service import (
     Accepted,
+    Backfill,
     IdempotentRequest,
     ScheduleService,
 )
-from scheduler_service.views import execution_view, schedule_view, time_pair
+from scheduler_service.views import (
+    SCHEDULE_VIEW,
+    PageView,
+    PreviewView,
+    ScheduleView,
+    json_answer,
+    masked_execution,
+    schedule_view_of,
+)
 from shared.errors import InvalidInput, NotFound
-from shared.model import Schedule, ScheduleDefinition, ScheduleStatus
+from shared.model import Execution, Occurrence, Schedule, ScheduleDefinition, ScheduleStatus
 from shared.ports import ScheduleFilter
 from shared.timeutil import UTC, parse_iso, utc_ms
 
@@ -92,6 +101,8 @@ def definition_from(
 
 
 PROBLEM = "application/problem+json"
+ACCEPTED = AcceptedSchema()
+SCHEDULE_PAGE = SchedulePageSchema()
 EXECUTIONS_CURSOR = re.compile(r"^\d{1,15}\|[^|]+$")
 
 
@@ -123,23 +134,16 @@ def problems(*statuses: int) -> Any:
     return decorate
 
 
-def json_response(body: Any, status: int, headers: dict[str, str] | None = None) -> Response:
-    """A JSON answer passed through as built (the views' dicts may carry more keys than their
-    documented schema, which declares ``additionalProperties``)."""
-    response = current_app.response_class(
-        json.dumps(body, separators=(",", ":")), status=status, mimetype="application/json"
-    )
-    for name, value in (headers or {}).items():
-        response.headers[name] = value
-    return response
-
-
-def present(schedule: Schedule) -> dict[str, Any]:
+def present(schedule: Schedule) -> ScheduleView:
     """The schedule as clients see it, masked by the configured secret patterns."""
     scheduler = service()
-    return schedule_view(
+    return schedule_view_of(
         schedule, scheduler.settings.secret_headers, scheduler.next_fire_time(schedule)
     )
+
+
+def schedule_answer(schedule: Schedule, status: int) -> Response:
+    return json_answer(SCHEDULE_VIEW, present(schedule), status)
 
 
 def idempotent_request(headers: dict[str, Any]) -> IdempotentRequest | None:
@@ -154,18 +158,10 @@ def idempotent_request(headers: dict[str, Any]) -> IdempotentRequest | None:
 
 
 def accepted_response(accepted: Accepted) -> Response:
-    pair = time_pair(accepted.next_schedule_time, accepted.timezone)
     headers = {"Location": url_for("schedules.ScheduleResource", schedule_id=accepted.schedule_id)}
     if accepted.replayed:
         headers["Idempotent-Replayed"] = "true"
-    body = {
-        "id": accepted.schedule_id,
-        "status": "accepted",
-        "revision": accepted.revision,
-        "next_schedule_time": pair["utc"],
-        "next_schedule_time_local": pair["local"],
-    }
-    return json_response(body, 202, headers)
+    return json_answer(ACCEPTED, accepted, 202, headers)
 
 
 ACCEPTED_HEADERS = {
@@ -215,13 +211,8 @@ def list_schedules(query: dict[str, Any]) -> Response:
     if cursor is not None and not SCHEDULE_ID.match(cursor):
         raise InvalidInput({"cursor": "not a cursor this endpoint gave"})
     page = service().list_schedules(g.tenant, selection, _limit(query), cursor)
-    return json_response(
-        {
-            "items": [present(schedule) for schedule in page.items],
-            "next_cursor": _encode_cursor(page.next_cursor, "s"),
-        },
-        200,
-    )
+    items = [present(schedule) for schedule in page.items]
+    return json_answer(SCHEDULE_PAGE, PageView(items, _encode_cursor(page.next_cursor, "s")), 200)
 
 
 @blp.route("/schedule/<schedule_id>")
@@ -231,7 +222,7 @@ class ScheduleResource(MethodView):
     @problems(404)
     def get(self, schedule_id: str) -> Response:
         """The stored schedule, its status, next time and run counts; 404 if unknown or deleted."""
-        return json_response(present(service().get(g.tenant, schedule_id)), 200)
+        return schedule_answer(service().get(g.tenant, schedule_id), 200)
 
     @blp.arguments(ScheduleBodySchema, error_status_code=400)
     @blp.arguments(IdempotencyHeader, location="headers", error_status_code=400)
@@ -284,12 +275,12 @@ class ScheduleResource(MethodView):
     @blp.response(202, DeletedSchema)
     @blp.doc(operationId="deleteSchedule")
     @problems(400, 404)
-    def delete(self, schedule_id: str) -> dict[str, Any]:
+    def delete(self, schedule_id: str) -> dict[str, str]:
         """Stop the schedule for good: no occurrence fires after this answer. An id no create
         could have used is a 400."""
         check_id(schedule_id)
         service().delete(g.tenant, schedule_id)
-        return {"id": schedule_id, "status": "deleted"}
+        return {"id": schedule_id}
 
 
 @blp.route("/schedule/<schedule_id>/pause", methods=["POST"])
@@ -299,7 +290,7 @@ class ScheduleResource(MethodView):
 def pause_schedule(schedule_id: str) -> Response:
     """Stop firing until resumed; occurrences that fall in the pause are skipped. Pausing a
     paused or completed schedule changes nothing."""
-    return json_response(present(service().pause(g.tenant, schedule_id)), 202)
+    return schedule_answer(service().pause(g.tenant, schedule_id), 202)
 
 
 @blp.route("/schedule/<schedule_id>/resume", methods=["POST"])
@@ -308,25 +299,19 @@ def pause_schedule(schedule_id: str) -> Response:
 @problems(404)
 def resume_schedule(schedule_id: str) -> Response:
     """Fire again from now on (the occurrences of the pause are not caught up)."""
-    return json_response(present(service().resume(g.tenant, schedule_id)), 202)
+    return schedule_answer(service().resume(g.tenant, schedule_id), 202)
 
 
 @blp.route("/schedule/<schedule_id>/trigger", methods=["POST"])
 @blp.response(202, TriggeredSchema)
 @blp.doc(operationId="triggerSchedule")
 @problems(404)
-def trigger_schedule(schedule_id: str) -> dict[str, Any]:
+def trigger_schedule(schedule_id: str) -> Occurrence:
     """Run the schedule once now, beside its own times (even while paused).
 
     The run has its own occurrence id and appears in the history with `manual: true`.
     """
-    occurrence = service().trigger(g.tenant, schedule_id)
-    return {
-        "id": schedule_id,
-        "occurrence_id": occurrence.occurrence_id,
-        "scheduled_time": time_pair(occurrence.scheduled_time, "UTC")["utc"],
-        "status": "queued",
-    }
+    return service().trigger(g.tenant, schedule_id)
 
 
 @blp.route("/schedule/<schedule_id>/backfill", methods=["POST"])
@@ -334,7 +319,7 @@ def trigger_schedule(schedule_id: str) -> dict[str, Any]:
 @blp.response(202, BackfillAnswerSchema)
 @blp.doc(operationId="backfillSchedule")
 @problems(400, 404, 413, 415)
-def backfill_schedule(body: dict[str, Any], schedule_id: str) -> dict[str, Any]:
+def backfill_schedule(body: dict[str, Any], schedule_id: str) -> Backfill:
     """Run the occurrences of a past range that did not run
 
     The range: `from` included, `to` excluded, at most 366 days and 1,000 occurrences. Those
@@ -342,13 +327,7 @@ def backfill_schedule(body: dict[str, Any], schedule_id: str) -> dict[str, Any]:
     occurrence id (and `Idempotency-Key`), so the receiver can deduplicate; those that already
     succeeded, failed (see dead letters) or are in flight are left out. They run now, as manual
     runs: even while paused, whatever the grace."""
-    done = service().backfill(g.tenant, schedule_id, body["start"], body["end"], body["policy"])
-    return {
-        "id": schedule_id,
-        "policy": body["policy"].value,
-        "queued": done.queued,
-        "left_out": [{"occurrence_id": item, "reason": why} for item, why in done.left_out],
-    }
+    return service().backfill(g.tenant, schedule_id, body["start"], body["end"], body["policy"])
 
 
 @blp.route("/schedule/<schedule_id>/executions", methods=["GET"])
@@ -356,7 +335,7 @@ def backfill_schedule(body: dict[str, Any], schedule_id: str) -> dict[str, Any]:
 @blp.response(200, ExecutionPageSchema)
 @blp.doc(operationId="listExecutions")
 @problems(400, 404)
-def list_executions(query: dict[str, Any], schedule_id: str) -> dict[str, Any]:
+def list_executions(query: dict[str, Any], schedule_id: str) -> PageView[Execution]:
     """The run history, newest first
 
     Status, attempts, HTTP status, duration, lateness, error. A deleted schedule's history stays
@@ -365,11 +344,12 @@ def list_executions(query: dict[str, Any], schedule_id: str) -> dict[str, Any]:
     if cursor is not None and not EXECUTIONS_CURSOR.match(cursor):
         raise InvalidInput({"cursor": "not a cursor this endpoint gave"})
     status, page = service().list_executions(g.tenant, schedule_id, _limit(query), cursor)
-    return {
-        "items": [execution_view(item, service().settings.secret_headers) for item in page.items],
-        "next_cursor": _encode_cursor(page.next_cursor, "e"),
-        "schedule_status": status.value,
-    }
+    secret_patterns = service().settings.secret_headers
+    return PageView(
+        [masked_execution(item, secret_patterns) for item in page.items],
+        _encode_cursor(page.next_cursor, "e"),
+        status,
+    )
 
 
 def check_id(schedule_id: str) -> None:
@@ -429,7 +409,7 @@ def _decode_cursor(cursor: str | None, kind: str) -> str | None:
 @blp.response(200, PreviewAnswerSchema)
 @blp.doc(operationId="previewSchedule")
 @problems(400, 413, 415)
-def preview(body: dict[str, Any]) -> Any:
+def preview(body: dict[str, Any]) -> PreviewView:
     """The next fire times of a schedule (UTC and local) and a plain-English description.
 
     Nothing is stored: the times are those of a schedule accepted now, or at `after` if given;
@@ -438,11 +418,9 @@ def preview(body: dict[str, Any]) -> Any:
     timing, names = body["schedule"]
     after = parse_iso(body["after"]) if "after" in body else None
     before = parse_iso(body["before"]) if "before" in body else None
-    found = service().preview(timing, names, body["count"], after, before, body.get("id"))
-    return {
-        "occurrences": [time_pair(moment, found.timezone) for moment in found.times],
-        "description": found.description,
-    }
+    return PreviewView(
+        service().preview(timing, names, body["count"], after, before, body.get("id"))
+    )
 
 
 __all__ = ["NotFound", "blp"]

@@ -40,7 +40,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from shared.describe import describe
 from shared.errors import InvalidInput, NotFound, SchedulerError
@@ -203,12 +203,21 @@ class TenantCounts:
         tally.counted_at = time.monotonic()
 
 
+class LeftOut(NamedTuple):
+    """An occurrence a backfill did not run, and why."""
+
+    occurrence_id: str
+    reason: str
+
+
 @dataclass(frozen=True)
 class Backfill:
-    """What a backfill queued, and what it left out and why (both by occurrence id)."""
+    """What a backfill of a schedule queued, and what it left out and why (by occurrence id)."""
 
+    schedule_id: str
+    policy: MisfirePolicy
     queued: list[str]
-    left_out: list[tuple[str, str]]
+    left_out: list[LeftOut]
 
 
 @dataclass(frozen=True)
@@ -616,7 +625,7 @@ class ScheduleService:
         jitter = timedelta(seconds=definition.jitter_seconds)
         recorded = self._records_between(tenant, schedule_id, start, end + jitter)
         candidates: list[Occurrence] = []
-        left_out: list[tuple[str, str]] = []
+        left_out: list[LeftOut] = []
         for moment in moments:
             occurrence = Occurrence(
                 tenant=tenant,
@@ -630,10 +639,10 @@ class ScheduleService:
             if record is None or record.status is ExecutionStatus.SKIPPED:
                 candidates.append(occurrence)
             else:
-                left_out.append((occurrence.occurrence_id, f"already {record.status.value}"))
+                left_out.append(LeftOut(occurrence.occurrence_id, f"already {record.status.value}"))
         if policy is MisfirePolicy.FIRE_ONCE and len(candidates) > 1:
             left_out += [
-                (item.occurrence_id, "fire_once runs the latest") for item in candidates[:-1]
+                LeftOut(item.occurrence_id, "fire_once runs the latest") for item in candidates[:-1]
             ]
             candidates = candidates[-1:]
         if candidates:
@@ -641,6 +650,8 @@ class ScheduleService:
                 [OutgoingMessage(encode_occurrence(item)) for item in candidates]
             )
         return Backfill(
+            schedule_id=schedule_id,
+            policy=policy,
             queued=[item.occurrence_id for item in candidates],
             left_out=sorted(left_out),
         )

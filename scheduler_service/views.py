@@ -1,102 +1,183 @@
-"""How the API shows the domain to clients: schedules, executions and dead letters with their
-secrets masked, and instants as UTC/local pairs."""
+"""How the API shows the domain to clients: schedules with their secrets masked, executions with
+their errors masked, instants as UTC/local pairs.
+
+Each answer is dumped by the response schema the OpenAPI document shows for it
+(``scheduler_service.responses``), from the domain object or from the view here that adds what
+a client sees beside it (the masked payload, the next fire time). A schedule's answers keep the
+documented order of their fields (``json_answer``); the others are dumped by flask-smorest
+(``@blp.response``), which sorts their keys.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import dataclasses
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Generic, TypeVar
 
+from flask import Response, current_app
+from marshmallow import Schema
+
+from scheduler_service.responses import (
+    DeadLetterSchema,
+    ExecutionSchema,
+    ScheduleViewSchema,
+    TimePairSchema,
+)
+from scheduler_service.service import Preview
 from shared.describe import describe
-from shared.model import Execution, Schedule
+from shared.model import JSON, Execution, Schedule, ScheduleDefinition, ScheduleStatus, Timing
 from shared.redaction import redact
 from shared.secrets import masked_payload
-from shared.timeutil import iso_local, iso_z, load_zone
+
+T = TypeVar("T")
+
+SCHEDULE_VIEW = ScheduleViewSchema()
+EXECUTION_VIEW = ExecutionSchema()
+DEAD_LETTER_VIEW = DeadLetterSchema()
+TIME_PAIR = TimePairSchema()
+
+
+def json_answer(
+    schema: Schema, value: Any, status: int, headers: Mapping[str, str] | None = None
+) -> Response:
+    """``value`` dumped by ``schema``, its fields in the schema's order."""
+    response = current_app.response_class(
+        json.dumps(schema.dump(value), separators=(",", ":")),
+        status=status,
+        mimetype="application/json",
+    )
+    for name, header in (headers or {}).items():
+        response.headers[name] = header
+    return response
+
+
+@dataclass(frozen=True)
+class TimePair:
+    """An instant, to show in UTC and in ``timezone`` (``TimePairSchema``)."""
+
+    moment: datetime | None
+    timezone: str
 
 
 def time_pair(moment: datetime | None, timezone: str) -> dict[str, str | None]:
-    if moment is None:
-        return {"utc": None, "local": None}
-    return {"utc": iso_z(moment), "local": iso_local(moment, load_zone(timezone))}
+    pair: dict[str, str | None] = TIME_PAIR.dump(TimePair(moment, timezone))
+    return pair
+
+
+@dataclass(frozen=True)
+class ScheduleView:
+    """A schedule as clients see it (``ScheduleViewSchema``): firing next at ``next_time``, its
+    ``payload`` masked."""
+
+    schedule: Schedule
+    payload: dict[str, JSON]
+    next_time: datetime | None
+
+    @property
+    def definition(self) -> ScheduleDefinition:
+        return self.schedule.live_definition
+
+    @property
+    def timing(self) -> Timing:
+        return self.definition.timing
+
+    @property
+    def timezone(self) -> str:
+        return self.timing.timezone
+
+    @property
+    def schedule_description(self) -> str:
+        """When it fires, in English (the definition's ``description`` is the user's text)."""
+        return describe(self.timing)
+
+    @property
+    def schedule_as_sent(self) -> JSON:
+        return self.definition.request.get("schedule", self.timing.to_document())
+
+    @property
+    def timing_document(self) -> dict[str, JSON]:
+        return self.timing.to_document()
+
+    @property
+    def retry_document(self) -> dict[str, JSON]:
+        return self.definition.retry.to_document()
+
+    @property
+    def misfire_document(self) -> dict[str, JSON]:
+        return self.definition.misfire.to_document()
+
+
+def schedule_view_of(
+    schedule: Schedule, secret_patterns: Iterable[str], next_time: datetime | None
+) -> ScheduleView:
+    """The schedule as clients see it, firing next at ``next_time``: secrets in the payload's
+    URL, headers and query parameters masked by name and by shape
+    (``shared.secrets.masked_payload``)."""
+    payload = masked_payload(schedule.live_definition.payload, secret_patterns)
+    return ScheduleView(schedule, payload, next_time)
 
 
 def schedule_view(
     schedule: Schedule, secret_patterns: Iterable[str], next_time: datetime | None
 ) -> dict[str, Any]:
-    """The schedule as clients see it, firing next at ``next_time``: secrets in the payload's
-    URL, headers and query parameters masked by name and by shape
-    (``shared.secrets.masked_payload``)."""
-    definition = schedule.live_definition
-    timing = definition.timing
-    payload = masked_payload(definition.payload, secret_patterns)
-    next_pair = time_pair(next_time, timing.timezone)
-    cursor = schedule.next_schedule_time
-    return {
-        "id": schedule.schedule_id,
-        "name": definition.name,
-        "description": definition.description,
-        # The user's "description" above is their own text; this one says when it fires.
-        "schedule_description": describe(timing),
-        "type": definition.type,
-        "status": schedule.status.value,
-        "revision": schedule.revision,
-        "schedule": definition.request.get("schedule", timing.to_document()),
-        "timing": timing.to_document(),
-        "timezone": timing.timezone,
-        "next_schedule_time": next_pair["utc"],
-        "next_schedule_time_local": next_pair["local"],
-        "dispatch_cursor": iso_z(cursor) if cursor is not None else None,
-        "payload": payload,
-        "metadata": dict(definition.metadata),
-        "tags": list(definition.tags),
-        "priority": definition.priority,
-        "retry": definition.retry.to_document(),
-        "misfire": definition.misfire.to_document(),
-        "jitter_seconds": definition.jitter_seconds,
-        "runs": schedule.run_count,
-        "failures": schedule.failure_count,
-        "consecutive_failures": schedule.consecutive_failures,
-        "occurrences_dispatched": schedule.occurrence_count,
-        "last_run_at": iso_z(schedule.last_run_at) if schedule.last_run_at else None,
-        "last_status": schedule.last_status,
-        "created_at": iso_z(schedule.created_at),
-        "updated_at": iso_z(schedule.updated_at),
-    }
+    """``schedule_view_of``, as the answer shows it."""
+    view: dict[str, Any] = SCHEDULE_VIEW.dump(
+        schedule_view_of(schedule, secret_patterns, next_time)
+    )
+    return view
+
+
+def masked_execution(execution: Execution, secret_patterns: Iterable[str]) -> Execution:
+    """An execution as clients see it: an HTTP client's error may quote the URL it called."""
+    if execution.error is None:
+        return execution
+    return dataclasses.replace(execution, error=redact(execution.error, secret_patterns))
 
 
 def execution_view(execution: Execution, secret_patterns: Iterable[str]) -> dict[str, Any]:
-    """An execution as clients see it: an HTTP client's error may quote the URL it called."""
-
-    def stamp(moment: datetime | None) -> str | None:
-        return iso_z(moment) if moment else None
-
-    return {
-        "occurrence_id": execution.occurrence_id,
-        "schedule_id": execution.schedule_id,
-        "scheduled_time": iso_z(execution.scheduled_time),
-        "status": execution.status.value,
-        "attempts": execution.attempts,
-        "http_status": execution.http_status,
-        "duration_ms": execution.duration_ms,
-        "lateness_ms": execution.lateness_ms,
-        "error": None if execution.error is None else redact(execution.error, secret_patterns),
-        "started_at": stamp(execution.started_at),
-        "finished_at": stamp(execution.finished_at),
-        "next_attempt_at": stamp(execution.next_attempt_at),
-        "manual": execution.manual,
-    }
+    view: dict[str, Any] = EXECUTION_VIEW.dump(masked_execution(execution, secret_patterns))
+    return view
 
 
 def dead_letter_view(execution: Execution, secret_patterns: Iterable[str]) -> dict[str, Any]:
-    finished = execution.finished_at
-    return {
-        "id": execution.occurrence_id,
-        "schedule_id": execution.schedule_id,
-        "occurrence_id": execution.occurrence_id,
-        "scheduled_time": iso_z(execution.scheduled_time),
-        "failed_at": iso_z(finished) if finished else None,
-        "attempts": execution.attempts,
-        "http_status": execution.http_status,
-        "error": None if execution.error is None else redact(execution.error, secret_patterns),
-        "manual": execution.manual,
-    }
+    view: dict[str, Any] = DEAD_LETTER_VIEW.dump(masked_execution(execution, secret_patterns))
+    return view
+
+
+@dataclass(frozen=True)
+class PageView(Generic[T]):
+    """A page of a listing: its items and the cursor of the next page (as clients pass it)."""
+
+    items: Sequence[T]
+    next_cursor: str | None
+    # A schedule's history names the schedule's status.
+    schedule_status: ScheduleStatus | None = None
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """A dead letter replayed: its reopened record, making one more attempt."""
+
+    execution: Execution
+
+    @property
+    def attempt(self) -> int:
+        return self.execution.attempts + 1
+
+
+@dataclass(frozen=True)
+class PreviewView:
+    """A preview's times as UTC/local pairs, and its description."""
+
+    preview: Preview
+
+    @property
+    def occurrences(self) -> list[TimePair]:
+        return [TimePair(moment, self.preview.timezone) for moment in self.preview.times]
+
+    @property
+    def description(self) -> str:
+        return self.preview.description
