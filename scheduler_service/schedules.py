@@ -416,10 +416,10 @@ def preview(body: dict[str, Any]) -> PreviewView:
     or, with `before`, the last times before that moment (what should have fired), oldest first.
     """
     timing, names = body["schedule"]
-    after = parse_iso(body["after"]) if "after" in body else None
-    before = parse_iso(body["before"]) if "before" in body else None
     return PreviewView(
-        service().preview(timing, names, body["count"], after, before, body.get("id"))
+        service().preview(
+            timing, names, body["count"], body.get("after"), body.get("before"), body.get("id")
+        )
     )
 
 
