@@ -14,23 +14,19 @@ from flask import g
 from flask_smorest import Blueprint
 from marshmallow import RAISE
 
-from scheduler_service.parameters import ListExecutionsQuery
+from scheduler_service.parameters import ListDeadLettersQuery, encode_cursor
 from scheduler_service.responses import (
     DeadLetterPageSchema,
     DiscardedSchema,
     ReplayedSchema,
 )
 from scheduler_service.schedules import (
-    EXECUTIONS_CURSOR,
-    _decode_cursor,
-    _encode_cursor,
     _limit,
     problem_response,
     problems,
     service,
 )
 from scheduler_service.views import PageView, Replayed, masked_execution
-from shared.errors import InvalidInput
 from shared.model import Execution
 
 blp = Blueprint(
@@ -44,22 +40,19 @@ NO_DEAD_LETTER = "No dead letter by that id (never failed, or replayed or discar
 
 
 @blp.route("/dead-letters", methods=["GET"])
-@blp.arguments(ListExecutionsQuery, location="query", unknown=RAISE, error_status_code=400)
+@blp.arguments(ListDeadLettersQuery, location="query", unknown=RAISE, error_status_code=400)
 @blp.response(200, DeadLetterPageSchema)
 @blp.doc(operationId="listDeadLetters")
 @problems(400)
 def list_dead_letters(query: dict[str, Any]) -> PageView[Execution]:
     """The tenant's dead letters, the latest failure first: which schedule, which occurrence,
     why (HTTP status, error) and when."""
-    cursor = _decode_cursor(query.get("cursor"), "d")
-    if cursor is not None and not EXECUTIONS_CURSOR.match(cursor):
-        raise InvalidInput({"cursor": "not a cursor this endpoint gave"})
     scheduler = service()
-    page = scheduler.list_dead_letters(g.tenant, _limit(query), cursor)
+    page = scheduler.list_dead_letters(g.tenant, _limit(query), query.get("cursor"))
     secret_patterns = scheduler.settings.secret_headers
     return PageView(
         [masked_execution(item, secret_patterns) for item in page.items],
-        _encode_cursor(page.next_cursor, "d"),
+        encode_cursor(page.next_cursor, "d"),
     )
 
 

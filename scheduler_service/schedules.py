@@ -8,12 +8,8 @@ in the OpenAPI document; errors are RFC 7807 ``application/problem+json``.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 import json
-import re
-from datetime import datetime
 from typing import Any
 
 from flask import Response, current_app, g, request, url_for
@@ -22,7 +18,12 @@ from flask_smorest import Blueprint
 from marshmallow import RAISE, ValidationError
 
 from scheduler_service.errors import flatten
-from scheduler_service.parameters import IdempotencyHeader, ListExecutionsQuery, ListSchedulesQuery
+from scheduler_service.parameters import (
+    IdempotencyHeader,
+    ListExecutionsQuery,
+    ListSchedulesQuery,
+    encode_cursor,
+)
 from scheduler_service.patching import SchedulePatchSchema, patched_body, stored_body
 from scheduler_service.responses import (
     AcceptedSchema,
@@ -36,7 +37,6 @@ from scheduler_service.responses import (
     TriggeredSchema,
 )
 from scheduler_service.schemas import (
-    ISO_TEXT,
     SCHEDULE_ID,
     BackfillSchema,
     PreviewSchema,
@@ -60,7 +60,6 @@ from scheduler_service.views import (
 from shared.errors import InvalidInput, NotFound
 from shared.model import Execution, Occurrence, Schedule, ScheduleDefinition, ScheduleStatus
 from shared.ports import ScheduleFilter
-from shared.timeutil import UTC, parse_iso, utc_ms
 
 blp = Blueprint(
     "schedules",
@@ -103,7 +102,6 @@ def definition_from(
 PROBLEM = "application/problem+json"
 ACCEPTED = AcceptedSchema()
 SCHEDULE_PAGE = SchedulePageSchema()
-EXECUTIONS_CURSOR = re.compile(r"^\d{1,15}\|[^|]+$")
 
 
 def problem_response(status: int, description: str) -> Any:
@@ -204,15 +202,12 @@ def list_schedules(query: dict[str, Any]) -> Response:
         status=ScheduleStatus(status) if status else None,
         name_prefix=query.get("name"),
         tag=query.get("tag"),
-        next_after=_instant_arg(query, "next_after"),
-        next_before=_instant_arg(query, "next_before"),
+        next_after=query.get("next_after"),
+        next_before=query.get("next_before"),
     )
-    cursor = _decode_cursor(query.get("cursor"), "s")
-    if cursor is not None and not SCHEDULE_ID.match(cursor):
-        raise InvalidInput({"cursor": "not a cursor this endpoint gave"})
-    page = service().list_schedules(g.tenant, selection, _limit(query), cursor)
+    page = service().list_schedules(g.tenant, selection, _limit(query), query.get("cursor"))
     items = [present(schedule) for schedule in page.items]
-    return json_answer(SCHEDULE_PAGE, PageView(items, _encode_cursor(page.next_cursor, "s")), 200)
+    return json_answer(SCHEDULE_PAGE, PageView(items, encode_cursor(page.next_cursor, "s")), 200)
 
 
 @blp.route("/schedule/<schedule_id>")
@@ -340,14 +335,13 @@ def list_executions(query: dict[str, Any], schedule_id: str) -> PageView[Executi
 
     Status, attempts, HTTP status, duration, lateness, error. A deleted schedule's history stays
     readable (`schedule_status: deleted`) until retention removes it."""
-    cursor = _decode_cursor(query.get("cursor"), "e")
-    if cursor is not None and not EXECUTIONS_CURSOR.match(cursor):
-        raise InvalidInput({"cursor": "not a cursor this endpoint gave"})
-    status, page = service().list_executions(g.tenant, schedule_id, _limit(query), cursor)
+    status, page = service().list_executions(
+        g.tenant, schedule_id, _limit(query), query.get("cursor")
+    )
     secret_patterns = service().settings.secret_headers
     return PageView(
         [masked_execution(item, secret_patterns) for item in page.items],
-        _encode_cursor(page.next_cursor, "e"),
+        encode_cursor(page.next_cursor, "e"),
         status,
     )
 
@@ -366,42 +360,6 @@ def _limit(query: dict[str, Any]) -> int:
     if limit > settings.max_page_size:
         raise InvalidInput({"limit": f"at most {settings.max_page_size}"})
     return limit
-
-
-def _instant_arg(query: dict[str, Any], name: str) -> datetime | None:
-    text = query.get(name)
-    if text is None:
-        return None
-    try:
-        moment = parse_iso(text) if ISO_TEXT.fullmatch(text) else None
-    except ValueError:
-        moment = None
-    if moment is None or moment.tzinfo is None:
-        raise InvalidInput({name: "an ISO-8601 instant with its offset, e.g. 2026-05-01T09:00Z"})
-    try:
-        return utc_ms(moment.astimezone(UTC))
-    except (OverflowError, ValueError):
-        raise InvalidInput({name: "out of range"}) from None
-
-
-def _encode_cursor(raw: str | None, kind: str) -> str | None:
-    """Cursors are opaque to clients: the store's position, tagged with its endpoint."""
-    if raw is None:
-        return None
-    return base64.urlsafe_b64encode(f"{kind}:{raw}".encode()).decode().rstrip("=")
-
-
-def _decode_cursor(cursor: str | None, kind: str) -> str | None:
-    if cursor is None:
-        return None
-    try:
-        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        text = ""
-    prefix, _, raw = text.partition(":")
-    if prefix != kind or not raw:
-        raise InvalidInput({"cursor": "not a cursor this endpoint gave"})
-    return raw
 
 
 @blp.route("/schedule/preview", methods=["POST"])

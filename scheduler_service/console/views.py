@@ -32,7 +32,8 @@ from werkzeug.exceptions import Forbidden
 from scheduler_service.auth import Authenticator, AuthFailure
 from scheduler_service.console import forms
 from scheduler_service.errors import flatten
-from scheduler_service.schedules import EXECUTIONS_CURSOR, definition_from
+from scheduler_service.parameters import EXECUTIONS_CURSOR
+from scheduler_service.schedules import definition_from
 from scheduler_service.schemas import SCHEDULE_ID, PreviewSchema, ScheduleBodySchema
 from scheduler_service.service import (
     NoDeadLetter,
