@@ -41,6 +41,7 @@ from scheduler_service.schemas import (
     BackfillSchema,
     PreviewSchema,
     ScheduleBodySchema,
+    ScheduleRequest,
 )
 from scheduler_service.service import (
     Accepted,
@@ -58,7 +59,7 @@ from scheduler_service.views import (
     schedule_view_of,
 )
 from shared.errors import InvalidInput, NotFound
-from shared.model import Execution, Occurrence, Schedule, ScheduleDefinition, ScheduleStatus
+from shared.model import Execution, Occurrence, Schedule, ScheduleStatus
 from shared.ports import ScheduleFilter
 
 blp = Blueprint(
@@ -72,31 +73,6 @@ blp = Blueprint(
 def service() -> ScheduleService:
     scheduler: ScheduleService = current_app.extensions["scheduler"]
     return scheduler
-
-
-def definition_from(
-    body: dict[str, Any], raw_schedule: Any = None
-) -> tuple[ScheduleDefinition, dict[str, str]]:
-    """The definition of a loaded body; ``raw_schedule`` is its ``schedule`` as sent (by default
-    the request's), kept to show it back as written."""
-    timing, names = body["schedule"]
-    if raw_schedule is None:
-        raw_schedule = (request.get_json(silent=True) or {}).get("schedule", {})
-    definition = ScheduleDefinition(
-        timing=timing,
-        payload=body["payload"],
-        name=body["name"],
-        description=body["description"],
-        type=body["type"].upper(),
-        priority=body["priority"],
-        retry=body["retry"],
-        misfire=body["misfire"],
-        tags=tuple(body["tags"]),
-        metadata=body["metadata"],
-        request={"schedule": raw_schedule},
-        jitter_seconds=body["jitter_seconds"],
-    )
-    return definition, names
 
 
 PROBLEM = "application/problem+json"
@@ -177,15 +153,14 @@ ACCEPTED_HEADERS = {
 @blp.response(202, AcceptedSchema, headers=ACCEPTED_HEADERS)
 @blp.doc(operationId="createSchedule")
 @problems(400, 403, 409, 413, 415)
-def create_schedule(body: dict[str, Any], headers: dict[str, Any]) -> Response:
+def create_schedule(body: ScheduleRequest, headers: dict[str, Any]) -> Response:
     """Create a schedule (asynchronously: a GET may answer 404 for a few milliseconds).
 
     With an `Idempotency-Key`, a repeat with the same body answers the same schedule and
     creates nothing; with another body, 409.
     """
-    definition, names = definition_from(body)
     accepted = service().accept_definition(
-        g.tenant, body.get("id"), definition, names, idempotent_request(headers)
+        g.tenant, body.schedule_id, body.definition, body.names, idempotent_request(headers)
     )
     return accepted_response(accepted)
 
@@ -224,14 +199,13 @@ class ScheduleResource(MethodView):
     @blp.response(202, AcceptedSchema, headers=ACCEPTED_HEADERS)
     @blp.doc(operationId="replaceSchedule")
     @problems(400, 403, 409, 413, 415)
-    def put(self, body: dict[str, Any], headers: dict[str, Any], schedule_id: str) -> Response:
+    def put(self, body: ScheduleRequest, headers: dict[str, Any], schedule_id: str) -> Response:
         """Create or replace the schedule with this id (the same id, the same schedule)."""
-        if body.get("id") not in (None, schedule_id):
+        if body.schedule_id not in (None, schedule_id):
             raise InvalidInput({"id": f"does not match the id in the path ({schedule_id!r})"})
         check_id(schedule_id)
-        definition, names = definition_from(body)
         accepted = service().accept_definition(
-            g.tenant, schedule_id, definition, names, idempotent_request(headers)
+            g.tenant, schedule_id, body.definition, body.names, idempotent_request(headers)
         )
         return accepted_response(accepted)
 
@@ -255,15 +229,14 @@ class ScheduleResource(MethodView):
         changes = {name: value for name, value in patch.items() if name != "id"}
         merged = patched_body(stored_body(stored.live_definition), changes)
         try:
-            body = ScheduleBodySchema().load(merged)
+            body: ScheduleRequest = ScheduleBodySchema().load(merged)
         except ValidationError as exc:
             found: dict[str, list[str]] = {}
             for error in flatten(exc.messages):
                 found.setdefault(error["field"], []).append(error["message"])
             raise InvalidInput(found) from None
-        definition, names = definition_from(body, merged["schedule"])
         accepted = service().accept_definition(
-            g.tenant, schedule_id, definition, names, idempotent_request(headers)
+            g.tenant, schedule_id, body.definition, body.names, idempotent_request(headers)
         )
         return accepted_response(accepted)
 

@@ -13,7 +13,8 @@ import functools
 import json
 import re
 import zoneinfo
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from typing import Any
 from urllib.parse import urlsplit
@@ -36,6 +37,7 @@ from shared.model import (
     MisfirePolicy,
     Payload,
     RetryPolicy,
+    ScheduleDefinition,
     Timing,
     Unit,
 )
@@ -514,8 +516,20 @@ class DomainChecked(Schema):
                 error.messages.setdefault(name, messages)
 
 
+@dataclass(frozen=True)
+class ScheduleRequest:
+    """A create or replace body, loaded: the schedule's definition, the id the body names (if
+    any), and how the body names its schedule's fields (``schedule.start_date`` …), for the
+    errors of the domain checks."""
+
+    schedule_id: str | None
+    definition: ScheduleDefinition
+    names: Mapping[str, str]
+
+
 class ScheduleBodySchema(DomainChecked):
-    """The body of ``POST /schedule`` and ``PUT /schedule/{id}``."""
+    """The body of ``POST /schedule`` and ``PUT /schedule/{id}``, loaded as a
+    ``ScheduleRequest``."""
 
     class Meta:
         unknown = RAISE
@@ -551,6 +565,28 @@ class ScheduleBodySchema(DomainChecked):
             "from its id, which keeps the nominal time"
         },
     )
+
+    @post_load(pass_original=True)
+    def to_request(
+        self, body: dict[str, Any], original: dict[str, Any], **_: Any
+    ) -> ScheduleRequest:
+        timing, names = body["schedule"]
+        definition = ScheduleDefinition(
+            timing=timing,
+            payload=body["payload"],
+            name=body["name"],
+            description=body["description"],
+            type=body["type"].upper(),
+            priority=body["priority"],
+            retry=body["retry"],
+            misfire=body["misfire"],
+            tags=tuple(body["tags"]),
+            metadata=body["metadata"],
+            # The schedule as sent, to show it back as written.
+            request={"schedule": original["schedule"]},
+            jitter_seconds=body["jitter_seconds"],
+        )
+        return ScheduleRequest(body.get("id"), definition, names)
 
 
 class PreviewSchema(DomainChecked):
