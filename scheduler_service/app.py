@@ -8,7 +8,7 @@ from flask import Flask, Response, g, request
 from flask_smorest import Api
 
 from scheduler_service.auth import Authenticator
-from scheduler_service.bodies import body_problem
+from scheduler_service.bodies import ApiRequest, body_problem
 from scheduler_service.console import PREFIX as CONSOLE_PREFIX
 from scheduler_service.console import blp as console_blueprint
 from scheduler_service.dead_letters import blp as dead_letters_blueprint
@@ -62,6 +62,7 @@ def create_app(
 ) -> Flask:
     """The API over ``backends``; the caller opened them and closes them."""
     app = Flask(__name__)
+    app.request_class = ApiRequest
     measure_requests(app)
     app.config.update(
         API_TITLE="Scheduler service",

@@ -14,9 +14,9 @@ from typing import Any
 
 from flask import Response, current_app, g, request, url_for
 from flask.views import MethodView
-from flask_smorest import Blueprint
 from marshmallow import RAISE, ValidationError
 
+from scheduler_service.bodies import Blueprint
 from scheduler_service.errors import flatten
 from scheduler_service.parameters import (
     IdempotencyHeader,

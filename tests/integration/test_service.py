@@ -4,6 +4,7 @@ request costs it: a create reads its timing and builds its recurrence once."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -304,3 +305,25 @@ def test_replay_and_discard_refuse_what_is_not_a_dead_letter(parts: Parts) -> No
     with pytest.raises(NoDeadLetter):
         parts.service.discard("t1", occurrence.occurrence_id)
     assert parts.service.execution("t1", occurrence.occurrence_id).status is ExecutionStatus.FAILED
+
+
+def test_a_create_parses_its_body_once(api: ApiUnderTest, monkeypatch: pytest.MonkeyPatch) -> None:
+    body = json.dumps(
+        {"schedule": {"cron": "0 9 * * *"}, "payload": PAYLOAD, "metadata": {"k": [1.5, None]}}
+    )
+    parsed: list[str] = []
+    loads = json.loads
+
+    def counting_loads(text: str | bytes, *args: Any, **kwargs: Any) -> Any:
+        if (text.decode() if isinstance(text, bytes) else text) == body:
+            parsed.append("body")
+        return loads(text, *args, **kwargs)
+
+    monkeypatch.setattr(json, "loads", counting_loads)
+    for headers in ({}, {"Idempotency-Key": "once"}):
+        parsed.clear()
+        response = api.client.post(
+            f"{API}/schedule", data=body, content_type="application/json", headers=headers
+        )
+        assert response.status_code == 202, response.get_json()
+        assert parsed == ["body"], headers
