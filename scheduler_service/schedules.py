@@ -42,6 +42,7 @@ from scheduler_service.schemas import (
     PreviewSchema,
     ScheduleBodySchema,
     ScheduleRequest,
+    as_sent,
 )
 from scheduler_service.service import (
     Accepted,
@@ -159,9 +160,10 @@ def create_schedule(body: ScheduleRequest, headers: dict[str, Any]) -> Response:
     With an `Idempotency-Key`, a repeat with the same body answers the same schedule and
     creates nothing; with another body, 409.
     """
-    accepted = service().accept_definition(
-        g.tenant, body.schedule_id, body.definition, body.names, idempotent_request(headers)
-    )
+    with as_sent(body.names):
+        accepted = service().accept_definition(
+            g.tenant, body.schedule_id, body.definition, idempotent_request(headers)
+        )
     return accepted_response(accepted)
 
 
@@ -204,9 +206,10 @@ class ScheduleResource(MethodView):
         if body.schedule_id not in (None, schedule_id):
             raise InvalidInput({"id": f"does not match the id in the path ({schedule_id!r})"})
         check_id(schedule_id)
-        accepted = service().accept_definition(
-            g.tenant, schedule_id, body.definition, body.names, idempotent_request(headers)
-        )
+        with as_sent(body.names):
+            accepted = service().accept_definition(
+                g.tenant, schedule_id, body.definition, idempotent_request(headers)
+            )
         return accepted_response(accepted)
 
     @blp.arguments(SchedulePatchSchema, error_status_code=400)
@@ -235,9 +238,10 @@ class ScheduleResource(MethodView):
             for error in flatten(exc.messages):
                 found.setdefault(error["field"], []).append(error["message"])
             raise InvalidInput(found) from None
-        accepted = service().accept_definition(
-            g.tenant, schedule_id, body.definition, body.names, idempotent_request(headers)
-        )
+        with as_sent(body.names):
+            accepted = service().accept_definition(
+                g.tenant, schedule_id, body.definition, idempotent_request(headers)
+            )
         return accepted_response(accepted)
 
     @blp.response(202, DeletedSchema)
@@ -347,11 +351,11 @@ def preview(body: dict[str, Any]) -> PreviewView:
     or, with `before`, the last times before that moment (what should have fired), oldest first.
     """
     timing, names = body["schedule"]
-    return PreviewView(
-        service().preview(
-            timing, names, body["count"], body.get("after"), body.get("before"), body.get("id")
+    with as_sent(names):
+        found = service().preview(
+            timing, body["count"], body.get("after"), body.get("before"), body.get("id")
         )
-    )
+    return PreviewView(found)
 
 
 __all__ = ["NotFound", "blp"]

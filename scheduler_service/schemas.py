@@ -13,7 +13,8 @@ import functools
 import json
 import re
 import zoneinfo
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from typing import Any
@@ -31,6 +32,7 @@ from marshmallow import (
     validates_schema,
 )
 
+from shared.errors import InvalidInput
 from shared.model import (
     Every,
     Misfire,
@@ -498,6 +500,30 @@ class MisfireSchema(Schema):
         return Misfire(MisfirePolicy(data["policy"]), data["grace_seconds"])
 
 
+def named_as_sent(
+    fields: Mapping[str, list[str]], names: Mapping[str, str]
+) -> dict[str, list[str]]:
+    """The domain's errors, which name a schedule's fields canonically (``schedule.start``), with
+    the names the body gave them (``schedule.start_date``: ``names``, from ``to_timing``)."""
+    renamed: dict[str, list[str]] = {}
+    for name, messages in fields.items():
+        part, _, field = name.partition(".")
+        if part == "schedule" and field in names:
+            name = f"schedule.{names[field]}"
+        renamed[name] = messages
+    return renamed
+
+
+@contextmanager
+def as_sent(names: Mapping[str, str]) -> Iterator[None]:
+    """``InvalidInput`` raised inside, its fields named as the body named them
+    (``named_as_sent``)."""
+    try:
+        yield
+    except InvalidInput as exc:
+        raise InvalidInput(named_as_sent(exc.fields, names)) from None
+
+
 class DomainChecked(Schema):
     """A body whose domain checks (``ScheduleService.domain_errors``: does the timing fire, and
     not too often; is the target allowed …) run on the parts that were read even when another
@@ -509,10 +535,12 @@ class DomainChecked(Schema):
         if scheduler is None or not isinstance(error.messages, dict):
             return
         if isinstance(error.valid_data, dict):
-            found = scheduler.domain_errors(
-                error.valid_data, scheduler.clock.now(), error.valid_data.get("id")
-            )
-            for name, messages in found.items():
+            parts = dict(error.valid_data)
+            names: Mapping[str, str] = {}
+            if isinstance(parts.get("schedule"), tuple):
+                parts["schedule"], names = parts["schedule"]
+            found = scheduler.domain_errors(parts, scheduler.clock.now(), parts.get("id"))
+            for name, messages in named_as_sent(found, names).items():
                 error.messages.setdefault(name, messages)
 
 

@@ -78,7 +78,7 @@ from shared.secrets import SecretBox, carries_mask, keep_masked_secrets
 from shared.settings import Settings
 from shared.ssrf import TargetPolicy, TargetRefused
 from shared.timeutil import iso_z, load_zone, to_epoch_ms
-from shared.validation import CANONICAL_FIELDS, check_timing
+from shared.validation import check_timing
 
 log = logging.getLogger(__name__)
 
@@ -255,27 +255,19 @@ class ScheduleService:
 
     # -- mutations ---------------------------------------------------------------------
 
-    def check(
-        self,
-        timing: Timing,
-        names: Mapping[str, str],
-        now: datetime,
-        schedule_id: str | None = None,
-    ) -> Bounded:
+    def check(self, timing: Timing, now: datetime, schedule_id: str | None = None) -> Bounded:
         """The recurrence of a parsed timing, its domain checks passed (``shared.validation``);
         a cron line's ``H`` spreads by ``schedule_id``."""
         return check_timing(
             timing,
             now,
             timedelta(seconds=self.settings.min_interval_seconds),
-            names={**CANONICAL_FIELDS, **names},
             schedule_id=schedule_id,
         )
 
     def preview(
         self,
         timing: Timing,
-        names: Mapping[str, str],
         count: int,
         after: datetime | None = None,
         before: datetime | None = None,
@@ -293,15 +285,14 @@ class ScheduleService:
                 if before is not None:
                     moment = instant_in(before, zone)
                     # As if accepted a search horizon earlier, so that its times up to now count.
-                    recurrence = self.check(timing, names, _search_back(moment), schedule_id)
+                    recurrence = self.check(timing, _search_back(moment), schedule_id)
                     times = recurrence.before(moment, count)
                 else:
                     accepted_at = self.clock.now() if after is None else instant_in(after, zone)
-                    recurrence = self.check(timing, names, accepted_at, schedule_id)
+                    recurrence = self.check(timing, accepted_at, schedule_id)
                     times = list(recurrence.upcoming(accepted_at, count))
         except TooMuchWork as exc:
-            field = f"schedule.{names.get(timing.kind, timing.kind)}"
-            raise InvalidInput({field: str(exc)}) from None
+            raise InvalidInput({f"schedule.{timing.kind}": str(exc)}) from None
         return Preview(times, timing.timezone, describe(timing))
 
     def check_retry(self, retry: RetryPolicy) -> None:
@@ -318,9 +309,9 @@ class ScheduleService:
     def domain_errors(
         self, parts: Mapping[str, Any], now: datetime, schedule_id: str | None = None
     ) -> dict[str, list[str]]:
-        """The domain checks of a body's parts that were read (``schedule`` as ``(timing,
-        names)``, ``payload``, ``retry``), every bad field named: so a body with a bad field
-        elsewhere still learns that its cron line is bad, in the same answer."""
+        """The domain checks of a body's parts that were read (``schedule`` as a ``Timing``,
+        ``payload``, ``retry``), every bad field named (by its canonical name): so a body with
+        a bad field elsewhere still learns that its cron line is bad, in the same answer."""
         return self._domain_checks(parts, now, schedule_id)[1]
 
     def _domain_checks(
@@ -330,10 +321,9 @@ class ScheduleService:
         recurrence: Bounded | None = None
         errors: dict[str, list[str]] = {}
         # A part that was not read is absent, or left as the partial dict marshmallow read.
-        if isinstance(parts.get("schedule"), tuple):
-            timing, names = parts["schedule"]
+        if isinstance(parts.get("schedule"), Timing):
             try:
-                recurrence = self.check(timing, names, now, schedule_id)
+                recurrence = self.check(parts["schedule"], now, schedule_id)
             except InvalidInput as exc:
                 errors.update(exc.fields)
         checks: list[Callable[[], object]] = []
@@ -376,16 +366,17 @@ class ScheduleService:
         tenant: str,
         schedule_id: str | None,
         definition: ScheduleDefinition,
-        names: Mapping[str, str],
         idempotency: IdempotentRequest | None = None,
     ) -> Accepted:
+        """Check the definition and send it on queue 1 (see the module docstring), or
+        ``InvalidInput`` naming every bad field by its canonical name."""
         now = self.clock.now()
         definition = self.keep_secrets(tenant, schedule_id, definition)
         replaces = schedule_id is not None
         # The id is known before the checks: a cron line's H spreads by it.
         schedule_id = schedule_id or str(uuid.uuid4())
         parts = {
-            "schedule": (definition.timing, names),
+            "schedule": definition.timing,
             "payload": definition.payload,
             "retry": definition.retry,
         }

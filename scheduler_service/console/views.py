@@ -38,6 +38,7 @@ from scheduler_service.schemas import (
     PreviewSchema,
     ScheduleBodySchema,
     ScheduleRequest,
+    as_sent,
 )
 from scheduler_service.service import (
     NoDeadLetter,
@@ -552,9 +553,8 @@ def submit(values: Mapping[str, str], editing: Schedule | None) -> Response | tu
         return form_page(values, errors, editing), 422
     schedule_id = editing.schedule_id if editing is not None else loaded.schedule_id
     try:
-        accepted = service().accept_definition(
-            g.tenant, schedule_id, loaded.definition, loaded.names
-        )
+        with as_sent(loaded.names):
+            accepted = service().accept_definition(g.tenant, schedule_id, loaded.definition)
     except InvalidInput as exc:
         failed = [
             {"field": name, "message": message}
@@ -593,7 +593,8 @@ def preview() -> str:
     try:
         loaded = PreviewSchema().load({"schedule": schedule_part, "count": NEXT_TIMES})
         timing, names = loaded["schedule"]
-        found = service().preview(timing, names, NEXT_TIMES)
+        with as_sent(names):
+            found = service().preview(timing, NEXT_TIMES)
         times = [time_pair(moment, found.timezone) for moment in found.times]
         description = found.description
     except ValidationError as exc:
