@@ -14,23 +14,20 @@ from flask import g
 from flask_smorest import Blueprint
 from marshmallow import RAISE
 
-from scheduler_service.parameters import ListExecutionsQuery
+from scheduler_service.parameters import ListDeadLettersQuery, encode_cursor
 from scheduler_service.responses import (
     DeadLetterPageSchema,
     DiscardedSchema,
     ReplayedSchema,
 )
 from scheduler_service.schedules import (
-    EXECUTIONS_CURSOR,
-    _decode_cursor,
-    _encode_cursor,
     _limit,
     problem_response,
     problems,
     service,
 )
-from scheduler_service.views import dead_letter_view
-from shared.errors import InvalidInput
+from scheduler_service.views import PageView, Replayed, masked_execution
+from shared.model import Execution
 
 blp = Blueprint(
     "dead_letters",
@@ -43,22 +40,20 @@ NO_DEAD_LETTER = "No dead letter by that id (never failed, or replayed or discar
 
 
 @blp.route("/dead-letters", methods=["GET"])
-@blp.arguments(ListExecutionsQuery, location="query", unknown=RAISE, error_status_code=400)
+@blp.arguments(ListDeadLettersQuery, location="query", unknown=RAISE, error_status_code=400)
 @blp.response(200, DeadLetterPageSchema)
 @blp.doc(operationId="listDeadLetters")
 @problems(400)
-def list_dead_letters(query: dict[str, Any]) -> dict[str, Any]:
+def list_dead_letters(query: dict[str, Any]) -> PageView[Execution]:
     """The tenant's dead letters, the latest failure first: which schedule, which occurrence,
     why (HTTP status, error) and when."""
-    cursor = _decode_cursor(query.get("cursor"), "d")
-    if cursor is not None and not EXECUTIONS_CURSOR.match(cursor):
-        raise InvalidInput({"cursor": "not a cursor this endpoint gave"})
     scheduler = service()
-    page = scheduler.list_dead_letters(g.tenant, _limit(query), cursor)
-    return {
-        "items": [dead_letter_view(item, scheduler.settings.secret_headers) for item in page.items],
-        "next_cursor": _encode_cursor(page.next_cursor, "d"),
-    }
+    page = scheduler.list_dead_letters(g.tenant, _limit(query), query.get("cursor"))
+    secret_patterns = scheduler.settings.secret_headers
+    return PageView(
+        [masked_execution(item, secret_patterns) for item in page.items],
+        encode_cursor(page.next_cursor, "d"),
+    )
 
 
 @blp.route("/dead-letters/<occurrence_id>/replay", methods=["POST"])
@@ -67,19 +62,13 @@ def list_dead_letters(query: dict[str, Any]) -> dict[str, Any]:
 @problem_response(409, "The schedule is deleted: a replay would not fire")
 @problem_response(404, NO_DEAD_LETTER)
 @problems()
-def replay_dead_letter(occurrence_id: str) -> dict[str, Any]:
+def replay_dead_letter(occurrence_id: str) -> Replayed:
     """Replay a dead letter now
 
     The same occurrence id and `Idempotency-Key`, the schedule's current payload, recorded in
     its history as one more attempt. It leaves the list; if it fails again it is back. Even
     while the schedule is paused."""
-    reopened = service().replay(g.tenant, occurrence_id)
-    return {
-        "id": occurrence_id,
-        "schedule_id": reopened.schedule_id,
-        "status": "queued",
-        "attempt": reopened.attempts + 1,
-    }
+    return Replayed(service().replay(g.tenant, occurrence_id))
 
 
 @blp.route("/dead-letters/<occurrence_id>", methods=["DELETE"])
@@ -87,9 +76,9 @@ def replay_dead_letter(occurrence_id: str) -> dict[str, Any]:
 @blp.doc(operationId="discardDeadLetter")
 @problem_response(404, NO_DEAD_LETTER)
 @problems()
-def discard_dead_letter(occurrence_id: str) -> dict[str, Any]:
+def discard_dead_letter(occurrence_id: str) -> dict[str, str]:
     """Discard a dead letter
 
     Off the list for good; it stays `failed` in the history."""
     service().discard(g.tenant, occurrence_id)
-    return {"id": occurrence_id, "status": "discarded"}
+    return {"id": occurrence_id}

@@ -10,6 +10,7 @@ from flask import Flask, Response, json
 from werkzeug.exceptions import HTTPException
 
 from scheduler_service.auth import AuthFailure
+from scheduler_service.responses import ProblemSchema
 from scheduler_service.service import (
     IdempotencyConflict,
     NoDeadLetter,
@@ -20,6 +21,9 @@ from shared.errors import InvalidInput, NotFound, Transient
 from shared.ports import MessageTooLarge
 
 log = logging.getLogger(__name__)
+
+# The shape of every error answer, as the OpenAPI document shows it.
+PROBLEM = ProblemSchema()
 
 
 def problem(
@@ -34,7 +38,9 @@ def problem(
         body["detail"] = detail
     if errors is not None:
         body["errors"] = errors
-    response = Response(json.dumps(body), status=status, mimetype="application/problem+json")
+    response = Response(
+        json.dumps(PROBLEM.dump(body)), status=status, mimetype="application/problem+json"
+    )
     for name, value in (headers or {}).items():
         response.headers[name] = value
     return response

@@ -1,10 +1,58 @@
-"""Marshmallow schemas of the API's query and header parameters."""
+"""Marshmallow schemas of the API's query and header parameters.
+
+A listing's ``cursor`` is opaque to clients: the store's position, tagged with its endpoint
+(``encode_cursor``); its query schema loads it back as that position, or names ``cursor`` for
+one this endpoint did not give. Instants are loaded as aware UTC datetimes.
+"""
 
 from __future__ import annotations
 
-from marshmallow import EXCLUDE, RAISE, Schema, fields, validate
+import base64
+import binascii
+import re
+from datetime import datetime
+from typing import Any, ClassVar
+
+from marshmallow import EXCLUDE, RAISE, Schema, ValidationError, fields, post_load, validate
 
 from scheduler_service.responses import LISTED_STATUSES
+from scheduler_service.schemas import ISO_TEXT, SCHEDULE_ID
+from shared.timeutil import UTC, parse_iso, utc_ms
+
+# The position an executions or dead-letters cursor names: epoch milliseconds | occurrence id.
+EXECUTIONS_CURSOR = re.compile(r"^\d{1,15}\|[^|]+$")
+
+
+def encode_cursor(position: str | None, kind: str) -> str | None:
+    """The cursor clients pass back for the store's ``position`` in the listing ``kind``."""
+    if position is None:
+        return None
+    return base64.urlsafe_b64encode(f"{kind}:{position}".encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str, kind: str, position: re.Pattern[str]) -> str:
+    """The store's position a cursor of the listing ``kind`` names, or ``ValidationError``."""
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        text = ""
+    prefix, _, raw = text.partition(":")
+    if prefix != kind or not raw or not position.match(raw):
+        raise ValidationError("not a cursor this endpoint gave", "cursor")
+    return raw
+
+
+def _instant(text: str, name: str) -> datetime:
+    try:
+        moment = parse_iso(text) if ISO_TEXT.fullmatch(text) else None
+    except ValueError:
+        moment = None
+    if moment is None or moment.tzinfo is None:
+        raise ValidationError("an ISO-8601 instant with its offset, e.g. 2026-05-01T09:00Z", name)
+    try:
+        return utc_ms(moment.astimezone(UTC))
+    except (OverflowError, ValueError):
+        raise ValidationError("out of range", name) from None
 
 
 class Parameters(Schema):
@@ -34,7 +82,24 @@ class Query(Schema):
         unknown = RAISE
 
 
-class ListSchedulesQuery(Query):
+class Paged(Query):
+    """The query of a listing: its ``cursor`` loaded as the store's position (once every other
+    parameter is valid)."""
+
+    cursor_kind: ClassVar[str]
+    cursor_position: ClassVar[re.Pattern[str]]
+
+    @post_load
+    def to_position(self, query: dict[str, Any], **_: Any) -> dict[str, Any]:
+        if "cursor" in query:
+            query["cursor"] = decode_cursor(query["cursor"], self.cursor_kind, self.cursor_position)
+        return query
+
+
+class ListSchedulesQuery(Paged):
+    cursor_kind = "s"
+    cursor_position = SCHEDULE_ID
+
     status = fields.String(validate=validate.OneOf(LISTED_STATUSES))
     name = fields.String(
         validate=validate.Length(min=1, max=200),
@@ -52,10 +117,30 @@ class ListSchedulesQuery(Query):
     limit = _limit()
     cursor = _cursor()
 
+    @post_load
+    def to_position(self, query: dict[str, Any], **_: Any) -> dict[str, Any]:
+        """The instants first, then the cursor."""
+        for name in ("next_after", "next_before"):
+            if name in query:
+                query[name] = _instant(query[name], name)
+        positioned: dict[str, Any] = super().to_position(query)
+        return positioned
 
-class ListExecutionsQuery(Query):
+
+class ListExecutionsQuery(Paged):
+    """A schedule's history."""
+
+    cursor_kind = "e"
+    cursor_position = EXECUTIONS_CURSOR
+
     limit = _limit()
     cursor = _cursor()
+
+
+class ListDeadLettersQuery(ListExecutionsQuery):
+    """The tenant's dead letters."""
+
+    cursor_kind = "d"
 
 
 IDEMPOTENCY_KEY = r"^[\x21-\x7e]{1,255}$"

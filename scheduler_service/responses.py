@@ -1,15 +1,22 @@
-"""Marshmallow schemas of what the API answers.
+"""Marshmallow schemas of what the API answers: one definition of each shape.
 
-They feed the OpenAPI document (``/openapi.json``); every answer the API gives, errors included,
-is declared there. Response schemas let unknown keys through (``additionalProperties``): a
-client must accept fields added later.
+They feed the OpenAPI document (``/openapi.json``) and build the answers: each dumps the domain
+object (or the view of it, ``scheduler_service.views``) that its endpoint answers with, reading
+its fields by ``attribute``; a status that is always the same (``accepted``, ``queued`` …) is the
+field's ``dump_default``. Every answer the API gives, errors included, is declared there.
+Response schemas let unknown keys through (``additionalProperties``): a client must accept
+fields added later.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from marshmallow import INCLUDE, Schema, fields, validate
+from marshmallow.utils import get_value
 
 from shared.model import ExecutionStatus, PausedBy, ScheduleStatus
+from shared.timeutil import iso_local, iso_z, load_zone
 
 LISTED_STATUSES = [s.value for s in ScheduleStatus if s is not ScheduleStatus.DELETED]
 
@@ -17,6 +24,37 @@ LISTED_STATUSES = [s.value for s in ScheduleStatus if s is not ScheduleStatus.DE
 class Open(Schema):
     class Meta:
         unknown = INCLUDE
+
+
+class Instant(fields.String):
+    """An instant, as ISO-8601 UTC to the millisecond (``2026-05-01T07:00:00.000Z``)."""
+
+    def _serialize(self, value: Any, attr: str | None, obj: Any, **kwargs: Any) -> str | None:
+        return None if value is None else iso_z(value)
+
+
+class Again(fields.String):
+    """What the dumped object holds in ``source``, shown again under this field's name (as
+    ``attribute`` would, but marshmallow lets no two fields share an ``attribute``)."""
+
+    def __init__(self, *, source: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.source = source
+
+    def get_value(self, obj: Any, attr: str, accessor: Any = None, default: Any = None) -> Any:
+        return get_value(obj, self.source)
+
+
+class LocalTime(Again):
+    """The instant the dumped object holds in ``source``, as the wall time with its offset in
+    the zone it names in ``zone`` (``2026-05-01T09:00:00+02:00``)."""
+
+    def __init__(self, *, source: str, zone: str, **kwargs: Any) -> None:
+        super().__init__(source=source, **kwargs)
+        self.zone = zone
+
+    def _serialize(self, value: Any, attr: str | None, obj: Any, **kwargs: Any) -> str | None:
+        return None if value is None else iso_local(value, load_zone(get_value(obj, self.zone)))
 
 
 class FieldErrorSchema(Open):
@@ -37,15 +75,21 @@ class ProblemSchema(Open):
 
 
 class AcceptedSchema(Open):
-    id = fields.String(required=True)
-    status = fields.String(required=True, metadata={"description": "always accepted"})
+    """Dumps a ``scheduler_service.service.Accepted``."""
+
+    id = fields.String(required=True, attribute="schedule_id")
+    status = fields.String(
+        required=True, dump_default="accepted", metadata={"description": "always accepted"}
+    )
     revision = fields.Integer(required=True)
-    next_schedule_time = fields.String(
+    next_schedule_time = Instant(
         allow_none=True,
         required=True,
         metadata={"description": "the first time it will fire (ISO-8601 UTC); null if never"},
     )
-    next_schedule_time_local = fields.String(
+    next_schedule_time_local = LocalTime(
+        source="next_schedule_time",
+        zone="timezone",
         allow_none=True,
         required=True,
         metadata={"description": "the same time in the schedule's timezone, with its offset"},
@@ -53,22 +97,41 @@ class AcceptedSchema(Open):
 
 
 class TimePairSchema(Open):
-    utc = fields.String(required=True, metadata={"description": "ISO-8601 UTC, e.g. …Z"})
-    local = fields.String(required=True, metadata={"description": "local time with its offset"})
+    """Dumps a ``scheduler_service.views.TimePair``."""
+
+    utc = Instant(
+        attribute="moment", required=True, metadata={"description": "ISO-8601 UTC, e.g. …Z"}
+    )
+    local = LocalTime(
+        source="moment",
+        zone="timezone",
+        required=True,
+        metadata={"description": "local time with its offset"},
+    )
 
 
 class PreviewAnswerSchema(Open):
+    """Dumps a ``scheduler_service.views.PreviewView``."""
+
     occurrences = fields.List(fields.Nested(TimePairSchema), required=True)
     description = fields.String(required=True, metadata={"description": "in plain English"})
 
 
 class DeletedSchema(Open):
+    """Dumps ``{"id": <schedule id>}``."""
+
     id = fields.String(required=True)
-    status = fields.String(required=True, metadata={"description": "always deleted"})
+    status = fields.String(
+        required=True, dump_default="deleted", metadata={"description": "always deleted"}
+    )
 
 
 class TriggeredSchema(Open):
-    id = fields.String(required=True, metadata={"description": "the schedule"})
+    """Dumps the ``shared.model.Occurrence`` of the run."""
+
+    id = fields.String(
+        required=True, attribute="schedule_id", metadata={"description": "the schedule"}
+    )
     occurrence_id = fields.String(
         required=True,
         metadata={
@@ -76,15 +139,19 @@ class TriggeredSchema(Open):
             "occurrence's id (<schedule id>:<UTC time>); sent as Idempotency-Key"
         },
     )
-    scheduled_time = fields.String(required=True)
-    status = fields.String(required=True, metadata={"description": "always queued"})
+    scheduled_time = Instant(required=True)
+    status = fields.String(
+        required=True, dump_default="queued", metadata={"description": "always queued"}
+    )
 
 
-# Who paused a schedule, when and why: on the schedule and on its run history.
+# Who paused a schedule, when and why: on the schedule and on its run history, each read from
+# the ``pause`` (``scheduler_service.views.PauseView``) of what is dumped.
 def _paused_by() -> fields.String:
     return fields.String(
         allow_none=True,
         required=True,
+        attribute="pause.paused_by",
         validate=validate.OneOf([who.value for who in PausedBy]),
         metadata={
             "description": "while paused: user (the pause endpoint) or failures (it paused "
@@ -93,30 +160,47 @@ def _paused_by() -> fields.String:
     )
 
 
-def _paused_at() -> fields.String:
-    return fields.String(
-        allow_none=True, required=True, metadata={"description": "while paused: since when"}
+def _paused_at() -> Instant:
+    return Instant(
+        allow_none=True,
+        required=True,
+        attribute="pause.paused_at",
+        metadata={"description": "while paused: since when"},
     )
 
 
 def _paused_reason() -> fields.String:
     return fields.String(
-        allow_none=True, required=True, metadata={"description": "while paused: why, in words"}
+        allow_none=True,
+        required=True,
+        attribute="pause.paused_reason",
+        metadata={"description": "while paused: why, in words"},
     )
 
 
 class ScheduleViewSchema(Open):
-    id = fields.String(required=True)
-    name = fields.String(required=True)
-    description = fields.String(required=True)
+    """Dumps a ``scheduler_service.views.ScheduleView``."""
+
+    id = fields.String(required=True, attribute="schedule.schedule_id")
+    name = fields.String(required=True, attribute="definition.name")
+    description = fields.String(required=True, attribute="definition.description")
     schedule_description = fields.String(metadata={"description": "when it fires, in English"})
-    type = fields.String(required=True)
-    status = fields.String(required=True, validate=validate.OneOf(LISTED_STATUSES))
-    revision = fields.Integer(required=True)
-    schedule = fields.Dict(required=True, metadata={"description": "as the client sent it"})
-    timing = fields.Dict(required=True, metadata={"description": "the canonical form"})
+    type = fields.String(required=True, attribute="definition.type")
+    status = fields.String(
+        required=True, validate=validate.OneOf(LISTED_STATUSES), attribute="schedule.status"
+    )
+    revision = fields.Integer(required=True, attribute="schedule.revision")
+    schedule = fields.Dict(
+        required=True,
+        attribute="schedule_as_sent",
+        metadata={"description": "as the client sent it"},
+    )
+    timing = fields.Dict(
+        required=True, attribute="timing_document", metadata={"description": "the canonical form"}
+    )
     timezone = fields.String(required=True)
-    next_schedule_time = fields.String(
+    next_schedule_time = Instant(
+        attribute="next_time",
         allow_none=True,
         required=True,
         metadata={
@@ -124,12 +208,15 @@ class ScheduleViewSchema(Open):
             "answer; null when it will not fire again (paused, or no occurrence left)"
         },
     )
-    next_schedule_time_local = fields.String(
+    next_schedule_time_local = LocalTime(
+        source="next_time",
+        zone="timezone",
         allow_none=True,
         required=True,
         metadata={"description": "next_schedule_time in the schedule's timezone, with its offset"},
     )
-    dispatch_cursor = fields.String(
+    dispatch_cursor = Instant(
+        attribute="schedule.next_schedule_time",
         allow_none=True,
         metadata={
             "description": "for operators: the first occurrence the poller has not yet sent "
@@ -140,11 +227,21 @@ class ScheduleViewSchema(Open):
     payload = fields.Dict(
         required=True, metadata={"description": "the call; secret values are masked"}
     )
-    metadata = fields.Dict(required=True)
-    tags = fields.List(fields.String(), required=True)
-    priority = fields.Integer(required=True)
+    metadata = fields.Dict(required=True, attribute="definition.metadata")
+    tags = fields.List(fields.String(), required=True, attribute="definition.tags")
+    priority = fields.Integer(required=True, attribute="definition.priority")
+    retry = fields.Dict(required=True, attribute="retry_document")
+    misfire = fields.Dict(required=True, attribute="misfire_document")
     jitter_seconds = fields.Float(
-        required=True, metadata={"description": "each call comes up to this long after its time"}
+        required=True,
+        attribute="definition.jitter_seconds",
+        metadata={"description": "each call comes up to this long after its time"},
+    )
+    pause_after_failures = fields.Integer(
+        allow_none=True,
+        required=True,
+        attribute="definition.pause_after_failures",
+        metadata={"description": "it pauses itself after this many failed occurrences in a row"},
     )
     on_failure = fields.Dict(
         allow_none=True,
@@ -153,29 +250,26 @@ class ScheduleViewSchema(Open):
             "description": "{url, headers}: where failures are reported; secret values masked"
         },
     )
-    pause_after_failures = fields.Integer(
-        allow_none=True,
-        required=True,
-        metadata={"description": "it pauses itself after this many failed occurrences in a row"},
-    )
-    retry = fields.Dict(required=True)
-    misfire = fields.Dict(required=True)
-    runs = fields.Integer(required=True)
-    failures = fields.Integer(required=True)
+    runs = fields.Integer(required=True, attribute="schedule.run_count")
+    failures = fields.Integer(required=True, attribute="schedule.failure_count")
     consecutive_failures = fields.Integer(
-        required=True, metadata={"description": "failed occurrences since the last success"}
+        required=True,
+        attribute="schedule.consecutive_failures",
+        metadata={"description": "failed occurrences since the last success"},
     )
     paused_by = _paused_by()
     paused_at = _paused_at()
     paused_reason = _paused_reason()
-    occurrences_dispatched = fields.Integer(required=True)
-    last_run_at = fields.String(allow_none=True, required=True)
-    last_status = fields.String(allow_none=True, required=True)
-    created_at = fields.String(required=True)
-    updated_at = fields.String(required=True)
+    occurrences_dispatched = fields.Integer(required=True, attribute="schedule.occurrence_count")
+    last_run_at = Instant(allow_none=True, required=True, attribute="schedule.last_run_at")
+    last_status = fields.String(allow_none=True, required=True, attribute="schedule.last_status")
+    created_at = Instant(required=True, attribute="schedule.created_at")
+    updated_at = Instant(required=True, attribute="schedule.updated_at")
 
 
 class SchedulePageSchema(Open):
+    """Dumps a ``scheduler_service.views.PageView`` of ``ScheduleView``."""
+
     items = fields.List(fields.Nested(ScheduleViewSchema), required=True)
     next_cursor = fields.String(
         allow_none=True,
@@ -185,9 +279,11 @@ class SchedulePageSchema(Open):
 
 
 class ExecutionSchema(Open):
+    """Dumps a ``shared.model.Execution`` (its error masked: ``views.masked_execution``)."""
+
     occurrence_id = fields.String(required=True)
     schedule_id = fields.String(required=True)
-    scheduled_time = fields.String(required=True)
+    scheduled_time = Instant(required=True)
     status = fields.String(
         required=True, validate=validate.OneOf([s.value for s in ExecutionStatus])
     )
@@ -196,9 +292,9 @@ class ExecutionSchema(Open):
     duration_ms = fields.Float(allow_none=True, required=True)
     lateness_ms = fields.Float(allow_none=True, required=True)
     error = fields.String(allow_none=True, required=True)
-    started_at = fields.String(allow_none=True, required=True)
-    finished_at = fields.String(allow_none=True, required=True)
-    next_attempt_at = fields.String(allow_none=True, required=True)
+    started_at = Instant(allow_none=True, required=True)
+    finished_at = Instant(allow_none=True, required=True)
+    next_attempt_at = Instant(allow_none=True, required=True)
     manual = fields.Boolean(required=True)
 
 
@@ -209,8 +305,8 @@ class AttemptSchema(Open):
         validate=validate.OneOf(["succeeded", "retrying", "failed"]),
         metadata={"description": "how the attempt ended: retrying means another one followed"},
     )
-    started_at = fields.String(allow_none=True, required=True)
-    finished_at = fields.String(required=True)
+    started_at = Instant(allow_none=True, required=True)
+    finished_at = Instant(required=True)
     duration_ms = fields.Float(allow_none=True, required=True)
     http_status = fields.Integer(
         allow_none=True, required=True, metadata={"description": "null: no answer"}
@@ -246,6 +342,8 @@ class OccurrenceSchema(ExecutionSchema):
 
 
 class ExecutionPageSchema(Open):
+    """Dumps a ``scheduler_service.views.PageView`` of executions, with the schedule's status."""
+
     items = fields.List(fields.Nested(ExecutionSchema), required=True)
     next_cursor = fields.String(allow_none=True, required=True)
     schedule_status = fields.String(
@@ -262,12 +360,16 @@ class ExecutionPageSchema(Open):
 
 
 class LeftOutSchema(Open):
+    """Dumps a ``scheduler_service.service.LeftOut``."""
+
     occurrence_id = fields.String(required=True)
     reason = fields.String(required=True)
 
 
 class BackfillAnswerSchema(Open):
-    id = fields.String(required=True)
+    """Dumps a ``scheduler_service.service.Backfill``."""
+
+    id = fields.String(required=True, attribute="schedule_id")
     policy = fields.String(required=True)
     queued = fields.List(
         fields.String(),
@@ -282,11 +384,13 @@ class BackfillAnswerSchema(Open):
 
 
 class DeadLetterSchema(Open):
-    id = fields.String(required=True, metadata={"description": "the occurrence id"})
+    """Dumps a failed ``shared.model.Execution`` (its error masked: ``views.masked_execution``)."""
+
+    id = Again(required=True, source="occurrence_id", metadata={"description": "the occurrence id"})
     schedule_id = fields.String(required=True)
     occurrence_id = fields.String(required=True)
-    scheduled_time = fields.String(required=True)
-    failed_at = fields.String(allow_none=True, required=True)
+    scheduled_time = Instant(required=True)
+    failed_at = Instant(allow_none=True, required=True, attribute="finished_at")
     attempts = fields.Integer(required=True)
     http_status = fields.Integer(allow_none=True, required=True)
     error = fields.String(allow_none=True, required=True)
@@ -294,20 +398,30 @@ class DeadLetterSchema(Open):
 
 
 class DeadLetterPageSchema(Open):
+    """Dumps a ``scheduler_service.views.PageView`` of failed executions."""
+
     items = fields.List(fields.Nested(DeadLetterSchema), required=True)
     next_cursor = fields.String(allow_none=True, required=True)
 
 
 class ReplayedSchema(Open):
-    id = fields.String(required=True)
-    schedule_id = fields.String(required=True)
-    status = fields.String(required=True, metadata={"description": "always queued"})
+    """Dumps a ``scheduler_service.views.Replayed``."""
+
+    id = fields.String(required=True, attribute="execution.occurrence_id")
+    schedule_id = fields.String(required=True, attribute="execution.schedule_id")
+    status = fields.String(
+        required=True, dump_default="queued", metadata={"description": "always queued"}
+    )
     attempt = fields.Integer(required=True, metadata={"description": "the attempt it makes"})
 
 
 class DiscardedSchema(Open):
+    """Dumps ``{"id": <occurrence id>}``."""
+
     id = fields.String(required=True)
-    status = fields.String(required=True, metadata={"description": "always discarded"})
+    status = fields.String(
+        required=True, dump_default="discarded", metadata={"description": "always discarded"}
+    )
 
 
 class HealthSchema(Open):

@@ -8,21 +8,23 @@ in the OpenAPI document; errors are RFC 7807 ``application/problem+json``.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 import json
 import re
-from datetime import datetime
 from typing import Any
 
 from flask import Response, current_app, g, request, url_for
 from flask.views import MethodView
-from flask_smorest import Blueprint
 from marshmallow import RAISE, ValidationError
 
+from scheduler_service.bodies import Blueprint
 from scheduler_service.errors import flatten
-from scheduler_service.parameters import IdempotencyHeader, ListExecutionsQuery, ListSchedulesQuery
+from scheduler_service.parameters import (
+    IdempotencyHeader,
+    ListExecutionsQuery,
+    ListSchedulesQuery,
+    encode_cursor,
+)
 from scheduler_service.patching import SchedulePatchSchema, patched_body, stored_body
 from scheduler_service.responses import (
     AcceptedSchema,
@@ -37,28 +39,33 @@ from scheduler_service.responses import (
     TriggeredSchema,
 )
 from scheduler_service.schemas import (
-    ISO_TEXT,
     SCHEDULE_ID,
     BackfillSchema,
     PreviewSchema,
     ScheduleBodySchema,
+    ScheduleRequest,
+    as_sent,
 )
 from scheduler_service.service import (
     Accepted,
+    Backfill,
     IdempotentRequest,
     ScheduleService,
 )
 from scheduler_service.views import (
-    execution_view,
-    occurrence_view,
-    pause_view,
-    schedule_view,
-    time_pair,
+    SCHEDULE_VIEW,
+    PageView,
+    PauseView,
+    PreviewView,
+    ScheduleView,
+    json_answer,
+    masked_execution,
+    masked_occurrence,
+    schedule_view_of,
 )
 from shared.errors import InvalidInput, NotFound
-from shared.model import Schedule, ScheduleDefinition, ScheduleStatus
+from shared.model import Execution, Occurrence, Schedule, ScheduleStatus
 from shared.ports import ScheduleFilter
-from shared.timeutil import UTC, parse_iso, utc_ms
 
 blp = Blueprint(
     "schedules",
@@ -73,35 +80,9 @@ def service() -> ScheduleService:
     return scheduler
 
 
-def definition_from(
-    body: dict[str, Any], raw_schedule: Any = None
-) -> tuple[ScheduleDefinition, dict[str, str]]:
-    """The definition of a loaded body; ``raw_schedule`` is its ``schedule`` as sent (by default
-    the request's), kept to show it back as written."""
-    timing, names = body["schedule"]
-    if raw_schedule is None:
-        raw_schedule = (request.get_json(silent=True) or {}).get("schedule", {})
-    definition = ScheduleDefinition(
-        timing=timing,
-        payload=body["payload"],
-        name=body["name"],
-        description=body["description"],
-        type=body["type"].upper(),
-        priority=body["priority"],
-        retry=body["retry"],
-        misfire=body["misfire"],
-        tags=tuple(body["tags"]),
-        metadata=body["metadata"],
-        request={"schedule": raw_schedule},
-        jitter_seconds=body["jitter_seconds"],
-        pause_after_failures=body["pause_after_failures"],
-        on_failure=body["on_failure"],
-    )
-    return definition, names
-
-
 PROBLEM = "application/problem+json"
-EXECUTIONS_CURSOR = re.compile(r"^\d{1,15}\|[^|]+$")
+ACCEPTED = AcceptedSchema()
+SCHEDULE_PAGE = SchedulePageSchema()
 # What follows "<schedule id>:" in an occurrence id: its UTC time, or a trigger's.
 _UTC = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z"
 OCCURRENCE_SUFFIX = re.compile(rf"^(?:{_UTC}|manual:{_UTC}:[0-9a-f]{{1,32}})$")
@@ -135,23 +116,16 @@ def problems(*statuses: int) -> Any:
     return decorate
 
 
-def json_response(body: Any, status: int, headers: dict[str, str] | None = None) -> Response:
-    """A JSON answer passed through as built (the views' dicts may carry more keys than their
-    documented schema, which declares ``additionalProperties``)."""
-    response = current_app.response_class(
-        json.dumps(body, separators=(",", ":")), status=status, mimetype="application/json"
-    )
-    for name, value in (headers or {}).items():
-        response.headers[name] = value
-    return response
-
-
-def present(schedule: Schedule) -> dict[str, Any]:
+def present(schedule: Schedule) -> ScheduleView:
     """The schedule as clients see it, masked by the configured secret patterns."""
     scheduler = service()
-    return schedule_view(
+    return schedule_view_of(
         schedule, scheduler.settings.secret_headers, scheduler.next_fire_time(schedule)
     )
+
+
+def schedule_answer(schedule: Schedule, status: int) -> Response:
+    return json_answer(SCHEDULE_VIEW, present(schedule), status)
 
 
 def idempotent_request(headers: dict[str, Any]) -> IdempotentRequest | None:
@@ -166,18 +140,10 @@ def idempotent_request(headers: dict[str, Any]) -> IdempotentRequest | None:
 
 
 def accepted_response(accepted: Accepted) -> Response:
-    pair = time_pair(accepted.next_schedule_time, accepted.timezone)
     headers = {"Location": url_for("schedules.ScheduleResource", schedule_id=accepted.schedule_id)}
     if accepted.replayed:
         headers["Idempotent-Replayed"] = "true"
-    body = {
-        "id": accepted.schedule_id,
-        "status": "accepted",
-        "revision": accepted.revision,
-        "next_schedule_time": pair["utc"],
-        "next_schedule_time_local": pair["local"],
-    }
-    return json_response(body, 202, headers)
+    return json_answer(ACCEPTED, accepted, 202, headers)
 
 
 ACCEPTED_HEADERS = {
@@ -195,16 +161,16 @@ ACCEPTED_HEADERS = {
 @blp.response(202, AcceptedSchema, headers=ACCEPTED_HEADERS)
 @blp.doc(operationId="createSchedule")
 @problems(400, 403, 409, 413, 415)
-def create_schedule(body: dict[str, Any], headers: dict[str, Any]) -> Response:
+def create_schedule(body: ScheduleRequest, headers: dict[str, Any]) -> Response:
     """Create a schedule (asynchronously: a GET may answer 404 for a few milliseconds).
 
     With an `Idempotency-Key`, a repeat with the same body answers the same schedule and
     creates nothing; with another body, 409.
     """
-    definition, names = definition_from(body)
-    accepted = service().accept_definition(
-        g.tenant, body.get("id"), definition, names, idempotent_request(headers)
-    )
+    with as_sent(body.names):
+        accepted = service().accept_definition(
+            g.tenant, body.schedule_id, body.definition, idempotent_request(headers)
+        )
     return accepted_response(accepted)
 
 
@@ -220,20 +186,12 @@ def list_schedules(query: dict[str, Any]) -> Response:
         status=ScheduleStatus(status) if status else None,
         name_prefix=query.get("name"),
         tag=query.get("tag"),
-        next_after=_instant_arg(query, "next_after"),
-        next_before=_instant_arg(query, "next_before"),
+        next_after=query.get("next_after"),
+        next_before=query.get("next_before"),
     )
-    cursor = _decode_cursor(query.get("cursor"), "s")
-    if cursor is not None and not SCHEDULE_ID.match(cursor):
-        raise InvalidInput({"cursor": "not a cursor this endpoint gave"})
-    page = service().list_schedules(g.tenant, selection, _limit(query), cursor)
-    return json_response(
-        {
-            "items": [present(schedule) for schedule in page.items],
-            "next_cursor": _encode_cursor(page.next_cursor, "s"),
-        },
-        200,
-    )
+    page = service().list_schedules(g.tenant, selection, _limit(query), query.get("cursor"))
+    items = [present(schedule) for schedule in page.items]
+    return json_answer(SCHEDULE_PAGE, PageView(items, encode_cursor(page.next_cursor, "s")), 200)
 
 
 @blp.route("/schedule/<schedule_id>")
@@ -243,22 +201,22 @@ class ScheduleResource(MethodView):
     @problems(404)
     def get(self, schedule_id: str) -> Response:
         """The stored schedule, its status, next time and run counts; 404 if unknown or deleted."""
-        return json_response(present(service().get(g.tenant, schedule_id)), 200)
+        return schedule_answer(service().get(g.tenant, schedule_id), 200)
 
     @blp.arguments(ScheduleBodySchema, error_status_code=400)
     @blp.arguments(IdempotencyHeader, location="headers", error_status_code=400)
     @blp.response(202, AcceptedSchema, headers=ACCEPTED_HEADERS)
     @blp.doc(operationId="replaceSchedule")
     @problems(400, 403, 409, 413, 415)
-    def put(self, body: dict[str, Any], headers: dict[str, Any], schedule_id: str) -> Response:
+    def put(self, body: ScheduleRequest, headers: dict[str, Any], schedule_id: str) -> Response:
         """Create or replace the schedule with this id (the same id, the same schedule)."""
-        if body.get("id") not in (None, schedule_id):
+        if body.schedule_id not in (None, schedule_id):
             raise InvalidInput({"id": f"does not match the id in the path ({schedule_id!r})"})
         check_id(schedule_id)
-        definition, names = definition_from(body)
-        accepted = service().accept_definition(
-            g.tenant, schedule_id, definition, names, idempotent_request(headers)
-        )
+        with as_sent(body.names):
+            accepted = service().accept_definition(
+                g.tenant, schedule_id, body.definition, idempotent_request(headers)
+            )
         return accepted_response(accepted)
 
     @blp.arguments(SchedulePatchSchema, error_status_code=400)
@@ -281,27 +239,27 @@ class ScheduleResource(MethodView):
         changes = {name: value for name, value in patch.items() if name != "id"}
         merged = patched_body(stored_body(stored.live_definition), changes)
         try:
-            body = ScheduleBodySchema().load(merged)
+            body: ScheduleRequest = ScheduleBodySchema().load(merged)
         except ValidationError as exc:
             found: dict[str, list[str]] = {}
             for error in flatten(exc.messages):
                 found.setdefault(error["field"], []).append(error["message"])
             raise InvalidInput(found) from None
-        definition, names = definition_from(body, merged["schedule"])
-        accepted = service().accept_definition(
-            g.tenant, schedule_id, definition, names, idempotent_request(headers)
-        )
+        with as_sent(body.names):
+            accepted = service().accept_definition(
+                g.tenant, schedule_id, body.definition, idempotent_request(headers)
+            )
         return accepted_response(accepted)
 
     @blp.response(202, DeletedSchema)
     @blp.doc(operationId="deleteSchedule")
     @problems(400, 404)
-    def delete(self, schedule_id: str) -> dict[str, Any]:
+    def delete(self, schedule_id: str) -> dict[str, str]:
         """Stop the schedule for good: no occurrence fires after this answer. An id no create
         could have used is a 400."""
         check_id(schedule_id)
         service().delete(g.tenant, schedule_id)
-        return {"id": schedule_id, "status": "deleted"}
+        return {"id": schedule_id}
 
 
 @blp.route("/schedule/<schedule_id>/pause", methods=["POST"])
@@ -311,7 +269,7 @@ class ScheduleResource(MethodView):
 def pause_schedule(schedule_id: str) -> Response:
     """Stop firing until resumed; occurrences that fall in the pause are skipped. Pausing a
     paused or completed schedule changes nothing."""
-    return json_response(present(service().pause(g.tenant, schedule_id)), 202)
+    return schedule_answer(service().pause(g.tenant, schedule_id), 202)
 
 
 @blp.route("/schedule/<schedule_id>/resume", methods=["POST"])
@@ -320,25 +278,19 @@ def pause_schedule(schedule_id: str) -> Response:
 @problems(404)
 def resume_schedule(schedule_id: str) -> Response:
     """Fire again from now on (the occurrences of the pause are not caught up)."""
-    return json_response(present(service().resume(g.tenant, schedule_id)), 202)
+    return schedule_answer(service().resume(g.tenant, schedule_id), 202)
 
 
 @blp.route("/schedule/<schedule_id>/trigger", methods=["POST"])
 @blp.response(202, TriggeredSchema)
 @blp.doc(operationId="triggerSchedule")
 @problems(404)
-def trigger_schedule(schedule_id: str) -> dict[str, Any]:
+def trigger_schedule(schedule_id: str) -> Occurrence:
     """Run the schedule once now, beside its own times (even while paused).
 
     The run has its own occurrence id and appears in the history with `manual: true`.
     """
-    occurrence = service().trigger(g.tenant, schedule_id)
-    return {
-        "id": schedule_id,
-        "occurrence_id": occurrence.occurrence_id,
-        "scheduled_time": time_pair(occurrence.scheduled_time, "UTC")["utc"],
-        "status": "queued",
-    }
+    return service().trigger(g.tenant, schedule_id)
 
 
 @blp.route("/schedule/<schedule_id>/backfill", methods=["POST"])
@@ -346,7 +298,7 @@ def trigger_schedule(schedule_id: str) -> dict[str, Any]:
 @blp.response(202, BackfillAnswerSchema)
 @blp.doc(operationId="backfillSchedule")
 @problems(400, 404, 413, 415)
-def backfill_schedule(body: dict[str, Any], schedule_id: str) -> dict[str, Any]:
+def backfill_schedule(body: dict[str, Any], schedule_id: str) -> Backfill:
     """Run the occurrences of a past range that did not run
 
     The range: `from` included, `to` excluded, at most 366 days and 1,000 occurrences. Those
@@ -354,13 +306,7 @@ def backfill_schedule(body: dict[str, Any], schedule_id: str) -> dict[str, Any]:
     occurrence id (and `Idempotency-Key`), so the receiver can deduplicate; those that already
     succeeded, failed (see dead letters) or are in flight are left out. They run now, as manual
     runs: even while paused, whatever the grace."""
-    done = service().backfill(g.tenant, schedule_id, body["start"], body["end"], body["policy"])
-    return {
-        "id": schedule_id,
-        "policy": body["policy"].value,
-        "queued": done.queued,
-        "left_out": [{"occurrence_id": item, "reason": why} for item, why in done.left_out],
-    }
+    return service().backfill(g.tenant, schedule_id, body["start"], body["end"], body["policy"])
 
 
 @blp.route("/schedule/<schedule_id>/executions", methods=["GET"])
@@ -368,29 +314,29 @@ def backfill_schedule(body: dict[str, Any], schedule_id: str) -> dict[str, Any]:
 @blp.response(200, ExecutionPageSchema)
 @blp.doc(operationId="listExecutions")
 @problems(400, 404)
-def list_executions(query: dict[str, Any], schedule_id: str) -> dict[str, Any]:
+def list_executions(query: dict[str, Any], schedule_id: str) -> PageView[Execution]:
     """The run history, newest first
 
     Status, attempts, HTTP status, duration, lateness, error. A deleted schedule's history stays
     readable (`schedule_status: deleted`) until retention removes it; a paused one's says who
     paused it, when and why (`paused_by`, `paused_at`, `paused_reason`)."""
-    cursor = _decode_cursor(query.get("cursor"), "e")
-    if cursor is not None and not EXECUTIONS_CURSOR.match(cursor):
-        raise InvalidInput({"cursor": "not a cursor this endpoint gave"})
-    schedule, page = service().list_executions(g.tenant, schedule_id, _limit(query), cursor)
-    return {
-        "items": [execution_view(item, service().settings.secret_headers) for item in page.items],
-        "next_cursor": _encode_cursor(page.next_cursor, "e"),
-        "schedule_status": (schedule.status if schedule else ScheduleStatus.DELETED).value,
-        **pause_view(schedule),
-    }
+    schedule, page = service().list_executions(
+        g.tenant, schedule_id, _limit(query), query.get("cursor")
+    )
+    secret_patterns = service().settings.secret_headers
+    return PageView(
+        [masked_execution(item, secret_patterns) for item in page.items],
+        encode_cursor(page.next_cursor, "e"),
+        schedule.status if schedule else ScheduleStatus.DELETED,
+        PauseView(schedule),
+    )
 
 
 @blp.route("/schedule/<schedule_id>/executions/<occurrence_id>", methods=["GET"])
 @blp.response(200, OccurrenceSchema)
 @blp.doc(operationId="getExecution")
 @problems(400, 404)
-def get_execution(schedule_id: str, occurrence_id: str) -> dict[str, Any]:
+def get_execution(schedule_id: str, occurrence_id: str) -> Execution:
     """One occurrence with every attempt
 
     Its record as in the history, and `attempt_log`: each attempt that ended (the last 50),
@@ -411,7 +357,7 @@ def get_execution(schedule_id: str, occurrence_id: str) -> dict[str, Any]:
             }
         )
     record = service().execution(g.tenant, occurrence_id)
-    return occurrence_view(record, service().settings.secret_headers)
+    return masked_occurrence(record, service().settings.secret_headers)
 
 
 def check_id(schedule_id: str) -> None:
@@ -430,61 +376,23 @@ def _limit(query: dict[str, Any]) -> int:
     return limit
 
 
-def _instant_arg(query: dict[str, Any], name: str) -> datetime | None:
-    text = query.get(name)
-    if text is None:
-        return None
-    try:
-        moment = parse_iso(text) if ISO_TEXT.fullmatch(text) else None
-    except ValueError:
-        moment = None
-    if moment is None or moment.tzinfo is None:
-        raise InvalidInput({name: "an ISO-8601 instant with its offset, e.g. 2026-05-01T09:00Z"})
-    try:
-        return utc_ms(moment.astimezone(UTC))
-    except (OverflowError, ValueError):
-        raise InvalidInput({name: "out of range"}) from None
-
-
-def _encode_cursor(raw: str | None, kind: str) -> str | None:
-    """Cursors are opaque to clients: the store's position, tagged with its endpoint."""
-    if raw is None:
-        return None
-    return base64.urlsafe_b64encode(f"{kind}:{raw}".encode()).decode().rstrip("=")
-
-
-def _decode_cursor(cursor: str | None, kind: str) -> str | None:
-    if cursor is None:
-        return None
-    try:
-        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        text = ""
-    prefix, _, raw = text.partition(":")
-    if prefix != kind or not raw:
-        raise InvalidInput({"cursor": "not a cursor this endpoint gave"})
-    return raw
-
-
 @blp.route("/schedule/preview", methods=["POST"])
 @blp.arguments(PreviewSchema, error_status_code=400)
 @blp.response(200, PreviewAnswerSchema)
 @blp.doc(operationId="previewSchedule")
 @problems(400, 413, 415)
-def preview(body: dict[str, Any]) -> Any:
+def preview(body: dict[str, Any]) -> PreviewView:
     """The next fire times of a schedule (UTC and local) and a plain-English description.
 
     Nothing is stored: the times are those of a schedule accepted now, or at `after` if given;
     or, with `before`, the last times before that moment (what should have fired), oldest first.
     """
     timing, names = body["schedule"]
-    after = parse_iso(body["after"]) if "after" in body else None
-    before = parse_iso(body["before"]) if "before" in body else None
-    found = service().preview(timing, names, body["count"], after, before, body.get("id"))
-    return {
-        "occurrences": [time_pair(moment, found.timezone) for moment in found.times],
-        "description": found.description,
-    }
+    with as_sent(names):
+        found = service().preview(
+            timing, body["count"], body.get("after"), body.get("before"), body.get("id")
+        )
+    return PreviewView(found)
 
 
 __all__ = ["NotFound", "blp"]

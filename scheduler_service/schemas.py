@@ -13,7 +13,9 @@ import functools
 import json
 import re
 import zoneinfo
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from typing import Any
 from urllib.parse import urlsplit
@@ -30,6 +32,7 @@ from marshmallow import (
     validates_schema,
 )
 
+from shared.errors import InvalidInput
 from shared.model import (
     Every,
     FailureHook,
@@ -37,6 +40,7 @@ from shared.model import (
     MisfirePolicy,
     Payload,
     RetryPolicy,
+    ScheduleDefinition,
     Timing,
     Unit,
 )
@@ -98,18 +102,39 @@ def _year_in_range(year: int) -> None:
 ISO_TEXT = re.compile(r"\d{4}-[\d\-W]+(?:[T ][\d:.,+\-]*[Zz]?)?", re.ASCII)
 
 
-def _iso_datetime(value: str) -> datetime:
-    try:
-        if not ISO_TEXT.fullmatch(value):
-            raise ValueError(value)
-        moment = parse_iso(value)
-    except ValueError:
-        raise ValidationError(
-            "not an ISO-8601 date-time (e.g. 2026-12-01T09:00:00 for local time in the "
-            "schedule's timezone, or 2026-12-01T09:00:00Z)"
-        ) from None
-    _year_in_range(moment.year)
-    return moment
+class DateTimeText(fields.String):
+    """An ISO-8601 date-time, loaded as a ``datetime``: naive for a wall time in the schedule's
+    timezone, aware for an instant. A ``String`` to marshmallow and to the OpenAPI document."""
+
+    # marshmallow types a String's value as str; this one turns the text into a datetime.
+    def _deserialize(  # type: ignore[override]
+        self, value: Any, attr: str | None, data: Any, **kwargs: Any
+    ) -> datetime:
+        text = super()._deserialize(value, attr, data, **kwargs)
+        try:
+            if not ISO_TEXT.fullmatch(text):
+                raise ValueError(text)
+            moment = parse_iso(text)
+        except ValueError:
+            raise ValidationError(
+                "not an ISO-8601 date-time (e.g. 2026-12-01T09:00:00 for local time in the "
+                "schedule's timezone, or 2026-12-01T09:00:00Z)"
+            ) from None
+        _year_in_range(moment.year)
+        return moment
+
+
+class InstantText(DateTimeText):
+    """An ISO-8601 date-time with its offset, loaded as an aware UTC ``datetime`` (to the
+    millisecond, as every store keeps it)."""
+
+    def _deserialize(  # type: ignore[override]
+        self, value: Any, attr: str | None, data: Any, **kwargs: Any
+    ) -> datetime:
+        moment = super()._deserialize(value, attr, data, **kwargs)
+        if moment.tzinfo is None:
+            raise ValidationError("an instant with its offset, e.g. 2026-05-01T09:00:00Z")
+        return utc_ms(moment.astimezone(UTC))
 
 
 @functools.cache
@@ -136,11 +161,14 @@ def _zone_name(value: str) -> None:
         raise ValidationError(str(exc)) from None
 
 
-def _unit(value: str) -> None:
-    try:
-        Unit.parse(value)
-    except ValueError as exc:
-        raise ValidationError(str(exc)) from None
+class UnitName(fields.String):
+    """A unit of time in any letter case, singular or plural, loaded as a ``Unit``."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Unit:
+        try:
+            return Unit.parse(super()._deserialize(value, attr, data, **kwargs))
+        except ValueError as exc:
+            raise ValidationError(str(exc)) from None
 
 
 class WholeNumber(fields.Integer):
@@ -182,7 +210,7 @@ class IntervalSchema(Schema):
         required=True,
         validate=validate.Range(min=1, max=1_000_000, error="must be a whole number from 1"),
     )
-    unit = fields.String(required=True, validate=_unit)
+    unit = UnitName(required=True)
 
 
 class ScheduleSpecSchema(Schema):
@@ -200,12 +228,12 @@ class ScheduleSpecSchema(Schema):
     repeat_interval = fields.Nested(IntervalSchema)
     # The canonical shape.
     timezone = fields.String(validate=_zone_name, metadata={"description": "IANA zone"})
-    at = fields.String(validate=_iso_datetime, metadata={"description": "one time, ISO-8601"})
+    at = DateTimeText(metadata={"description": "one time, ISO-8601"})
     interval = fields.Nested(IntervalSchema)
     cron = fields.String(validate=validate.Length(min=1, max=200))
     rrule = fields.String(validate=validate.Length(min=1, max=2000))
-    start = fields.String(validate=_iso_datetime)
-    end = fields.String(validate=_iso_datetime)
+    start = DateTimeText()
+    end = DateTimeText()
     max_occurrences = WholeNumber(
         validate=validate.Range(
             min=1, max=MAX_OCCURRENCES, error=f"a whole number from 1 to {MAX_OCCURRENCES:,}"
@@ -251,12 +279,12 @@ class ScheduleSpecSchema(Schema):
         interval = data.get("interval")
         timing = Timing(
             timezone=data.get("timezone", "UTC"),
-            at=parse_iso(data["at"]) if "at" in data else None,
-            interval=Every(interval["number"], Unit.parse(interval["unit"])) if interval else None,
+            at=data.get("at"),
+            interval=Every(interval["number"], interval["unit"]) if interval else None,
             cron=data.get("cron"),
             rrule=data.get("rrule"),
-            start=parse_iso(data["start"]) if "start" in data else None,
-            end=parse_iso(data["end"]) if "end" in data else None,
+            start=data.get("start"),
+            end=data.get("end"),
             max_occurrences=data.get("max_occurrences"),
         )
         return timing, {}
@@ -315,7 +343,7 @@ def seed_timing(data: dict[str, Any]) -> Timing:
         return Timing(timezone=data["timeZone"], at=anchor, end=end)
     return Timing(
         timezone=data["timeZone"],
-        interval=Every(interval["number"], Unit.parse(interval["unit"])),
+        interval=Every(interval["number"], interval["unit"]),
         start=anchor,
         end=end,
     )
@@ -504,6 +532,30 @@ class MisfireSchema(Schema):
         return Misfire(MisfirePolicy(data["policy"]), data["grace_seconds"])
 
 
+def named_as_sent(
+    fields: Mapping[str, list[str]], names: Mapping[str, str]
+) -> dict[str, list[str]]:
+    """The domain's errors, which name a schedule's fields canonically (``schedule.start``), with
+    the names the body gave them (``schedule.start_date``: ``names``, from ``to_timing``)."""
+    renamed: dict[str, list[str]] = {}
+    for name, messages in fields.items():
+        part, _, field = name.partition(".")
+        if part == "schedule" and field in names:
+            name = f"schedule.{names[field]}"
+        renamed[name] = messages
+    return renamed
+
+
+@contextmanager
+def as_sent(names: Mapping[str, str]) -> Iterator[None]:
+    """``InvalidInput`` raised inside, its fields named as the body named them
+    (``named_as_sent``)."""
+    try:
+        yield
+    except InvalidInput as exc:
+        raise InvalidInput(named_as_sent(exc.fields, names)) from None
+
+
 class DomainChecked(Schema):
     """A body whose domain checks (``ScheduleService.domain_errors``: does the timing fire, and
     not too often; is the target allowed …) run on the parts that were read even when another
@@ -515,15 +567,29 @@ class DomainChecked(Schema):
         if scheduler is None or not isinstance(error.messages, dict):
             return
         if isinstance(error.valid_data, dict):
-            found = scheduler.domain_errors(
-                error.valid_data, scheduler.clock.now(), error.valid_data.get("id")
-            )
-            for name, messages in found.items():
+            parts = dict(error.valid_data)
+            names: Mapping[str, str] = {}
+            if isinstance(parts.get("schedule"), tuple):
+                parts["schedule"], names = parts["schedule"]
+            found = scheduler.domain_errors(parts, scheduler.clock.now(), parts.get("id"))
+            for name, messages in named_as_sent(found, names).items():
                 error.messages.setdefault(name, messages)
 
 
+@dataclass(frozen=True)
+class ScheduleRequest:
+    """A create or replace body, loaded: the schedule's definition, the id the body names (if
+    any), and how the body names its schedule's fields (``schedule.start_date`` …), for the
+    errors of the domain checks."""
+
+    schedule_id: str | None
+    definition: ScheduleDefinition
+    names: Mapping[str, str]
+
+
 class ScheduleBodySchema(DomainChecked):
-    """The body of ``POST /schedule`` and ``PUT /schedule/{id}``."""
+    """The body of ``POST /schedule`` and ``PUT /schedule/{id}``, loaded as a
+    ``ScheduleRequest``."""
 
     class Meta:
         unknown = RAISE
@@ -593,6 +659,30 @@ class ScheduleBodySchema(DomainChecked):
         },
     )
 
+    @post_load(pass_original=True)
+    def to_request(
+        self, body: dict[str, Any], original: dict[str, Any], **_: Any
+    ) -> ScheduleRequest:
+        timing, names = body["schedule"]
+        definition = ScheduleDefinition(
+            timing=timing,
+            payload=body["payload"],
+            name=body["name"],
+            description=body["description"],
+            type=body["type"].upper(),
+            priority=body["priority"],
+            retry=body["retry"],
+            misfire=body["misfire"],
+            tags=tuple(body["tags"]),
+            metadata=body["metadata"],
+            # The schedule as sent, to show it back as written.
+            request={"schedule": original["schedule"]},
+            jitter_seconds=body["jitter_seconds"],
+            pause_after_failures=body["pause_after_failures"],
+            on_failure=body["on_failure"],
+        )
+        return ScheduleRequest(body.get("id"), definition, names)
+
 
 class PreviewSchema(DomainChecked):
     class Meta:
@@ -600,15 +690,10 @@ class PreviewSchema(DomainChecked):
 
     schedule = fields.Nested(ScheduleSpecSchema, required=True)
     count = WholeNumber(load_default=5, validate=validate.Range(1, 100))
-    after = fields.String(validate=_iso_datetime)
-    before = fields.String(validate=_iso_datetime)
+    after = DateTimeText()
+    before = DateTimeText()
     # The schedule's id, for the times of a cron line with H (which spreads by it).
     id = fields.String(validate=validate.Regexp(SCHEDULE_ID))
-
-
-def _iso_instant(value: str) -> None:
-    if _iso_datetime(value).tzinfo is None:
-        raise ValidationError("an instant with its offset, e.g. 2026-05-01T09:00:00Z")
 
 
 class BackfillSchema(Schema):
@@ -617,16 +702,14 @@ class BackfillSchema(Schema):
     class Meta:
         unknown = RAISE
 
-    start = fields.String(
+    start = InstantText(
         data_key="from",
         required=True,
-        validate=_iso_instant,
         metadata={"description": "first instant of the range (included), with its offset"},
     )
-    end = fields.String(
+    end = InstantText(
         data_key="to",
         required=True,
-        validate=_iso_instant,
         metadata={"description": "end of the range (excluded), not in the future"},
     )
     policy = fields.String(
@@ -636,12 +719,5 @@ class BackfillSchema(Schema):
     )
 
     @post_load
-    def to_range(self, data: dict[str, Any], **_: Any) -> dict[str, Any]:
-        def instant(text: str) -> datetime:
-            return utc_ms(parse_iso(text).astimezone(UTC))
-
-        return {
-            "start": instant(data["start"]),
-            "end": instant(data["end"]),
-            "policy": MisfirePolicy(data["policy"]),
-        }
+    def to_policy(self, data: dict[str, Any], **_: Any) -> dict[str, Any]:
+        return {**data, "policy": MisfirePolicy(data["policy"])}

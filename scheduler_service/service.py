@@ -40,7 +40,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from shared.describe import describe
 from shared.errors import InvalidInput, NotFound, SchedulerError
@@ -79,7 +79,7 @@ from shared.secrets import SecretBox, carries_mask, keep_masked_hook, keep_maske
 from shared.settings import Settings
 from shared.ssrf import TargetPolicy, TargetRefused
 from shared.timeutil import iso_z, load_zone, to_epoch_ms
-from shared.validation import CANONICAL_FIELDS, check_timing
+from shared.validation import check_timing
 
 log = logging.getLogger(__name__)
 
@@ -204,12 +204,21 @@ class TenantCounts:
         tally.counted_at = time.monotonic()
 
 
+class LeftOut(NamedTuple):
+    """An occurrence a backfill did not run, and why."""
+
+    occurrence_id: str
+    reason: str
+
+
 @dataclass(frozen=True)
 class Backfill:
-    """What a backfill queued, and what it left out and why (both by occurrence id)."""
+    """What a backfill of a schedule queued, and what it left out and why (by occurrence id)."""
 
+    schedule_id: str
+    policy: MisfirePolicy
     queued: list[str]
-    left_out: list[tuple[str, str]]
+    left_out: list[LeftOut]
 
 
 @dataclass(frozen=True)
@@ -247,27 +256,19 @@ class ScheduleService:
 
     # -- mutations ---------------------------------------------------------------------
 
-    def check(
-        self,
-        timing: Timing,
-        names: Mapping[str, str],
-        now: datetime,
-        schedule_id: str | None = None,
-    ) -> Bounded:
+    def check(self, timing: Timing, now: datetime, schedule_id: str | None = None) -> Bounded:
         """The recurrence of a parsed timing, its domain checks passed (``shared.validation``);
         a cron line's ``H`` spreads by ``schedule_id``."""
         return check_timing(
             timing,
             now,
             timedelta(seconds=self.settings.min_interval_seconds),
-            names={**CANONICAL_FIELDS, **names},
             schedule_id=schedule_id,
         )
 
     def preview(
         self,
         timing: Timing,
-        names: Mapping[str, str],
         count: int,
         after: datetime | None = None,
         before: datetime | None = None,
@@ -285,15 +286,14 @@ class ScheduleService:
                 if before is not None:
                     moment = instant_in(before, zone)
                     # As if accepted a search horizon earlier, so that its times up to now count.
-                    recurrence = self.check(timing, names, _search_back(moment), schedule_id)
+                    recurrence = self.check(timing, _search_back(moment), schedule_id)
                     times = recurrence.before(moment, count)
                 else:
                     accepted_at = self.clock.now() if after is None else instant_in(after, zone)
-                    recurrence = self.check(timing, names, accepted_at, schedule_id)
+                    recurrence = self.check(timing, accepted_at, schedule_id)
                     times = list(recurrence.upcoming(accepted_at, count))
         except TooMuchWork as exc:
-            field = f"schedule.{names.get(timing.kind, timing.kind)}"
-            raise InvalidInput({field: str(exc)}) from None
+            raise InvalidInput({f"schedule.{timing.kind}": str(exc)}) from None
         return Preview(times, timing.timezone, describe(timing))
 
     def check_retry(self, retry: RetryPolicy) -> None:
@@ -310,9 +310,9 @@ class ScheduleService:
     def domain_errors(
         self, parts: Mapping[str, Any], now: datetime, schedule_id: str | None = None
     ) -> dict[str, list[str]]:
-        """The domain checks of a body's parts that were read (``schedule`` as ``(timing,
-        names)``, ``payload``, ``retry``), every bad field named: so a body with a bad field
-        elsewhere still learns that its cron line is bad, in the same answer."""
+        """The domain checks of a body's parts that were read (``schedule`` as a ``Timing``,
+        ``payload``, ``retry``), every bad field named (by its canonical name): so a body with
+        a bad field elsewhere still learns that its cron line is bad, in the same answer."""
         return self._domain_checks(parts, now, schedule_id)[1]
 
     def _domain_checks(
@@ -322,10 +322,9 @@ class ScheduleService:
         recurrence: Bounded | None = None
         errors: dict[str, list[str]] = {}
         # A part that was not read is absent, or left as the partial dict marshmallow read.
-        if isinstance(parts.get("schedule"), tuple):
-            timing, names = parts["schedule"]
+        if isinstance(parts.get("schedule"), Timing):
             try:
-                recurrence = self.check(timing, names, now, schedule_id)
+                recurrence = self.check(parts["schedule"], now, schedule_id)
             except InvalidInput as exc:
                 errors.update(exc.fields)
         checks: list[Callable[[], object]] = []
@@ -370,16 +369,17 @@ class ScheduleService:
         tenant: str,
         schedule_id: str | None,
         definition: ScheduleDefinition,
-        names: Mapping[str, str],
         idempotency: IdempotentRequest | None = None,
     ) -> Accepted:
+        """Check the definition and send it on queue 1 (see the module docstring), or
+        ``InvalidInput`` naming every bad field by its canonical name."""
         now = self.clock.now()
         definition = self.keep_secrets(tenant, schedule_id, definition)
         replaces = schedule_id is not None
         # The id is known before the checks: a cron line's H spreads by it.
         schedule_id = schedule_id or str(uuid.uuid4())
         parts = {
-            "schedule": (definition.timing, names),
+            "schedule": definition.timing,
             "payload": definition.payload,
             "retry": definition.retry,
             "on_failure": definition.on_failure,
@@ -628,7 +628,7 @@ class ScheduleService:
         jitter = timedelta(seconds=definition.jitter_seconds)
         recorded = self._records_between(tenant, schedule_id, start, end + jitter)
         candidates: list[Occurrence] = []
-        left_out: list[tuple[str, str]] = []
+        left_out: list[LeftOut] = []
         for moment in moments:
             occurrence = Occurrence(
                 tenant=tenant,
@@ -642,10 +642,10 @@ class ScheduleService:
             if record is None or record.status is ExecutionStatus.SKIPPED:
                 candidates.append(occurrence)
             else:
-                left_out.append((occurrence.occurrence_id, f"already {record.status.value}"))
+                left_out.append(LeftOut(occurrence.occurrence_id, f"already {record.status.value}"))
         if policy is MisfirePolicy.FIRE_ONCE and len(candidates) > 1:
             left_out += [
-                (item.occurrence_id, "fire_once runs the latest") for item in candidates[:-1]
+                LeftOut(item.occurrence_id, "fire_once runs the latest") for item in candidates[:-1]
             ]
             candidates = candidates[-1:]
         if candidates:
@@ -653,6 +653,8 @@ class ScheduleService:
                 [OutgoingMessage(encode_occurrence(item)) for item in candidates]
             )
         return Backfill(
+            schedule_id=schedule_id,
+            policy=policy,
             queued=[item.occurrence_id for item in candidates],
             left_out=sorted(left_out),
         )

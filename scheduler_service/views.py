@@ -1,147 +1,262 @@
-"""How the API shows the domain to clients: schedules, executions and dead letters with their
-secrets masked, and instants as UTC/local pairs."""
+"""How the API shows the domain to clients: schedules with their secrets masked, executions with
+their errors masked, instants as UTC/local pairs.
+
+Each answer is dumped by the response schema the OpenAPI document shows for it
+(``scheduler_service.responses``), from the domain object or from the view here that adds what
+a client sees beside it (the masked payload, the next fire time). A schedule's answers keep the
+documented order of their fields (``json_answer``); the others are dumped by flask-smorest
+(``@blp.response``), which sorts their keys.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import dataclasses
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Generic, TypeVar
 
+from flask import Response, current_app
+from marshmallow import Schema
+
+from scheduler_service.responses import (
+    DeadLetterSchema,
+    ExecutionSchema,
+    OccurrenceSchema,
+    ScheduleViewSchema,
+    TimePairSchema,
+)
+from scheduler_service.service import Preview
 from shared.describe import describe
-from shared.model import Attempt, Execution, PausedBy, Schedule, ScheduleStatus
+from shared.model import (
+    JSON,
+    Execution,
+    PausedBy,
+    Schedule,
+    ScheduleDefinition,
+    ScheduleStatus,
+    Timing,
+)
 from shared.redaction import redact, redact_body
 from shared.secrets import masked_hook, masked_payload
-from shared.timeutil import iso_local, iso_z, load_zone
+
+T = TypeVar("T")
+
+SCHEDULE_VIEW = ScheduleViewSchema()
+EXECUTION_VIEW = ExecutionSchema()
+OCCURRENCE_VIEW = OccurrenceSchema()
+DEAD_LETTER_VIEW = DeadLetterSchema()
+TIME_PAIR = TimePairSchema()
+
+
+def json_answer(
+    schema: Schema, value: Any, status: int, headers: Mapping[str, str] | None = None
+) -> Response:
+    """``value`` dumped by ``schema``, its fields in the schema's order."""
+    response = current_app.response_class(
+        json.dumps(schema.dump(value), separators=(",", ":")),
+        status=status,
+        mimetype="application/json",
+    )
+    for name, header in (headers or {}).items():
+        response.headers[name] = header
+    return response
+
+
+@dataclass(frozen=True)
+class TimePair:
+    """An instant, to show in UTC and in ``timezone`` (``TimePairSchema``)."""
+
+    moment: datetime | None
+    timezone: str
 
 
 def time_pair(moment: datetime | None, timezone: str) -> dict[str, str | None]:
-    if moment is None:
-        return {"utc": None, "local": None}
-    return {"utc": iso_z(moment), "local": iso_local(moment, load_zone(timezone))}
+    pair: dict[str, str | None] = TIME_PAIR.dump(TimePair(moment, timezone))
+    return pair
+
+
+@dataclass(frozen=True)
+class PauseView:
+    """Who paused a schedule, when and why; all ``None`` unless it is paused (or for a schedule
+    no longer stored)."""
+
+    schedule: Schedule | None
+
+    @property
+    def paused(self) -> Schedule | None:
+        schedule = self.schedule
+        if schedule is None or schedule.status is not ScheduleStatus.PAUSED:
+            return None
+        return schedule
+
+    @property
+    def paused_by(self) -> str | None:
+        paused = self.paused
+        return None if paused is None or paused.paused_by is None else paused.paused_by.value
+
+    @property
+    def paused_at(self) -> datetime | None:
+        paused = self.paused
+        return None if paused is None else paused.paused_at
+
+    @property
+    def paused_reason(self) -> str | None:
+        paused = self.paused
+        if paused is None or paused.paused_by is None:
+            return None
+        if paused.paused_by is PausedBy.FAILURES:
+            return (
+                f"paused itself after {paused.consecutive_failures} failed occurrences in a row "
+                "(pause_after_failures); resume to restart it"
+            )
+        return "paused by its owner"
+
+
+@dataclass(frozen=True)
+class ScheduleView:
+    """A schedule as clients see it (``ScheduleViewSchema``): firing next at ``next_time``, its
+    ``payload`` and ``on_failure`` hook masked."""
+
+    schedule: Schedule
+    payload: dict[str, JSON]
+    next_time: datetime | None
+    on_failure: dict[str, JSON] | None = None
+
+    @property
+    def pause(self) -> PauseView:
+        return PauseView(self.schedule)
+
+    @property
+    def definition(self) -> ScheduleDefinition:
+        return self.schedule.live_definition
+
+    @property
+    def timing(self) -> Timing:
+        return self.definition.timing
+
+    @property
+    def timezone(self) -> str:
+        return self.timing.timezone
+
+    @property
+    def schedule_description(self) -> str:
+        """When it fires, in English (the definition's ``description`` is the user's text)."""
+        return describe(self.timing)
+
+    @property
+    def schedule_as_sent(self) -> JSON:
+        return self.definition.request.get("schedule", self.timing.to_document())
+
+    @property
+    def timing_document(self) -> dict[str, JSON]:
+        return self.timing.to_document()
+
+    @property
+    def retry_document(self) -> dict[str, JSON]:
+        return self.definition.retry.to_document()
+
+    @property
+    def misfire_document(self) -> dict[str, JSON]:
+        return self.definition.misfire.to_document()
+
+
+def schedule_view_of(
+    schedule: Schedule, secret_patterns: Iterable[str], next_time: datetime | None
+) -> ScheduleView:
+    """The schedule as clients see it, firing next at ``next_time``: secrets in the payload's
+    URL, headers and query parameters masked by name and by shape
+    (``shared.secrets.masked_payload``), and in its ``on_failure`` hook."""
+    patterns = tuple(secret_patterns)
+    definition = schedule.live_definition
+    payload = masked_payload(definition.payload, patterns)
+    return ScheduleView(schedule, payload, next_time, masked_hook(definition.on_failure, patterns))
 
 
 def schedule_view(
     schedule: Schedule, secret_patterns: Iterable[str], next_time: datetime | None
 ) -> dict[str, Any]:
-    """The schedule as clients see it, firing next at ``next_time``: secrets in the payload's
-    URL, headers and query parameters masked by name and by shape
-    (``shared.secrets.masked_payload``)."""
-    definition = schedule.live_definition
-    timing = definition.timing
-    payload = masked_payload(definition.payload, secret_patterns)
-    next_pair = time_pair(next_time, timing.timezone)
-    cursor = schedule.next_schedule_time
-    return {
-        "id": schedule.schedule_id,
-        "name": definition.name,
-        "description": definition.description,
-        # The user's "description" above is their own text; this one says when it fires.
-        "schedule_description": describe(timing),
-        "type": definition.type,
-        "status": schedule.status.value,
-        "revision": schedule.revision,
-        "schedule": definition.request.get("schedule", timing.to_document()),
-        "timing": timing.to_document(),
-        "timezone": timing.timezone,
-        "next_schedule_time": next_pair["utc"],
-        "next_schedule_time_local": next_pair["local"],
-        "dispatch_cursor": iso_z(cursor) if cursor is not None else None,
-        "payload": payload,
-        "metadata": dict(definition.metadata),
-        "tags": list(definition.tags),
-        "priority": definition.priority,
-        "retry": definition.retry.to_document(),
-        "misfire": definition.misfire.to_document(),
-        "jitter_seconds": definition.jitter_seconds,
-        "pause_after_failures": definition.pause_after_failures,
-        "on_failure": masked_hook(definition.on_failure, secret_patterns),
-        "runs": schedule.run_count,
-        "failures": schedule.failure_count,
-        "consecutive_failures": schedule.consecutive_failures,
-        **pause_view(schedule),
-        "occurrences_dispatched": schedule.occurrence_count,
-        "last_run_at": iso_z(schedule.last_run_at) if schedule.last_run_at else None,
-        "last_status": schedule.last_status,
-        "created_at": iso_z(schedule.created_at),
-        "updated_at": iso_z(schedule.updated_at),
-    }
+    """``schedule_view_of``, as the answer shows it."""
+    view: dict[str, Any] = SCHEDULE_VIEW.dump(
+        schedule_view_of(schedule, secret_patterns, next_time)
+    )
+    return view
 
 
-def pause_view(schedule: Schedule | None) -> dict[str, Any]:
-    """Who paused the schedule, when and why; all null unless it is paused."""
-    if schedule is None or schedule.status is not ScheduleStatus.PAUSED:
-        return {"paused_by": None, "paused_at": None, "paused_reason": None}
-    reason = "paused by its owner"
-    if schedule.paused_by is PausedBy.FAILURES:
-        reason = (
-            f"paused itself after {schedule.consecutive_failures} failed occurrences in a row "
-            "(pause_after_failures); resume to restart it"
-        )
-    return {
-        "paused_by": None if schedule.paused_by is None else schedule.paused_by.value,
-        "paused_at": None if schedule.paused_at is None else iso_z(schedule.paused_at),
-        "paused_reason": reason if schedule.paused_by is not None else None,
-    }
+def masked_execution(execution: Execution, secret_patterns: Iterable[str]) -> Execution:
+    """An execution as clients see it: an HTTP client's error may quote the URL it called."""
+    if execution.error is None:
+        return execution
+    return dataclasses.replace(execution, error=redact(execution.error, secret_patterns))
 
 
 def execution_view(execution: Execution, secret_patterns: Iterable[str]) -> dict[str, Any]:
-    """An execution as clients see it: an HTTP client's error may quote the URL it called."""
-
-    def stamp(moment: datetime | None) -> str | None:
-        return iso_z(moment) if moment else None
-
-    return {
-        "occurrence_id": execution.occurrence_id,
-        "schedule_id": execution.schedule_id,
-        "scheduled_time": iso_z(execution.scheduled_time),
-        "status": execution.status.value,
-        "attempts": execution.attempts,
-        "http_status": execution.http_status,
-        "duration_ms": execution.duration_ms,
-        "lateness_ms": execution.lateness_ms,
-        "error": None if execution.error is None else redact(execution.error, secret_patterns),
-        "started_at": stamp(execution.started_at),
-        "finished_at": stamp(execution.finished_at),
-        "next_attempt_at": stamp(execution.next_attempt_at),
-        "manual": execution.manual,
-    }
+    view: dict[str, Any] = EXECUTION_VIEW.dump(masked_execution(execution, secret_patterns))
+    return view
 
 
-def dead_letter_view(execution: Execution, secret_patterns: Iterable[str]) -> dict[str, Any]:
-    finished = execution.finished_at
-    return {
-        "id": execution.occurrence_id,
-        "schedule_id": execution.schedule_id,
-        "occurrence_id": execution.occurrence_id,
-        "scheduled_time": iso_z(execution.scheduled_time),
-        "failed_at": iso_z(finished) if finished else None,
-        "attempts": execution.attempts,
-        "http_status": execution.http_status,
-        "error": None if execution.error is None else redact(execution.error, secret_patterns),
-        "manual": execution.manual,
-    }
+def masked_occurrence(execution: Execution, secret_patterns: Iterable[str]) -> Execution:
+    """One occurrence with every attempt it keeps, as clients see it: errors and the answers'
+    excerpts masked."""
+    patterns = tuple(secret_patterns)
+    attempts = tuple(
+        dataclasses.replace(
+            attempt,
+            error=None if attempt.error is None else redact(attempt.error, patterns),
+            response_excerpt=(
+                None
+                if attempt.response_excerpt is None
+                else redact_body(attempt.response_excerpt, patterns)
+            ),
+        )
+        for attempt in execution.attempt_log
+    )
+    return dataclasses.replace(masked_execution(execution, patterns), attempt_log=attempts)
 
 
 def occurrence_view(execution: Execution, secret_patterns: Iterable[str]) -> dict[str, Any]:
-    """One occurrence with every attempt it keeps; errors and excerpts masked as configured."""
-    patterns = tuple(secret_patterns)
-    return {
-        **execution_view(execution, patterns),
-        "attempt_log": [attempt_view(attempt, patterns) for attempt in execution.attempt_log],
-    }
+    view: dict[str, Any] = OCCURRENCE_VIEW.dump(masked_occurrence(execution, secret_patterns))
+    return view
 
 
-def attempt_view(attempt: Attempt, secret_patterns: Iterable[str]) -> dict[str, Any]:
-    excerpt = attempt.response_excerpt
-    return {
-        "number": attempt.number,
-        "status": attempt.status.value,
-        "started_at": iso_z(attempt.started_at) if attempt.started_at else None,
-        "finished_at": iso_z(attempt.finished_at),
-        "duration_ms": attempt.duration_ms,
-        "http_status": attempt.http_status,
-        "error": None if attempt.error is None else redact(attempt.error, secret_patterns),
-        "response_status_line": attempt.response_status_line,
-        "response_excerpt": None if excerpt is None else redact_body(excerpt, secret_patterns),
-        "response_truncated": attempt.response_truncated,
-    }
+def dead_letter_view(execution: Execution, secret_patterns: Iterable[str]) -> dict[str, Any]:
+    view: dict[str, Any] = DEAD_LETTER_VIEW.dump(masked_execution(execution, secret_patterns))
+    return view
+
+
+@dataclass(frozen=True)
+class PageView(Generic[T]):
+    """A page of a listing: its items and the cursor of the next page (as clients pass it)."""
+
+    items: Sequence[T]
+    next_cursor: str | None
+    # A schedule's history names the schedule's status, and who paused it.
+    schedule_status: ScheduleStatus | None = None
+    pause: PauseView | None = None
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """A dead letter replayed: its reopened record, making one more attempt."""
+
+    execution: Execution
+
+    @property
+    def attempt(self) -> int:
+        return self.execution.attempts + 1
+
+
+@dataclass(frozen=True)
+class PreviewView:
+    """A preview's times as UTC/local pairs, and its description."""
+
+    preview: Preview
+
+    @property
+    def occurrences(self) -> list[TimePair]:
+        return [TimePair(moment, self.preview.timezone) for moment in self.preview.times]
+
+    @property
+    def description(self) -> str:
+        return self.preview.description

@@ -2,7 +2,8 @@
 often?
 
 Structural checks (types, ranges, formats) belong to the API's schemas; these are the domain's.
-Errors name the field as the client wrote it (``schedule.cron``, ``schedule.start_date`` …).
+Errors name the field by its canonical name (``schedule.cron``, ``schedule.start`` …); the API
+names it as the client wrote it (``schedule.start_date``).
 The checks build the timing's recurrence, once, and give it back: the caller computes the
 schedule's times from it rather than building it again. Every search is bounded by
 ``SEARCH_HORIZON``: a rule that never fires is refused, not looped on; and all of them together
@@ -13,7 +14,7 @@ a second.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from shared.errors import InvalidInput
@@ -36,24 +37,12 @@ from shared.timeutil import iso_z, load_zone, utc_ms
 # How many upcoming occurrences are compared against the minimum interval.
 INTERVAL_SAMPLE = 50
 
-CANONICAL_FIELDS = {
-    "timezone": "timezone",
-    "at": "at",
-    "interval": "interval",
-    "cron": "cron",
-    "rrule": "rrule",
-    "start": "start",
-    "end": "end",
-    "max_occurrences": "max_occurrences",
-}
-
 
 def check_timing(
     timing: Timing,
     now: datetime,
     min_interval: timedelta,
     prefix: str = "schedule",
-    names: Mapping[str, str] = CANONICAL_FIELDS,
     schedule_id: str | None = None,
 ) -> Bounded:
     """The recurrence of the timing accepted at ``now`` (``build_recurrence``), checked: raise
@@ -62,9 +51,9 @@ def check_timing(
     spreads by ``schedule_id``."""
     try:
         with cpu_budget():
-            return _check_timing(timing, now, min_interval, prefix, names, schedule_id)
+            return _check_timing(timing, now, min_interval, prefix, schedule_id)
     except TooMuchWork as exc:
-        raise InvalidInput({f"{prefix}.{names.get(timing.kind, timing.kind)}": str(exc)}) from None
+        raise InvalidInput({f"{prefix}.{timing.kind}": str(exc)}) from None
 
 
 def _check_timing(
@@ -72,11 +61,10 @@ def _check_timing(
     now: datetime,
     min_interval: timedelta,
     prefix: str,
-    names: Mapping[str, str],
     schedule_id: str | None,
 ) -> Bounded:
     def field(name: str) -> str:
-        return f"{prefix}.{names.get(name, name)}"
+        return f"{prefix}.{name}"
 
     try:
         zone = load_zone(timing.timezone)

@@ -32,8 +32,14 @@ from werkzeug.exceptions import Forbidden
 from scheduler_service.auth import Authenticator, AuthFailure
 from scheduler_service.console import forms
 from scheduler_service.errors import flatten
-from scheduler_service.schedules import EXECUTIONS_CURSOR, definition_from
-from scheduler_service.schemas import SCHEDULE_ID, PreviewSchema, ScheduleBodySchema
+from scheduler_service.parameters import EXECUTIONS_CURSOR
+from scheduler_service.schemas import (
+    SCHEDULE_ID,
+    PreviewSchema,
+    ScheduleBodySchema,
+    ScheduleRequest,
+    as_sent,
+)
 from scheduler_service.service import (
     NoDeadLetter,
     NotReplayable,
@@ -546,15 +552,15 @@ def form_page(
 def submit(values: Mapping[str, str], editing: Schedule | None) -> Response | tuple[str, int]:
     body, errors = forms.request_body(values, editing)
     try:
-        loaded = ScheduleBodySchema().load(body)
+        loaded: ScheduleRequest = ScheduleBodySchema().load(body)
     except ValidationError as exc:
         errors.extend(flatten(exc.messages))
     if errors:
         return form_page(values, errors, editing), 422
-    schedule_id = editing.schedule_id if editing is not None else body.get("id")
-    definition, names = definition_from(loaded, body.get("schedule", {}))
+    schedule_id = editing.schedule_id if editing is not None else loaded.schedule_id
     try:
-        accepted = service().accept_definition(g.tenant, schedule_id, definition, names)
+        with as_sent(loaded.names):
+            accepted = service().accept_definition(g.tenant, schedule_id, loaded.definition)
     except InvalidInput as exc:
         failed = [
             {"field": name, "message": message}
@@ -593,7 +599,8 @@ def preview() -> str:
     try:
         loaded = PreviewSchema().load({"schedule": schedule_part, "count": NEXT_TIMES})
         timing, names = loaded["schedule"]
-        found = service().preview(timing, names, NEXT_TIMES)
+        with as_sent(names):
+            found = service().preview(timing, NEXT_TIMES)
         times = [time_pair(moment, found.timezone) for moment in found.times]
         description = found.description
     except ValidationError as exc:

@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 import pytest
 from dateutil.rrule import rrulestr
 
+from scheduler_service.schemas import SEED_NAMES, as_sent
 from shared.describe import describe
 from shared.errors import InvalidInput
 from shared.model import Every, Timing, Unit
@@ -714,10 +715,10 @@ def test_the_minimum_interval_is_configurable() -> None:
 
 
 def test_seed_names_are_used_in_errors() -> None:
-    names = {"timezone": "timeZone", "interval": "repeat_interval", "end": "end_date"}
+    """The domain names a field canonically; the API names it as the seed form does."""
     timing = Timing("UTC", interval=Every(1, Unit.SECOND), end=wall("2020-01-01"))
-    with pytest.raises(InvalidInput) as raised:
-        check_timing(timing, NOW, timedelta(seconds=1), names=names)
+    with pytest.raises(InvalidInput) as raised, as_sent(SEED_NAMES):
+        check_timing(timing, NOW, timedelta(seconds=1))
     assert "schedule.end_date" in raised.value.fields
 
 
