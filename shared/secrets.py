@@ -191,6 +191,7 @@ def keep_masked_secrets(
         query=query,
         body=body,
         timeout_seconds=payload.timeout_seconds,
+        calls_per_host=payload.calls_per_host,
     )
 
 

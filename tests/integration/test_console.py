@@ -152,6 +152,7 @@ def test_create_then_view_edit_pause_and_delete_through_the_console(api: ApiUnde
     paused = api.client.post("/console/schedules/nightly/pause", headers={"HX-Request": "true"})
     assert paused.headers["HX-Redirect"] == "/console/schedules/nightly"
     assert "status-paused" in text(api.client.get("/console/schedules?status=paused"))
+    assert "paused by its owner, since" in text(api.client.get("/console/schedules/nightly"))
 
     gone = api.client.post("/console/schedules/nightly/delete", headers={"HX-Request": "true"})
     assert gone.headers["HX-Redirect"] == "/console/schedules?deleted=nightly"
