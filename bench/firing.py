@@ -232,7 +232,7 @@ def _iso(moment: datetime) -> str:
     return iso_z(moment)
 
 
-def _not_succeeded(store: Any, rows: list[tuple[str, str, datetime]]) -> int:
+def _not_succeeded(store: Any, rows: list[tuple[str, Any, datetime]]) -> int:
     """Occurrences whose execution record is missing or not ``succeeded``."""
     from shared.adapters.mongo_store import MongoStore
 

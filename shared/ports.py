@@ -304,7 +304,10 @@ class ApiKeyStore(ABC):
 
     @abstractmethod
     def delete_api_key(self, key_id: str) -> int:
-        """Revoke the keys whose ``key_id`` (hash prefix) is ``key_id``; returns how many."""
+        """Revoke the keys whose ``key_id`` (hash prefix) is ``key_id``; returns how many.
+
+        Anything but 8 to 64 lowercase hex digits (``store_rules.is_key_id``) revokes nothing:
+        never "every key" for an empty prefix."""
 
 
 class ExecutionStore(ABC):

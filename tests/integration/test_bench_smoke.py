@@ -104,8 +104,9 @@ def test_creation_counts_the_store_commands_through_the_delaying_proxy(
     assert result["errors"] == 0, result
     assert result["stored"] == 30
     counted = result["store_commands"]
-    # One insert per create by the processor; the warm-up's 5 are not counted.
-    assert counted["by_command"]["insert"] == 30, counted
+    # One command per create by the processor (its guarded upsert); the warm-up's 5 are not
+    # counted.
+    assert counted["by_command"]["update"] == 30, counted
     assert counted["per_item"] == pytest.approx(counted["total"] / 30), counted
 
 
