@@ -92,9 +92,11 @@ FIRE_SLACK = timedelta(seconds=FIRE_SLACK_SECONDS)
 # Occurrences due this soon are checked and begun together, then each is called at its
 # moment: the thread hop's latency is hidden, and the batches grow with the load.
 PREPARE_AHEAD = timedelta(milliseconds=20)
-# Check-and-begin batches on their way at once: the next is checked while the loop starts the
-# calls of the one before.
+# Check-and-begin batches on their way at once when behind: the next is checked while the loop
+# starts the calls of the one before. A second starts only with this many due: on time, what
+# falls due while one batch is on its way waits for the next, so batches stay large.
 BATCHES_AT_ONCE = 2
+SECOND_BATCH_FROM = 16
 # Receive calls one thread hop makes at most, while the queue gives full batches.
 RECEIVES_PER_HOP = 10
 # The longest the loop sleeps without looking at the stop flag.
@@ -296,6 +298,8 @@ class Executor:
         # next, so the batches grow with the load and the store work per fire shrinks.
         room = self.settings.executor_concurrency - self._calls - self._starting
         if self._batches >= BATCHES_AT_ONCE or room <= 0 or not self._due:
+            return
+        if self._batches and len(self._due) < SECOND_BATCH_FROM:
             return
         batch = [self._due.popleft() for _ in range(min(room, len(self._due)))]
         self._starting += len(batch)
