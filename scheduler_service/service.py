@@ -611,7 +611,7 @@ class ScheduleService:
         if errors:
             raise InvalidInput(errors)
         definition = schedule.live_definition
-        recurrence = build_recurrence(definition.timing, schedule.accepted_at)
+        recurrence = build_recurrence(definition.timing, schedule.accepted_at, schedule_id)
         moments: list[datetime] = []
         moment = recurrence.first_at_or_after(start)
         while moment is not None and moment < end:
@@ -795,7 +795,7 @@ def next_fire_time(schedule: Schedule, now: datetime, lookahead: timedelta) -> d
     if cursor is None and schedule.updated_at + lookahead < now:
         return None
     timing = schedule.live_definition.timing
-    recurrence = build_recurrence(timing, schedule.accepted_at)
+    recurrence = build_recurrence(timing, schedule.accepted_at, schedule.schedule_id)
     ahead = recurrence.first_at_or_after(max(now, schedule.accepted_at))
     if ahead is None or (cursor is not None and ahead >= cursor):
         return cursor

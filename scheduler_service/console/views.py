@@ -360,7 +360,7 @@ def next_times(schedule: Schedule, now: datetime) -> list[dict[str, str | None]]
     if schedule.status is ScheduleStatus.COMPLETED:
         return []
     timing = schedule.live_definition.timing
-    recurrence = build_recurrence(timing, schedule.accepted_at)
+    recurrence = build_recurrence(timing, schedule.accepted_at, schedule.schedule_id)
     return [time_pair(moment, timing.timezone) for moment in recurrence.upcoming(now, NEXT_TIMES)]
 
 

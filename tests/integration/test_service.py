@@ -41,6 +41,7 @@ from shared.model import (
     ScheduleStatus,
     Timing,
     Unit,
+    occurrence_id,
 )
 from shared.ports import Clock
 from shared.recurrence import Bounded
@@ -327,3 +328,21 @@ def test_a_create_parses_its_body_once(api: ApiUnderTest, monkeypatch: pytest.Mo
         )
         assert response.status_code == 202, response.get_json()
         assert parsed == ["body"], headers
+
+
+def test_a_cron_line_with_h_has_a_next_time_and_backfills(parts: Parts) -> None:
+    """``H`` spreads by the schedule's id: every time computed for the schedule uses it."""
+    parts.service.accept_definition("t1", "spread", definition(cron="H 9 * * *"))
+    parts.apply()
+    stored = parts.service.get("t1", "spread")
+    first = stored.next_schedule_time
+    assert first is not None
+    # As the poller leaves it once it has sent the first occurrence: the cursor a day on.
+    sent = stored.evolve(occurrence_count=1, next_schedule_time=first + timedelta(days=1))
+    assert parts.service.next_fire_time(sent) == first
+    parts.clock.at = first + timedelta(days=1, hours=1)
+    done = parts.service.backfill("t1", "spread", NOW, parts.clock.at, MisfirePolicy.FIRE_ALL)
+    assert done.queued == [
+        occurrence_id("spread", first),
+        occurrence_id("spread", first + timedelta(days=1)),
+    ]
