@@ -12,10 +12,10 @@ from shared.model import (
     Payload,
     Schedule,
     ScheduleDefinition,
-    ScheduleStatus,
     Timing,
     Unit,
 )
+from tests.support.factories import make_schedule
 
 ACCEPTED = datetime(2026, 1, 1, tzinfo=UTC)
 THRESHOLD = timedelta(seconds=5)
@@ -28,18 +28,7 @@ def every_second(policy: MisfirePolicy, max_occurrences: int | None = None) -> S
     definition = ScheduleDefinition(
         timing, Payload("GET", "https://example.com/"), misfire=Misfire(policy)
     )
-    return Schedule(
-        tenant="t",
-        schedule_id="s",
-        revision=1,
-        state_revision=0,
-        status=ScheduleStatus.ACTIVE,
-        definition=definition,
-        next_schedule_time=ACCEPTED,
-        accepted_at=ACCEPTED,
-        created_at=ACCEPTED,
-        updated_at=ACCEPTED,
-    )
+    return make_schedule(definition, ACCEPTED, ACCEPTED)
 
 
 def test_fire_all_after_an_outage_stops_at_max_occurrences() -> None:

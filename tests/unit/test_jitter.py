@@ -15,11 +15,11 @@ from shared.model import (
     Payload,
     Schedule,
     ScheduleDefinition,
-    ScheduleStatus,
     Timing,
     Unit,
     occurrence_id,
 )
+from tests.support.factories import make_schedule
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -50,18 +50,7 @@ def every_minute(jitter_seconds: float) -> Schedule:
         Payload("GET", "https://example.com/"),
         jitter_seconds=jitter_seconds,
     )
-    return Schedule(
-        tenant="t",
-        schedule_id="s",
-        revision=1,
-        state_revision=0,
-        status=ScheduleStatus.ACTIVE,
-        definition=definition,
-        next_schedule_time=START,
-        accepted_at=START,
-        created_at=START,
-        updated_at=START,
-    )
+    return make_schedule(definition, START, START)
 
 
 def test_the_poller_sends_the_fire_time_under_the_nominal_id() -> None:

@@ -1,0 +1,110 @@
+"""docs/architecture.md names code that exists: every file it names or links, every
+``module.name`` it names, each defined in the file its link points to."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DOC = ROOT / "docs" / "architecture.md"
+
+# A dotted name whose first part is one of the repository's packages names code.
+PACKAGES = frozenset(path.parent.name for path in ROOT.glob("*/__init__.py"))
+DOTTED = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$")
+CODE = re.compile(r"`([^`\s]+)`")
+LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+)\)")
+
+
+def named_code(text: str) -> list[str]:
+    """The dotted names in backquotes whose first part is a package of the repository."""
+    return [
+        name for name in CODE.findall(text) if DOTTED.match(name) and name.split(".")[0] in PACKAGES
+    ]
+
+
+def named_files(text: str) -> list[str]:
+    """The ``.py`` paths in backquotes, relative to the repository."""
+    return [name for name in CODE.findall(text) if name.endswith(".py")]
+
+
+def links(text: str) -> list[tuple[str, str]]:
+    """``(label, target)`` of the links to files of the repository (not to the web)."""
+    return [
+        (label, target.partition("#")[0])
+        for label, target in LINK.findall(text)
+        if not target.startswith(("http://", "https://", "#", "mailto:"))
+    ]
+
+
+def resolve(name: str) -> tuple[Any, ModuleType]:
+    """What ``name`` names (a module, or an attribute of one, nested), and its module."""
+    parts = name.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            module = importlib.import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        found: Any = module
+        for attribute in parts[cut:]:
+            found = getattr(found, attribute)
+        return found, module
+    raise ModuleNotFoundError(name)
+
+
+def defined_in(name: str) -> Path:
+    """The file that defines what ``name`` names (for a value without source: its module's)."""
+    found, module = resolve(name)
+    try:
+        source = inspect.getsourcefile(inspect.unwrap(found) if callable(found) else found)
+    except TypeError:
+        source = None
+    return Path(source or str(module.__file__)).resolve()
+
+
+def test_every_named_file_exists() -> None:
+    text = DOC.read_text()
+    missing = [name for name in named_files(text) if not (ROOT / name).is_file()]
+    missing += [target for _, target in links(text) if not (DOC.parent / target).resolve().exists()]
+    assert missing == []
+
+
+def test_every_named_function_class_and_module_exists() -> None:
+    names = named_code(DOC.read_text())
+    # The document walks the code: far more names than a parse gone wrong would find.
+    assert len(set(names)) > 50
+    missing = []
+    for name in names:
+        try:
+            resolve(name)
+        except (ImportError, AttributeError) as exc:
+            missing.append(f"{name}: {exc}")
+    assert missing == []
+
+
+def test_each_linked_name_is_defined_in_the_file_it_links() -> None:
+    elsewhere = []
+    for label, target in links(DOC.read_text()):
+        name = label.strip("`")
+        if not (label.startswith("`") and DOTTED.match(name) and target.endswith(".py")):
+            continue
+        linked = (DOC.parent / target).resolve()
+        found = defined_in(name)
+        if found != linked:
+            elsewhere.append(f"{name} is in {found.relative_to(ROOT)}, linked to {target}")
+    assert elsewhere == []
+
+
+def test_the_checks_catch_a_name_that_moved_or_went() -> None:
+    with pytest.raises(AttributeError):
+        resolve("shared.ports.NoSuchPort")
+    with pytest.raises(AttributeError):
+        resolve("shared.no_such_module.anything")
+    # Imported into the worker, defined in shared/messages.py.
+    assert defined_in("processor_worker.worker.decode_mutation") == ROOT / "shared" / "messages.py"
