@@ -304,8 +304,9 @@ def backfill_schedule(body: dict[str, Any], schedule_id: str) -> Backfill:
     The range: `from` included, `to` excluded, at most 366 days and 1,000 occurrences. Those
     that did not run: `fire_all` each, `fire_once` only the latest. Each has its normal
     occurrence id (and `Idempotency-Key`), so the receiver can deduplicate; those that already
-    succeeded, failed (see dead letters) or are in flight are left out. They run now, as manual
-    runs: even while paused, whatever the grace."""
+    succeeded, failed (see dead letters) or are in flight are left out, and so are those the
+    schedule would never have fired (before its `start`, after its `end`, beyond its
+    `max_occurrences`). They run now, as manual runs: even while paused, whatever the grace."""
     return service().backfill(g.tenant, schedule_id, body["start"], body["end"], body["policy"])
 
 
