@@ -198,9 +198,10 @@ def list_schedules(query: dict[str, Any]) -> Response:
 class ScheduleResource(MethodView):
     @blp.response(200, ScheduleViewSchema)
     @blp.doc(operationId="getSchedule")
-    @problems(404)
+    @problems(400, 404)
     def get(self, schedule_id: str) -> Response:
         """The stored schedule, its status, next time and run counts; 404 if unknown or deleted."""
+        check_id(schedule_id)
         return schedule_answer(service().get(g.tenant, schedule_id), 200)
 
     @blp.arguments(ScheduleBodySchema, error_status_code=400)
@@ -265,31 +266,34 @@ class ScheduleResource(MethodView):
 @blp.route("/schedule/<schedule_id>/pause", methods=["POST"])
 @blp.response(202, ScheduleViewSchema)
 @blp.doc(operationId="pauseSchedule")
-@problems(404)
+@problems(400, 404)
 def pause_schedule(schedule_id: str) -> Response:
     """Stop firing until resumed; occurrences that fall in the pause are skipped. Pausing a
     paused or completed schedule changes nothing."""
+    check_id(schedule_id)
     return schedule_answer(service().pause(g.tenant, schedule_id), 202)
 
 
 @blp.route("/schedule/<schedule_id>/resume", methods=["POST"])
 @blp.response(202, ScheduleViewSchema)
 @blp.doc(operationId="resumeSchedule")
-@problems(404)
+@problems(400, 404)
 def resume_schedule(schedule_id: str) -> Response:
     """Fire again from now on (the occurrences of the pause are not caught up)."""
+    check_id(schedule_id)
     return schedule_answer(service().resume(g.tenant, schedule_id), 202)
 
 
 @blp.route("/schedule/<schedule_id>/trigger", methods=["POST"])
 @blp.response(202, TriggeredSchema)
 @blp.doc(operationId="triggerSchedule")
-@problems(404)
+@problems(400, 404)
 def trigger_schedule(schedule_id: str) -> Occurrence:
     """Run the schedule once now, beside its own times (even while paused).
 
     The run has its own occurrence id and appears in the history with `manual: true`.
     """
+    check_id(schedule_id)
     return service().trigger(g.tenant, schedule_id)
 
 
@@ -304,8 +308,10 @@ def backfill_schedule(body: dict[str, Any], schedule_id: str) -> Backfill:
     The range: `from` included, `to` excluded, at most 366 days and 1,000 occurrences. Those
     that did not run: `fire_all` each, `fire_once` only the latest. Each has its normal
     occurrence id (and `Idempotency-Key`), so the receiver can deduplicate; those that already
-    succeeded, failed (see dead letters) or are in flight are left out. They run now, as manual
-    runs: even while paused, whatever the grace."""
+    succeeded, failed (see dead letters) or are in flight are left out, and so are those the
+    schedule would never have fired (before its `start`, after its `end`, beyond its
+    `max_occurrences`). They run now, as manual runs: even while paused, whatever the grace."""
+    check_id(schedule_id)
     return service().backfill(g.tenant, schedule_id, body["start"], body["end"], body["policy"])
 
 
@@ -320,6 +326,7 @@ def list_executions(query: dict[str, Any], schedule_id: str) -> PageView[Executi
     Status, attempts, HTTP status, duration, lateness, error. A deleted schedule's history stays
     readable (`schedule_status: deleted`) until retention removes it; a paused one's says who
     paused it, when and why (`paused_by`, `paused_at`, `paused_reason`)."""
+    check_id(schedule_id)
     schedule, page = service().list_executions(
         g.tenant, schedule_id, _limit(query), query.get("cursor")
     )

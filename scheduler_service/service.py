@@ -595,9 +595,10 @@ class ScheduleService:
         and however late they are (``misfire.grace_seconds`` is about the live schedule).
 
         Occurrences that succeeded or failed already (a failed one is a dead letter: replay it),
-        or that are in flight, are left out. ``InvalidInput`` naming ``from`` or ``to`` for a
-        range that is empty, in the future, longer than ``MAX_BACKFILL_DAYS`` or holding more
-        than ``MAX_BACKFILL_OCCURRENCES``; nothing is queued then.
+        or that are in flight, are left out; so are those the schedule would never have fired
+        (``outside_bounds``). ``InvalidInput`` naming ``from`` or ``to`` for a range that is
+        empty, in the future, longer than ``MAX_BACKFILL_DAYS`` or holding more than
+        ``MAX_BACKFILL_OCCURRENCES``; nothing is queued then.
         """
         schedule = self.get(tenant, schedule_id)
         now = self.clock.now()
@@ -612,18 +613,28 @@ class ScheduleService:
             raise InvalidInput(errors)
         definition = schedule.live_definition
         recurrence = build_recurrence(definition.timing, schedule.accepted_at, schedule_id)
+        # The times of the timing without its bounds: those outside them are left out, and said.
         moments: list[datetime] = []
-        moment = recurrence.first_at_or_after(start)
-        while moment is not None and moment < end:
-            if len(moments) == MAX_BACKFILL_OCCURRENCES:
-                raise InvalidInput(
-                    {
-                        "from": f"the range holds more than {MAX_BACKFILL_OCCURRENCES} "
-                        "occurrences; split it"
-                    }
+        try:
+            with cpu_budget():
+                moment = recurrence.inner.first_at_or_after(start)
+                while moment is not None and moment < end:
+                    if len(moments) == MAX_BACKFILL_OCCURRENCES:
+                        raise InvalidInput(
+                            {
+                                "from": f"the range holds more than {MAX_BACKFILL_OCCURRENCES} "
+                                "occurrences; split it"
+                            }
+                        )
+                    moments.append(moment)
+                    moment = recurrence.inner.next_after(moment)
+                outside = outside_bounds(
+                    recurrence, schedule.accepted_at, definition.timing.max_occurrences, moments
                 )
-            moments.append(moment)
-            moment = recurrence.next_after(moment)
+        except TooMuchWork:
+            raise InvalidInput(
+                {"from": "the schedule's times in this range take too long to compute; split it"}
+            ) from None
         # A record's scheduled time is when it fired: up to the jitter after its nominal time.
         jitter = timedelta(seconds=definition.jitter_seconds)
         recorded = self._records_between(tenant, schedule_id, start, end + jitter)
@@ -639,10 +650,12 @@ class ScheduleService:
                 manual=True,
             )
             record = recorded.get(occurrence.occurrence_id)
-            if record is None or record.status is ExecutionStatus.SKIPPED:
-                candidates.append(occurrence)
-            else:
+            if record is not None and record.status is not ExecutionStatus.SKIPPED:
                 left_out.append(LeftOut(occurrence.occurrence_id, f"already {record.status.value}"))
+            elif moment in outside:
+                left_out.append(LeftOut(occurrence.occurrence_id, outside[moment]))
+            else:
+                candidates.append(occurrence)
         if policy is MisfirePolicy.FIRE_ONCE and len(candidates) > 1:
             left_out += [
                 LeftOut(item.occurrence_id, "fire_once runs the latest") for item in candidates[:-1]
@@ -775,6 +788,35 @@ def _search_back(moment: datetime) -> datetime:
         return moment - SEARCH_HORIZON
     except OverflowError:
         raise InvalidInput({"before": "too early: after the year 9"}) from None
+
+
+def outside_bounds(
+    recurrence: Bounded, accepted_at: datetime, limit: int | None, moments: list[datetime]
+) -> dict[datetime, str]:
+    """Which of ``moments`` (ascending times of ``recurrence.inner``) the schedule would never
+    fire, and why: before its ``start``, after its ``end``, or, with ``limit``
+    (``max_occurrences``), not among its first ``limit`` occurrences, counted as the poller
+    counts them: from the first at or after its acceptance."""
+    first: datetime | None = None
+    last: datetime | None = None  # the limit-th, when the moments go past it
+    if limit is not None and moments:
+        for number, moment in enumerate(recurrence.upcoming(accepted_at, limit), 1):
+            first = first or moment
+            if moment >= moments[-1]:
+                break
+            if number == limit:
+                last = moment
+    outside: dict[datetime, str] = {}
+    for moment in moments:
+        if recurrence.start is not None and moment < recurrence.start:
+            outside[moment] = f"before the schedule's start ({iso_z(recurrence.start)})"
+        elif recurrence.end is not None and moment > recurrence.end:
+            outside[moment] = f"after the schedule's end ({iso_z(recurrence.end)})"
+        elif limit is not None and (first is None or moment < first):
+            outside[moment] = "before the first occurrence, from which max_occurrences counts"
+        elif last is not None and moment > last:
+            outside[moment] = f"beyond max_occurrences ({limit}), the last was {iso_z(last)}"
+    return outside
 
 
 def next_fire_time(schedule: Schedule, now: datetime, lookahead: timedelta) -> datetime | None:

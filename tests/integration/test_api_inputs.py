@@ -201,6 +201,52 @@ def test_odd_ids_in_paths_are_4xx_or_clean(api: ApiUnderTest, schedule_id: str) 
         assert_clean(response, (method, path))
 
 
+def id_routes(schedule_id: str) -> list[tuple[str, str, Any]]:
+    """Every route that names a schedule, with a body it would take."""
+    base = f"{API}/schedule/{quote(schedule_id, safe='')}"
+    past = {"from": "2025-01-01T00:00:00Z", "to": "2025-01-01T01:00:00Z"}
+    return [
+        ("GET", base, None),
+        ("PUT", base, {key: value for key, value in BODY.items() if key != "id"}),
+        ("PATCH", base, {"name": "renamed"}),
+        ("DELETE", base, None),
+        ("POST", f"{base}/pause", None),
+        ("POST", f"{base}/resume", None),
+        ("POST", f"{base}/trigger", None),
+        ("GET", f"{base}/executions", None),
+        ("POST", f"{base}/backfill", past),
+    ]
+
+
+@pytest.mark.parametrize("schedule_id", ["x" * 129, "a b", "a:b", "-leading", "\u00e9t\u00e9"])
+def test_an_id_no_schedule_can_have_is_400_naming_id_on_every_route(
+    api: ApiUnderTest, schedule_id: str
+) -> None:
+    queued = api.queued()
+    for method, path, body in id_routes(schedule_id):
+        response = api.client.open(path, method=method, json=body)
+        assert response.status_code == 400, (method, path, response.get_json())
+        assert [error["field"] for error in response.get_json()["errors"]] == ["id"], path
+    assert api.queued() == queued
+
+
+def test_a_well_formed_unknown_id_stays_404(api: ApiUnderTest) -> None:
+    for method, path, body in id_routes("never-was"):
+        if method != "PUT":  # a PUT creates it
+            response = api.client.open(path, method=method, json=body)
+            assert response.status_code == 404, (method, path, response.get_json())
+
+
+def test_the_openapi_document_lists_the_400_of_every_route_naming_a_schedule(
+    api: ApiUnderTest,
+) -> None:
+    paths = api.client.get("/openapi.json").get_json()["paths"]
+    for method, path, _ in id_routes("{schedule_id}"):
+        operation = paths[path.replace("%7B", "{").replace("%7D", "}")][method.lower()]
+        expected = {"400"} if method == "PUT" else {"400", "404"}
+        assert expected <= set(operation["responses"]), (method, path)
+
+
 @pytest.mark.parametrize(
     "query",
     [

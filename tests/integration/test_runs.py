@@ -288,6 +288,57 @@ def test_backfill_fire_once_runs_only_the_latest(api: ApiUnderTest) -> None:
     assert [item.occurrence_id for item in queued_occurrences(api)] == [ids[3]]
 
 
+def left_out_reasons(answer: dict[str, Any]) -> dict[str, str]:
+    return {item["occurrence_id"]: item["reason"] for item in answer["left_out"]}
+
+
+def test_backfill_leaves_out_what_is_before_the_start_or_after_the_end(api: ApiUnderTest) -> None:
+    hour = api.clock.now().replace(minute=0, second=0, microsecond=0)
+
+    def quarter(n: int) -> datetime:
+        return hour + timedelta(minutes=15 * n)
+
+    timing = {"cron": "*/15 * * * *", "start": iso_z(quarter(-2)), "end": iso_z(quarter(4))}
+    create(api, "b1", schedule=timing)
+    api.clock.advance(3 * 3600)
+    body = {"from": iso_z(quarter(-4)), "to": iso_z(quarter(8))}
+    answer = api.client.post(f"{API}/schedule/b1/backfill", json=body)
+    assert answer.status_code == 202, answer.get_json()
+    queued = [f"b1:{iso_z(quarter(n))}" for n in range(-2, 5)]
+    assert answer.get_json()["queued"] == queued
+    before = f"before the schedule's start ({iso_z(quarter(-2))})"
+    after = f"after the schedule's end ({iso_z(quarter(4))})"
+    assert left_out_reasons(answer.get_json()) == {
+        **{f"b1:{iso_z(quarter(n))}": before for n in (-4, -3)},
+        **{f"b1:{iso_z(quarter(n))}": after for n in (5, 6, 7)},
+    }
+    assert [item.occurrence_id for item in queued_occurrences(api)] == queued
+
+
+def test_backfill_runs_no_more_than_max_occurrences_from_the_first(api: ApiUnderTest) -> None:
+    create(api, "b2", schedule={"cron": "*/15 * * * *", "max_occurrences": 3})
+    stored = api.backends.store.get_schedule("default", "b2")
+    assert stored is not None
+    # The schedule's first occurrence: the first quarter hour at or after its acceptance.
+    hour = stored.accepted_at.replace(minute=0, second=0, microsecond=0)
+    moments = [hour + timedelta(minutes=15 * n) for n in range(-4, 8)]
+    first = next(index for index, moment in enumerate(moments) if moment >= stored.accepted_at)
+    ids = [f"b2:{iso_z(moment)}" for moment in moments]
+    api.clock.advance(3 * 3600)
+    body = {"from": iso_z(moments[0]), "to": iso_z(moments[-1] + timedelta(minutes=15))}
+    answer = api.client.post(f"{API}/schedule/b2/backfill", json=body).get_json()
+    assert answer["queued"] == ids[first : first + 3]
+    reasons = left_out_reasons(answer)
+    assert set(reasons) == set(ids) - set(answer["queued"])
+    assert {reasons[item] for item in ids[:first]} == {
+        "before the first occurrence, from which max_occurrences counts"
+    }
+    assert {reasons[item] for item in ids[first + 3 :]} == {
+        f"beyond max_occurrences (3), the last was {iso_z(moments[first + 2])}"
+    }
+    assert [item.occurrence_id for item in queued_occurrences(api)] == answer["queued"]
+
+
 @pytest.mark.parametrize(
     ("body", "fields"),
     [
