@@ -18,12 +18,14 @@ from pymongo import monitoring
 from shared.adapters.mongo_store import MongoStore
 from shared.model import AttemptOutcome, ExecutionStatus, ScheduleStatus
 from tests.integration.test_store_contract import (
+    I0,
     MINUTE,
     SECOND,
     T0,
     TENANT,
     create,
     definition,
+    idempotency,
     occurrence,
 )
 from tests.support.harness import TEST_SECRETS
@@ -153,3 +155,16 @@ def test_a_batch_of_definitions_costs_one_command_whatever_its_size(
         batch = [(TENANT, f"b{size}-{n}", 1, definition(), T0 + MINUTE, T0) for n in range(size)]
         assert store.apply_definitions(batch) == [True] * size
         assert commands.take() == 1
+
+
+def test_an_idempotency_key_is_saved_in_one_command_and_a_repeat_answered_in_two(
+    counted: tuple[MongoStore, Commands],
+) -> None:
+    store, commands = counted
+    commands.take()
+    assert store.save_idempotency_record(idempotency(expires_at=I0 + MINUTE), I0)[1]
+    assert commands.take() == 1  # the upsert inserts it
+    assert not store.save_idempotency_record(idempotency(fingerprint="fp-2"), I0)[1]
+    assert commands.take() == 2  # the live record refuses the upsert; one read answers
+    assert store.save_idempotency_record(idempotency(fingerprint="fp-3"), I0 + MINUTE)[1]
+    assert commands.take() == 1  # the upsert replaces the expired one
