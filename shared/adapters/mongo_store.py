@@ -809,25 +809,23 @@ class MongoStore(Store):
             "created_at": utc_ms(record.created_at),
             "expires_at": utc_ms(record.expires_at),
         }
+        # One guarded upsert: a new key is inserted and an expired record replaced (of
+        # concurrent savers one gets through); a live record refuses it, and the insert the
+        # upsert falls back to fails on the _id: a DuplicateKeyError, then the live one answers.
+        expired = {"_id": key, "expires_at": {"$lte": utc_ms(now)}}
         with _transient("save_idempotency_record"):
-            for _ in range(_ROUNDS):
+            # Twice at most: the live record can be deleted between the upsert and the read
+            # (its create could not be enqueued).
+            for _ in range(2):
                 try:
-                    self.idempotency_keys.insert_one(document)
+                    self.idempotency_keys.replace_one(expired, document, upsert=True)
                     return _idempotency(document), True
                 except DuplicateKeyError:
                     pass
-                # Taken: by a live record (it answers), or by an expired one (replace it; of
-                # two concurrent replacers the guard lets one through).
-                replaced = self.idempotency_keys.replace_one(
-                    {"_id": key, "expires_at": {"$lte": utc_ms(now)}}, document
-                )
-                if replaced.matched_count:
-                    return _idempotency(document), True
                 current = self.idempotency_keys.find_one({"_id": key})
                 if current is not None:
                     return _idempotency(current), False
-                # Deleted meanwhile: go round again.
-        raise Transient(f"save_idempotency_record {key}: too many concurrent changes")
+        raise Transient(f"save_idempotency_record {key}: changed by another writer, try again")
 
     def get_idempotency_record(
         self, tenant: str, key: str, now: datetime

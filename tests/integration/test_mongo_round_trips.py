@@ -19,12 +19,14 @@ from pymongo import monitoring
 from shared.adapters.mongo_store import MongoStore
 from shared.model import AttemptOutcome, ExecutionStatus, ScheduleStatus
 from tests.integration.test_store_contract import (
+    I0,
     MINUTE,
     SECOND,
     T0,
     TENANT,
     create,
     definition,
+    idempotency,
     occurrence,
 )
 from tests.support.harness import TEST_SECRETS
@@ -175,3 +177,16 @@ def test_failures_that_pause_their_schedules_cost_no_command_more(
     assert commands.take() == 2
     paused = store.get_schedules([(TENANT, item.schedule_id) for item in due])
     assert {schedule.status for schedule in paused.values()} == {ScheduleStatus.PAUSED}
+
+
+def test_an_idempotency_key_is_saved_in_one_command_and_a_repeat_answered_in_two(
+    counted: tuple[MongoStore, Commands],
+) -> None:
+    store, commands = counted
+    commands.take()
+    assert store.save_idempotency_record(idempotency(expires_at=I0 + MINUTE), I0)[1]
+    assert commands.take() == 1  # the upsert inserts it
+    assert not store.save_idempotency_record(idempotency(fingerprint="fp-2"), I0)[1]
+    assert commands.take() == 2  # the live record refuses the upsert; one read answers
+    assert store.save_idempotency_record(idempotency(fingerprint="fp-3"), I0 + MINUTE)[1]
+    assert commands.take() == 1  # the upsert replaces the expired one
