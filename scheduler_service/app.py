@@ -92,6 +92,7 @@ def create_app(
     app.extensions["scheduler"] = service
     app.extensions["scheduler_backends"] = backends
     app.extensions["scheduler_auth"] = authenticator
+    app.extensions["scheduler_rate_limiter"] = rate_limiter
     app.extensions["scheduler_metrics"] = backend_registry(
         backends, settings.schedule_counts_seconds
     )

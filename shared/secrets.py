@@ -234,10 +234,24 @@ class SecretBox:
             document = {**document, "on_failure": json.loads(self._open(hook[SEALED]))}
         return ScheduleDefinition.from_document(document)
 
+    def seal_text(self, text: str, purpose: str) -> str:
+        """``text`` sealed for ``purpose`` (authenticated with it: it opens for no other)."""
+        return self._seal_bytes(text.encode(), purpose.encode())
+
+    def open_text(self, sealed: str, purpose: str) -> str | None:
+        """What ``seal_text`` sealed for ``purpose``; ``None`` if no configured key opens it
+        for that purpose (altered, sealed for another, or with a key since dropped)."""
+        try:
+            return self._open(sealed, purpose.encode()).decode()
+        except (ConfigurationError, UnicodeDecodeError):
+            return None
+
     def _seal(self, secret: JSON) -> str:
-        plain = json.dumps(secret, separators=(",", ":")).encode()
+        return self._seal_bytes(json.dumps(secret, separators=(",", ":")).encode(), None)
+
+    def _seal_bytes(self, plain: bytes, associated: bytes | None) -> str:
         nonce = os.urandom(NONCE_BYTES)
-        sealed = self._ciphers[self._sealing_id].encrypt(nonce, plain, None)
+        sealed = self._ciphers[self._sealing_id].encrypt(nonce, plain, associated)
         token = base64.urlsafe_b64encode(nonce + sealed).decode("ascii")
         return f"{self._sealing_id}.{token}"
 
@@ -250,7 +264,7 @@ class SecretBox:
             return None
         return json.dumps(self.seal(self.open(document)), separators=(",", ":"))
 
-    def _open(self, sealed: str) -> bytes:
+    def _open(self, sealed: str, associated: bytes | None = None) -> bytes:
         key_id, _, token = sealed.partition(".")
         cipher = self._ciphers.get(key_id)
         if cipher is None:
@@ -260,7 +274,7 @@ class SecretBox:
             )
         try:
             raw = base64.urlsafe_b64decode(token)
-            return cipher.decrypt(raw[:NONCE_BYTES], raw[NONCE_BYTES:], None)
+            return cipher.decrypt(raw[:NONCE_BYTES], raw[NONCE_BYTES:], associated)
         except (InvalidTag, ValueError) as exc:
             raise ConfigurationError(
                 f"a schedule's sealed payload does not open with key {key_id!r}: it was altered"

@@ -2,13 +2,16 @@
 
 Server-rendered Jinja templates (``templates/console/``), with htmx (vendored in ``static/``)
 for the live preview, the actions and the refreshing run list. The API key is typed once on
-``/console/login`` and kept in a cookie for the browser session (HttpOnly, SameSite=Strict,
-sent only to ``/console``); where the API needs no key (``scheduler dev``) the console needs
-none either.
+``/console/login``; the session cookie (HttpOnly, SameSite=Strict, Secure over HTTPS, sent only
+to ``/console``, for the browser session and at most ``SESSION_HOURS``) holds it sealed with the
+service's secret key, so the cookie alone never shows the key. Where the API needs no key
+(``scheduler dev``) the console needs none either. Its requests count against the tenant's rate
+limit (``SCHEDULER_TENANT_RATE_LIMIT``) as the API's do.
 """
 
 from __future__ import annotations
 
+import json
 import statistics
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -33,6 +36,7 @@ from scheduler_service.auth import Authenticator, AuthFailure
 from scheduler_service.console import forms
 from scheduler_service.errors import flatten
 from scheduler_service.parameters import EXECUTIONS_CURSOR
+from scheduler_service.ratelimit import TenantRateLimiter
 from scheduler_service.schemas import (
     SCHEDULE_ID,
     PreviewSchema,
@@ -60,7 +64,10 @@ from shared.recurrence import build_recurrence
 from shared.timeutil import UTC, parse_iso, utc_ms
 
 PREFIX = "/console"
-KEY_COOKIE = "scheduler_console_key"
+SESSION_COOKIE = "scheduler_console_session"
+# What the secret box seals the session for: a value sealed for anything else does not open.
+SESSION_PURPOSE = "console-session"
+SESSION_HOURS = 12
 PAGE_SIZE = 25
 RUNS_SHOWN = 25
 NEXT_TIMES = 10
@@ -93,8 +100,33 @@ def authenticator() -> Authenticator:
     return auth
 
 
+def rate_limiter() -> TenantRateLimiter:
+    limiter: TenantRateLimiter = current_app.extensions["scheduler_rate_limiter"]
+    return limiter
+
+
 def presented(key: str | None) -> dict[str, str]:
     return {"X-API-Key": key} if key else {}
+
+
+def sealed_session(key: str) -> str:
+    """The session cookie's value: the key and when it was typed, sealed."""
+    issued = service().clock.now().timestamp()
+    session = json.dumps({"key": key, "issued": issued})
+    return service().secret_box.seal_text(session, SESSION_PURPOSE)
+
+
+def session_key(cookie: str | None) -> str | None:
+    """The API key of a session cookie; ``None`` for none, one that does not open (altered,
+    sealed with a key since dropped) or one older than ``SESSION_HOURS``."""
+    opened = service().secret_box.open_text(cookie, SESSION_PURPOSE) if cookie else None
+    if opened is None:
+        return None
+    session = json.loads(opened)
+    if service().clock.now().timestamp() - session["issued"] > SESSION_HOURS * 3600:
+        return None
+    key: str = session["key"]
+    return key
 
 
 @blp.before_request
@@ -106,10 +138,16 @@ def authenticate() -> Response | None:
     if request.endpoint == "console.login":
         return None
     try:
-        g.tenant = authenticator().tenant_for(presented(request.cookies.get(KEY_COOKIE)))
+        g.tenant = authenticator().tenant_for(
+            presented(session_key(request.cookies.get(SESSION_COOKIE)))
+        )
     except AuthFailure:
         return to_login()
     g.needs_key = authenticator().mode != "none" and authenticator().keys_required()
+    retry_after = rate_limiter().retry_after(g.tenant)
+    if retry_after is not None:
+        limited = page("console/limited.html", retry_after=retry_after)
+        return Response(limited, 429, {"Retry-After": str(retry_after)}, mimetype="text/html")
     return None
 
 
@@ -176,8 +214,8 @@ def login() -> Response | str | tuple[str, int]:
         return page("console/login.html", target=target, error=str(exc)), 401
     response = redirect(target, 303)
     response.set_cookie(
-        KEY_COOKIE,
-        key,
+        SESSION_COOKIE,
+        sealed_session(key),
         path=PREFIX,
         httponly=True,
         samesite="Strict",
@@ -189,7 +227,9 @@ def login() -> Response | str | tuple[str, int]:
 @blp.route("/logout", methods=["POST"])
 def logout() -> Response:
     response = redirect(url_for("console.login"), 303)
-    response.delete_cookie(KEY_COOKIE, path=PREFIX, httponly=True, samesite="Strict")
+    response.delete_cookie(
+        SESSION_COOKIE, path=PREFIX, secure=request.is_secure, httponly=True, samesite="Strict"
+    )
     return response
 
 

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from collections.abc import Iterator
@@ -20,6 +21,7 @@ from flask.testing import FlaskClient
 from scheduler_service.console.views import Overview
 from shared.model import AttemptOutcome, ExecutionStatus, Occurrence
 from tests.support.api import ApiUnderTest, api_under_test
+from tests.support.harness import API
 
 ACME_KEY = "sk_console_acme_0123456789"
 GLOBEX_KEY = "sk_console_globex_0123456789"
@@ -88,13 +90,77 @@ def test_the_key_is_kept_in_a_strict_http_only_cookie_for_the_console_only(
     assert answer.headers["Location"] == "/console/schedules"
     cookie = answer.headers["Set-Cookie"]
     assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/console" in cookie
-    assert "Expires" not in cookie and "Max-Age" not in cookie
+    assert "Expires" not in cookie and "Max-Age" not in cookie and "Secure" not in cookie
     assert api.client.get("/console/").status_code == 200
     # Never a redirect off the console after logging in.
     away = api.client.post("/console/login", data={"api_key": ACME_KEY, "next": "//evil.test/"})
     assert away.headers["Location"] == "/console/"
     # The API itself does not take the cookie.
     assert api.client.get("/scheduler-service/v1/schedules").status_code == 401
+
+
+def session_cookie(client: FlaskClient) -> str:
+    cookie = client.get_cookie("scheduler_console_session", path="/console")
+    assert cookie is not None
+    return cookie.value
+
+
+def with_session(client: FlaskClient, value: str) -> FlaskClient:
+    client.set_cookie("scheduler_console_session", value, path="/console")
+    return client
+
+
+def test_the_session_cookie_never_shows_the_key(api: ApiUnderTest) -> None:
+    log_in(api.client, ACME_KEY)
+    value = session_cookie(api.client)
+    assert ACME_KEY not in value
+    assert ACME_KEY.encode() not in base64.urlsafe_b64decode(value.partition(".")[2])
+    assert with_session(api.app.test_client(), value).get("/console/").status_code == 200
+    # Altered, or sealed by the same box for another purpose: no session.
+    altered = value[:-6] + ("AAAAAA" if not value.endswith("AAAAAA") else "BBBBBB")
+    issued = api.clock.now().timestamp()
+    session = json.dumps({"key": ACME_KEY, "issued": issued})
+    elsewhere = api.backends.secrets.seal_text(session, "another-purpose")
+    for forged in (altered, elsewhere, ACME_KEY):
+        answer = with_session(api.app.test_client(), forged).get("/console/")
+        assert answer.status_code == 302 and "/console/login" in answer.headers["Location"]
+    # Over HTTPS the cookie is Secure.
+    secure = api.app.test_client().post(
+        "/console/login", data={"api_key": ACME_KEY}, base_url="https://localhost"
+    )
+    assert "Secure" in secure.headers["Set-Cookie"]
+
+
+def test_a_session_lasts_twelve_hours_and_logout_ends_it(api: ApiUnderTest) -> None:
+    log_in(api.client, ACME_KEY)
+    api.clock.advance(11.9 * 3600)
+    assert api.client.get("/console/").status_code == 200
+    api.clock.advance(0.2 * 3600)
+    assert api.client.get("/console/").status_code == 302
+    log_in(api.client, ACME_KEY)
+    assert api.client.get("/console/").status_code == 200
+    out = api.client.post("/console/logout")
+    assert out.status_code == 303 and "scheduler_console_session=;" in out.headers["Set-Cookie"]
+    assert api.client.get_cookie("scheduler_console_session", path="/console") is None
+    assert api.client.get("/console/").status_code == 302
+
+
+def test_console_pages_count_against_the_tenants_rate_limit(tmp_path: Path) -> None:
+    keys = (f"acme:{ACME_KEY}", f"globex:{GLOBEX_KEY}")
+    with api_under_test(
+        tmp_path, api_auth="keys", api_keys=keys, tenant_rate_limit="4/minute"
+    ) as api:
+        log_in(api.client, ACME_KEY)
+        assert [api.client.get("/console/").status_code for _ in range(3)] == [200] * 3
+        # The API's requests and the console's share the tenant's count.
+        assert api.client.get(f"{API}/schedules", headers=KEY_HEADER).status_code == 200
+        limited = api.client.get("/console/schedules")
+        assert limited.status_code == 429 and int(limited.headers["Retry-After"]) >= 1
+        assert "rate limit" in text(limited)
+        assert api.client.get(f"{API}/schedules", headers=KEY_HEADER).status_code == 429
+        other = api.app.test_client()
+        log_in(other, GLOBEX_KEY)
+        assert other.get("/console/").status_code == 200
 
 
 def test_a_form_with_errors_shows_each_beside_its_field_and_creates_nothing(

@@ -164,6 +164,19 @@ def test_an_altered_sealed_payload_does_not_open() -> None:
         box.open(document)
 
 
+def test_sealed_text_opens_only_for_its_purpose_and_with_its_keys() -> None:
+    old, new = new_secret_key(), new_secret_key()
+    sealed = SecretBox([old]).seal_text("sk_live_key", "console-session")
+    assert "sk_live_key" not in sealed
+    assert SecretBox([new, old]).open_text(sealed, "console-session") == "sk_live_key"
+    assert SecretBox([old]).open_text(sealed, "another") is None
+    assert SecretBox([new]).open_text(sealed, "console-session") is None
+    key_id, token = sealed.split(".")
+    flipped = token[:20] + ("A" if token[20] != "A" else "B") + token[21:]
+    for altered in (f"{key_id}.{flipped}", f"{key_id}.!!", "", "sk_live_key"):
+        assert SecretBox([old]).open_text(altered, "console-session") is None
+
+
 def test_an_attempts_error_is_recorded_redacted() -> None:
     outcome = AttemptOutcome(
         ExecutionStatus.RETRYING,
