@@ -93,6 +93,7 @@ SCHEDULE_COLUMNS = (
     ("id", "ID"),
     ("name", "NAME"),
     ("status", "STATUS"),
+    ("paused_by", "PAUSED BY"),
     ("next_schedule_time", "NEXT (UTC)"),
     ("runs", "RUNS"),
     ("failures", "FAILURES"),

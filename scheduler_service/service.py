@@ -615,25 +615,27 @@ class ScheduleService:
         recurrence = build_recurrence(definition.timing, schedule.accepted_at, schedule_id)
         # The times of the timing without its bounds: those outside them are left out, and said.
         moments: list[datetime] = []
+        moment = recurrence.inner.first_at_or_after(start)
+        while moment is not None and moment < end:
+            if len(moments) == MAX_BACKFILL_OCCURRENCES:
+                raise InvalidInput(
+                    {
+                        "from": f"the range holds more than {MAX_BACKFILL_OCCURRENCES} "
+                        "occurrences; split it"
+                    }
+                )
+            moments.append(moment)
+            moment = recurrence.inner.next_after(moment)
+        limit = definition.timing.max_occurrences
         try:
             with cpu_budget():
-                moment = recurrence.inner.first_at_or_after(start)
-                while moment is not None and moment < end:
-                    if len(moments) == MAX_BACKFILL_OCCURRENCES:
-                        raise InvalidInput(
-                            {
-                                "from": f"the range holds more than {MAX_BACKFILL_OCCURRENCES} "
-                                "occurrences; split it"
-                            }
-                        )
-                    moments.append(moment)
-                    moment = recurrence.inner.next_after(moment)
-                outside = outside_bounds(
-                    recurrence, schedule.accepted_at, definition.timing.max_occurrences, moments
-                )
+                outside = outside_bounds(recurrence, schedule.accepted_at, limit, moments)
         except TooMuchWork:
             raise InvalidInput(
-                {"from": "the schedule's times in this range take too long to compute; split it"}
+                {
+                    "from": f"max_occurrences ({limit}) counts from the schedule's first "
+                    "occurrence: too many of them lie before this range to count in time"
+                }
             ) from None
         # A record's scheduled time is when it fired: up to the jitter after its nominal time.
         jitter = timedelta(seconds=definition.jitter_seconds)

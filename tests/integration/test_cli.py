@@ -65,6 +65,24 @@ def test_list_says_when_more_exist_and_pages_through_them(
     assert (code, len(out.splitlines()), err) == (0, 1 + 60, "")
 
 
+def test_list_shows_who_paused_a_paused_schedule(
+    served: tuple[ApiUnderTest, str], capfd: pytest.CaptureFixture[str]
+) -> None:
+    api, url = served
+    for schedule_id in ("held", "running"):
+        assert api.client.put(f"{API}/schedule/{schedule_id}", json=BODY).status_code == 202
+    api.apply()
+    assert api.client.post(f"{API}/schedule/held/pause").status_code == 202
+    api.apply()
+    code, out, _ = run(capfd, "schedules", "list", "--url", url)
+    header, *rows = out.splitlines()
+    assert code == 0 and header.split()[:5] == ["ID", "NAME", "STATUS", "PAUSED", "BY"]
+    assert [row.split()[:4] for row in rows] == [
+        ["held", "report", "paused", "user"],
+        ["running", "report", "active", "-"],
+    ]
+
+
 def test_get_and_history_print_readable_values(
     served: tuple[ApiUnderTest, str], capfd: pytest.CaptureFixture[str]
 ) -> None:

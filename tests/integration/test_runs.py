@@ -339,6 +339,17 @@ def test_backfill_runs_no_more_than_max_occurrences_from_the_first(api: ApiUnder
     assert [item.occurrence_id for item in queued_occurrences(api)] == answer["queued"]
 
 
+def test_a_backfill_too_far_after_a_counted_schedules_first_occurrence_is_refused(
+    api: ApiUnderTest,
+) -> None:
+    create(api, "b3", schedule={"cron": "* * * * *", "max_occurrences": 10_000_000})
+    api.clock.advance(366 * 24 * 3600)  # over 500,000 minutes to count
+    end = api.clock.now().replace(second=0, microsecond=0)
+    body = {"from": iso_z(end - timedelta(hours=1)), "to": iso_z(end)}
+    assert problem_fields(api.client.post(f"{API}/schedule/b3/backfill", json=body)) == ["from"]
+    assert api.occurrences_queued() == 0
+
+
 @pytest.mark.parametrize(
     ("body", "fields"),
     [
