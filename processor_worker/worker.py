@@ -6,10 +6,11 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 
 from shared.errors import PoisonMessage, Transient
 from shared.lifecycle import Shutdown
-from shared.messages import decode_mutation
+from shared.messages import DefinitionMutation, decode_mutation
 from shared.metrics import MUTATIONS, PROCESSING, Heartbeat
 from shared.ports import Clock, MessageQueue, OutgoingMessage, ScheduleStore, SystemClock
 from shared.recurrence import first_occurrence
@@ -73,6 +74,7 @@ class Processor:
         done: list[str] = []
         applied_before = self.stats.applied
         started = time.perf_counter()
+        decoded: list[tuple[str, DefinitionMutation, datetime | None]] = []
         for message in messages:
             try:
                 mutation = decode_mutation(message.body, self.secrets)
@@ -86,14 +88,22 @@ class Processor:
                 MUTATIONS.labels("poisoned").inc()
                 done.append(message.receipt_handle)
                 continue
-            applied = self.store.apply_definition(
-                mutation.tenant,
-                mutation.schedule_id,
-                mutation.revision,
-                mutation.definition,
-                next_time,
-                mutation.accepted_at,
-            )
+            decoded.append((message.receipt_handle, mutation, next_time))
+        # The batch's definitions in one write (one command on MongoDB for new schedules).
+        results = self.store.apply_definitions(
+            [
+                (
+                    mutation.tenant,
+                    mutation.schedule_id,
+                    mutation.revision,
+                    mutation.definition,
+                    next_time,
+                    mutation.accepted_at,
+                )
+                for _, mutation, next_time in decoded
+            ]
+        )
+        for (receipt, mutation, next_time), applied in zip(decoded, results, strict=True):
             if applied:
                 self.stats.applied += 1
             else:
@@ -110,7 +120,7 @@ class Processor:
                     "next_schedule_time": iso_z(next_time) if next_time else None,
                 },
             )
-            done.append(message.receipt_handle)
+            done.append(receipt)
         self.mutations.delete(done)
         if messages:
             PROCESSING.labels("processor", "batch").observe(time.perf_counter() - started)

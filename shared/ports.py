@@ -162,6 +162,12 @@ class ScheduleStore(ABC):
         Returns whether it was applied.
         """
 
+    def apply_definitions(self, definitions: Sequence[DefinitionToApply]) -> list[bool]:
+        """``apply_definition`` for each ``(tenant, schedule_id, revision, definition,
+        next_schedule_time, accepted_at)``, with the same guards, in order (a schedule named
+        twice in one call: each in turn). Returns, in order, whether each was applied."""
+        return [self.apply_definition(*arguments) for arguments in definitions]
+
     @abstractmethod
     def apply_state(
         self,
@@ -386,12 +392,6 @@ class Store(ScheduleStore, ExecutionStore, IdempotencyStore, ApiKeyStore):
     backend allows it. Here they call the single methods; an adapter overrides them when it can
     do better (SQLite: one transaction for the batch).
     """
-
-    def apply_definitions(self, definitions: Sequence[DefinitionToApply]) -> list[bool]:
-        """``apply_definition`` for each ``(tenant, schedule_id, revision, definition,
-        next_schedule_time, accepted_at)``, with the same guards, in order (a schedule named
-        twice in one call: each in turn). Returns, in order, whether each was applied."""
-        return [self.apply_definition(*arguments) for arguments in definitions]
 
     def get_schedules(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Schedule]:
         """``get_schedule`` for each ``(tenant, schedule_id)``: the version check of every

@@ -10,14 +10,20 @@ import dataclasses
 import uuid
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pymongo
 import pytest
 from pymongo import monitoring
 
+from processor_worker.worker import Processor
 from shared.adapters.mongo_store import MongoStore
+from shared.adapters.sqlite_db import SqliteDatabase
+from shared.adapters.sqlite_queue import SqliteQueue
+from shared.messages import DefinitionMutation, encode_mutation
 from shared.model import AttemptOutcome, ExecutionStatus, ScheduleStatus
+from shared.ports import OutgoingMessage
 from tests.integration.test_store_contract import (
     I0,
     MINUTE,
@@ -190,3 +196,26 @@ def test_an_idempotency_key_is_saved_in_one_command_and_a_repeat_answered_in_two
     assert commands.take() == 2  # the live record refuses the upsert; one read answers
     assert store.save_idempotency_record(idempotency(fingerprint="fp-3"), I0 + MINUTE)[1]
     assert commands.take() == 1  # the upsert replaces the expired one
+
+
+def test_the_processor_applies_a_batch_of_creates_in_one_command(
+    counted: tuple[MongoStore, Commands], tmp_path: Path
+) -> None:
+    store, commands = counted
+    database = SqliteDatabase(tmp_path / "queues.db")
+    mutations, dead = SqliteQueue(database, "mutations"), SqliteQueue(database, "dead")
+    mutations.create()
+    dead.create()
+    bodies = [
+        encode_mutation(DefinitionMutation(TENANT, f"p{n}", 1, T0, definition()), TEST_SECRETS)
+        for n in range(10)
+    ]
+    mutations.send([OutgoingMessage(body) for body in bodies])
+    processor = Processor(store, mutations, dead, TEST_SECRETS, batch_size=10)
+    commands.take()
+    assert processor.process_batch(1.0) == 10
+    assert commands.take() == 1  # one insert for the ten new schedules
+    stored = store.get_schedules([(TENANT, f"p{n}") for n in range(10)])
+    assert {schedule.revision for schedule in stored.values()} == {1}
+    assert len(stored) == 10
+    database.close()
