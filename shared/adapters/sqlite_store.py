@@ -142,9 +142,6 @@ _PAUSE_COLUMNS = (
     ("paused_ms", "INTEGER"),
 )
 _KEYS_PER_READ = 500
-# How much definition text ``get_schedules`` keeps opened: about 1,500 definitions of 650
-# characters, 5 MB with the opened definitions (about 2.3 kB each).
-REMEMBERED_DEFINITION_CHARS = 1_000_000
 
 
 class SqliteStore(Store):
@@ -152,9 +149,6 @@ class SqliteStore(Store):
         """``secrets`` seals each payload's secret parts in the ``definition`` column."""
         self.db = database
         self.secrets = secrets
-        # Definitions opened by ``get_schedules``, by their stored text (sealed with a random
-        # nonce: a new revision is a new text): the executor reads the same ones again and again.
-        self._opened = OpenedDefinitions()
 
     def ensure_indexes(self) -> None:
         connection = self.db.connection()
@@ -212,7 +206,7 @@ class SqliteStore(Store):
                     [tenant, *chunk],
                 ).fetchall()
                 for row in rows:
-                    found[(tenant, row["schedule_id"])] = _schedule(row, self.secrets, self._opened)
+                    found[(tenant, row["schedule_id"])] = _schedule(row, self.secrets)
         return found
 
     def apply_definition(
@@ -1047,43 +1041,15 @@ def _begun(
     )
 
 
-class OpenedDefinitions:
-    """Definitions opened from their stored text, kept up to ``REMEMBERED_DEFINITION_CHARS``
-    of text (then forgotten all at once)."""
-
-    def __init__(self) -> None:
-        self._by_text: dict[str, ScheduleDefinition] = {}
-        self._chars = 0
-
-    def open(self, text: str, secrets: SecretBox) -> ScheduleDefinition:
-        definition = self._by_text.get(text)
-        if definition is None:
-            definition = secrets.open(json.loads(text))
-            if self._chars + len(text) > REMEMBERED_DEFINITION_CHARS:
-                self._by_text.clear()
-                self._chars = 0
-            self._by_text[text] = definition
-            self._chars += len(text)
-        return definition
-
-
-def _schedule(
-    row: sqlite3.Row, secrets: SecretBox, opened: OpenedDefinitions | None = None
-) -> Schedule:
-    """The schedule of a stored row; ``opened`` remembers the definitions opened already."""
-    text = row["definition"]
-    definition = None
-    if text is not None:
-        definition = (
-            secrets.open(json.loads(text)) if opened is None else opened.open(text, secrets)
-        )
+def _schedule(row: sqlite3.Row, secrets: SecretBox) -> Schedule:
+    definition = row["definition"]
     return Schedule(
         tenant=row["tenant"],
         schedule_id=row["schedule_id"],
         revision=row["revision"],
         state_revision=row["state_revision"],
         status=ScheduleStatus(row["status"]),
-        definition=definition,
+        definition=None if definition is None else secrets.open(json.loads(definition)),
         next_schedule_time=maybe(from_epoch_ms, row["next_ms"]),
         accepted_at=from_epoch_ms(row["accepted_ms"]),
         created_at=from_epoch_ms(row["created_ms"]),
