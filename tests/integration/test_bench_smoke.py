@@ -104,9 +104,11 @@ def test_creation_counts_the_store_commands_through_the_delaying_proxy(
     assert result["errors"] == 0, result
     assert result["stored"] == 30
     counted = result["store_commands"]
-    # One command per create by the processor (its guarded upsert); the warm-up's 5 are not
-    # counted.
-    assert counted["by_command"]["update"] == 30, counted
+    # The processor stores each batch it receives with one insert (new schedules need no
+    # guarded upsert): at most one command per create, fewer when creates arrive together; the
+    # warm-up's 5 are not counted.
+    assert 1 <= counted["by_command"]["insert"] <= 30, counted
+    assert "update" not in counted["by_command"], counted
     assert counted["per_item"] == pytest.approx(counted["total"] / 30), counted
 
 
