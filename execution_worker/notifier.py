@@ -1,13 +1,13 @@
 """Failure notifications: a schedule's ``on_failure`` webhook, told when one of its occurrences
 is dead-lettered or when it pauses itself (``pause_after_failures``).
 
-The settler finds them after the outcomes are recorded (``failure_events``) and hands them to
-the ``Notifier``, which sends them on the executor's event loop through its webhook sender (the
-SSRF guard at connection time, as for every call), signed as every call is (Standard Webhooks,
-the same secret). Best effort: each is one ``POST`` with a short timeout, at most
-``NOTIFY_CONCURRENCY`` in flight, at most ``NOTIFY_BACKLOG`` waiting (more are dropped); one that
-fails is logged and counted (``scheduler_failure_notifications_total``), never retried. The
-settling loop never waits for them.
+The settler finds them after the outcomes are recorded (``Settler._after_failures``) and hands
+them to the ``Notifier``, which sends them on the executor's event loop through its webhook
+sender (the SSRF guard at connection time, as for every call), signed as every call is
+(Standard Webhooks, the same secret). Best effort: each is one ``POST`` with a short timeout,
+at most ``NOTIFY_CONCURRENCY`` in flight, at most ``NOTIFY_BACKLOG`` waiting (more are
+dropped); one that fails is logged and counted (``scheduler_failure_notifications_total``),
+never retried. The settling loop never waits for them.
 """
 
 from __future__ import annotations
