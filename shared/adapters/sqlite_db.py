@@ -181,15 +181,23 @@ class SqliteDatabase:
             pause = min(pause * 2, 0.002)
 
     @contextmanager
-    def write(self) -> Iterator[sqlite3.Connection]:
+    def _writer(self) -> Iterator[sqlite3.Connection]:
+        """This thread's writing connection, under the process's write lock."""
         lease = self._lease()
-        connection = lease.connections.writer
         if lease.writing:
             raise RuntimeError("a write inside a write on the same thread would deadlock")
         if not self._write_lock.acquire(timeout=self.busy_timeout_seconds):
             raise Transient("sqlite busy: another thread of this process holds the write lock")
         lease.writing = True
         try:
+            yield lease.connections.writer
+        finally:
+            lease.writing = False
+            self._write_lock.release()
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        with self._writer() as connection:
             self._retrying(connection, "BEGIN IMMEDIATE", ())
             try:
                 yield connection
@@ -198,9 +206,6 @@ class SqliteDatabase:
                 raise
             else:
                 connection.execute("COMMIT")
-        finally:
-            lease.writing = False
-            self._write_lock.release()
 
     def write_one(self, sql: str, parameters: Sequence[Any] = ()) -> list[sqlite3.Row]:
         """One writing statement as a transaction of its own; the rows it returns (RETURNING).
@@ -209,17 +214,9 @@ class SqliteDatabase:
         so a statement that reads and writes (an upsert) is atomic; and it costs one call into
         SQLite instead of three, each of which lets another thread take the GIL.
         """
-        lease = self._lease()
-        connection = lease.connections.writer
-        if lease.writing:
-            raise RuntimeError("a write inside a write on the same thread would deadlock")
-        if not self._write_lock.acquire(timeout=self.busy_timeout_seconds):
-            raise Transient("sqlite busy: another thread of this process holds the write lock")
-        try:
+        with self._writer() as connection:
             rows: list[sqlite3.Row] = self._retrying(connection, sql, parameters).fetchall()
             return rows
-        finally:
-            self._write_lock.release()
 
     def close(self) -> None:
         with self._lock:
