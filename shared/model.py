@@ -437,6 +437,25 @@ class Attempt:
         object.__setattr__(self, "finished_at", utc_ms(self.finished_at))
 
     @classmethod
+    def from_entry(
+        cls, entry: Mapping[str, Any], started_at: datetime | None, finished_at: datetime
+    ) -> Attempt:
+        """One entry of a record's stored log: the same keys in every store; its two instants,
+        kept as each store keeps instants, read by the store's adapter."""
+        return cls(
+            number=entry["number"],
+            status=ExecutionStatus(entry["status"]),
+            started_at=started_at,
+            finished_at=finished_at,
+            duration_ms=entry.get("duration_ms"),
+            http_status=entry.get("http_status"),
+            error=entry.get("error"),
+            response_status_line=entry.get("status_line"),
+            response_excerpt=entry.get("excerpt"),
+            response_truncated=bool(entry.get("truncated", False)),
+        )
+
+    @classmethod
     def last_of(cls, execution: Execution) -> tuple[Attempt, ...]:
         """A record written before attempts were kept: its last attempt, from the record's
         own fields (none if no attempt has ended)."""

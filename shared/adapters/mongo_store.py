@@ -30,10 +30,11 @@ import random
 import re
 import uuid
 import zlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from operator import attrgetter
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -1160,40 +1161,48 @@ class MongoStore(Store):
         # Served in the order of the (tenant, schedule_id, scheduled_time, occurrence_id) index,
         # no in-memory sort: after a cursor, each branch of the $or is a bounded scan of that
         # index, already in the sort's order, and MongoDB merges them (SORT_MERGE).
-        selector: Document = {"tenant": tenant, "schedule_id": schedule_id}
-        if cursor is not None:
-            scheduled_ms, occurrence = parse_execution_cursor(cursor)
-            after = from_epoch_ms(scheduled_ms)
-            selector["$or"] = [
-                {"scheduled_time": {"$lt": after}},
-                {"scheduled_time": after, "occurrence_id": {"$lt": occurrence}},
-            ]
-        with _transient("list_executions"):
-            documents = list(
-                self.executions.find(selector)
-                .sort([("scheduled_time", DESCENDING), ("occurrence_id", DESCENDING)])
-                .limit(limit + 1)
-            )
-        found = [_execution(document) for document in documents]
-        return execution_page(found, limit, lambda execution: execution.scheduled_time)
+        return self._execution_page(
+            "list_executions",
+            {"tenant": tenant, "schedule_id": schedule_id},
+            ("scheduled_time", attrgetter("scheduled_time")),
+            limit,
+            cursor,
+        )
 
     def list_dead_letters(self, tenant: str, limit: int, cursor: str | None) -> Page[Execution]:
-        selector: Document = {"tenant": tenant, "status": "failed", "discarded_at": None}
+        return self._execution_page(
+            "list_dead_letters",
+            {"tenant": tenant, "status": "failed", "discarded_at": None},
+            ("finished_at", attrgetter("finished_at")),
+            limit,
+            cursor,
+        )
+
+    def _execution_page(
+        self,
+        action: str,
+        selector: Document,
+        order: tuple[str, Callable[[Execution], datetime | None]],
+        limit: int,
+        cursor: str | None,
+    ) -> Page[Execution]:
+        """The records ``selector`` finds, newest first by ``order`` (its field, and the record's
+        time in it), after ``cursor``."""
+        time_field, moment = order
         if cursor is not None:
-            finished_ms, occurrence = parse_execution_cursor(cursor)
-            after = from_epoch_ms(finished_ms)
+            after_ms, occurrence = parse_execution_cursor(cursor)
+            after = from_epoch_ms(after_ms)
             selector["$or"] = [
-                {"finished_at": {"$lt": after}},
-                {"finished_at": after, "occurrence_id": {"$lt": occurrence}},
+                {time_field: {"$lt": after}},
+                {time_field: after, "occurrence_id": {"$lt": occurrence}},
             ]
-        with _transient("list_dead_letters"):
+        with _transient(action):
             documents = list(
                 self.executions.find(selector)
-                .sort([("finished_at", DESCENDING), ("occurrence_id", DESCENDING)])
+                .sort([(time_field, DESCENDING), ("occurrence_id", DESCENDING)])
                 .limit(limit + 1)
             )
-        found = [_execution(document) for document in documents]
-        return execution_page(found, limit, lambda execution: execution.finished_at)
+        return execution_page([_execution(document) for document in documents], limit, moment)
 
     def reopen_dead_letter(
         self, tenant: str, occurrence_id: str, now: datetime
@@ -1311,17 +1320,10 @@ def _attempts(document: Mapping[str, Any], execution: Execution) -> tuple[Attemp
     if log is None:
         return Attempt.last_of(execution)
     return tuple(
-        Attempt(
-            number=entry["number"],
-            status=ExecutionStatus(entry["status"]),
-            started_at=_instant(entry.get("started_at")),
-            finished_at=_required(_instant(entry.get("finished_at"))),
-            duration_ms=entry.get("duration_ms"),
-            http_status=entry.get("http_status"),
-            error=entry.get("error"),
-            response_status_line=entry.get("status_line"),
-            response_excerpt=entry.get("excerpt"),
-            response_truncated=bool(entry.get("truncated", False)),
+        Attempt.from_entry(
+            entry,
+            _instant(entry.get("started_at")),
+            _required(_instant(entry.get("finished_at"))),
         )
         for entry in map(_pushed, log)
     )

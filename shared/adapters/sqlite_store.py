@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
+from operator import attrgetter
 from typing import Any
 
 from shared.adapters.sqlite_db import SqliteDatabase
@@ -669,43 +670,49 @@ class SqliteStore(Store):
     def list_executions(
         self, tenant: str, schedule_id: str, limit: int, cursor: str | None
     ) -> Page[Execution]:
-        params: list[Any] = [tenant, schedule_id]
-        after = ""
-        if cursor is not None:
-            scheduled_ms, occurrence = parse_execution_cursor(cursor)
-            after = " AND (scheduled_ms, occurrence_id) < (?, ?)"
-            params += [scheduled_ms, occurrence]
-        rows = (
-            self.db.connection()
-            .execute(
-                "SELECT * FROM executions WHERE tenant = ? AND schedule_id = ?"
-                f"{after} ORDER BY scheduled_ms DESC, occurrence_id DESC LIMIT ?",
-                (*params, limit + 1),
-            )
-            .fetchall()
+        return self._execution_page(
+            "tenant = ? AND schedule_id = ?",
+            [tenant, schedule_id],
+            ("scheduled_ms", attrgetter("scheduled_time")),
+            limit,
+            cursor,
         )
-        found = [_execution(row) for row in rows]
-        return execution_page(found, limit, lambda execution: execution.scheduled_time)
 
     def list_dead_letters(self, tenant: str, limit: int, cursor: str | None) -> Page[Execution]:
-        params: list[Any] = [tenant]
+        return self._execution_page(
+            "tenant = ? AND status = 'failed' AND discarded_ms IS NULL",
+            [tenant],
+            ("finished_ms", attrgetter("finished_at")),
+            limit,
+            cursor,
+        )
+
+    def _execution_page(
+        self,
+        where: str,
+        params: list[Any],
+        order: tuple[str, Callable[[Execution], datetime | None]],
+        limit: int,
+        cursor: str | None,
+    ) -> Page[Execution]:
+        """The records ``where`` finds, newest first by ``order`` (its column, and the record's
+        time in it), after ``cursor``."""
+        column, moment = order
         after = ""
         if cursor is not None:
-            finished_ms, occurrence = parse_execution_cursor(cursor)
-            after = " AND (finished_ms, occurrence_id) < (?, ?)"
-            params += [finished_ms, occurrence]
+            after_ms, occurrence = parse_execution_cursor(cursor)
+            after = f" AND ({column}, occurrence_id) < (?, ?)"
+            params = [*params, after_ms, occurrence]
         rows = (
             self.db.connection()
             .execute(
-                "SELECT * FROM executions WHERE tenant = ? AND status = 'failed'"
-                f" AND discarded_ms IS NULL{after}"
-                " ORDER BY finished_ms DESC, occurrence_id DESC LIMIT ?",
+                f"SELECT * FROM executions WHERE {where}{after}"
+                f" ORDER BY {column} DESC, occurrence_id DESC LIMIT ?",
                 (*params, limit + 1),
             )
             .fetchall()
         )
-        found = [_execution(row) for row in rows]
-        return execution_page(found, limit, lambda execution: execution.finished_at)
+        return execution_page([_execution(row) for row in rows], limit, moment)
 
     def reopen_dead_letter(
         self, tenant: str, occurrence_id: str, now: datetime
@@ -960,17 +967,8 @@ def _attempts(log: str | None, execution: Execution) -> tuple[Attempt, ...]:
     if log is None:
         return Attempt.last_of(execution)
     return tuple(
-        Attempt(
-            number=entry["number"],
-            status=ExecutionStatus(entry["status"]),
-            started_at=maybe(from_epoch_ms, entry["started_ms"]),
-            finished_at=from_epoch_ms(entry["finished_ms"]),
-            duration_ms=entry["duration_ms"],
-            http_status=entry["http_status"],
-            error=entry["error"],
-            response_status_line=entry["status_line"],
-            response_excerpt=entry["excerpt"],
-            response_truncated=bool(entry["truncated"]),
+        Attempt.from_entry(
+            entry, maybe(from_epoch_ms, entry["started_ms"]), from_epoch_ms(entry["finished_ms"])
         )
         for entry in json.loads(log)
     )
