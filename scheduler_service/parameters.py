@@ -17,6 +17,7 @@ from marshmallow import EXCLUDE, RAISE, Schema, ValidationError, fields, post_lo
 
 from scheduler_service.responses import LISTED_STATUSES
 from scheduler_service.schemas import ISO_TEXT, SCHEDULE_ID
+from shared.model import ExecutionStatus
 from shared.timeutil import UTC, parse_iso, utc_ms
 
 # The position an executions or dead-letters cursor names: epoch milliseconds | occurrence id.
@@ -133,14 +134,34 @@ class ListExecutionsQuery(Paged):
     cursor_kind = "e"
     cursor_position = EXECUTIONS_CURSOR
 
+    status = fields.String(
+        validate=validate.OneOf([status.value for status in ExecutionStatus]),
+        metadata={
+            "description": "only the records in this status; skipped lists the superseded ones "
+            "too (sent ahead of their time, then skipped by a change, pause or delete), which "
+            "the history leaves out otherwise"
+        },
+    )
     limit = _limit()
     cursor = _cursor()
 
+    @post_load
+    def to_position(self, query: dict[str, Any], **_: Any) -> dict[str, Any]:
+        """The status as the domain names it, then the cursor."""
+        if "status" in query:
+            query["status"] = ExecutionStatus(query["status"])
+        positioned: dict[str, Any] = super().to_position(query)
+        return positioned
 
-class ListDeadLettersQuery(ListExecutionsQuery):
+
+class ListDeadLettersQuery(Paged):
     """The tenant's dead letters."""
 
     cursor_kind = "d"
+    cursor_position = EXECUTIONS_CURSOR
+
+    limit = _limit()
+    cursor = _cursor()
 
 
 IDEMPOTENCY_KEY = r"^[\x21-\x7e]{1,255}$"

@@ -260,6 +260,15 @@ class ScheduleViewSchema(Open):
     paused_by = _paused_by()
     paused_at = _paused_at()
     paused_reason = _paused_reason()
+    superseded = fields.Integer(
+        required=True,
+        attribute="schedule.superseded_count",
+        metadata={
+            "description": "occurrences the poller had sent ahead of their time that a later "
+            "change, pause or delete superseded (skipped, never called); listed by "
+            "GET …/executions?status=skipped"
+        },
+    )
     occurrences_dispatched = fields.Integer(required=True, attribute="schedule.occurrence_count")
     last_run_at = Instant(allow_none=True, required=True, attribute="schedule.last_run_at")
     last_status = fields.String(allow_none=True, required=True, attribute="schedule.last_status")
@@ -296,6 +305,14 @@ class ExecutionSchema(Open):
     finished_at = Instant(allow_none=True, required=True)
     next_attempt_at = Instant(allow_none=True, required=True)
     manual = fields.Boolean(required=True)
+    superseded = fields.Boolean(
+        required=True,
+        metadata={
+            "description": "skipped before its call: the poller had sent it ahead of its time "
+            "and a change, pause or delete of the schedule came after. Not a run: listed only "
+            "with ?status=skipped"
+        },
+    )
 
 
 class AttemptSchema(Open):

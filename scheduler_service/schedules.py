@@ -323,12 +323,15 @@ def backfill_schedule(body: dict[str, Any], schedule_id: str) -> Backfill:
 def list_executions(query: dict[str, Any], schedule_id: str) -> PageView[Execution]:
     """The run history, newest first
 
-    Status, attempts, HTTP status, duration, lateness, error. A deleted schedule's history stays
-    readable (`schedule_status: deleted`) until retention removes it; a paused one's says who
-    paused it, when and why (`paused_by`, `paused_at`, `paused_reason`)."""
+    Status, attempts, HTTP status, duration, lateness, error. `?status=` lists the records of
+    one status. The occurrences the poller had sent ahead of their time and that a later change,
+    pause or delete superseded are not runs: they are counted on the schedule (`superseded`)
+    and listed only with `?status=skipped` (`superseded: true`). A deleted schedule's history
+    stays readable (`schedule_status: deleted`) until retention removes it; a paused one's says
+    who paused it, when and why (`paused_by`, `paused_at`, `paused_reason`)."""
     check_id(schedule_id)
     schedule, page = service().list_executions(
-        g.tenant, schedule_id, _limit(query), query.get("cursor")
+        g.tenant, schedule_id, _limit(query), query.get("cursor"), query.get("status")
     )
     secret_patterns = service().settings.secret_headers
     return PageView(

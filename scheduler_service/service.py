@@ -678,7 +678,8 @@ class ScheduleService:
         self, tenant: str, schedule_id: str, start: datetime, end: datetime
     ) -> dict[str, Execution]:
         """The schedule's execution records scheduled in ``[start, end)``, by occurrence id:
-        the history read from ``end`` back (a position before every record of ``end``)."""
+        the history read from ``end`` back (a position before every record of ``end``). It
+        leaves the superseded out: like every skipped occurrence, they did not run."""
         found: dict[str, Execution] = {}
         cursor: str | None = f"{to_epoch_ms(end)}|"
         while cursor is not None:
@@ -762,15 +763,21 @@ class ScheduleService:
         return self.store.list_schedules(tenant, query, limit, cursor)
 
     def list_executions(
-        self, tenant: str, schedule_id: str, limit: int, cursor: str | None
+        self,
+        tenant: str,
+        schedule_id: str,
+        limit: int,
+        cursor: str | None,
+        status: ExecutionStatus | None = None,
     ) -> tuple[Schedule | None, Page[Execution]]:
-        """The schedule as stored (``None`` once removed) and a page of its history. A deleted
-        schedule's history stays readable until retention removes it; its tombstone may be
+        """The schedule as stored (``None`` once removed) and a page of its history: its runs,
+        or with ``status`` its records in that status (``ExecutionStore.list_executions``). A
+        deleted schedule's history stays readable until retention removes it; its tombstone may be
         removed first, and then the records left are still its history. ``NotFound`` for a
         schedule unknown or deleted with no history (a delete of an unknown id leaves a
         tombstone: it shows nothing)."""
         schedule = self.store.get_schedule(tenant, schedule_id)
-        page = self.store.list_executions(tenant, schedule_id, limit, cursor)
+        page = self.store.list_executions(tenant, schedule_id, limit, cursor, status)
         gone = schedule is None or schedule.status is ScheduleStatus.DELETED
         if gone and not page.items and cursor is None:
             raise NotFound(schedule_id)

@@ -310,6 +310,8 @@ class Schedule:
     updated_at: datetime
     occurrence_count: int = 0
     run_count: int = 0
+    # Occurrences sent ahead of their time and then superseded (``Execution.superseded``).
+    superseded_count: int = 0
     failure_count: int = 0
     consecutive_failures: int = 0
     last_run_at: datetime | None = None
@@ -406,6 +408,10 @@ class Execution:
     manual: bool = False
     # The attempts that ended, oldest first (the last ``KEPT_ATTEMPTS``).
     attempt_log: tuple[Attempt, ...] = ()
+    # Skipped before any call because a change, pause or delete of its schedule came after the
+    # poller had sent it ahead of its time: not a run, so histories list it only when asked
+    # for skipped records. A later attempt of the same occurrence clears it.
+    superseded: bool = False
 
 
 # How many attempts an execution record keeps, the latest ones.

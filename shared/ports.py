@@ -338,12 +338,20 @@ class ExecutionStore(ABC):
         write. Returns whether recorded."""
 
     @abstractmethod
-    def record_skips(self, skips: Sequence[tuple[Occurrence, str]], now: datetime) -> int:
+    def record_skips(
+        self, skips: Sequence[tuple[Occurrence, str]], now: datetime, *, superseded: bool = False
+    ) -> int:
         """Record occurrences as ``SKIPPED``, each with its reason.
 
         A record that exists is changed only while it is ``RETRYING``, or ``RUNNING`` with a
         lease that ended before ``now`` (its executor died); a live run, a succeeded, failed or
         skipped occurrence keeps its record. Returns how many records were written.
+
+        ``superseded``: the occurrences were sent ahead of their time and a change, pause or
+        delete of their schedule came after. The records this creates are marked
+        ``superseded`` (not runs: ``list_executions`` shows them only when asked for
+        ``SKIPPED``), and each schedule's ``superseded_count`` grows by as many, in the same
+        call. A record that existed (a run that retried) is skipped but stays a run.
         """
 
     @abstractmethod
@@ -353,9 +361,17 @@ class ExecutionStore(ABC):
 
     @abstractmethod
     def list_executions(
-        self, tenant: str, schedule_id: str, limit: int, cursor: str | None
+        self,
+        tenant: str,
+        schedule_id: str,
+        limit: int,
+        cursor: str | None,
+        status: ExecutionStatus | None = None,
     ) -> Page[Execution]:
-        """A schedule's records, newest scheduled time first."""
+        """A schedule's records, newest scheduled time first: with ``status``, those in it
+        (superseded ones too, for ``SKIPPED``); without, its runs: every record but the
+        superseded. Each page costs what it lists (an index per selection), plus, without
+        ``status``, the superseded records it passes over."""
 
     # -- dead letters: the occurrences that failed for good ------------------------------
 

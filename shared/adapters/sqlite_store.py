@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -63,6 +64,7 @@ CREATE TABLE IF NOT EXISTS schedules (
     updated_ms INTEGER NOT NULL,
     occurrence_count INTEGER NOT NULL DEFAULT 0,
     run_count INTEGER NOT NULL DEFAULT 0,
+    superseded_count INTEGER NOT NULL DEFAULT 0,
     failure_count INTEGER NOT NULL DEFAULT 0,
     consecutive_failures INTEGER NOT NULL DEFAULT 0,
     last_run_ms INTEGER,
@@ -100,6 +102,7 @@ CREATE TABLE IF NOT EXISTS executions (
     manual INTEGER NOT NULL DEFAULT 0,
     discarded_ms INTEGER,
     attempt_log TEXT,
+    superseded INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (tenant, occurrence_id)
 ) WITHOUT ROWID;
 -- Retention: what purge_expired deletes, oldest first.
@@ -130,17 +133,26 @@ CREATE TABLE IF NOT EXISTS api_keys (
 ) WITHOUT ROWID;
 """
 
-# The dead letters of a tenant, the latest failure first (after the column exists).
+# The dead letters of a tenant, the latest failure first (after the column exists); and a
+# schedule's records in one status, newest first (the history's ?status=).
 DEAD_LETTERS_SCHEMA = """
 CREATE INDEX IF NOT EXISTS executions_dead_letters
     ON executions (tenant, finished_ms DESC, occurrence_id DESC)
     WHERE status = 'failed' AND discarded_ms IS NULL;
+CREATE INDEX IF NOT EXISTS executions_by_status
+    ON executions (tenant, schedule_id, status, scheduled_ms DESC, occurrence_id DESC);
 """
 
 _PAUSE_COLUMNS = (
     ("pause_after_failures", "INTEGER"),
     ("paused_by", "TEXT"),
     ("paused_ms", "INTEGER"),
+    ("superseded_count", "INTEGER NOT NULL DEFAULT 0"),
+)
+_EXECUTION_COLUMNS = (
+    ("discarded_ms", "INTEGER"),
+    ("attempt_log", "TEXT"),
+    ("superseded", "INTEGER NOT NULL DEFAULT 0"),
 )
 _KEYS_PER_READ = 500
 
@@ -155,13 +167,15 @@ class SqliteStore(Store):
         connection = self.db.connection()
         connection.executescript(SCHEMA)
         with self.db.write() as writing:
-            # A database made before dead letters (or attempts) were kept lacks the column;
-            # checked inside the write so that two processes starting together add it once.
+            # A database made before dead letters, attempts or superseded records were kept
+            # lacks the column; checked inside the write so that two processes starting
+            # together add it once.
             columns = {row["name"] for row in writing.execute("PRAGMA table_info(executions)")}
-            for column, kind in (("discarded_ms", "INTEGER"), ("attempt_log", "TEXT")):
+            for column, kind in _EXECUTION_COLUMNS:
                 if column not in columns:
                     writing.execute(f"ALTER TABLE executions ADD COLUMN {column} {kind}")
-            # And one made before schedules paused themselves, these.
+            # And one made before schedules paused themselves (or counted superseded
+            # occurrences), these.
             columns = {row["name"] for row in writing.execute("PRAGMA table_info(schedules)")}
             for column, kind in _PAUSE_COLUMNS:
                 if column not in columns:
@@ -628,20 +642,25 @@ class SqliteStore(Store):
                 recorded.append(done)
         return recorded
 
-    def record_skips(self, skips: Sequence[tuple[Occurrence, str]], now: datetime) -> int:
+    def record_skips(
+        self, skips: Sequence[tuple[Occurrence, str]], now: datetime, *, superseded: bool = False
+    ) -> int:
         now_ms = to_epoch_ms(now)
         written = 0
+        # Records created superseded, by schedule (an existing record keeps its flag, 0).
+        created: Counter[tuple[str, str]] = Counter()
         with self.db.write() as connection:
             for occurrence, reason in skips:
-                cursor = connection.execute(
+                row = connection.execute(
                     "INSERT INTO executions (tenant, occurrence_id, schedule_id, scheduled_ms,"
-                    " status, attempts, revision, finished_ms, error, manual)"
-                    " VALUES (?, ?, ?, ?, 'skipped', 0, ?, ?, ?, ?)"
+                    " status, attempts, revision, finished_ms, error, manual, superseded)"
+                    " VALUES (?, ?, ?, ?, 'skipped', 0, ?, ?, ?, ?, ?)"
                     " ON CONFLICT (tenant, occurrence_id) DO UPDATE SET status = 'skipped',"
                     " finished_ms = excluded.finished_ms, error = excluded.error,"
                     " next_attempt_ms = NULL, lease_owner = NULL, lease_until_ms = NULL"
                     " WHERE status = 'retrying'"
-                    " OR (status = 'running' AND lease_until_ms < excluded.finished_ms)",
+                    " OR (status = 'running' AND lease_until_ms < excluded.finished_ms)"
+                    " RETURNING superseded",
                     (
                         occurrence.tenant,
                         occurrence.occurrence_id,
@@ -651,9 +670,18 @@ class SqliteStore(Store):
                         now_ms,
                         reason,
                         occurrence.manual,
+                        superseded,
                     ),
-                )
-                written += cursor.rowcount
+                ).fetchone()
+                if row is not None:
+                    written += 1
+                    if row["superseded"]:
+                        created[(occurrence.tenant, occurrence.schedule_id)] += 1
+            connection.executemany(
+                "UPDATE schedules SET superseded_count = superseded_count + ?"
+                " WHERE tenant = ? AND schedule_id = ?",
+                [(count, tenant, schedule_id) for (tenant, schedule_id), count in created.items()],
+            )
         return written
 
     def get_execution(self, tenant: str, occurrence_id: str) -> Execution | None:
@@ -668,14 +696,20 @@ class SqliteStore(Store):
         return None if row is None else _execution(row)
 
     def list_executions(
-        self, tenant: str, schedule_id: str, limit: int, cursor: str | None
+        self,
+        tenant: str,
+        schedule_id: str,
+        limit: int,
+        cursor: str | None,
+        status: ExecutionStatus | None = None,
     ) -> Page[Execution]:
+        # With a status, the executions_by_status index; without, executions_by_schedule.
+        where, params = "tenant = ? AND schedule_id = ? AND superseded = 0", [tenant, schedule_id]
+        if status is not None:
+            where = "tenant = ? AND schedule_id = ? AND status = ?"
+            params = [tenant, schedule_id, status.value]
         return self._execution_page(
-            "tenant = ? AND schedule_id = ?",
-            [tenant, schedule_id],
-            ("scheduled_ms", attrgetter("scheduled_time")),
-            limit,
-            cursor,
+            where, params, ("scheduled_ms", attrgetter("scheduled_time")), limit, cursor
         )
 
     def list_dead_letters(self, tenant: str, limit: int, cursor: str | None) -> Page[Execution]:
@@ -756,7 +790,7 @@ _BEGIN = (
     " ON CONFLICT (tenant, occurrence_id) DO UPDATE SET status = 'running',"
     " attempts = attempts + 1, revision = excluded.revision,"
     " started_ms = excluded.started_ms, lease_owner = excluded.lease_owner,"
-    " lease_until_ms = excluded.lease_until_ms, next_attempt_ms = NULL"
+    " lease_until_ms = excluded.lease_until_ms, next_attempt_ms = NULL, superseded = 0"
     " WHERE status IN ('retrying', 'skipped')"
     " OR (status = 'running' AND lease_until_ms < excluded.started_ms)"
     " RETURNING attempts"
@@ -1054,6 +1088,7 @@ def _schedule(row: sqlite3.Row, secrets: SecretBox) -> Schedule:
         updated_at=from_epoch_ms(row["updated_ms"]),
         occurrence_count=row["occurrence_count"],
         run_count=row["run_count"],
+        superseded_count=row["superseded_count"],
         failure_count=row["failure_count"],
         consecutive_failures=row["consecutive_failures"],
         last_run_at=maybe(from_epoch_ms, row["last_run_ms"]),
@@ -1122,5 +1157,6 @@ def _execution(row: sqlite3.Row) -> Execution:
         lease_owner=row["lease_owner"],
         lease_until=maybe(from_epoch_ms, row["lease_until_ms"]),
         manual=bool(row["manual"]),
+        superseded=bool(row["superseded"]),
     )
     return replace(execution, attempt_log=_attempts(row["attempt_log"], execution))

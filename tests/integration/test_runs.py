@@ -223,6 +223,40 @@ def test_the_history_of_a_deleted_schedule_stays_readable(api: ApiUnderTest) -> 
     assert api.client.get(f"{API}/schedule/h1/executions").status_code == 404
 
 
+def test_the_history_lists_runs_and_superseded_ones_only_as_skipped(api: ApiUnderTest) -> None:
+    create(api, "h3")
+    ran = record_runs(api, "h3", 2)
+    stored = api.backends.store.get_schedule("default", "h3")
+    assert stored is not None
+    now = api.clock.now()
+    ahead = [
+        Occurrence("default", "h3", stored.revision, now + timedelta(minutes=n)) for n in (1, 2)
+    ]
+    api.backends.store.record_skips(
+        [(item, "schedule paused") for item in ahead], now, superseded=True
+    )
+    history = api.client.get(f"{API}/schedule/h3/executions").get_json()
+    assert [item["occurrence_id"] for item in history["items"]] == ran[::-1]
+    assert {item["superseded"] for item in history["items"]} == {False}
+    skipped = api.client.get(f"{API}/schedule/h3/executions?status=skipped").get_json()
+    assert [item["occurrence_id"] for item in skipped["items"]] == [
+        item.occurrence_id for item in reversed(ahead)
+    ]
+    assert {(item["status"], item["superseded"]) for item in skipped["items"]} == {
+        ("skipped", True)
+    }
+    succeeded = api.client.get(f"{API}/schedule/h3/executions?status=succeeded&limit=1")
+    first = succeeded.get_json()
+    rest = api.client.get(
+        f"{API}/schedule/h3/executions?status=succeeded&cursor={first['next_cursor']}"
+    ).get_json()
+    assert [item["occurrence_id"] for item in first["items"] + rest["items"]] == ran[::-1]
+    assert api.client.get(f"{API}/schedule/h3").get_json()["superseded"] == 2
+    assert problem_fields(api.client.get(f"{API}/schedule/h3/executions?status=done")) == ["status"]
+    # The dead letters take no status.
+    assert problem_fields(api.client.get(f"{API}/dead-letters?status=failed")) == ["status"]
+
+
 def test_the_history_of_an_unknown_schedule_or_one_deleted_unrun_is_404(api: ApiUnderTest) -> None:
     create(api, "h2")
     api.client.delete(f"{API}/schedule/h2")
