@@ -13,15 +13,23 @@ The check is made twice:
   name resolves to then proves nothing about later;
 - at fire time, by ``HttpSender``, on every address the host resolves to, and the connection is
   made to the address that was checked, so DNS cannot answer differently in between (rebinding).
+
+A refusal names the rule that refused (private, loopback, link-local…) and the host as the
+tenant wrote it, never the address a name resolved to: the refusal lands in the run history,
+where an address would map the internal DNS of the network the executor runs in for any tenant.
+The address is logged at DEBUG only (``target_refused``), for an operator.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import logging
 import re
 import socket
 from collections.abc import Callable, Iterable, Sequence
 from urllib.parse import urlsplit
+
+log = logging.getLogger(__name__)
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 # host name → the addresses it resolves to, as text (``socket.getaddrinfo``'s answers).
@@ -36,7 +44,7 @@ _NAT64 = (ipaddress.IPv6Network("64:ff9b::/96"), ipaddress.IPv6Network("64:ff9b:
 
 
 class TargetRefused(ValueError):
-    """The webhook's target is not allowed; ``str()`` says which address and why."""
+    """The webhook's target is not allowed; ``str()`` names the host as written and the rule."""
 
 
 def system_resolver(host: str) -> list[str]:
@@ -64,7 +72,8 @@ def literal_address(host: str) -> IPAddress | None:
 
 
 def non_public_reason(address: IPAddress) -> str | None:
-    """Why ``address`` is not a public unicast address, or None if it is one."""
+    """The rule by which ``address`` is not a public unicast address (``"private"``,
+    ``"loopback"``…: it reads after "is"), or None if it is one. It never names an address."""
     if isinstance(address, ipaddress.IPv6Address):
         embedded = address.ipv4_mapped
         if embedded is not None:
@@ -74,7 +83,7 @@ def non_public_reason(address: IPAddress) -> str | None:
             carried.append(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
         for inner in carried:
             if inner is not None and non_public_reason(inner) is not None:
-                return f"carries the non-public IPv4 address {inner}"
+                return "the IPv6 form (6to4, Teredo or NAT64) of a non-public IPv4 address"
     checks = (
         ("unspecified", address.is_unspecified),
         ("loopback", address.is_loopback),
@@ -98,19 +107,14 @@ class TargetPolicy:
         self.allowed = tuple(ipaddress.ip_network(n, strict=False) for n in allowed_networks)
 
     def refusal(self, address: IPAddress) -> str | None:
-        """Why a webhook may not connect to ``address``; None if it may."""
+        """The rule by which a webhook may not connect to ``address`` (``non_public_reason``);
+        None if it may."""
         plain = address
         if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
             plain = address.ipv4_mapped
         if any(plain in network for network in self.allowed):
             return None
-        reason = non_public_reason(plain)
-        if reason is None:
-            return None
-        return (
-            f"{address} is {reason}: webhooks may target only public addresses unless "
-            "SCHEDULER_ALLOWED_NETWORKS allows it"
-        )
+        return non_public_reason(plain)
 
     def check_url(self, url: str) -> None:
         """The check at creation: the host as written (see the module docstring).
@@ -131,15 +135,14 @@ class TargetPolicy:
             raise ValueError(f"{host!r} is not a valid host name") from None
         name = host.rstrip(".").lower()
         if name in LOCALHOST_NAMES or name.endswith(".localhost"):
-            refusals = [self.refusal(address) for address in _LOOPBACK]
-            if all(refusals):
-                raise TargetRefused(f"{host} is loopback: {refusals[0]}")
+            if all(self.refusal(address) for address in _LOOPBACK):
+                raise TargetRefused(refused(host, "loopback"))
             return
         address = literal_address(host)
         if address is not None:
-            refusal = self.refusal(address)
-            if refusal is not None:
-                raise TargetRefused(refusal)
+            rule = self.refusal(address)
+            if rule is not None:
+                raise TargetRefused(refused(host, rule, address))
 
     def resolve(self, host: str, resolver: Resolver) -> IPAddress:
         """The check at fire time: the address to connect to, every answer of DNS checked.
@@ -150,13 +153,38 @@ class TargetPolicy:
         """
         literal = literal_address(host)
         if literal is not None:
-            addresses: list[IPAddress] = [literal]
-        else:
-            addresses = [ipaddress.ip_address(text.split("%")[0]) for text in resolver(host)]
-            if not addresses:
-                raise OSError(f"{host} resolves to no address")
+            rule = self.refusal(literal)
+            if rule is not None:
+                raise TargetRefused(refused(host, rule, literal))
+            return literal
+        addresses = [ipaddress.ip_address(text.split("%")[0]) for text in resolver(host)]
+        if not addresses:
+            raise OSError(f"{host} resolves to no address")
         for address in addresses:
-            refusal = self.refusal(address)
-            if refusal is not None:
-                raise TargetRefused(f"{host} resolves to {refusal}" if literal is None else refusal)
+            rule = self.refusal(address)
+            if rule is not None:
+                log.debug(
+                    "refused target %s: it resolves to %s, which is %s",
+                    host,
+                    address,
+                    rule,
+                    extra={"event": "target_refused"},
+                )
+                raise TargetRefused(refused(host, rule, resolved=True))
         return addresses[0]
+
+
+def refused(host: str, rule: str, address: IPAddress | None = None, resolved: bool = False) -> str:
+    """A refusal's message: the host as written and the rule. A host written as an address
+    (``address``) is shown with it plainly when written in another notation (``0x7f.1``); a
+    name that ``resolved`` to a refused address is not shown with it."""
+    if resolved:
+        subject = f"{host} resolves to an address that is"
+    elif address is not None and host.strip("[]").lower() != str(address):
+        subject = f"{host} ({address}) is"
+    else:
+        subject = f"{host} is"
+    return (
+        f"{subject} {rule}: webhooks may target only public addresses unless "
+        "SCHEDULER_ALLOWED_NETWORKS allows it"
+    )

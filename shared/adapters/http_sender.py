@@ -29,7 +29,14 @@ import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 
 from shared.ports import WebhookError, WebhookRequest, WebhookResponse, WebhookSender
-from shared.ssrf import Resolver, TargetPolicy, TargetRefused, literal_address, system_resolver
+from shared.ssrf import (
+    Resolver,
+    TargetPolicy,
+    TargetRefused,
+    literal_address,
+    refused,
+    system_resolver,
+)
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 # Up to this much of an answer's body is read, so its connection can be reused; only its start
@@ -192,7 +199,8 @@ class HttpSender(WebhookSender):
         except KeyError:
             pass
         literal = literal_address(host)
-        refusal = None if literal is None else self.policy.refusal(literal)
+        rule = None if literal is None else self.policy.refusal(literal)
+        refusal = None if rule is None else refused(host, rule, literal)
         if len(self._refusals) >= REMEMBERED_HOSTS:
             self._refusals.clear()
         self._refusals[host] = refusal

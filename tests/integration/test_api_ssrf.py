@@ -7,6 +7,7 @@ fails the test. Names are resolved by stubs; the targets that are allowed are lo
 from __future__ import annotations
 
 import datetime as dt
+import json
 import ssl
 import threading
 from collections.abc import Iterator, Sequence
@@ -76,6 +77,20 @@ def test_a_name_resolving_to_a_private_address_is_refused_without_connecting(
     for literal in ("http://127.1:9/", "http://[::ffff:10.0.0.1]/", "http://2130706433/"):
         with pytest.raises(WebhookError, match="refused target"):
             response_of(*send(HttpSender(), request(literal)))
+    assert guard.connects == []
+
+
+def test_a_name_with_one_refused_address_is_refused_whole_without_connecting(
+    guard: Attempts,
+) -> None:
+    _, resolver = resolver_of(["127.0.0.1", "10.0.0.9"])
+    sender = HttpSender(policy=TargetPolicy(LOOPBACK), resolver=resolver)
+    with pytest.raises(WebhookError) as refused:
+        response_of(*send(sender, request("http://hooks.test:9/hook")))
+    assert str(refused.value) == (
+        "refused target: hooks.test resolves to an address that is private: webhooks may "
+        "target only public addresses unless SCHEDULER_ALLOWED_NETWORKS allows it"
+    )
     assert guard.connects == []
 
 
@@ -336,8 +351,12 @@ def test_a_name_that_rebinds_to_a_private_address_fails_at_fire_time_without_a_c
         [execution] = history
         assert execution["status"] == "failed"
         assert execution["attempts"] == 1  # refused targets are not retried
-        assert "refused target" in execution["error"]
-        assert "10.9.8.7" in execution["error"]
+        # The rule and the host as the tenant wrote it; never the address it resolved to,
+        # which would map the network's internal DNS for any tenant.
+        assert execution["error"].startswith(
+            "refused target: internal.example resolves to an address that is private"
+        )
+        assert "10.9.8" not in json.dumps(history)
     finally:
         pipeline.stop()
         backends.close()

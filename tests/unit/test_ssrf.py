@@ -168,3 +168,45 @@ def test_fire_time_checks_every_resolved_address() -> None:
     with pytest.raises(TargetRefused):
         policy.resolve("127.1", resolver)
     assert "127.1" not in asked
+
+
+@pytest.mark.parametrize(
+    ("answers", "rule"),
+    [
+        (["10.0.0.5"], "private"),
+        (["93.184.216.34", "192.168.7.7"], "private"),
+        (["127.0.0.9"], "loopback"),
+        (["169.254.169.254"], "link-local"),
+        (["fd12:3456::9"], "private"),
+        (["64:ff9b::a00:5"], "IPv6 form (6to4, Teredo or NAT64) of a non-public IPv4 address"),
+    ],
+)
+def test_a_fire_time_refusal_names_the_host_and_the_rule_never_the_resolved_address(
+    answers: list[str], rule: str
+) -> None:
+    _, resolver = stub({"intranet.example": answers})
+    with pytest.raises(TargetRefused) as refusal:
+        TargetPolicy().resolve("intranet.example", resolver)
+    message = str(refusal.value)
+    assert message.startswith("intranet.example resolves to an address that is ")
+    assert rule in message
+    for address in answers:
+        assert address not in message
+    assert "10.0.0" not in message and "a00:5" not in message
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("http://10.0.0.5/", "10.0.0.5 is private"),
+        ("http://0x0a000005/", "0x0a000005 (10.0.0.5) is private"),
+        ("http://[::1]:9/", "::1 is loopback"),
+        ("http://localhost:9/", "localhost is loopback"),
+        ("http://169.254.169.254/", "169.254.169.254 is link-local"),
+        ("http://[2002:7f00:1::1]/", "2002:7f00:1::1 is the IPv6 form (6to4, Teredo or NAT64)"),
+    ],
+)
+def test_a_creation_refusal_names_the_host_as_written_and_the_rule(url: str, shown: str) -> None:
+    with pytest.raises(TargetRefused) as refusal:
+        TargetPolicy().check_url(url)
+    assert str(refusal.value).startswith(shown)
