@@ -12,7 +12,8 @@ The check is made twice:
   the ``localhost`` names. Names are not resolved there: the API makes no DNS queries, and what a
   name resolves to then proves nothing about later;
 - at fire time, by ``HttpSender``, on every address the host resolves to, and the connection is
-  made to the address that was checked, so DNS cannot answer differently in between (rebinding).
+  made to the addresses that were checked, so DNS cannot answer differently in between
+  (rebinding).
 
 A refusal names the rule that refused (private, loopback, link-local…) and the host as the
 tenant wrote it, never the address a name resolved to: the refusal lands in the run history,
@@ -144,8 +145,9 @@ class TargetPolicy:
             if rule is not None:
                 raise TargetRefused(refused(host, rule, address))
 
-    def resolve(self, host: str, resolver: Resolver) -> IPAddress:
-        """The check at fire time: the address to connect to, every answer of DNS checked.
+    def resolve(self, host: str, resolver: Resolver) -> list[IPAddress]:
+        """The check at fire time: the addresses to connect to, in the resolver's order, every
+        answer of DNS checked.
 
         Raises ``TargetRefused`` if any address the host resolves to is refused (a name that
         answers both a public and a private address is not trusted with either), and ``OSError``
@@ -156,8 +158,10 @@ class TargetPolicy:
             rule = self.refusal(literal)
             if rule is not None:
                 raise TargetRefused(refused(host, rule, literal))
-            return literal
-        addresses = [ipaddress.ip_address(text.split("%")[0]) for text in resolver(host)]
+            return [literal]
+        addresses = list(
+            dict.fromkeys(ipaddress.ip_address(text.split("%")[0]) for text in resolver(host))
+        )
         if not addresses:
             raise OSError(f"{host} resolves to no address")
         for address in addresses:
@@ -171,7 +175,7 @@ class TargetPolicy:
                     extra={"event": "target_refused"},
                 )
                 raise TargetRefused(refused(host, rule, resolved=True))
-        return addresses[0]
+        return addresses
 
 
 def refused(host: str, rule: str, address: IPAddress | None = None, resolved: bool = False) -> str:

@@ -8,11 +8,15 @@ deadline; a larger or trickling body is cut off and its connection closed, and t
 the answer. Of the body, the first ``excerpt_bytes`` are kept (the rest is read and dropped).
 
 A new connection resolves the URL's host once, through ``GuardedResolver``: every address DNS
-answered is checked, and the connection goes to the checked address, so a name cannot rebind to
-a private address between the check and the connection. The request still names the host
-(``Host`` header) and, for HTTPS, sends it as SNI and verifies the certificate against it. A
-connection kept alive stays with the address it was checked for. A host written as an address
-is checked before the call (aiohttp connects to a literal without asking the resolver).
+answered is checked, and the connection goes to the checked addresses only, so a name cannot
+rebind to a private address between the check and the connection. They are tried in the
+resolver's order (families interleaved, RFC 8305): the next starts when one fails, or 250 ms
+after one that has not answered yet (aiohttp's Happy Eyeballs), all within the call's one
+deadline; ``localhost`` answering ``::1`` first, where nothing listens, reaches 127.0.0.1. The
+request still names the host (``Host`` header) and, for HTTPS, sends it as SNI and verifies the
+certificate against it. A connection kept alive stays with the address it was checked for. A
+host written as an address is checked before the call (aiohttp connects to a literal without
+asking the resolver). No error names an address the host resolved to (``shared.ssrf``).
 Redirects are not followed: a 3xx is the webhook's answer, and a redirect could lead anywhere.
 """
 
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import socket
 import ssl
 import time
@@ -47,7 +52,7 @@ REMEMBERED_HOSTS = 4096
 
 
 class GuardedResolver(AbstractResolver):
-    """Resolves a name once (``resolver``, off the loop) and answers only the checked address."""
+    """Resolves a name once (``resolver``, off the loop) and answers only checked addresses."""
 
     def __init__(self, policy: TargetPolicy, resolver: Resolver) -> None:
         self.policy = policy
@@ -57,7 +62,7 @@ class GuardedResolver(AbstractResolver):
         self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
     ) -> list[ResolveResult]:
         loop = asyncio.get_running_loop()
-        address = await loop.run_in_executor(None, self.policy.resolve, host, self.resolver)
+        addresses = await loop.run_in_executor(None, self.policy.resolve, host, self.resolver)
         return [
             {
                 "hostname": host,
@@ -67,6 +72,7 @@ class GuardedResolver(AbstractResolver):
                 "proto": 0,
                 "flags": socket.AI_NUMERICHOST,
             }
+            for address in addresses
         ]
 
     async def close(self) -> None:
@@ -165,9 +171,9 @@ class HttpSender(WebhookSender):
         except aiohttp.ClientSSLError as exc:
             raise WebhookError(f"TLS failed (certificate or hostname): {exc}") from None
         except aiohttp.ClientConnectorError as exc:
-            number = exc.os_error.errno
-            why = os.strerror(number) if number else str(exc.os_error)
-            raise WebhookError(f"cannot connect to {exc.host}:{exc.port}: {why}") from None
+            raise WebhookError(
+                f"cannot connect to {exc.host}:{exc.port}: {_why(exc.os_error)}"
+            ) from None
         except aiohttp.ClientError as exc:
             raise WebhookError(f"{type(exc).__name__}: {exc}") from None
         body = _Body(self.excerpt_bytes)
@@ -210,6 +216,15 @@ class HttpSender(WebhookSender):
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+
+def _why(error: OSError) -> str:
+    """Why connecting failed, without the addresses tried: the system's words for each error
+    number (every address failing alike gives one; aiohappyeyeballs' "Multiple exceptions"
+    lists each address with its own)."""
+    numbers = [error.errno] if error.errno else re.findall(r"\[Errno (\d+)\]", str(error))
+    reasons = dict.fromkeys(os.strerror(int(number)) for number in numbers)
+    return "; ".join(reasons) or "connection failed"
 
 
 class _Body:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import socket
 import ssl
 import threading
 from collections.abc import Iterator, Sequence
@@ -78,6 +79,35 @@ def test_a_name_resolving_to_a_private_address_is_refused_without_connecting(
         with pytest.raises(WebhookError, match="refused target"):
             response_of(*send(HttpSender(), request(literal)))
     assert guard.connects == []
+
+
+def test_each_checked_address_is_tried_in_order_until_one_answers(guard: Attempts) -> None:
+    # localhost answering ::1 first, where nothing listens: the call reaches 127.0.0.1, within
+    # the call's one deadline, and connects to nothing but what the guard checked.
+    with running_receiver() as receiver, socket.socket(socket.AF_INET6) as closed:
+        port = receiver.server.server_port
+        closed.bind(("::1", port))  # the same port on ::1, bound and not listening: refused
+        asked, resolver = resolver_of(["::1", "127.0.0.1"])
+        sender = HttpSender(policy=TargetPolicy(LOOPBACK), resolver=resolver)
+        [response] = send(sender, request(f"http://localhost:{port}/hook"))
+        assert response_of(response).status == 200
+        assert asked == ["localhost"]
+        assert guard.connects == ["::1", "127.0.0.1"]
+        assert len(receiver.calls) == 1
+
+
+def test_when_every_address_refuses_the_failure_says_why_and_names_none(guard: Attempts) -> None:
+    with socket.socket(socket.AF_INET6) as closed6, socket.socket() as closed4:
+        closed6.bind(("::1", 0))
+        port = closed6.getsockname()[1]
+        closed4.bind(("127.0.0.1", port))
+        _, resolver = resolver_of(["::1", "127.0.0.1"])
+        sender = HttpSender(policy=TargetPolicy(LOOPBACK), resolver=resolver)
+        with pytest.raises(WebhookError) as failed:
+            response_of(*send(sender, request(f"http://hooks.test:{port}/hook")))
+    assert str(failed.value) == f"cannot connect to hooks.test:{port}: Connection refused"
+    assert failed.value.retryable
+    assert guard.connects == ["::1", "127.0.0.1"]
 
 
 def test_a_name_with_one_refused_address_is_refused_whole_without_connecting(

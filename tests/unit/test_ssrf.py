@@ -156,7 +156,10 @@ def test_fire_time_checks_every_resolved_address() -> None:
         }
     )
     policy = TargetPolicy()
-    assert str(policy.resolve("public.example", resolver)) == "93.184.216.34"
+    assert [str(address) for address in policy.resolve("public.example", resolver)] == [
+        "93.184.216.34",
+        "2606:2800:220:1::1",
+    ]
     for host in ("rebound.example", "mixed.example", "metadata.example"):
         with pytest.raises(TargetRefused, match=host):
             policy.resolve(host, resolver)
