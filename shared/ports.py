@@ -8,9 +8,10 @@ here are the specification both must meet.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 from typing import Generic, TypeVar
 
 from shared.errors import SchedulerError
@@ -37,15 +38,34 @@ class SystemClock(Clock):
         return utc_ms(datetime.now(UTC))
 
 
+class ScheduleOrder(StrEnum):
+    """What ``list_schedules`` orders a listing by, then by id (``shared.schedule_listing``)."""
+
+    ID = "id"
+    NAME = "name"
+    # The dispatch cursor (``next_schedule_time``); schedules without one come last.
+    NEXT_TIME = "next_time"
+    CREATED = "created"
+
+
 @dataclass(frozen=True)
 class ScheduleFilter:
-    """What ``list_schedules`` selects; empty fields select everything of the tenant."""
+    """What ``list_schedules`` selects, and in which order; empty fields select everything of
+    the tenant.
+
+    ``search`` finds a schedule whose name contains the text (ASCII case ignored), one tag of
+    which is the text, or whose target host (``shared.schedule_listing.target_of``) contains
+    the host the text names: the rest of the URL is sealed at rest, so it is not searched.
+    """
 
     status: ScheduleStatus | None = None
     name_prefix: str | None = None
     tag: str | None = None
     next_before: datetime | None = None
     next_after: datetime | None = None
+    search: str | None = None
+    order: ScheduleOrder = ScheduleOrder.ID
+    descending: bool = False
 
 
 T = TypeVar("T")
@@ -59,14 +79,6 @@ DefinitionToApply = tuple[str, str, int, ScheduleDefinition, datetime | None, da
 class Page(Generic[T]):
     items: list[T]
     next_cursor: str | None = None
-
-
-def schedule_page(found: Sequence[Schedule], limit: int) -> Page[Schedule]:
-    """The first ``limit`` schedules of ``found`` (read one past the limit, to learn whether
-    more exist), with a cursor naming the last one's id: what a listing is ordered by."""
-    items = list(found[:limit])
-    more = len(found) > limit
-    return Page(items, items[-1].schedule_id if more and items else None)
 
 
 def execution_page(
@@ -233,7 +245,9 @@ class ScheduleStore(ABC):
     def list_schedules(
         self, tenant: str, query: ScheduleFilter, limit: int, cursor: str | None
     ) -> Page[Schedule]:
-        """Live schedules of a tenant (no tombstones), ordered by id, ``limit`` at most per page."""
+        """Live schedules of a tenant (no tombstones) as ``query`` selects and orders them,
+        ``limit`` at most per page; ``cursor`` is a page's ``next_cursor`` for the same query
+        (``shared.schedule_listing``: ``InvalidInput`` naming ``cursor`` for another)."""
 
     @abstractmethod
     def count_schedules(self) -> Mapping[str, int]:
@@ -376,9 +390,15 @@ class ExecutionStore(ABC):
     # -- dead letters: the occurrences that failed for good ------------------------------
 
     @abstractmethod
-    def list_dead_letters(self, tenant: str, limit: int, cursor: str | None) -> Page[Execution]:
+    def list_dead_letters(
+        self,
+        tenant: str,
+        limit: int,
+        cursor: str | None,
+        schedule_ids: Collection[str] | None = None,
+    ) -> Page[Execution]:
         """The tenant's dead letters: records ``FAILED`` and not discarded, the latest failure
-        (``finished_at``) first."""
+        (``finished_at``) first; only those of ``schedule_ids`` when given (none if empty)."""
 
     @abstractmethod
     def reopen_dead_letter(

@@ -6,7 +6,8 @@ value (AES-256-GCM, authenticated encryption from ``cryptography``) wherever a d
 written down: the store's row or document and queue 1's message. Queue 2 carries
 no payload. Several keys may be configured: the first seals, every one opens, so a key is
 rotated by putting a new one first, resealing what is stored (``Store.reseal_definitions``,
-``scheduler reseal``), and dropping the old one.
+``scheduler reseal``), and dropping the old one. Beside the sealed value the store keeps the
+URL's host and port, for search (``shared.schedule_listing.target_of``): no answer masks them.
 
 A definition written before sealing existed (a plain payload) is still read as it is, and is
 sealed the next time the schedule is written (a replace, or a reseal).

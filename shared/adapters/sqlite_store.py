@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from operator import attrgetter
@@ -32,10 +32,18 @@ from shared.ports import (
     IdempotencyRecord,
     Page,
     ScheduleFilter,
+    ScheduleOrder,
     Store,
     execution_page,
     parse_execution_cursor,
-    schedule_page,
+)
+from shared.schedule_listing import (
+    KEYLESS_LAST,
+    Segment,
+    fold_case,
+    ordered_page,
+    searched_host,
+    target_of,
 )
 from shared.secrets import SecretBox
 from shared.store_rules import (
@@ -74,6 +82,8 @@ CREATE TABLE IF NOT EXISTS schedules (
     pause_after_failures INTEGER,
     paused_by TEXT,
     paused_ms INTEGER,
+    -- The payload URL's host, unsealed, for search (shared.schedule_listing.target_of).
+    target TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (tenant, schedule_id)
 ) WITHOUT ROWID;
 -- The poller's claim reads only active schedules in time order: it costs what is due, not
@@ -82,6 +92,10 @@ CREATE INDEX IF NOT EXISTS schedules_due ON schedules (next_ms) WHERE status = '
 -- The quota check of every create counts a tenant's live schedules: from this narrow index
 -- alone, not from the (wide) rows; about six times faster.
 CREATE INDEX IF NOT EXISTS schedules_by_tenant_status ON schedules (tenant, status);
+-- A tenant's listing by name or by creation, a page at a time. (By next time it is sorted
+-- instead: next_ms changes at every advance, which an index would make dearer.)
+CREATE INDEX IF NOT EXISTS schedules_by_name ON schedules (tenant, name, schedule_id);
+CREATE INDEX IF NOT EXISTS schedules_by_creation ON schedules (tenant, created_ms, schedule_id);
 CREATE TABLE IF NOT EXISTS executions (
     tenant TEXT NOT NULL,
     occurrence_id TEXT NOT NULL,
@@ -155,6 +169,12 @@ _EXECUTION_COLUMNS = (
     ("superseded", "INTEGER NOT NULL DEFAULT 0"),
 )
 _KEYS_PER_READ = 500
+_ORDER_COLUMNS = {
+    ScheduleOrder.ID: "schedule_id",
+    ScheduleOrder.NAME: "name",
+    ScheduleOrder.NEXT_TIME: "next_ms",
+    ScheduleOrder.CREATED: "created_ms",
+}
 
 
 class SqliteStore(Store):
@@ -180,7 +200,27 @@ class SqliteStore(Store):
             for column, kind in _PAUSE_COLUMNS:
                 if column not in columns:
                     writing.execute(f"ALTER TABLE schedules ADD COLUMN {column} {kind}")
+            # And one made before the target was kept beside the sealed payload, this.
+            if "target" not in columns:
+                writing.execute("ALTER TABLE schedules ADD COLUMN target TEXT NOT NULL DEFAULT ''")
+                self._fill_targets(writing)
         connection.executescript(DEAD_LETTERS_SCHEMA)
+
+    def _fill_targets(self, writing: sqlite3.Connection) -> None:
+        rows = writing.execute(
+            "SELECT tenant, schedule_id, definition FROM schedules WHERE definition IS NOT NULL"
+        ).fetchall()
+        writing.executemany(
+            "UPDATE schedules SET target = ? WHERE tenant = ? AND schedule_id = ?",
+            [
+                (
+                    target_of(self.secrets.open(json.loads(row["definition"])).payload.url),
+                    row["tenant"],
+                    row["schedule_id"],
+                )
+                for row in rows
+            ],
+        )
 
     def close(self) -> None:
         self.db.close()
@@ -367,6 +407,10 @@ class SqliteStore(Store):
     def list_schedules(
         self, tenant: str, query: ScheduleFilter, limit: int, cursor: str | None
     ) -> Page[Schedule]:
+        return ordered_page(query, limit, cursor, lambda segment: self._segment(tenant, segment))
+
+    def _segment(self, tenant: str, segment: Segment) -> list[Schedule]:
+        query = segment.query
         clauses = ["tenant = ?", "status != 'deleted'"]
         params: list[Any] = [tenant]
         if query.status is not None:
@@ -384,19 +428,39 @@ class SqliteStore(Store):
         if query.next_before is not None:
             clauses.append("next_ms <= ?")
             params.append(to_epoch_ms(query.next_before))
-        if cursor is not None:
-            clauses.append("schedule_id > ?")
-            params.append(cursor)
+        text = (query.search or "").strip()
+        if text:
+            clauses.append(
+                "(instr(lower(name), ?) > 0"
+                " OR EXISTS (SELECT 1 FROM json_each(tags) WHERE value = ?)"
+                " OR instr(target, ?) > 0)"
+            )
+            params += [fold_case(text), text, searched_host(text) or None]
+        column = _ORDER_COLUMNS[query.order]
+        direction, beyond = ("DESC", "<") if query.descending else ("ASC", ">")
+        if query.order in KEYLESS_LAST:
+            clauses.append(f"{column} IS {'' if segment.keyless else 'NOT '}NULL")
+        by_id = segment.keyless or query.order is ScheduleOrder.ID
+        after = segment.after
+        if after is not None and by_id:
+            clauses.append(f"schedule_id {beyond} ?")
+            params.append(after.schedule_id)
+        elif after is not None:
+            key = after.key
+            clauses.append(f"({column}, schedule_id) {beyond} (?, ?)")
+            params += [to_epoch_ms(key) if isinstance(key, datetime) else key, after.schedule_id]
+        order = f"schedule_id {direction}"
+        if not by_id:
+            order = f"{column} {direction}, {order}"
         rows = (
             self.db.connection()
             .execute(
-                f"SELECT * FROM schedules WHERE {' AND '.join(clauses)}"
-                " ORDER BY schedule_id LIMIT ?",
-                (*params, limit + 1),
+                f"SELECT * FROM schedules WHERE {' AND '.join(clauses)} ORDER BY {order} LIMIT ?",
+                (*params, segment.limit),
             )
             .fetchall()
         )
-        return schedule_page([_schedule(row, self.secrets) for row in rows], limit)
+        return [_schedule(row, self.secrets) for row in rows]
 
     def count_schedules(self) -> Mapping[str, int]:
         rows = (
@@ -712,10 +776,21 @@ class SqliteStore(Store):
             where, params, ("scheduled_ms", attrgetter("scheduled_time")), limit, cursor
         )
 
-    def list_dead_letters(self, tenant: str, limit: int, cursor: str | None) -> Page[Execution]:
+    def list_dead_letters(
+        self,
+        tenant: str,
+        limit: int,
+        cursor: str | None,
+        schedule_ids: Collection[str] | None = None,
+    ) -> Page[Execution]:
+        # Of some schedules: the tenant's dead letters read in order, the others passed over.
+        where = "tenant = ? AND status = 'failed' AND discarded_ms IS NULL"
+        ids = [] if schedule_ids is None else sorted(schedule_ids)
+        if schedule_ids is not None:
+            where += f" AND schedule_id IN ({', '.join('?' * len(ids))})"
         return self._execution_page(
-            "tenant = ? AND status = 'failed' AND discarded_ms IS NULL",
-            [tenant],
+            where,
+            [tenant, *ids],
             ("finished_ms", attrgetter("finished_at")),
             limit,
             cursor,
@@ -826,6 +901,7 @@ def _apply_definition(
     """``apply_definition`` in the transaction of ``connection``; ``document``: the sealed
     definition's JSON text."""
     tags = json.dumps(list(definition.tags))
+    target = target_of(definition.payload.url)
     accepted = to_epoch_ms(accepted_at)
     next_ms = maybe(to_epoch_ms, next_schedule_time)
     row = connection.execute(
@@ -838,7 +914,7 @@ def _apply_definition(
         connection.execute(
             "INSERT INTO schedules (tenant, schedule_id, revision, state_revision, status,"
             " definition, name, tags, next_ms, accepted_ms, created_ms, updated_ms,"
-            " pause_after_failures) VALUES (?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " pause_after_failures, target) VALUES (?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 tenant,
                 schedule_id,
@@ -852,6 +928,7 @@ def _apply_definition(
                 accepted,
                 accepted,
                 definition.pause_after_failures,
+                target,
             ),
         )
         return True
@@ -862,7 +939,7 @@ def _apply_definition(
     connection.execute(
         "UPDATE schedules SET revision = ?, status = ?, definition = ?, name = ?,"
         " tags = ?, next_ms = ?, accepted_ms = ?, updated_ms = ?, occurrence_count = 0,"
-        " lease_owner = NULL, lease_until_ms = NULL, pause_after_failures = ?"
+        " lease_owner = NULL, lease_until_ms = NULL, pause_after_failures = ?, target = ?"
         " WHERE tenant = ? AND schedule_id = ?",
         (
             revision,
@@ -874,6 +951,7 @@ def _apply_definition(
             accepted,
             accepted,
             definition.pause_after_failures,
+            target,
             tenant,
             schedule_id,
         ),

@@ -17,7 +17,7 @@ import pytest
 from shared.adapters.mongo_store import MongoStore
 from shared.adapters.sqlite_db import SqliteDatabase
 from shared.adapters.sqlite_store import SqliteStore
-from shared.errors import Transient
+from shared.errors import InvalidInput, Transient
 from shared.model import (
     KEPT_ATTEMPTS,
     AttemptOutcome,
@@ -30,7 +30,15 @@ from shared.model import (
     Timing,
     Unit,
 )
-from shared.ports import ApiKey, DefinitionToApply, IdempotencyRecord, ScheduleFilter, Store
+from shared.ports import (
+    ApiKey,
+    DefinitionToApply,
+    IdempotencyRecord,
+    ScheduleFilter,
+    ScheduleOrder,
+    Store,
+)
+from shared.schedule_listing import sort_key
 from shared.timeutil import UTC
 from tests.support.harness import TEST_SECRETS
 from tests.support.peers import MONGO_URL, mongo_url_for
@@ -84,12 +92,16 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
             client.close()
 
 
-def definition(name: str = "nightly report", tags: tuple[str, ...] = ()) -> ScheduleDefinition:
+def definition(
+    name: str = "nightly report",
+    tags: tuple[str, ...] = (),
+    url: str = "https://hooks.example.com/run",
+) -> ScheduleDefinition:
     return ScheduleDefinition(
         timing=Timing(timezone="Asia/Kolkata", interval=Every(5, Unit.MINUTE)),
         payload=Payload(
             "POST",
-            "https://hooks.example.com/run",
+            url,
             headers={"X-Trace.Id": "1"},
             query={"filter.name": "x"},
             body={"$op": "run"},
@@ -109,9 +121,11 @@ def create(
     next_time: datetime | None = T0,
     name: str = "nightly report",
     tags: tuple[str, ...] = (),
+    url: str = "https://hooks.example.com/run",
+    accepted_at: datetime = T0 - MINUTE,
 ) -> bool:
     return store.apply_definition(
-        tenant, schedule_id, revision, definition(name, tags), next_time, accepted_at=T0 - MINUTE
+        tenant, schedule_id, revision, definition(name, tags, url), next_time, accepted_at
     )
 
 
@@ -501,6 +515,116 @@ def test_list_pages_with_a_cursor(store: Store) -> None:
     exact = store.list_schedules(TENANT, ScheduleFilter(), 7, None)
     assert len(exact.items) == 7
     assert exact.next_cursor is None
+
+
+def listed_ids(store: Store, query: ScheduleFilter, tenant: str = TENANT) -> list[str]:
+    return [s.schedule_id for s in store.list_schedules(tenant, query, 100, None).items]
+
+
+def test_search_finds_a_name_part_a_tag_or_the_target_host_never_the_sealed_rest(
+    store: Store,
+) -> None:
+    create(store, "a", name="Nightly Report", url="https://billing.example.com/secret-path?k=v1")
+    create(store, "b", name="cleanup", tags=("Reports", "ops"), url="http://10.0.0.7:8080/x")
+    create(store, "c", name="report.*", url="https://HOOKS.example.org/run")
+    create(store, "d", name="other tenant's report", tenant="globex")
+    create(store, "e", name="gone report")
+    store.apply_state(TENANT, "e", 2, ScheduleStatus.DELETED, None, T0)
+
+    def found(text: str) -> list[str]:
+        return listed_ids(store, ScheduleFilter(search=text))
+
+    assert found("report") == ["a", "c"]  # a part of the name, capitals or not
+    assert found("REPORT.*") == ["c"]  # no pattern: the text itself
+    assert found("Reports") == ["b"] and found("reports") == []  # a tag, whole
+    assert found("billing.example") == ["a"]
+    assert found("hooks.example.org") == ["c"]  # hosts are kept in lower case
+    assert found("https://billing.example.com/other/path?q=1") == ["a"]  # a URL: its host
+    assert found(":8080") == ["b"]
+    assert found("secret-path") == [] and found("k=v1") == []  # sealed at rest
+    assert found("  ") == ["a", "b", "c"]
+    assert found("report") == found("report ")
+    assert listed_ids(store, ScheduleFilter(search="report", status=ScheduleStatus.PAUSED)) == []
+    replaced = store.apply_definition(
+        TENANT, "a", 5, definition("a", url="https://ledger.example.com/"), T0, T0
+    )
+    assert replaced and found("billing") == [] and found("ledger") == ["a"]
+
+
+ORDERINGS = [(order, descending) for order in ScheduleOrder for descending in (False, True)]
+
+
+@pytest.mark.parametrize(("order", "descending"), ORDERINGS)
+def test_list_orders_by_a_key_either_way_and_pages_through_it(
+    store: Store, order: ScheduleOrder, descending: bool
+) -> None:
+    # Names and next times repeat (ties go by id), some schedules have no next time.
+    for number in range(9):
+        create(
+            store,
+            f"s{(number * 4) % 9}",
+            name=["b", "a", "b|x", ""][number % 4],
+            next_time=None if number % 3 == 0 else T0 + (number % 2) * MINUTE,
+            accepted_at=T0 + number * SECOND,
+        )
+    everything = store.list_schedules(TENANT, ScheduleFilter(), 100, None).items
+    keyed = [s for s in everything if sort_key(s, order) is not None]
+    expected = [
+        s.schedule_id
+        for s in sorted(
+            keyed, key=lambda s: (sort_key(s, order), s.schedule_id), reverse=descending
+        )
+    ]
+    keyless = sorted(s.schedule_id for s in everything if sort_key(s, order) is None)
+    expected += list(reversed(keyless)) if descending else keyless
+    query = ScheduleFilter(order=order, descending=descending)
+    seen: list[str] = []
+    cursor: str | None = None
+    for _ in range(10):
+        page = store.list_schedules(TENANT, query, 2, cursor)
+        seen += [s.schedule_id for s in page.items]
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    assert seen == expected
+    # A cursor is read only in the order that gave it.
+    first = store.list_schedules(TENANT, query, 2, None).next_cursor
+    assert first is not None
+    other = ScheduleFilter(order=order, descending=not descending)
+    with pytest.raises(InvalidInput) as refused:
+        store.list_schedules(TENANT, other, 2, first)
+    assert "cursor" in refused.value.fields
+
+
+def test_a_listing_filtered_and_ordered_pages_through_the_filter(store: Store) -> None:
+    for number in range(6):
+        create(store, f"s{number}", name=f"job {5 - number}", tags=("even",) * (number % 2 == 0))
+    query = ScheduleFilter(tag="even", order=ScheduleOrder.NAME, search="job")
+    first = store.list_schedules(TENANT, query, 2, None)
+    assert [s.schedule_id for s in first.items] == ["s4", "s2"]
+    rest = store.list_schedules(TENANT, query, 2, first.next_cursor)
+    assert [s.schedule_id for s in rest.items] == ["s0"] and rest.next_cursor is None
+
+
+def forget_targets(store: Store) -> None:
+    """Make the store as one written before targets were kept beside the sealed payload."""
+    if isinstance(store, SqliteStore):
+        with store.db.write() as connection:
+            connection.execute("ALTER TABLE schedules DROP COLUMN target")
+    else:
+        assert isinstance(store, MongoStore)
+        store.schedules.update_many({}, {"$unset": {"target": ""}})
+        store.migrations.delete_many({})
+
+
+def test_the_targets_of_schedules_stored_before_are_filled_in(store: Store) -> None:
+    create(store, "old", url="https://legacy.example.com/hook?token=abc")
+    store.apply_state(TENANT, "gone", 1, ScheduleStatus.DELETED, None, T0)
+    forget_targets(store)
+    store.ensure_indexes()
+    assert listed_ids(store, ScheduleFilter(search="legacy")) == ["old"]
+    store.ensure_indexes()  # once is enough; again changes nothing
+    assert listed_ids(store, ScheduleFilter(search="legacy.example.com")) == ["old"]
 
 
 def test_tenants_never_see_each_other(store: Store) -> None:
@@ -1027,9 +1151,15 @@ def test_record_skips_takes_over_a_run_whose_lease_ran_out(store: Store) -> None
 # -- dead letters -----------------------------------------------------------------------------
 
 
-def fail(store: Store, minute: int, tenant: str = TENANT, finished: datetime = T0) -> Occurrence:
-    """A failed (dead-lettered) occurrence of s1, ``minute`` minutes after T0."""
-    occurrence = Occurrence(tenant, "s1", 1, T0 + minute * MINUTE)
+def fail(
+    store: Store,
+    minute: int,
+    tenant: str = TENANT,
+    finished: datetime = T0,
+    schedule_id: str = "s1",
+) -> Occurrence:
+    """A failed (dead-lettered) occurrence of ``schedule_id``, ``minute`` minutes after T0."""
+    occurrence = Occurrence(tenant, schedule_id, 1, T0 + minute * MINUTE)
     execution = store.begin_attempt(occurrence, "x", T0, T0 + MINUTE)
     assert execution is not None
     outcome = AttemptOutcome(ExecutionStatus.FAILED, finished, http_status=500, error="HTTP 500")
@@ -1064,6 +1194,33 @@ def test_dead_letters_are_the_tenants_failed_records_latest_failure_first(store:
     )
     assert letter.finished_at == T0 + 8 * SECOND
     assert dead_letter_ids(store, "globex") == [other.occurrence_id]
+
+
+def test_dead_letters_of_some_schedules_only(store: Store) -> None:
+    letters = {
+        schedule_id: [
+            fail(store, n, finished=T0 + (10 - n) * SECOND, schedule_id=schedule_id).occurrence_id
+            for n in range(3)
+        ]
+        for schedule_id in ("s1", "s2", "s3")
+    }
+    fail(store, 0, tenant="globex", schedule_id="s2")
+
+    def of(schedule_ids: set[str], limit: int) -> list[str]:
+        seen: list[str] = []
+        cursor: str | None = None
+        while True:
+            page = store.list_dead_letters(TENANT, limit, cursor, schedule_ids)
+            seen += [item.occurrence_id for item in page.items]
+            if page.next_cursor is None:
+                return seen
+            cursor = page.next_cursor
+
+    latest_first = [letter for n in range(3) for letter in (letters["s1"][n], letters["s3"][n])]
+    assert sorted(of({"s1", "s3"}, 2)) == sorted(latest_first)
+    assert of({"s2"}, 2) == letters["s2"]
+    assert of({"s2", "elsewhere"}, 50) == letters["s2"]
+    assert of(set(), 50) == []
 
 
 def test_a_reopened_dead_letter_gets_one_more_attempt(store: Store) -> None:
