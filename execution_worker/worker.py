@@ -9,10 +9,11 @@ never one blocking call per fire:
 - the timer (``execution_worker.timer``) wakes the loop ``PREPARE_AHEAD`` (20 ms) before the
   earliest held occurrence is due;
 - for the occurrences due within that time, one thread hop (``_check_and_begin``) reads their
-  schedules in one ``get_schedules`` (deleted, paused or changed → skipped; too late for grace
-  → skipped), takes a call slot for each (``execution_worker.sending``: at most
-  ``executor_calls_per_host`` calls per host), and begins their execution records in one
-  ``begin_attempts`` (a lease: a duplicate delivery never makes a second run);
+  schedules in one ``get_schedules`` (deleted, paused or changed → superseded:
+  ``execution_worker.superseding``; too late for grace → skipped), takes a call slot for each
+  (``execution_worker.sending``: at most ``executor_calls_per_host`` calls per host), and
+  begins their execution records in one ``begin_attempts`` (a lease: a duplicate delivery
+  never makes a second run);
 - each call waits on the loop for its exact moment and runs there (``HttpSender``, aiohttp), up
   to ``executor_concurrency`` at once;
 - the settler (``execution_worker.settler``) records outcomes in batches, and only then deletes,
@@ -41,8 +42,9 @@ from typing import Any, TypeVar
 from execution_worker.notifier import NOTIFY_TIMEOUT_SECONDS, Notifier
 from execution_worker.sending import HostLimits, destination
 from execution_worker.settler import Settled, Settler, defer
+from execution_worker.superseding import SupersededLog
 from execution_worker.timer import Held, HeldOccurrences
-from shared.decisions import DELETED, grace_refusal, skip_reason
+from shared.decisions import Superseded, grace_refusal, superseded
 from shared.errors import PoisonMessage, Transient
 from shared.lifecycle import Shutdown
 from shared.messages import decode_occurrence
@@ -110,6 +112,7 @@ class ExecutorStats:
     failed: int = 0
     retried: int = 0
     skipped: int = 0
+    superseded: int = 0
     duplicates: int = 0
     poisoned: int = 0
 
@@ -169,6 +172,7 @@ class Executor:
         )
         self.heartbeat = Heartbeat(30.0)
         self.stats = ExecutorStats()
+        self.superseded_log = SupersededLog()
         self.held = HeldOccurrences()
         self.hosts: HostLimits[Held] = HostLimits()
         self.notifier = Notifier(sender, self.signer, self.clock)
@@ -454,22 +458,22 @@ class Executor:
             ]
         )
         skips: list[tuple[Held, str]] = []
+        replaced: list[tuple[Held, Superseded]] = []
         going: dict[float, list[tuple[Held, Schedule, str]]] = defaultdict(list)
         for item in batch:
             occurrence = item.occurrence
             schedule = fresh.get(id(item)) or schedules.get(
                 (occurrence.tenant, occurrence.schedule_id)
             )
-            reason = skip_reason(occurrence, schedule)
-            if reason is None:
-                assert schedule is not None
-                reason = grace_refusal(
-                    occurrence, schedule.live_definition, now, self._is_retry(item)
-                )
+            change = superseded(occurrence, schedule)
+            if change is not None:
+                replaced.append((item, change))
+                continue
+            assert schedule is not None
+            reason = grace_refusal(occurrence, schedule.live_definition, now, self._is_retry(item))
             if reason is not None:
                 skips.append((item, reason))
                 continue
-            assert schedule is not None
             payload = schedule.live_definition.payload
             host = destination(payload.url)
             limit = payload.calls_per_host or self.settings.executor_calls_per_host
@@ -478,6 +482,8 @@ class Executor:
             else:
                 item.checked = (schedule, now)
         try:
+            if replaced:
+                self._supersede(replaced, now, plan)
             if skips:
                 self._skip(skips, now, plan)
             for timeout, group in going.items():
@@ -546,6 +552,16 @@ class Executor:
         EXECUTIONS.labels("duplicate").inc()
         plan.to_delete.append(item.message.receipt_handle)
 
+    def _supersede(
+        self, replaced: Sequence[tuple[Held, Superseded]], now: datetime, plan: Plan
+    ) -> None:
+        skips = [(item.occurrence, change.reason) for item, change in replaced]
+        self.store.record_skips(skips, now, superseded=True)
+        for item, change in replaced:
+            plan.to_delete.append(item.message.receipt_handle)
+            self.stats.superseded += 1
+            self.superseded_log.tell(item.occurrence, change)
+
     def _skip(self, skips: Sequence[tuple[Held, str]], now: datetime, plan: Plan) -> None:
         self.store.record_skips([(item.occurrence, reason) for item, reason in skips], now)
         for item, reason in skips:
@@ -553,10 +569,7 @@ class Executor:
             self.stats.skipped += 1
             EXECUTIONS.labels("skipped").inc()
             occurrence = item.occurrence
-            # Every occurrence dispatched before a delete meets it: the record keeps the skip.
-            level = logging.DEBUG if reason == DELETED else logging.INFO
-            log.log(
-                level,
+            log.info(
                 "occurrence skipped: %s",
                 reason,
                 extra={

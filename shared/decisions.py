@@ -1,6 +1,7 @@
 """What the executor decides about a due occurrence before calling: pure functions, no I/O.
 
-- ``skip_reason``: whether the schedule as stored now still wants this occurrence;
+- ``superseded``: whether the schedule as stored now still wants this occurrence, sent ahead
+  of its time;
 - ``grace_refusal``: whether a first attempt starts too late for its schedule's grace.
 
 What happens after a call (success, retry later, or dead letter) is ``shared.retry.next_step``.
@@ -8,6 +9,7 @@ What happens after a call (success, retry later, or dead letter) is ``shared.ret
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 
 from shared.model import Occurrence, Schedule, ScheduleDefinition, ScheduleStatus
@@ -15,17 +17,30 @@ from shared.model import Occurrence, Schedule, ScheduleDefinition, ScheduleStatu
 DELETED = "schedule deleted"
 
 
-def skip_reason(occurrence: Occurrence, schedule: Schedule | None) -> str | None:
-    """Why the occurrence must not run, given its schedule as stored (``None``: unknown); None
-    if it runs. A manual run (``trigger``) runs whatever the revision or pause state."""
+@dataclass(frozen=True)
+class Superseded:
+    """A change, pause or delete of the schedule that came after its occurrence was sent."""
+
+    cause: str  # changed, paused, deleted
+    reason: str
+    # Which change: every occurrence it supersedes has the same (schedule, cause, change).
+    change: tuple[int, int]
+
+
+def superseded(occurrence: Occurrence, schedule: Schedule | None) -> Superseded | None:
+    """What superseded the occurrence, given its schedule as stored (``None``: unknown); None if
+    it runs. A manual run (``trigger``) runs whatever the revision or pause state."""
     if schedule is None or schedule.status is ScheduleStatus.DELETED:
-        return DELETED
+        state = schedule.state_revision if schedule is not None else 0
+        return Superseded("deleted", DELETED, (occurrence.revision, state))
     if occurrence.manual:
         return None
     if schedule.revision != occurrence.revision:
-        return f"schedule changed (revision {occurrence.revision} → {schedule.revision})"
+        reason = f"schedule changed (revision {occurrence.revision} → {schedule.revision})"
+        return Superseded("changed", reason, (occurrence.revision, schedule.revision))
     if schedule.status is ScheduleStatus.PAUSED:
-        return "schedule paused"
+        change = (occurrence.revision, schedule.state_revision)
+        return Superseded("paused", "schedule paused", change)
     return None
 
 

@@ -38,6 +38,12 @@ EXECUTIONS = Counter(
     ["outcome"],  # succeeded, failed, retrying, skipped, duplicate
 )
 RETRIES = Counter("scheduler_retries_total", "Attempts that failed and were scheduled again.")
+OCCURRENCES_SUPERSEDED = Counter(
+    "scheduler_occurrences_superseded_total",
+    "Occurrences sent ahead of their time, then skipped (never called) because their schedule "
+    "changed, paused or was deleted meanwhile.",
+    ["cause"],  # changed, paused, deleted
+)
 SCHEDULES_AUTO_PAUSED = Counter(
     "scheduler_schedules_auto_paused_total",
     "Schedules that paused themselves after pause_after_failures failed occurrences in a row.",

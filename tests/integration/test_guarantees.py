@@ -53,9 +53,13 @@ def create(pipeline: Pipeline, payload: dict[str, Any]) -> str:
     return schedule_id
 
 
-def history(pipeline: Pipeline, schedule_id: str) -> list[dict[str, Any]]:
-    """The run history, newest first; empty while the schedule is not stored yet."""
-    response = pipeline.client.get(f"{API}/schedule/{schedule_id}/executions")
+def history(
+    pipeline: Pipeline, schedule_id: str, status: str | None = None
+) -> list[dict[str, Any]]:
+    """The run history (with ``status``, the records in it), newest first; empty while the
+    schedule is not stored yet."""
+    query = f"?status={status}" if status else ""
+    response = pipeline.client.get(f"{API}/schedule/{schedule_id}/executions{query}")
     if response.status_code == 404:
         return []
     items: list[dict[str, Any]] = response.get_json()["items"]
@@ -246,8 +250,11 @@ def test_pause_during_flight_skips_and_resume_fires_again(tmp_path: Path) -> Non
         paused_at = time.time()
         time.sleep(2.2)
         assert [c for c in receiver.calls if c.received_at > paused_at + 0.05] == []
-        skipped = [r for r in history(pipeline, schedule_id) if r["status"] == "skipped"]
+        # Superseded: listed as skipped on request, not among the runs.
+        assert [r for r in history(pipeline, schedule_id) if r["status"] == "skipped"] == []
+        skipped = history(pipeline, schedule_id, "skipped")
         assert skipped and {r["error"] for r in skipped} == {"schedule paused"}
+        assert {r["superseded"] for r in skipped} == {True}
         resumed = pipeline.client.post(f"{API}/schedule/{schedule_id}/resume")
         assert resumed.get_json()["status"] == "active"
         before = len(receiver.calls)
@@ -271,7 +278,7 @@ def test_a_replaced_schedule_never_fires_its_stale_occurrences(tmp_path: Path) -
             c for c in receiver.calls if c.path == "/old" and c.received_at > replaced_at + 0.2
         ]
         assert late_old == []
-        reasons = {r["error"] for r in history(pipeline, "swap") if r["status"] == "skipped"}
+        reasons = {r["error"] for r in history(pipeline, "swap", "skipped")}
         assert any(reason.startswith("schedule changed") for reason in reasons)
 
 

@@ -3,13 +3,14 @@ in-memory parts: calls per host and the held occurrences."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from execution_worker.sending import HostLimits, destination
 from execution_worker.timer import HeldOccurrences
-from shared.decisions import DELETED, grace_refusal, skip_reason
+from shared.decisions import DELETED, Superseded, grace_refusal, superseded
 from shared.model import (
     ExecutionStatus,
     Misfire,
@@ -56,27 +57,40 @@ def occurrence(manual: bool = False, revision: int = 1) -> Occurrence:
 
 
 def test_an_occurrence_runs_while_its_schedule_is_as_it_was_dispatched() -> None:
-    assert skip_reason(occurrence(), schedule()) is None
+    assert superseded(occurrence(), schedule()) is None
 
 
 @pytest.mark.parametrize(
     ("stored", "expected"),
     [
-        (None, DELETED),
-        (schedule(ScheduleStatus.DELETED), DELETED),
-        (schedule(ScheduleStatus.PAUSED), "schedule paused"),
-        (schedule(revision=2), "schedule changed (revision 1 → 2)"),
+        (None, Superseded("deleted", DELETED, (1, 0))),
+        (schedule(ScheduleStatus.DELETED), Superseded("deleted", DELETED, (1, 0))),
+        (schedule(ScheduleStatus.PAUSED), Superseded("paused", "schedule paused", (1, 0))),
+        (
+            schedule(revision=2),
+            Superseded("changed", "schedule changed (revision 1 → 2)", (1, 2)),
+        ),
     ],
 )
-def test_a_deleted_paused_or_changed_schedule_skips_its_occurrence(
-    stored: Schedule | None, expected: str
+def test_a_deleted_paused_or_changed_schedule_supersedes_its_occurrence(
+    stored: Schedule | None, expected: Superseded
 ) -> None:
-    assert skip_reason(occurrence(), stored) == expected
+    assert superseded(occurrence(), stored) == expected
+
+
+def test_each_change_is_told_apart_from_the_next() -> None:
+    first = superseded(occurrence(), schedule(ScheduleStatus.PAUSED))
+    paused_again = superseded(
+        occurrence(), replace(schedule(ScheduleStatus.PAUSED), state_revision=7)
+    )
+    assert first is not None and paused_again is not None
+    assert first.change != paused_again.change
 
 
 def test_a_manual_run_ignores_pause_and_revision_but_not_a_delete() -> None:
-    assert skip_reason(occurrence(manual=True), schedule(ScheduleStatus.PAUSED, 3)) is None
-    assert skip_reason(occurrence(manual=True), None) == DELETED
+    assert superseded(occurrence(manual=True), schedule(ScheduleStatus.PAUSED, 3)) is None
+    deleted = superseded(occurrence(manual=True), None)
+    assert deleted is not None and deleted.reason == DELETED
 
 
 def test_grace_refuses_only_a_late_first_attempt() -> None:
