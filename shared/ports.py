@@ -136,6 +136,19 @@ class IdempotencyRecord:
     expires_at: datetime
 
 
+@dataclass(frozen=True)
+class SlotReservation:
+    """Room held for one live schedule of ``tenant`` by a create (or replace) the API accepted:
+    it counts against the tenant's quota until the store holds that mutation (``revision``)
+    or one newer, or until ``expires_at`` (its message was lost, or its process died before
+    sending it)."""
+
+    tenant: str
+    schedule_id: str
+    revision: int
+    expires_at: datetime
+
+
 class ScheduleStore(ABC):
     """Durable schedules, keyed by ``(tenant, schedule_id)``: tenants never share a key."""
 
@@ -271,6 +284,25 @@ class ScheduleStore(ABC):
     @abstractmethod
     def count_tenant_schedules(self, tenant: str) -> int:
         """How many of the tenant's schedules can still fire: ``ACTIVE`` plus ``PAUSED``."""
+
+    @abstractmethod
+    def reserve_schedule_slot(
+        self, reservation: SlotReservation, quota: int, now: datetime
+    ) -> int | None:
+        """Hold room for one more live schedule of the tenant, or say how many it has taken.
+
+        The slots taken are the tenant's live schedules (``ACTIVE`` and ``PAUSED``) plus its
+        reservations still pending (``shared.store_rules.pending_slot``) of schedules not
+        live, each schedule once. A reservation of a schedule that already takes a slot (a
+        replace) is always held; another one only while fewer than ``quota`` are taken.
+        Atomic against every other reservation of the tenant, from any process: of concurrent
+        reservations, no more are held than the quota has room for, and none is refused while
+        there is room. Returns ``None`` when held, else the slots taken.
+        """
+
+    @abstractmethod
+    def release_schedule_slot(self, reservation: SlotReservation) -> None:
+        """Give back a reservation whose create was not sent on queue 1 after all."""
 
     @abstractmethod
     def reseal_definitions(self) -> int:

@@ -3,7 +3,8 @@
 Documents mirror the SQLite adapter's rows: collection ``schedules`` keyed
 ``_id = "<tenant>/<schedule_id>"``, collection ``executions`` keyed
 ``_id = "<tenant>/<occurrence_id>"``, ``idempotency_keys`` keyed ``_id = "<tenant>/<key>"``,
-``api_keys`` keyed by the key's SHA-256. Every instant is a BSON date (milliseconds, UTC).
+``api_keys`` keyed by the key's SHA-256, ``schedule_slots`` (quota reservations) keyed by the
+tenant. Every instant is a BSON date (milliseconds, UTC).
 
 Every mutation is one guarded, atomic update: the filter states the condition under which the
 change applies (a newer revision, the lease owner, a status), so concurrent workers never
@@ -74,6 +75,7 @@ from shared.ports import (
     Page,
     ScheduleFilter,
     ScheduleOrder,
+    SlotReservation,
     Store,
     execution_page,
     parse_execution_cursor,
@@ -88,13 +90,16 @@ from shared.schedule_listing import (
 )
 from shared.secrets import SecretBox
 from shared.store_rules import (
+    StoredState,
+    admit_to_quota,
     attempt_lateness_ms,
     is_key_id,
+    pending_slot,
     state_change_source,
     status_by_next_time,
     takes_definition,
 )
-from shared.timeutil import UTC, from_epoch_ms, maybe, parse_iso, utc_ms
+from shared.timeutil import UTC, from_epoch_ms, maybe, parse_iso, to_epoch_ms, utc_ms
 
 Document = dict[str, Any]
 _PUSHED_JSON = json_util.JSONOptions(tz_aware=True)
@@ -120,6 +125,15 @@ _NOT_SUPERSEDED: Document = {"superseded": ""}
 # How many of its latest counted occurrences a schedule remembers, so that a settle tried again
 # never counts one twice: more than are settled while one settle is being retried.
 _COUNTED = 16
+
+# A tenant's quota reservations are one document: those pending (``reserved``, ``held`` of
+# them), an upper bound of the slots taken (``taken``: counted exactly when written whole, then
+# one more for each reservation added), and a ``version`` that every change raises. While the
+# bound is under the quota and fewer than _SLOTS_HELD are held, a reservation is one guarded
+# update; otherwise the slots are counted anew and the whole document written, guarded by its
+# version, in up to _SLOT_ROUNDS rounds (each applies one writer's change).
+_SLOTS_HELD = 64
+_SLOT_ROUNDS = 64
 
 _DELETED = ScheduleStatus.DELETED.value
 _ACTIVE = ScheduleStatus.ACTIVE.value
@@ -234,6 +248,7 @@ class MongoStore(Store):
         self.idempotency_keys: Collection[Document] = database["idempotency_keys"]
         self.api_keys: Collection[Document] = database["api_keys"]
         self.migrations: Collection[Document] = database["migrations"]
+        self.schedule_slots: Collection[Document] = database["schedule_slots"]
         self._claim_cursors: dict[str, _ClaimCursor] = {}
 
     @classmethod
@@ -900,6 +915,85 @@ class MongoStore(Store):
                 {"tenant": tenant, "status": {"$in": [_ACTIVE, _PAUSED]}}
             )
 
+    def reserve_schedule_slot(
+        self, reservation: SlotReservation, quota: int, now: datetime
+    ) -> int | None:
+        entry = _slot_entry(reservation)
+        with _transient("reserve_schedule_slot"):
+            added = self.schedule_slots.update_one(
+                {"_id": reservation.tenant, "taken": {"$lt": quota}, "held": {"$lt": _SLOTS_HELD}},
+                {"$push": {"reserved": entry}, "$inc": {"taken": 1, "held": 1, "version": 1}},
+            )
+            if added.matched_count:
+                return None
+            for _ in range(_SLOT_ROUNDS):
+                decided, taken = self._recount_slots(reservation, entry, quota, now)
+                if decided:
+                    return taken
+        raise Transient(
+            f"reserve_schedule_slot {reservation.tenant}: changed by other writers, try again"
+        )
+
+    def _recount_slots(
+        self, reservation: SlotReservation, entry: str, quota: int, now: datetime
+    ) -> tuple[bool, int | None]:
+        """One round: whether it decided (else another writer changed the document
+        meanwhile), and ``reserve_schedule_slot``'s answer."""
+        tenant = reservation.tenant
+        document = self.schedule_slots.find_one({"_id": tenant})
+        held = [_slot(tenant, item) for item in (document["reserved"] if document else [])]
+        ids = sorted({reservation.schedule_id, *(item.schedule_id for item in held)})
+        # The reserved schedules in one read, and the other live ones counted apart: a create
+        # applied between the two reads is counted once either way.
+        states = {
+            found["schedule_id"]: StoredState(
+                ScheduleStatus(found["status"]), found["revision"], found["state_revision"]
+            )
+            for found in self.schedules.find(
+                {"tenant": tenant, "schedule_id": {"$in": ids}},
+                {"schedule_id": 1, "status": 1, "revision": 1, "state_revision": 1},
+            )
+        }
+        kept = [
+            item
+            for item in held
+            if pending_slot(item.revision, item.expires_at, states.get(item.schedule_id), now)
+        ]
+        live_elsewhere = self.schedules.count_documents(
+            {"tenant": tenant, "status": {"$in": [_ACTIVE, _PAUSED]}, "schedule_id": {"$nin": ids}}
+        )
+        admitted, taken = admit_to_quota(
+            reservation.schedule_id,
+            states,
+            {item.schedule_id for item in kept},
+            live_elsewhere,
+            quota,
+        )
+        if not admitted:
+            return True, taken
+        reserved = [*map(_slot_entry, kept), entry]
+        fields = {"reserved": reserved, "held": len(reserved), "taken": taken}
+        if document is None:
+            try:
+                self.schedule_slots.insert_one({"_id": tenant, "version": 1, **fields})
+            except DuplicateKeyError:
+                return False, None
+            return True, None
+        written = self.schedule_slots.update_one(
+            {"_id": tenant, "version": document["version"]},
+            {"$set": fields, "$inc": {"version": 1}},
+        )
+        return bool(written.matched_count), None
+
+    def release_schedule_slot(self, reservation: SlotReservation) -> None:
+        entry = _slot_entry(reservation)
+        with _transient("release_schedule_slot"):
+            # ``taken`` stays: an upper bound still, counted anew when it reaches the quota.
+            self.schedule_slots.update_one(
+                {"_id": reservation.tenant, "reserved": entry},
+                {"$pull": {"reserved": entry}, "$inc": {"held": -1, "version": 1}},
+            )
+
     def reseal_definitions(self) -> int:
         resealed = 0
         with _transient("reseal_definitions"):
@@ -1505,6 +1599,18 @@ def _attempts(document: Mapping[str, Any], execution: Execution) -> tuple[Attemp
         )
         for entry in map(_pushed, log)
     )
+
+
+def _slot_entry(reservation: SlotReservation) -> str:
+    """A quota reservation as an item of its tenant's ``reserved`` array: text, which every
+    server compares, pushes and pulls alike (nx-27017 0.8.1 turns a pushed document to text)."""
+    expires_ms = to_epoch_ms(reservation.expires_at)
+    return f"{reservation.revision}:{expires_ms}:{reservation.schedule_id}"
+
+
+def _slot(tenant: str, entry: str) -> SlotReservation:
+    revision, expires_ms, schedule_id = entry.split(":", 2)
+    return SlotReservation(tenant, schedule_id, int(revision), from_epoch_ms(int(expires_ms)))
 
 
 def _pushed(entry: Mapping[str, Any] | str) -> Mapping[str, Any]:

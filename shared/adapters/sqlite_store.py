@@ -33,6 +33,7 @@ from shared.ports import (
     Page,
     ScheduleFilter,
     ScheduleOrder,
+    SlotReservation,
     Store,
     execution_page,
     parse_execution_cursor,
@@ -47,8 +48,11 @@ from shared.schedule_listing import (
 )
 from shared.secrets import SecretBox
 from shared.store_rules import (
+    StoredState,
+    admit_to_quota,
     attempt_lateness_ms,
     is_key_id,
+    pending_slot,
     state_change_source,
     status_after_definition,
     status_by_next_time,
@@ -139,6 +143,14 @@ CREATE TABLE IF NOT EXISTS idempotency_keys (
     PRIMARY KEY (tenant, key)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS idempotency_keys_expiry ON idempotency_keys (expires_ms);
+-- Quota reservations: creates accepted and not yet applied (shared.ports.SlotReservation).
+CREATE TABLE IF NOT EXISTS schedule_slots (
+    tenant TEXT NOT NULL,
+    schedule_id TEXT NOT NULL,
+    revision INTEGER NOT NULL,
+    expires_ms INTEGER NOT NULL,
+    PRIMARY KEY (tenant, schedule_id, revision)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS api_keys (
     key_hash TEXT PRIMARY KEY,
     tenant TEXT NOT NULL,
@@ -505,6 +517,68 @@ class SqliteStore(Store):
             .fetchone()
         )
         return int(row["n"])
+
+    def reserve_schedule_slot(
+        self, reservation: SlotReservation, quota: int, now: datetime
+    ) -> int | None:
+        tenant = reservation.tenant
+        # Under the write lock: every reservation of every process is decided in turn.
+        with self.db.write() as connection:
+            held = connection.execute(
+                "SELECT schedule_id, revision, expires_ms FROM schedule_slots WHERE tenant = ?",
+                (tenant,),
+            ).fetchall()
+            ids = sorted({reservation.schedule_id, *(row["schedule_id"] for row in held)})
+            marks = ", ".join("?" * len(ids))
+            states = {
+                row["schedule_id"]: StoredState(
+                    ScheduleStatus(row["status"]), row["revision"], row["state_revision"]
+                )
+                for row in connection.execute(
+                    "SELECT schedule_id, status, revision, state_revision FROM schedules"
+                    f" WHERE tenant = ? AND schedule_id IN ({marks})",
+                    [tenant, *ids],
+                )
+            }
+            pending, settled = set(), []
+            for row in held:
+                expires_at = from_epoch_ms(row["expires_ms"])
+                if pending_slot(row["revision"], expires_at, states.get(row["schedule_id"]), now):
+                    pending.add(row["schedule_id"])
+                else:
+                    settled.append((tenant, row["schedule_id"], row["revision"]))
+            connection.executemany(
+                "DELETE FROM schedule_slots WHERE tenant = ? AND schedule_id = ? AND revision = ?",
+                settled,
+            )
+            live_elsewhere = connection.execute(
+                "SELECT count(*) AS n FROM schedules INDEXED BY schedules_by_tenant_status"
+                " WHERE tenant = ? AND status IN ('active', 'paused')"
+                f" AND schedule_id NOT IN ({marks})",
+                [tenant, *ids],
+            ).fetchone()["n"]
+            admitted, taken = admit_to_quota(
+                reservation.schedule_id, states, pending, live_elsewhere, quota
+            )
+            if not admitted:
+                return int(taken)
+            connection.execute(
+                "INSERT OR REPLACE INTO schedule_slots (tenant, schedule_id, revision, expires_ms)"
+                " VALUES (?, ?, ?, ?)",
+                (
+                    tenant,
+                    reservation.schedule_id,
+                    reservation.revision,
+                    to_epoch_ms(reservation.expires_at),
+                ),
+            )
+        return None
+
+    def release_schedule_slot(self, reservation: SlotReservation) -> None:
+        self.db.write_one(
+            "DELETE FROM schedule_slots WHERE tenant = ? AND schedule_id = ? AND revision = ?",
+            (reservation.tenant, reservation.schedule_id, reservation.revision),
+        )
 
     def reseal_definitions(self) -> int:
         resealed = 0

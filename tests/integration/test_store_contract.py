@@ -36,6 +36,7 @@ from shared.ports import (
     IdempotencyRecord,
     ScheduleFilter,
     ScheduleOrder,
+    SlotReservation,
     Store,
 )
 from shared.schedule_listing import sort_key
@@ -970,6 +971,130 @@ def test_count_tenant_schedules_counts_active_and_paused_of_that_tenant(store: S
     assert store.count_tenant_schedules(TENANT) == 2
     assert store.count_tenant_schedules("globex") == 1
     assert store.count_tenant_schedules("nobody") == 0
+
+
+def slot(schedule_id: str, revision: int = 5, tenant: str = TENANT) -> SlotReservation:
+    return SlotReservation(tenant, schedule_id, revision, expires_at=T0 + 60 * MINUTE)
+
+
+def reserve(store: Store, schedule_id: str, quota: int, revision: int = 5) -> int | None:
+    return store.reserve_schedule_slot(slot(schedule_id, revision), quota, T0)
+
+
+def test_slots_are_reserved_while_the_quota_has_room(store: Store) -> None:
+    create(store, "live")
+    store.apply_state(TENANT, "live", 2, ScheduleStatus.PAUSED, None, T0)  # paused: live still
+    create(store, "done", next_time=None)  # completed: takes no slot
+    create(store, "gone")
+    store.apply_state(TENANT, "gone", 2, ScheduleStatus.DELETED, None, T0)
+    assert reserve(store, "a", quota=3) is None
+    assert reserve(store, "b", quota=3) is None
+    assert reserve(store, "c", quota=3) == 3
+    # Each tenant alone.
+    assert store.reserve_schedule_slot(slot("a", tenant="globex"), 1, T0) is None
+
+
+def test_a_slot_counts_once_its_create_is_applied_or_can_no_longer_be(store: Store) -> None:
+    assert reserve(store, "a", quota=2, revision=5) is None
+    assert reserve(store, "b", quota=2, revision=5) is None
+    create(store, "a", revision=5)  # applied: live now, counted once
+    # Deleted before its create landed: the create never will, and frees its slot.
+    store.apply_state(TENANT, "b", 6, ScheduleStatus.DELETED, None, T0)
+    assert reserve(store, "c", quota=2) is None
+    assert reserve(store, "d", quota=2) == 2
+
+
+def test_a_reservation_of_a_schedule_that_takes_a_slot_is_always_held(store: Store) -> None:
+    create(store, "a")
+    assert reserve(store, "a", quota=1, revision=7) is None  # a replace adds no schedule
+    assert reserve(store, "b", quota=1) == 1
+    # The replace is pending still: deleted meanwhile, then replaced, "a" is live again.
+    store.apply_state(TENANT, "a", 6, ScheduleStatus.DELETED, None, T0)
+    assert reserve(store, "b", quota=1) == 1
+
+
+def test_a_released_or_expired_slot_is_free_again(store: Store) -> None:
+    assert reserve(store, "a", quota=1) is None
+    store.release_schedule_slot(slot("a"))
+    store.release_schedule_slot(slot("a"))  # twice: nothing more
+    assert reserve(store, "b", quota=1) is None
+    assert reserve(store, "c", quota=1) == 1
+    later = T0 + 61 * MINUTE  # past b's expiry: its message was lost
+    assert store.reserve_schedule_slot(slot("c"), 1, later) is None
+
+
+def test_the_quota_holds_past_many_reservations(store: Store) -> None:
+    for number in range(70):
+        assert reserve(store, f"s{number:02d}", quota=70) is None
+    assert reserve(store, "one-more", quota=70) == 70
+    for number in range(0, 70, 2):
+        create(store, f"s{number:02d}", revision=5)
+    assert reserve(store, "one-more", quota=70) == 70
+    for number in range(0, 10, 2):
+        store.apply_state(TENANT, f"s{number:02d}", 6, ScheduleStatus.DELETED, None, T0)
+    for number in range(5):
+        assert reserve(store, f"new-{number}", quota=70) is None
+    assert reserve(store, "one-more", quota=70) == 70
+
+
+def _reserve_all(store: Store, prefix: str, quota: int) -> list[str]:
+    return [
+        name
+        for name in (f"{prefix}-{number}" for number in range(25))
+        if store.reserve_schedule_slot(slot(name), quota, T0) is None
+    ]
+
+
+def _reserve_all_in_process(location: str, database_name: str | None, prefix: str) -> list[str]:
+    """In a child process: open the same store afresh, wait for the others, reserve."""
+    store: Store
+    database: SqliteDatabase | None = None
+    if database_name is None:
+        database = SqliteDatabase(Path(location))
+        store = SqliteStore(database, secrets=TEST_SECRETS)
+    else:
+        store = MongoStore.from_url(location, database_name, secrets=TEST_SECRETS)
+    try:
+        assert _start is not None
+        _start.wait(timeout=60)
+        return _reserve_all(store, prefix, quota=5)
+    finally:
+        store.close()
+        if database is not None:
+            database.close()
+
+
+def test_concurrent_reservations_never_pass_the_quota(
+    store: Store, request: pytest.FixtureRequest
+) -> None:
+    if isinstance(store, SqliteStore):
+        location, database_name = str(store.db.path), None
+    else:
+        assert isinstance(store, MongoStore)
+        if not store.owns_client:
+            pytest.skip("mongomock is not thread-safe; the wire runs cover this")
+        location = mongo_url_for(request, request.node.callspec.params["store"])
+        database_name = store.schedules.database.name
+    create(store, "live")
+    context = get_context("spawn")
+    start = context.Barrier(6)
+
+    def in_thread(prefix: str) -> list[str]:
+        start.wait(timeout=60)
+        return _reserve_all(store, prefix, quota=5)
+
+    with (
+        ProcessPoolExecutor(
+            2, mp_context=context, initializer=_join_start, initargs=(start,)
+        ) as processes,
+        ThreadPoolExecutor(4) as threads,
+    ):
+        futures = [
+            processes.submit(_reserve_all_in_process, location, database_name, f"p{n}")
+            for n in range(2)
+        ] + [threads.submit(in_thread, f"t{n}") for n in range(4)]
+        held = [name for future in futures for name in future.result(timeout=300)]
+    assert len(held) == 4, held  # 150 tried, one slot taken already by "live"
 
 
 # Idempotency records expire in wall-clock time where the server has TTL indexes (MongoDB,
