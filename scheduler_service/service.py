@@ -16,15 +16,13 @@ applies at most once.
 
 Quota: a tenant's active + paused schedules, plus the creates accepted but not yet applied.
 Creates are applied asynchronously, so a count of the store alone misses those still on queue 1
-(40 concurrent creates under a quota of 5 once made 17 schedules). Each API process therefore
-admits creates one at a time per tenant (``TenantCounts``) and counts, beside the store's
-count, the creates it admitted that the store did not yet hold: within one process (``scheduler
-dev``, one gunicorn worker) the quota is exact. What a process cannot see is the creates other
-API processes admitted that are still on queue 1: with P processes a tenant can exceed its quota
-by at most the creates the other P - 1 admitted and the processor has not yet applied (normally
-milliseconds' worth; more while the processor is stopped), and never by more than (P - 1) times
-the quota. The store is counted at most once a second per process and tenant, and again before
-a refusal (deletes may have freed room), so a create costs no count at all.
+(40 concurrent creates under a quota of 5 once made 17 schedules). Each create (and replace)
+therefore holds a reservation in the store before it is sent (``reserve_schedule_slot``),
+decided atomically against every other API process's: the quota holds exactly however many
+processes take creates. A reservation stops counting once the store holds its mutation (or a
+newer one: a delete that overtook it), is given back if the mutation is not sent, and expires
+after ``SLOT_TTL`` (its process died before sending it, or the message was lost): a create
+still on queue 1 after that long (the processor stopped) no longer counts.
 """
 
 from __future__ import annotations
@@ -38,7 +36,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
@@ -65,6 +63,7 @@ from shared.ports import (
     Page,
     Queues,
     ScheduleFilter,
+    SlotReservation,
     Store,
 )
 from shared.recurrence import (
@@ -86,7 +85,8 @@ log = logging.getLogger(__name__)
 # A repeat of an idempotent create this long after the first, with the schedule still unknown,
 # re-sends its mutation (the first may have died between recording and enqueueing).
 RESEND_AFTER = timedelta(seconds=30)
-LIVE = (ScheduleStatus.ACTIVE, ScheduleStatus.PAUSED)
+# A quota reservation whose mutation the store has not seen after this long no longer counts.
+SLOT_TTL = timedelta(hours=1)
 # How many occurrences are counted to tell whether one still ahead of a schedule that has used
 # up its max_occurrences was among those sent; past it, it is taken as sent.
 MAX_COUNT_WALK = 10_000
@@ -138,72 +138,6 @@ class RevisionClock:
             return self._last
 
 
-@dataclass
-class _Tally:
-    """A tenant's live schedules as one API process knows them."""
-
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    # Live schedules in the store when last counted, and when that was (monotonic).
-    stored: int = 0
-    counted_at: float = float("-inf")
-    # Creates this process admitted that the store did not hold when it last looked: still on
-    # queue 1, or applied since.
-    pending: dict[str, None] = field(default_factory=dict)
-
-
-class TenantCounts:
-    """Admission against a tenant's quota, exact within one API process.
-
-    A create is admitted under the tenant's lock when the store's count plus the creates this
-    process admitted that the store did not yet hold stays under the quota; it then counts as
-    pending until a later count finds it stored (or deleted). The store is counted at most once
-    every ``max_age_seconds`` (a create costs no store read), and again before a refusal, since
-    deletes may have freed room. Other API processes' creates still on queue 1 are not seen:
-    see the module docstring for how far that lets a tenant exceed its quota.
-    """
-
-    def __init__(self, store: Store, max_age_seconds: float = 1.0) -> None:
-        self.store = store
-        self.max_age_seconds = max_age_seconds
-        self._tallies: dict[str, _Tally] = {}
-        self._lock = threading.Lock()
-
-    def admit(self, tenant: str, schedule_id: str, quota: int) -> None:
-        """Count ``schedule_id`` as pending, or ``QuotaExceeded``."""
-        with self._lock:
-            tally = self._tallies.setdefault(tenant, _Tally())
-        with tally.lock:
-            if time.monotonic() - tally.counted_at >= self.max_age_seconds:
-                self._count(tenant, tally)
-            if tally.stored + len(tally.pending) >= quota:
-                self._count(tenant, tally)
-            live = tally.stored + len(tally.pending)
-            if live >= quota:
-                raise QuotaExceeded(
-                    f"the tenant has {live} active or paused schedules (counting creates not "
-                    f"yet applied); its quota is {quota}. Delete some, or ask for a larger quota."
-                )
-            tally.pending[schedule_id] = None
-
-    def withdraw(self, tenant: str, schedule_id: str) -> None:
-        """An admitted create that was not enqueued after all."""
-        with self._lock:
-            tally = self._tallies.get(tenant)
-        if tally is not None:
-            with tally.lock:
-                tally.pending.pop(schedule_id, None)
-
-    def _count(self, tenant: str, tally: _Tally) -> None:
-        # Pending creates first: one applied between the two reads is counted twice (a refusal
-        # a little early), never not at all.
-        if tally.pending:
-            found = self.store.get_schedules([(tenant, pending) for pending in tally.pending])
-            for _, schedule_id in found:
-                del tally.pending[schedule_id]
-        tally.stored = self.store.count_tenant_schedules(tenant)
-        tally.counted_at = time.monotonic()
-
-
 class LeftOut(NamedTuple):
     """An occurrence a backfill did not run, and why."""
 
@@ -252,7 +186,6 @@ class ScheduleService:
         self.clock = clock
         self.revisions = RevisionClock()
         self.targets = TargetPolicy(settings.allowed_networks)
-        self.tenant_counts = TenantCounts(store)
 
     # -- mutations ---------------------------------------------------------------------
 
@@ -350,19 +283,23 @@ class ScheduleService:
         except ValueError as exc:
             raise InvalidInput({field: str(exc)}) from None
 
-    def check_quota(self, tenant: str, schedule_id: str, replaces: bool) -> bool:
-        """Admit a create that adds a live schedule, or ``QuotaExceeded`` when the tenant has
-        ``tenant_schedule_quota`` of them (see the module docstring). Returns whether it was
-        admitted (and must be withdrawn if it is not enqueued)."""
+    def reserve_slot(
+        self, tenant: str, schedule_id: str, revision: int, now: datetime
+    ) -> SlotReservation | None:
+        """Hold room in the tenant's quota for the mutation of ``revision``, or
+        ``QuotaExceeded`` (see the module docstring). Returns the reservation to give back if
+        the mutation is not sent; ``None`` without a quota."""
         quota = self.settings.tenant_schedule_quota
         if not quota:
-            return False
-        if replaces:
-            existing = self.store.get_schedule(tenant, schedule_id)
-            if existing is not None and existing.status in LIVE:
-                return False  # a replace: the count does not grow
-        self.tenant_counts.admit(tenant, schedule_id, quota)
-        return True
+            return None
+        reservation = SlotReservation(tenant, schedule_id, revision, now + SLOT_TTL)
+        taken = self.store.reserve_schedule_slot(reservation, quota, now)
+        if taken is not None:
+            raise QuotaExceeded(
+                f"the tenant has {taken} active or paused schedules (counting creates not "
+                f"yet applied); its quota is {quota}. Delete some, or ask for a larger quota."
+            )
+        return reservation
 
     def accept_definition(
         self,
@@ -375,7 +312,6 @@ class ScheduleService:
         ``InvalidInput`` naming every bad field by its canonical name."""
         now = self.clock.now()
         definition = self.keep_secrets(tenant, schedule_id, definition)
-        replaces = schedule_id is not None
         # The id is known before the checks: a cron line's H spreads by it.
         schedule_id = schedule_id or str(uuid.uuid4())
         parts = {
@@ -394,30 +330,31 @@ class ScheduleService:
             recorded = self.store.get_idempotency_record(tenant, idempotency.key, now)
             if recorded is not None:
                 return self._replay(recorded, idempotency, definition, now)
-        admitted = self.check_quota(tenant, schedule_id, replaces)
+        revision = self.revisions.next()
+        reservation = self.reserve_slot(tenant, schedule_id, revision, now)
         try:
             accepted = self._enqueue_definition(
-                tenant, schedule_id, definition, next_time, now, idempotency
+                tenant, schedule_id, revision, definition, next_time, now, idempotency
             )
         except BaseException:
-            if admitted:
-                self.tenant_counts.withdraw(tenant, schedule_id)
+            if reservation is not None:
+                self.store.release_schedule_slot(reservation)
             raise
-        if admitted and accepted.replayed:
+        if reservation is not None and accepted.replayed:
             # A concurrent repeat of the same Idempotency-Key enqueued it, under its own id.
-            self.tenant_counts.withdraw(tenant, schedule_id)
+            self.store.release_schedule_slot(reservation)
         return accepted
 
     def _enqueue_definition(
         self,
         tenant: str,
         schedule_id: str,
+        revision: int,
         definition: ScheduleDefinition,
         next_time: datetime | None,
         now: datetime,
         idempotency: IdempotentRequest | None,
     ) -> Accepted:
-        revision = self.revisions.next()
         timezone = definition.timing.timezone
         if idempotency is not None:
             record = IdempotencyRecord(

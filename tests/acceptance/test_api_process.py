@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -41,3 +42,36 @@ def test_every_line_of_the_api_process_is_json(tmp_path: Path) -> None:
     gunicorn = [entry["message"] for entry in entries if entry["logger"] == "gunicorn.error"]
     assert any("Booting worker" in message for message in gunicorn), lines
     assert any("Shutting down" in message for message in gunicorn), lines
+
+
+def test_the_quota_holds_exactly_across_two_api_processes(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'scheduler.db'}"
+    port = free_port()
+    env = {
+        "SCHEDULER_STORE_URL": url,
+        "SCHEDULER_QUEUE_URL": url,
+        "SCHEDULER_PORT": str(port),
+        "SCHEDULER_API_WORKERS": "2",
+        "SCHEDULER_API_AUTH": "none",
+        "SCHEDULER_TENANT_SCHEDULE_QUOTA": "5",
+    }
+    process = Process(["api"], env, tmp_path / "api.log")
+    base = f"http://127.0.0.1:{port}"
+    body = {
+        "name": "crowd",
+        "schedule": {"cron": "0 9 * * *"},
+        "payload": {"method": "POST", "url": "https://hooks.example.com/crowd"},
+    }
+    try:
+        wait_until_healthy(base)
+        # No processor runs: every accepted create stays on queue 1, where neither API process
+        # can count it by looking at the schedules.
+        with ThreadPoolExecutor(50) as pool:
+            statuses = list(
+                pool.map(lambda _: http_json("POST", f"{base}{API}/schedule", body)[0], range(50))
+            )
+        pids = process.output().count("Booting worker")
+    finally:
+        assert process.terminate() == 0
+    assert pids == 2
+    assert sorted(statuses) == [202] * 5 + [403] * 45, statuses

@@ -479,20 +479,25 @@ def test_the_served_spec_declares_every_operation_and_its_errors(api: ApiUnderTe
     assert api.client.get("/docs").status_code == 200
 
 
-def test_the_quota_count_is_read_once_a_second_and_again_before_refusing(tmp_path: Path) -> None:
-    with api_under_test(tmp_path, tenant_schedule_quota=3) as api:
-        store = api.backends.store
-        counted: list[str] = []
-        original = store.count_tenant_schedules
+def test_a_create_that_could_not_be_sent_gives_its_quota_slot_back(tmp_path: Path) -> None:
+    with api_under_test(tmp_path, tenant_schedule_quota=1) as api:
+        mutations = api.backends.queues.mutations
+        send = mutations.send
 
-        def counting(tenant: str) -> int:
-            counted.append(tenant)
-            return original(tenant)
+        def unavailable(messages: Any) -> None:
+            raise Transient("queue 1 is down")
 
-        store.count_tenant_schedules = counting  # type: ignore[method-assign]
-        for _ in range(3):
-            assert api.client.post(f"{API}/schedule", json=BODY).status_code == 202
-        assert len(counted) == 1  # the creates accepted since are added to the one count
-        api.apply()
+        mutations.send = unavailable  # type: ignore[method-assign]
+        assert api.client.post(f"{API}/schedule", json=BODY).status_code == 503
+        mutations.send = send  # type: ignore[method-assign]
+        assert api.client.post(f"{API}/schedule", json=BODY).status_code == 202
         assert api.client.post(f"{API}/schedule", json=BODY).status_code == 403
-        assert len(counted) == 2  # counted again before refusing
+
+
+def test_repeats_of_an_idempotent_create_take_one_quota_slot(tmp_path: Path) -> None:
+    with api_under_test(tmp_path, tenant_schedule_quota=2) as api:
+        for _ in range(3):
+            repeat = api.client.post(f"{API}/schedule", json=BODY, headers={"Idempotency-Key": "k"})
+            assert repeat.status_code == 202
+        assert api.client.post(f"{API}/schedule", json=BODY).status_code == 202
+        assert api.client.post(f"{API}/schedule", json=BODY).status_code == 403
