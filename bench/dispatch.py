@@ -29,6 +29,7 @@ from bench.seed import one_time_rows, seed, spaced
 from polling_worker.worker import Poller
 from scheduler_cli.components import build_poller
 from shared.backends import open_backends
+from shared.ports import Advance
 
 HOOK = "http://127.0.0.1:9/hook"
 
@@ -126,7 +127,10 @@ def claim_cost(
                 claimed = len(batch)
                 # Released unchanged (not timed), so the next round claims the same batch.
                 store.advance_schedules(
-                    [(item, item.next_schedule_time, item.occurrence_count) for item in batch],
+                    [
+                        Advance(item, item.next_schedule_time, item.occurrence_count)
+                        for item in batch
+                    ],
                     "bench",
                     moment,
                 )

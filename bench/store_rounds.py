@@ -39,6 +39,7 @@ from bench.delay_proxy import delaying_proxy
 from bench.seed import TENANT, one_time_definition
 from shared.adapters.mongo_store import MongoStore
 from shared.model import AttemptOutcome, ExecutionStatus, Occurrence
+from shared.ports import Advance
 from shared.secrets import SecretBox, new_secret_key
 
 HOOK = "http://127.0.0.1:9/hook"
@@ -118,7 +119,7 @@ def count_commands(url: str, count: int, batch: int) -> dict[str, Any]:
             if not claimed:
                 break
             store.advance_schedules(
-                [(schedule, None, 1) for schedule in claimed], "bench-poller", now
+                [Advance(schedule, None, 1) for schedule in claimed], "bench-poller", now
             )
             advances += listener.take()
             claimed_all += claimed
@@ -205,7 +206,7 @@ def _poller(
             if claimed:
                 claims += 1
                 idle_since = None
-                store.advance_schedules([(s, None, 1) for s in claimed], owner, now)
+                store.advance_schedules([Advance(s, None, 1) for s in claimed], owner, now)
                 waited += time.perf_counter() - called
                 claimed_total += len(claimed)
                 finished = time.perf_counter()

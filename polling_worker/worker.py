@@ -30,6 +30,7 @@ from shared.metrics import (
 )
 from shared.model import Schedule
 from shared.ports import (
+    Advance,
     Clock,
     MessageQueue,
     OutgoingMessage,
@@ -176,7 +177,8 @@ class Poller:
             self.stats.skipped += len(skips)
         # One batch for the claim (one transaction on SQLite), each under its own guard.
         advances = [
-            (claimed, plan.next_schedule_time, plan.occurrence_count) for claimed, plan in plans
+            Advance(claimed, plan.next_schedule_time, plan.occurrence_count)
+            for claimed, plan in plans
         ]
         applied = self.store.advance_schedules(advances, self.owner, now)
         for (schedule, plan), advanced in zip(plans, applied, strict=True):

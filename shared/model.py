@@ -321,12 +321,17 @@ class Schedule:
     # Set while paused: by whom, and when.
     paused_by: PausedBy | None = None
     paused_at: datetime | None = None
+    # The nominal times of the occurrences already sent to queue 2 that were still to come when
+    # the poller last advanced the schedule, all of them, earliest first: what it fires before
+    # ``next_schedule_time``, shown without computing the rule (``shared.dispatch``).
+    sent_ahead: tuple[datetime, ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("next_schedule_time", "accepted_at", "created_at", "updated_at", "paused_at"):
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, utc_ms(value))
+        object.__setattr__(self, "sent_ahead", tuple(utc_ms(item) for item in self.sent_ahead))
 
     @property
     def live_definition(self) -> ScheduleDefinition:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import Generic, TypeVar
+from typing import Generic, NamedTuple, TypeVar
 
 from shared.errors import SchedulerError
 from shared.model import (
@@ -73,6 +73,16 @@ T = TypeVar("T")
 # The arguments of ``apply_definition``: tenant, schedule id, revision, definition, next schedule
 # time, accepted at.
 DefinitionToApply = tuple[str, str, int, ScheduleDefinition, datetime | None, datetime]
+
+
+class Advance(NamedTuple):
+    """One schedule the poller moves on (``Store.advance_schedules``): the claimed schedule, its
+    new ``next_schedule_time`` and ``occurrence_count``, and its ``sent_ahead`` times."""
+
+    claimed: Schedule
+    next_schedule_time: datetime | None
+    occurrence_count: int
+    sent_ahead: tuple[datetime, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -183,7 +193,8 @@ class ScheduleStore(ABC):
         Applied only when ``revision`` is greater than the stored ``revision`` and, for a
         tombstone, greater than its ``state_revision`` (a create older than a delete never
         resurrects it). A replace keeps the pause state and the run counters, sets
-        ``next_schedule_time`` (``None`` completes the schedule) and drops any poller lease.
+        ``next_schedule_time`` (``None`` completes the schedule), empties ``sent_ahead`` (what
+        was sent for the old revision does not fire) and drops any poller lease.
         Returns whether it was applied.
         """
 
@@ -235,12 +246,15 @@ class ScheduleStore(ABC):
         next_schedule_time: datetime | None,
         occurrence_count: int,
         now: datetime,
+        sent_ahead: Sequence[datetime] = (),
     ) -> bool:
         """Move a claimed schedule on and release its lease.
 
         Applied only if ``owner`` still holds the lease and neither revision changed since the
         claim (a replace or pause that landed meanwhile wins). ``next_schedule_time=None``
-        completes the schedule. Returns whether it was applied.
+        completes the schedule. ``sent_ahead`` replaces the schedule's ``sent_ahead`` (a
+        definition applied later empties it; a pause or resume keeps it). Returns whether it
+        was applied.
         """
 
     @abstractmethod
@@ -485,18 +499,15 @@ class Store(ScheduleStore, ExecutionStore, IdempotencyStore, ApiKeyStore):
         return [self.begin_attempt(item, owner, now, lease_until) for item in occurrences]
 
     def advance_schedules(
-        self,
-        advances: Sequence[tuple[Schedule, datetime | None, int]],
-        owner: str,
-        now: datetime,
+        self, advances: Sequence[Advance], owner: str, now: datetime
     ) -> list[bool]:
-        """``advance_schedule`` for each ``(claimed, next_schedule_time, occurrence_count)``.
+        """``advance_schedule`` for each ``Advance``.
 
         Returns, in order, whether each was applied.
         """
         return [
-            self.advance_schedule(claimed, owner, next_time, count, now)
-            for claimed, next_time, count in advances
+            self.advance_schedule(claimed, owner, next_time, count, now, ahead)
+            for claimed, next_time, count, ahead in advances
         ]
 
     def settle_attempts(

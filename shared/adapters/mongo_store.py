@@ -69,6 +69,7 @@ from shared.model import (
     revision_at,
 )
 from shared.ports import (
+    Advance,
     ApiKey,
     DefinitionToApply,
     IdempotencyRecord,
@@ -551,6 +552,8 @@ class MongoStore(Store):
             "accepted_at": accepted,
             "updated_at": accepted,
             "occurrence_count": 0,
+            # What was sent for an older revision does not fire.
+            "sent_ahead": [],
             "lease_owner": None,
             "lease_until": None,
             # Beside the definition, for the guard of a schedule pausing itself (_run_count).
@@ -738,16 +741,14 @@ class MongoStore(Store):
         next_schedule_time: datetime | None,
         occurrence_count: int,
         now: datetime,
+        sent_ahead: Sequence[datetime] = (),
     ) -> bool:
         return self.advance_schedules(
-            [(claimed, next_schedule_time, occurrence_count)], owner, now
+            [Advance(claimed, next_schedule_time, occurrence_count, tuple(sent_ahead))], owner, now
         )[0]
 
     def advance_schedules(
-        self,
-        advances: Sequence[tuple[Schedule, datetime | None, int]],
-        owner: str,
-        now: datetime,
+        self, advances: Sequence[Advance], owner: str, now: datetime
     ) -> list[bool]:
         # One bulk_write, each update under its own guard. Which guards matched: all of them
         # when the matched count says so (the common case); otherwise one read of the token
@@ -769,6 +770,7 @@ class MongoStore(Store):
                         "next_schedule_time": maybe(utc_ms, next_time),
                         "occurrence_count": count,
                         "status": status_by_next_time(next_time).value,
+                        "sent_ahead": [utc_ms(moment) for moment in ahead],
                         "updated_at": utc_ms(now),
                         "lease_owner": None,
                         "lease_until": None,
@@ -776,9 +778,9 @@ class MongoStore(Store):
                     }
                 },
             )
-            for claimed, next_time, count in advances
+            for claimed, next_time, count, ahead in advances
         ]
-        keys = [_key(claimed.tenant, claimed.schedule_id) for claimed, _, _ in advances]
+        keys = [_key(advance.claimed.tenant, advance.claimed.schedule_id) for advance in advances]
         with _transient("advance_schedules"):
             result = self.schedules.bulk_write(updates, ordered=False)
             if result.matched_count == len(set(keys)) == len(keys):
@@ -1721,6 +1723,7 @@ def _schedule(document: Mapping[str, Any], secrets: SecretBox) -> Schedule:
         lease_until=_instant(document.get("lease_until")),
         paused_by=PausedBy(paused_by) if (paused_by := document.get("paused_by")) else None,
         paused_at=_instant(document.get("paused_at")),
+        sent_ahead=tuple(map(_required, map(_instant, document.get("sent_ahead") or ()))),
     )
 
 

@@ -27,6 +27,7 @@ from shared.model import (
     revision_at,
 )
 from shared.ports import (
+    Advance,
     ApiKey,
     DefinitionToApply,
     IdempotencyRecord,
@@ -88,6 +89,7 @@ CREATE TABLE IF NOT EXISTS schedules (
     paused_ms INTEGER,
     -- The payload URL's host, unsealed, for search (shared.schedule_listing.target_of).
     target TEXT NOT NULL DEFAULT '',
+    sent_ahead TEXT,
     PRIMARY KEY (tenant, schedule_id)
 ) WITHOUT ROWID;
 -- The poller's claim reads only active schedules in time order: it costs what is due, not
@@ -169,11 +171,12 @@ CREATE INDEX IF NOT EXISTS executions_by_status
     ON executions (tenant, schedule_id, status, scheduled_ms DESC, occurrence_id DESC);
 """
 
-_PAUSE_COLUMNS = (
+_LATER_SCHEDULE_COLUMNS = (
     ("pause_after_failures", "INTEGER"),
     ("paused_by", "TEXT"),
     ("paused_ms", "INTEGER"),
     ("superseded_count", "INTEGER NOT NULL DEFAULT 0"),
+    ("sent_ahead", "TEXT"),
 )
 _EXECUTION_COLUMNS = (
     ("discarded_ms", "INTEGER"),
@@ -207,9 +210,9 @@ class SqliteStore(Store):
                 if column not in columns:
                     writing.execute(f"ALTER TABLE executions ADD COLUMN {column} {kind}")
             # And one made before schedules paused themselves (or counted superseded
-            # occurrences), these.
+            # occurrences, or kept what was sent ahead), these.
             columns = {row["name"] for row in writing.execute("PRAGMA table_info(schedules)")}
-            for column, kind in _PAUSE_COLUMNS:
+            for column, kind in _LATER_SCHEDULE_COLUMNS:
                 if column not in columns:
                     writing.execute(f"ALTER TABLE schedules ADD COLUMN {column} {kind}")
             # And one made before the target was kept beside the sealed payload, this.
@@ -396,21 +399,17 @@ class SqliteStore(Store):
         next_schedule_time: datetime | None,
         occurrence_count: int,
         now: datetime,
+        sent_ahead: Sequence[datetime] = (),
     ) -> bool:
-        with self.db.write() as connection:
-            return _advance(connection, claimed, owner, next_schedule_time, occurrence_count, now)
+        return self.advance_schedules(
+            [Advance(claimed, next_schedule_time, occurrence_count, tuple(sent_ahead))], owner, now
+        )[0]
 
     def advance_schedules(
-        self,
-        advances: Sequence[tuple[Schedule, datetime | None, int]],
-        owner: str,
-        now: datetime,
+        self, advances: Sequence[Advance], owner: str, now: datetime
     ) -> list[bool]:
         with self.db.write() as connection:
-            return [
-                _advance(connection, claimed, owner, next_time, count, now)
-                for claimed, next_time, count in advances
-            ]
+            return [_advance(connection, advance, owner, now) for advance in advances]
 
     def record_run(self, tenant: str, schedule_id: str, succeeded: bool, at: datetime) -> None:
         with self.db.write() as connection:
@@ -1013,7 +1012,8 @@ def _apply_definition(
     connection.execute(
         "UPDATE schedules SET revision = ?, status = ?, definition = ?, name = ?,"
         " tags = ?, next_ms = ?, accepted_ms = ?, updated_ms = ?, occurrence_count = 0,"
-        " lease_owner = NULL, lease_until_ms = NULL, pause_after_failures = ?, target = ?"
+        " sent_ahead = NULL, lease_owner = NULL, lease_until_ms = NULL, pause_after_failures = ?,"
+        " target = ?"
         " WHERE tenant = ? AND schedule_id = ?",
         (
             revision,
@@ -1033,17 +1033,11 @@ def _apply_definition(
     return True
 
 
-def _advance(
-    connection: sqlite3.Connection,
-    claimed: Schedule,
-    owner: str,
-    next_schedule_time: datetime | None,
-    occurrence_count: int,
-    now: datetime,
-) -> bool:
+def _advance(connection: sqlite3.Connection, advance: Advance, owner: str, now: datetime) -> bool:
+    claimed, next_schedule_time, occurrence_count, sent_ahead = advance
     status = status_by_next_time(next_schedule_time)
     cursor = connection.execute(
-        "UPDATE schedules SET next_ms = ?, occurrence_count = ?, status = ?,"
+        "UPDATE schedules SET next_ms = ?, occurrence_count = ?, status = ?, sent_ahead = ?,"
         " updated_ms = ?, lease_owner = NULL, lease_until_ms = NULL"
         " WHERE tenant = ? AND schedule_id = ? AND lease_owner = ? AND revision = ?"
         " AND state_revision = ? AND status = 'active'",
@@ -1051,6 +1045,7 @@ def _advance(
             maybe(to_epoch_ms, next_schedule_time),
             occurrence_count,
             status.value,
+            json.dumps([to_epoch_ms(moment) for moment in sent_ahead]) if sent_ahead else None,
             to_epoch_ms(now),
             claimed.tenant,
             claimed.schedule_id,
@@ -1249,7 +1244,13 @@ def _schedule(row: sqlite3.Row, secrets: SecretBox) -> Schedule:
         lease_until=maybe(from_epoch_ms, row["lease_until_ms"]),
         paused_by=None if row["paused_by"] is None else PausedBy(row["paused_by"]),
         paused_at=maybe(from_epoch_ms, row["paused_ms"]),
+        sent_ahead=_instants(row["sent_ahead"]),
     )
+
+
+def _instants(text: str | None) -> tuple[datetime, ...]:
+    """A JSON list of epoch milliseconds (``NULL``: none) as instants."""
+    return () if text is None else tuple(map(from_epoch_ms, json.loads(text)))
 
 
 def _stored_idempotency(record: IdempotencyRecord) -> IdempotencyRecord:

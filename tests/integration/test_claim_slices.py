@@ -24,6 +24,7 @@ from pymongo import monitoring
 
 from shared.adapters import mongo_store
 from shared.adapters.mongo_store import MongoStore
+from shared.ports import Advance
 from tests.integration.test_store_contract import MINUTE, T0, TENANT, definition
 from tests.support.harness import TEST_SECRETS
 from tests.support.peers import MONGO_URL, mongo_url_for
@@ -47,9 +48,8 @@ def claim_once(store: MongoStore, owner: str) -> list[str]:
     """One claim as the poller makes it, then the claimed schedules advanced to completion."""
     claimed = store.claim_due_schedules(T0, T0, LIMIT, owner, T0 + MINUTE)
     if claimed:
-        assert store.advance_schedules([(s, None, 1) for s in claimed], owner, T0) == [True] * len(
-            claimed
-        )
+        advances = [Advance(s, None, 1) for s in claimed]
+        assert store.advance_schedules(advances, owner, T0) == [True] * len(claimed)
     return [schedule.schedule_id for schedule in claimed]
 
 

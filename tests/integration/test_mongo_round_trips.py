@@ -23,7 +23,7 @@ from shared.adapters.sqlite_db import SqliteDatabase
 from shared.adapters.sqlite_queue import SqliteQueue
 from shared.messages import DefinitionMutation, encode_mutation
 from shared.model import AttemptOutcome, ExecutionStatus, ScheduleStatus
-from shared.ports import OutgoingMessage
+from shared.ports import Advance, OutgoingMessage
 from tests.integration.test_store_contract import (
     I0,
     MINUTE,
@@ -84,7 +84,9 @@ def fire_batch(store: MongoStore, commands: Commands, size: int, prefix: str) ->
     claimed = store.claim_due_schedules(T0, T0, size, poller, T0 + MINUTE)
     steps = {"claim": commands.take()}
     assert len(claimed) == size
-    assert store.advance_schedules([(s, None, 1) for s in claimed], poller, T0) == [True] * size
+    assert (
+        store.advance_schedules([Advance(s, None, 1) for s in claimed], poller, T0) == [True] * size
+    )
     steps["advance"] = commands.take()
     due = [occurrence(s.schedule_id) for s in claimed]
     assert len(store.get_schedules([(o.tenant, o.schedule_id) for o in due])) == size

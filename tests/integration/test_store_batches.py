@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from shared.model import AttemptOutcome, ExecutionStatus, ScheduleStatus
-from shared.ports import Store
+from shared.ports import Advance, Store
 from tests.integration.test_store_contract import (
     MINUTE,
     SECOND,
@@ -36,9 +36,9 @@ def test_advance_schedules_applies_each_under_its_own_guard(store: Store) -> Non
     assert store.apply_state(TENANT, "s3", 2, ScheduleStatus.PAUSED, None, T0)
     applied = store.advance_schedules(
         [
-            (claimed["s1"], T0 + 5 * MINUTE, 1),
-            (claimed["s2"], T0 + 5 * MINUTE, 1),
-            (claimed["s3"], None, 1),
+            Advance(claimed["s1"], T0 + 5 * MINUTE, 1),
+            Advance(claimed["s2"], T0 + 5 * MINUTE, 1),
+            Advance(claimed["s3"], None, 1),
         ],
         "poller-1",
         T0,
@@ -59,9 +59,9 @@ def test_advance_schedules_applies_each_under_its_own_guard(store: Store) -> Non
 def test_advance_schedules_is_guarded_by_the_owner_and_accepts_nothing(store: Store) -> None:
     create(store, "s1")
     [claimed] = store.claim_due_schedules(T0, T0, 10, "poller-1", T0 + MINUTE)
-    assert store.advance_schedules([(claimed, None, 1)], "poller-2", T0) == [False]
+    assert store.advance_schedules([Advance(claimed, None, 1)], "poller-2", T0) == [False]
     assert store.advance_schedules([], "poller-1", T0) == []
-    assert store.advance_schedules([(claimed, None, 1)], "poller-1", T0) == [True]
+    assert store.advance_schedules([Advance(claimed, None, 1)], "poller-1", T0) == [True]
     schedule = store.get_schedule(TENANT, "s1")
     assert schedule is not None
     assert schedule.status is ScheduleStatus.COMPLETED

@@ -407,6 +407,35 @@ def test_advance_moves_on_and_releases(store: Store) -> None:
     assert claim(store, now=T0 + 5 * MINUTE) == ["s1"]
 
 
+def test_advance_keeps_the_times_sent_ahead_until_a_replace(store: Store) -> None:
+    """``sent_ahead`` is what a read shows as the next fire: kept to the millisecond by the
+    advance, through a pause and a resume, and emptied by a new definition."""
+    create(store, "s1")
+    [claimed] = store.claim_due_schedules(T0, T0, 10, "poller-1", T0 + MINUTE)
+    ahead = (T0 + SECOND, T0 + 2 * SECOND, T0 + 3 * MINUTE)
+    assert store.advance_schedule(claimed, "poller-1", T0 + 5 * MINUTE, 3, T0, ahead)
+    assert (stored := store.get_schedule(TENANT, "s1")) is not None
+    assert stored.sent_ahead == ahead
+    assert store.get_schedules([(TENANT, "s1")])[(TENANT, "s1")].sent_ahead == ahead
+    [listed] = store.list_schedules(TENANT, ScheduleFilter(), 10, None).items
+    assert listed.sent_ahead == ahead
+    assert store.apply_state(TENANT, "s1", 2, ScheduleStatus.PAUSED, None, T0)
+    assert store.apply_state(TENANT, "s1", 3, ScheduleStatus.ACTIVE, T0 + 5 * MINUTE, T0)
+    assert (resumed := store.get_schedule(TENANT, "s1")) is not None
+    assert resumed.sent_ahead == ahead
+    # The next claim replaces them, with none still to come here.
+    [claimed] = store.claim_due_schedules(T0 + 5 * MINUTE, T0, 10, "poller-1", T0 + MINUTE)
+    assert store.advance_schedule(claimed, "poller-1", T0 + 10 * MINUTE, 4, T0)
+    assert (advanced := store.get_schedule(TENANT, "s1")) is not None
+    assert advanced.sent_ahead == ()
+    [claimed] = store.claim_due_schedules(T0 + 10 * MINUTE, T0, 10, "poller-1", T0 + MINUTE)
+    assert store.advance_schedule(claimed, "poller-1", T0 + 15 * MINUTE, 5, T0, ahead)
+    # What was sent for revision 1 does not fire once revision 2 is stored.
+    assert create(store, "s1", revision=2, next_time=T0 + 30 * MINUTE)
+    assert (replaced := store.get_schedule(TENANT, "s1")) is not None
+    assert replaced.sent_ahead == ()
+
+
 def test_advance_to_none_completes(store: Store) -> None:
     create(store, "s1")
     [claimed] = store.claim_due_schedules(T0, T0, 10, "poller-1", T0 + MINUTE)
