@@ -15,7 +15,7 @@ from typing import TextIO
 
 from scheduler_service.auth import hash_key, new_api_key
 from shared.adapters.sqlite_db import sqlite_path
-from shared.backends import open_backends
+from shared.backends import opened_store
 from shared.ports import ApiKey, SystemClock
 from shared.settings import PREFIX, TENANT_NAME, Settings
 
@@ -78,9 +78,7 @@ def run(args: argparse.Namespace, settings: Settings, out: TextIO | None = None)
                 file=sys.stderr,
             )
             return 2
-    backends = open_backends(settings)
-    try:
-        store = backends.store
+    with opened_store(settings) as store:
         if args.action == "create":
             key = new_api_key()
             record = ApiKey(hash_key(key), args.tenant, args.name, SystemClock().now())
@@ -98,5 +96,3 @@ def run(args: argparse.Namespace, settings: Settings, out: TextIO | None = None)
             return 1
         out.write(f"revoked {removed} key(s)\n")
         return 0
-    finally:
-        backends.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import stat
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -16,13 +17,13 @@ from werkzeug.serving import make_server
 from scheduler_cli import keys, operator
 from scheduler_cli.components import build_executor, build_poller, build_processor
 from scheduler_service.app import create_app
-from shared.backends import KEY_FILE, Backends, open_backends
+from shared.backends import KEY_FILE, Backends, open_backends, opened_store
 from shared.errors import ConfigurationError
 from shared.lifecycle import Shutdown
 from shared.logs import configure_logging
 from shared.metrics import Heartbeat, serve_worker_endpoint
 from shared.secrets import new_secret_key, write_private
-from shared.settings import PREFIX, Settings
+from shared.settings import PREFIX, BackendNotSet, Settings
 from shared.webhooks import new_webhook_secret
 
 log = logging.getLogger("scheduler")
@@ -44,10 +45,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         "the store.",
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    dev = commands.add_parser("dev", help="run all four components in one process, embedded")
-    dev.add_argument("--host", default="127.0.0.1")
-    dev.add_argument("--port", type=int, default=8080, help="0 picks a free port")
-    dev.add_argument("--data-dir", default="scheduler-data", help="where state is kept")
+    dev = commands.add_parser(
+        "dev",
+        help="run all four components in one process, embedded",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        description="The whole service in one process, for a laptop: the API (and its console "
+        "and /docs), the processor, the poller and the executor, on embedded SQLite backends "
+        "kept in --data-dir across restarts. No API key is needed (one default tenant), "
+        "webhooks may call loopback (127.0.0.0/8, ::1), and they are signed with the secret "
+        "it keeps in --data-dir/webhook-secret. The folder is private (mode 0700: made so, or "
+        "tightened to it). Any SCHEDULER_* variable set still applies, except the backends. "
+        "Ctrl-C stops it.",
+    )
+    dev.add_argument("--host", default="127.0.0.1", help="the address the API listens on")
+    dev.add_argument("--port", type=int, default=8080, help="the API's port; 0 picks a free one")
+    dev.add_argument(
+        "--data-dir",
+        default="scheduler-data",
+        help="where the database, the signing secret and the sealing keys are kept",
+    )
     commands.add_parser("api", help="serve the HTTP API (gunicorn)")
     commands.add_parser("processor", help="apply queue 1 to the store")
     commands.add_parser("poller", help="send due occurrences to queue 2")
@@ -72,6 +88,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "keys":
             return keys.run(args, keys.keys_settings(args, os.environ))
         settings = Settings.from_env()
+        # reseal needs the store only; the components, both backends.
+        settings.require_backends(*(["store_url"] if args.command == "reseal" else []))
+    except BackendNotSet as exc:
+        print(f"scheduler {args.command}: {exc}.\n{backends_hint(Path.cwd())}", file=sys.stderr)
+        return 2
     except ConfigurationError as exc:
         print(f"scheduler: configuration error: {exc}", file=sys.stderr)
         return 2
@@ -88,14 +109,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run_component(settings, builders[args.command])
 
 
+def backends_hint(folder: Path) -> str:
+    """How to set the backends: production's, or on purpose the data of a ``scheduler dev``
+    (the one started in ``folder`` when there is one)."""
+    data = folder / "scheduler-data"
+    if (data / "scheduler.db").is_file():
+        where = "the data of the scheduler dev started in this folder"
+        url = f"sqlite:///{data / 'scheduler.db'}"
+        secret = f'"$(cat {data / "webhook-secret"})"'
+    else:
+        where = "the data of a scheduler dev (the folder it ran in)"
+        url = "sqlite:///<folder>/scheduler-data/scheduler.db"
+        secret = '"$(cat <folder>/scheduler-data/webhook-secret)"'
+    return (
+        "Point SCHEDULER_STORE_URL and SCHEDULER_QUEUE_URL at your backends:\n"
+        "  export SCHEDULER_STORE_URL='mongodb://db.example.com:27017/?replicaSet=rs0'"
+        " SCHEDULER_QUEUE_URL='sqs://?region=eu-west-1'\n"
+        f"or, on purpose, at {where}, signing and allowing loopback as it does:\n"
+        f"  export SCHEDULER_STORE_URL={url} SCHEDULER_QUEUE_URL={url}\n"
+        f"  export SCHEDULER_WEBHOOK_SECRET={secret}"
+        f" SCHEDULER_ALLOWED_NETWORKS={','.join(LOOPBACK_NETWORKS)}\n"
+        "(docs/configuration.md lists every setting)"
+    )
+
+
 def reseal(settings: Settings) -> int:
     """After a new key was put first: once this has run (and queue 1 holds nothing older), the
     old keys can be dropped."""
-    backends = open_backends(settings)
-    try:
-        count = backends.store.reseal_definitions()
-    finally:
-        backends.close()
+    with opened_store(settings) as store:
+        count = store.reseal_definitions()
     print(f"scheduler reseal: {count} schedules sealed anew with the first key")
     return 0
 
@@ -153,9 +195,27 @@ def run_api(settings: Settings) -> int:
     return 0
 
 
+def private_folder(folder: Path) -> int | None:
+    """Make ``folder`` with mode 0700, or take the group's and others' access away from one
+    that exists (it holds the database, the signing secret and the sealing keys); the mode it
+    had when it changed it, else ``None``. ``ConfigurationError`` when it cannot."""
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    mode = stat.S_IMODE(folder.stat().st_mode)
+    if not mode & 0o077:
+        return None
+    try:
+        folder.chmod(mode & 0o700)
+    except OSError as exc:
+        raise ConfigurationError(
+            f"{folder} is open to others (mode {mode:04o}) and cannot be made private "
+            f"({exc.strerror}): use a --data-dir of your own"
+        ) from None
+    return mode
+
+
 def dev_settings(host: str, port: int, data_dir: Path) -> Settings:
     data_dir = data_dir.resolve()
-    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    private_folder(data_dir)
     url = f"sqlite:///{data_dir / 'scheduler.db'}"
     overrides: dict[str, Any] = {"store_url": url, "queue_url": url, "host": host, "port": port}
     environ = os.environ
@@ -176,6 +236,7 @@ def dev_settings(host: str, port: int, data_dir: Path) -> Settings:
 def run_dev(host: str, port: int, data_dir: Path) -> int:
     """Everything in one process on the embedded SQLite backends."""
     data_dir = data_dir.resolve()
+    loosened = private_folder(data_dir)
     settings = dev_settings(host, port, data_dir)
     configure_logging(settings.log_format, settings.log_level, settings.secret_headers)
     shutdown = Shutdown()
@@ -195,10 +256,11 @@ def run_dev(host: str, port: int, data_dir: Path) -> int:
     for thread in threads:
         thread.start()
     base = f"http://{host}:{server.server_port}"
+    private = "private" if loosened is None else f"made private: it was mode {loosened:04o}"
     print(
         f"scheduler dev: API on {base}/scheduler-service/v1  (docs: {base}/docs)\n"
         f"scheduler dev: console on {base}/console/\n"
-        f"scheduler dev: data in {data_dir} (kept across restarts)\n"
+        f"scheduler dev: data in {data_dir} (kept across restarts; {private})\n"
         f"scheduler dev: webhooks signed with the secret in {data_dir / 'webhook-secret'}\n"
         f"scheduler dev: webhook secrets sealed with the keys in {data_dir / KEY_FILE}\n"
         "scheduler dev: no API key needed (one default tenant); Ctrl-C stops",

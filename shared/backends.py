@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from urllib.parse import parse_qs, urlsplit
@@ -38,7 +39,9 @@ class Backends:
 
 
 def open_backends(settings: Settings, *, create: bool = True) -> Backends:
-    """The store and queues of ``settings``; with ``create``, missing tables/queues are made."""
+    """The store and queues of ``settings``; with ``create``, missing tables/queues are made.
+    ``ConfigurationError`` when either URL is not set: nothing is guessed, nothing made."""
+    settings.require_backends()
     databases: dict[str, SqliteDatabase] = {}
 
     def database(url: str) -> SqliteDatabase:
@@ -60,6 +63,27 @@ def open_backends(settings: Settings, *, create: bool = True) -> Backends:
     return Backends(
         store, queues, secrets, resources, [opened.check for opened in databases.values()]
     )
+
+
+@contextmanager
+def opened_store(settings: Settings) -> Iterator[Store]:
+    """The store of ``settings`` alone (its tables or indexes made if missing), closed after:
+    for the commands that need no queue (``scheduler keys``, ``scheduler reseal``)."""
+    settings.require_backends("store_url")
+    databases: list[SqliteDatabase] = []
+
+    def database(url: str) -> SqliteDatabase:
+        databases.append(SqliteDatabase(sqlite_path(url)))
+        return databases[-1]
+
+    store = _open_store(settings, database, secret_box(settings))
+    try:
+        store.ensure_indexes()
+        yield store
+    finally:
+        store.close()
+        for opened in databases:
+            opened.close()
 
 
 def secret_box(settings: Settings) -> SecretBox:

@@ -316,7 +316,8 @@ def key_file_keys(path: Path) -> tuple[str, ...]:
     Several processes may start at once: the new file is written aside and linked into place,
     so the first one wins and none reads a half-written file."""
     if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
+        # Beside the database, as private as it: the folder holds secrets.
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         draft = path.with_name(f".{path.name}.{os.getpid()}")
         draft.unlink(missing_ok=True)
         write_private(draft, new_secret_key() + "\n")

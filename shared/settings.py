@@ -26,9 +26,11 @@ API_AUTH_MODES = ("auto", "keys", "none")
 
 @dataclass(frozen=True)
 class Settings:
-    # Backends, as URLs: sqlite:///path/scheduler.db, mongodb://host/db, sqs://, sqs+http://host:port
-    store_url: str = "sqlite:///scheduler-data/scheduler.db"
-    queue_url: str = "sqlite:///scheduler-data/scheduler.db"
+    # Backends, as URLs: sqlite:///path/scheduler.db, mongodb://host/db, sqs://, sqs+http://host:port.
+    # No default: a component started alone refuses to guess where the data is
+    # (``require_backends``); only ``scheduler dev`` picks its own (``--data-dir``).
+    store_url: str = ""
+    queue_url: str = ""
     mongo_database: str = "scheduler"
     aws_region: str = "us-east-1"
     mutations_queue: str = "scheduler-mutations"
@@ -203,7 +205,7 @@ class Settings:
             )
         for name in ("store_url", "queue_url"):
             url = getattr(self, name)
-            if not url.startswith(("sqlite://", "mongodb://", "mongodb+srv://", "sqs")):
+            if url and not url.startswith(("sqlite://", "mongodb://", "mongodb+srv://", "sqs")):
                 raise bad(name, f"unsupported backend URL {url!r}")
         if self.store_url.startswith("sqs"):
             raise bad("store_url", "SQS is a queue, not a store: use mongodb:// or sqlite://")
@@ -242,12 +244,29 @@ class Settings:
             raise bad("secret_headers", "empty pattern")
         if self.secret_keys:
             SecretBox(self.secret_keys)
-        elif not self.store_url.startswith("sqlite://"):
+        elif self.store_url.startswith("mongodb"):
             raise bad(
                 "secret_keys",
                 "required with a MongoDB store (it seals webhook secrets); make one with "
                 "`scheduler secret-key`",
             )
+
+    def require_backends(self, *names: str) -> None:
+        """Every backend URL of ``names`` (the store's and the queues' by default) is set:
+        ``ConfigurationError`` naming the first that is not."""
+        for name in names or BACKENDS:
+            if not getattr(self, name):
+                raise BackendNotSet(
+                    f"{PREFIX}{name.upper()} is not set (a component started alone does not "
+                    "guess where the data is)"
+                )
+
+
+BACKENDS = ("store_url", "queue_url")
+
+
+class BackendNotSet(ConfigurationError):
+    """A backend URL a process needs is not set."""
 
 
 def _convert(variable: str, raw: str, kind: Any) -> Any:
