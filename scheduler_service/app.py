@@ -19,7 +19,7 @@ from scheduler_service.health import blp as health_blueprint
 from scheduler_service.metrics import backend_registry, measure_requests
 from scheduler_service.metrics import blp as metrics_blueprint
 from scheduler_service.ratelimit import TenantRateLimiter
-from scheduler_service.responses import ProblemSchema
+from scheduler_service.responses import ProblemSchema, document_fields
 from scheduler_service.schedules import blp as schedules_blueprint
 from scheduler_service.service import ScheduleService
 from shared.backends import Backends
@@ -99,6 +99,7 @@ def create_app(
     log.info("API authentication: %s", authenticator.describe(), extra={"event": "api_auth"})
 
     api = ProblemApi(app)
+    document_fields(api)
     api.register_blueprint(schedules_blueprint)
     api.register_blueprint(dead_letters_blueprint)
     api.register_blueprint(health_blueprint)

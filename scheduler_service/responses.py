@@ -5,7 +5,9 @@ object (or the view of it, ``scheduler_service.views``) that its endpoint answer
 its fields by ``attribute``; a status that is always the same (``accepted``, ``queued`` …) is the
 field's ``dump_default``. Every answer the API gives, errors included, is declared there.
 Response schemas let unknown keys through (``additionalProperties``): a client must accept
-fields added later.
+fields added later. Every instant is one format, ``2026-05-01T07:00:00.000Z`` (``Instant``),
+``format: date-time`` in the document (``document_fields``), and a local time the same with
+its offset (``LocalTime``).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 from marshmallow import INCLUDE, Schema, fields, validate
 from marshmallow.utils import get_value
 
-from shared.model import ExecutionStatus, PausedBy, ScheduleStatus
+from shared.model import ExecutionStatus, PausedBy, ScheduleStatus, Unit
 from shared.timeutil import iso_local, iso_z, load_zone
 
 LISTED_STATUSES = [s.value for s in ScheduleStatus if s is not ScheduleStatus.DELETED]
@@ -31,6 +33,46 @@ class Instant(fields.String):
 
     def _serialize(self, value: Any, attr: str | None, obj: Any, **kwargs: Any) -> str | None:
         return None if value is None else iso_z(value)
+
+
+class Choice(fields.String):
+    """One of the values of the enum schema ``component`` of the document, or ``null`` where
+    ``allow_none``: documented as a reference to it, so that a generated client has one type
+    for it wherever it appears (not an enum per field, nor one per field and null)."""
+
+    def __init__(self, *, component: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.component = component
+
+
+# The enums ``Choice`` fields name, as the document's components.
+ENUMS: dict[str, list[str]] = {"PausedBy": [who.value for who in PausedBy]}
+
+
+def document_fields(api: Any) -> None:
+    """Teach the API's OpenAPI document the fields of this module: instants are
+    ``format: date-time``, a ``Choice`` refers to its enum component, and a nullable reference
+    is ``{allOf: [$ref], nullable: true}`` (apispec's ``anyOf`` with a nullable object makes a
+    generated client invent a class for the null)."""
+    for field in (Instant, LocalTime):
+        api.register_field(field, "string", "date-time")
+    for name, values in ENUMS.items():
+        api.spec.components.schema(name, {"type": "string", "enum": values})
+
+    def reference(converter: Any, field: Any, ret: dict[str, Any], **_: Any) -> dict[str, Any]:
+        if isinstance(field, Choice):
+            ret.pop("type", None)
+            return {"allOf": [{"$ref": f"#/components/schemas/{field.component}"}]}
+        match ret.get("anyOf"):
+            case [{"type": "object", "nullable": True}, {"$ref": str()} as target] | [
+                {"$ref": str()} as target,
+                {"type": "object", "nullable": True},
+            ]:
+                del ret["anyOf"]
+                return {"allOf": [target], "nullable": True}
+        return {}
+
+    api.ma_plugin.converter.add_attribute_function(reference)
 
 
 class Again(fields.String):
@@ -147,12 +189,12 @@ class TriggeredSchema(Open):
 
 # Who paused a schedule, when and why: on the schedule and on its run history, each read from
 # the ``pause`` (``scheduler_service.views.PauseView``) of what is dumped.
-def _paused_by() -> fields.String:
-    return fields.String(
+def _paused_by() -> Choice:
+    return Choice(
+        component="PausedBy",
         allow_none=True,
         required=True,
         attribute="pause.paused_by",
-        validate=validate.OneOf([who.value for who in PausedBy]),
         metadata={
             "description": "while paused: user (the pause endpoint) or failures (it paused "
             "itself, pause_after_failures); null otherwise"
@@ -178,6 +220,34 @@ def _paused_reason() -> fields.String:
     )
 
 
+class FailureHookSchema(Open):
+    """Dumps a masked ``on_failure`` hook (``shared.secrets.masked_hook``)."""
+
+    url = fields.String(required=True)
+    headers = fields.Dict(keys=fields.String(), values=fields.String(), required=True)
+
+
+class EverySchema(Open):
+    number = fields.Integer(required=True)
+    unit = fields.String(required=True, validate=validate.OneOf([unit.value for unit in Unit]))
+
+
+class TimingViewSchema(Open):
+    """Dumps a ``scheduler_service.views.TimingView``: the canonical form of when it fires,
+    exactly one of ``at``, ``interval``, ``cron`` and ``rrule`` set."""
+
+    timezone = fields.String(required=True)
+    at = Instant(allow_none=True, required=True, metadata={"description": "a one-time schedule"})
+    interval = fields.Nested(EverySchema, allow_none=True, required=True)
+    cron = fields.String(allow_none=True, required=True)
+    rrule = fields.String(allow_none=True, required=True)
+    start = Instant(allow_none=True, required=True)
+    end = Instant(
+        allow_none=True, required=True, metadata={"description": "no occurrence after it"}
+    )
+    max_occurrences = fields.Integer(allow_none=True, required=True)
+
+
 class ScheduleViewSchema(Open):
     """Dumps a ``scheduler_service.views.ScheduleView``."""
 
@@ -195,8 +265,14 @@ class ScheduleViewSchema(Open):
         attribute="schedule_as_sent",
         metadata={"description": "as the client sent it"},
     )
-    timing = fields.Dict(
-        required=True, attribute="timing_document", metadata={"description": "the canonical form"}
+    timing = fields.Nested(
+        TimingViewSchema,
+        required=True,
+        attribute="timing_view",
+        metadata={
+            "description": "the canonical form, its times as instants: a local wall time of "
+            "schedule is the instant it names in timezone"
+        },
     )
     timezone = fields.String(required=True)
     next_schedule_time = Instant(
@@ -243,12 +319,11 @@ class ScheduleViewSchema(Open):
         attribute="definition.pause_after_failures",
         metadata={"description": "it pauses itself after this many failed occurrences in a row"},
     )
-    on_failure = fields.Dict(
+    on_failure = fields.Nested(
+        FailureHookSchema,
         allow_none=True,
         required=True,
-        metadata={
-            "description": "{url, headers}: where failures are reported; secret values masked"
-        },
+        metadata={"description": "where failures are reported; secret values masked"},
     )
     runs = fields.Integer(required=True, attribute="schedule.run_count")
     failures = fields.Integer(required=True, attribute="schedule.failure_count")

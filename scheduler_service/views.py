@@ -38,8 +38,10 @@ from shared.model import (
     ScheduleStatus,
     Timing,
 )
+from shared.recurrence import instant_in
 from shared.redaction import redact, redact_body
 from shared.secrets import masked_hook, masked_payload
+from shared.timeutil import load_zone
 
 T = TypeVar("T")
 
@@ -115,6 +117,40 @@ class PauseView:
 
 
 @dataclass(frozen=True)
+class TimingView:
+    """A timing as clients see it (``TimingViewSchema``): its times as instants (a local wall
+    time is the instant it names in the zone, as the schedule computes it)."""
+
+    timezone: str
+    at: datetime | None
+    interval: dict[str, JSON] | None
+    cron: str | None
+    rrule: str | None
+    start: datetime | None
+    end: datetime | None
+    max_occurrences: int | None
+
+    @classmethod
+    def of(cls, timing: Timing) -> TimingView:
+        zone = load_zone(timing.timezone)
+
+        def instant(moment: datetime | None) -> datetime | None:
+            return None if moment is None else instant_in(moment, zone)
+
+        every = timing.interval
+        return cls(
+            timezone=timing.timezone,
+            at=instant(timing.at),
+            interval=None if every is None else {"number": every.number, "unit": every.unit.value},
+            cron=timing.cron,
+            rrule=timing.rrule,
+            start=instant(timing.start),
+            end=instant(timing.end),
+            max_occurrences=timing.max_occurrences,
+        )
+
+
+@dataclass(frozen=True)
 class ScheduleView:
     """A schedule as clients see it (``ScheduleViewSchema``): firing next at ``next_time``, its
     ``payload`` and ``on_failure`` hook masked."""
@@ -150,8 +186,8 @@ class ScheduleView:
         return self.definition.request.get("schedule", self.timing.to_document())
 
     @property
-    def timing_document(self) -> dict[str, JSON]:
-        return self.timing.to_document()
+    def timing_view(self) -> TimingView:
+        return TimingView.of(self.timing)
 
     @property
     def retry_document(self) -> dict[str, JSON]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -95,6 +96,21 @@ def test_the_blueprints_body_is_accepted_as_it_is(
     assert stored["payload"]["headers"]["header1"] == "********"
     assert stored["metadata"] == SEED_BODY["metadata"]
     assert (stored["runs"], stored["failures"]) == (0, 0)
+    # The canonical form's times are instants like every other time: end of 05/04/2027 in
+    # Kolkata (23:59:59.999 local) is 18:29:59.999Z.
+    assert stored["timing"] == {
+        "timezone": "Asia/Calcutta",
+        "at": None,
+        "interval": {"number": 2, "unit": "minute"},
+        "cron": None,
+        "rrule": None,
+        "start": "2027-05-02T06:23:00.000Z",
+        "end": "2027-05-04T18:29:59.999Z",
+        "max_occurrences": None,
+    }
+    times = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+    for name in ("next_schedule_time", "dispatch_cursor", "created_at", "updated_at"):
+        assert times.match(stored[name]), (name, stored[name])
 
 
 def test_put_creates_then_replaces_with_a_newer_revision(

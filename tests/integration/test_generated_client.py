@@ -11,6 +11,7 @@ import subprocess
 import sys
 import urllib.request
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -95,6 +96,13 @@ def generate(url: str, directory: Path) -> ModuleType:
     )
     assert run.returncode == 0, run.stdout + run.stderr
     assert not re.search(r"(?i)warning|unable to", run.stdout + run.stderr), run.stdout
+    # One class per shape: none invented for a null beside an enum or an object. The one
+    # union is a create's on_failure, a URL or {url, headers}.
+    invented = sorted(path.stem for path in (directory / PACKAGE / "models").glob("*_type_*.py"))
+    assert invented == [
+        "schedule_body_on_failure_type_1",
+        "schedule_body_on_failure_type_1_headers",
+    ]
     sys.path.insert(0, str(directory))
     try:
         return importlib.import_module(PACKAGE)
@@ -129,12 +137,19 @@ def test_a_generated_client_creates_lists_previews_and_reads_errors(
     )
     accepted = create.sync(client=client, body=body, idempotency_key="generated-1")
     assert isinstance(accepted, models.Accepted)
-    assert accepted.next_schedule_time == "2027-05-02T06:23:00.000Z"
+    # Every time is a date-time: the client reads it as an aware datetime.
+    assert accepted.next_schedule_time == datetime(2027, 5, 2, 6, 23, tzinfo=UTC)
 
     stored = pipeline.wait_until_stored(accepted.id)
     assert stored["name"] == "generated"
     schedule = get.sync(accepted.id, client=client)
     assert isinstance(schedule, models.ScheduleView) and schedule.status == "active"
+    assert schedule.timing.start == datetime(2027, 5, 2, 6, 23, tzinfo=UTC)
+    assert schedule.timing.interval.unit == models.EveryUnit.MINUTE
+    assert schedule.paused_by is None and schedule.created_at.tzinfo is not None
+    pipeline.client.post(f"/scheduler-service/v1/schedule/{accepted.id}/pause")
+    paused = get.sync(accepted.id, client=client)
+    assert paused.paused_by is models.PausedBy.USER
     page = listing.sync(client=client, name="gen")
     assert [item.id for item in page.items] == [accepted.id]
 
