@@ -4,6 +4,11 @@ Overdue schedules are claimed too (the blueprint's poller silently dropped them)
 lease: if this poller dies between sending and advancing, another claims the schedule after the
 lease and sends the same occurrences again, with the same occurrence ids, which the executor
 deduplicates.
+
+When the store is unreachable, claims are tried again after a bounded backoff
+(``shared.backoff``) that notices its return at once; the writes after a claim (skips, advances)
+are tried again while the claim's lease holds, so an outage between a claim and its advance
+leaves no schedule leased until its lease ends.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from shared.backoff import Backoff
 from shared.dispatch import DispatchPlan, plan_dispatch
 from shared.errors import Transient
 from shared.lifecycle import Shutdown
@@ -45,6 +51,9 @@ log = logging.getLogger(__name__)
 # Retention deletes in batches, at most this many per sweep, so a sweep never holds up polling.
 SWEEP_BATCH = 1000
 SWEEP_BATCHES = 20
+# The writes after a claim are tried again until this long before its lease ends: another
+# poller may claim the schedules then.
+LEASE_MARGIN_SECONDS = 1.0
 
 
 @dataclass
@@ -72,20 +81,28 @@ class Poller:
         # Set to poll at once, e.g. by an in-process processor that stored a schedule due soon.
         self.wake = threading.Event()
         self.heartbeat = Heartbeat(max(30.0, 3 * settings.poll_interval_seconds))
+        self.backoff = Backoff("poller")
+        # Set when the process stops: ends a wait between tries.
+        self.stopping = threading.Event()
         self._next_sweep = time.monotonic()
 
     def run(self, shutdown: Shutdown) -> None:
         log.info("poller started", extra={"event": "poller_started", "owner": self.owner})
         shutdown.link(self.wake)
+        shutdown.link(self.stopping)
         while not shutdown.is_set():
             self.heartbeat.beat()
+            started = time.monotonic()
             try:
                 claimed = self.poll_once()
                 if time.monotonic() >= self._next_sweep:
                     self.sweep_expired()
+                self.backoff.succeeded()
             except Transient as exc:
-                log.warning("backend unavailable: %s", exc, extra={"event": "transient_error"})
-                claimed = 0
+                # Tried again after the backoff's pause, not the poll interval: the store's
+                # return is noticed at once (shared.backoff).
+                shutdown.wait(self.backoff.failed(exc, time.monotonic() - started))
+                continue
             except Exception:
                 # The loop goes on whatever failed; the claims it held expire with their lease.
                 log.exception("polling failed", extra={"event": "poller_error"})
@@ -127,6 +144,7 @@ class Poller:
         started = time.perf_counter()
         now = self.clock.now()
         horizon = now + timedelta(seconds=settings.lookahead_seconds)
+        leased_until = time.monotonic() + settings.poller_lease_seconds - LEASE_MARGIN_SECONDS
         claimed = self.store.claim_due_schedules(
             horizon=horizon,
             now=now,
@@ -173,14 +191,20 @@ class Poller:
         OCCURRENCES_SENT.inc(len(messages))
         skips = [(item.occurrence, item.reason) for _, plan in plans for item in plan.skipped]
         if skips:
-            self.store.record_skips(skips, now)
+            self.backoff.call(
+                lambda: self.store.record_skips(skips, now), self.stopping, leased_until
+            )
             self.stats.skipped += len(skips)
         # One batch for the claim (one transaction on SQLite), each under its own guard.
         advances = [
             Advance(claimed, plan.next_schedule_time, plan.occurrence_count)
             for claimed, plan in plans
         ]
-        applied = self.store.advance_schedules(advances, self.owner, now)
+        applied = self.backoff.call(
+            lambda: self.store.advance_schedules(advances, self.owner, now),
+            self.stopping,
+            leased_until,
+        )
         for (schedule, plan), advanced in zip(plans, applied, strict=True):
             if not advanced:
                 self.stats.lost_leases += 1

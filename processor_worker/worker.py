@@ -1,13 +1,20 @@
-"""The processor: consumes queue 1, computes ``next_schedule_time``, writes the store."""
+"""The processor: consumes queue 1, computes ``next_schedule_time``, writes the store.
+
+When the store is unreachable, a batch's write is tried again after a bounded backoff
+(``shared.backoff``) that notices its return at once, while the batch's messages stay invisible;
+only then do they come back to be received again.
+"""
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
+from shared.backoff import Backoff
 from shared.errors import PoisonMessage, Transient
 from shared.lifecycle import Shutdown
 from shared.messages import DefinitionMutation, decode_mutation
@@ -20,6 +27,8 @@ from shared.timeutil import iso_z
 log = logging.getLogger(__name__)
 
 VISIBILITY_TIMEOUT_SECONDS = 30.0
+# A batch's write is tried again until this long before its messages become visible again.
+VISIBILITY_MARGIN_SECONDS = 2.0
 
 
 @dataclass
@@ -51,16 +60,21 @@ class Processor:
         self.stats = ProcessorStats()
         self.on_applied = on_applied
         self.heartbeat = Heartbeat(max(30.0, 3 * wait_seconds))
+        self.backoff = Backoff("processor")
+        # Set when the process stops: ends a wait between tries.
+        self.stopping = threading.Event()
 
     def run(self, shutdown: Shutdown) -> None:
         log.info("processor started", extra={"event": "processor_started"})
+        shutdown.link(self.stopping)
         while not shutdown.is_set():
             self.heartbeat.beat()
+            started = time.monotonic()
             try:
                 self.process_batch(self.wait_seconds)
+                self.backoff.succeeded()
             except Transient as exc:
-                log.warning("backend unavailable: %s", exc, extra={"event": "transient_error"})
-                shutdown.wait(1.0)
+                shutdown.wait(self.backoff.failed(exc, time.monotonic() - started))
             except Exception:
                 # Whatever it is (a full disk, a refused permission), the loop goes on: the
                 # messages of the batch come back after their visibility timeout.
@@ -71,6 +85,7 @@ class Processor:
     def process_batch(self, wait_seconds: float = 0.0) -> int:
         """Apply up to one batch of mutations; returns how many messages were handled."""
         messages = self.mutations.receive(self.batch_size, wait_seconds, VISIBILITY_TIMEOUT_SECONDS)
+        visible_again = time.monotonic() + VISIBILITY_TIMEOUT_SECONDS - VISIBILITY_MARGIN_SECONDS
         done: list[str] = []
         applied_before = self.stats.applied
         started = time.perf_counter()
@@ -89,19 +104,22 @@ class Processor:
                 done.append(message.receipt_handle)
                 continue
             decoded.append((message.receipt_handle, mutation, next_time))
-        # The batch's definitions in one write (one command on MongoDB for new schedules).
-        results = self.store.apply_definitions(
-            [
-                (
-                    mutation.tenant,
-                    mutation.schedule_id,
-                    mutation.revision,
-                    mutation.definition,
-                    next_time,
-                    mutation.accepted_at,
-                )
-                for _, mutation, next_time in decoded
-            ]
+        # The batch's definitions in one write (one command on MongoDB for new schedules), tried
+        # again while the messages stay invisible. Written twice, a definition is ignored the
+        # second time: its revision is not newer than the stored one.
+        definitions = [
+            (
+                mutation.tenant,
+                mutation.schedule_id,
+                mutation.revision,
+                mutation.definition,
+                next_time,
+                mutation.accepted_at,
+            )
+            for _, mutation, next_time in decoded
+        ]
+        results = self.backoff.call(
+            lambda: self.store.apply_definitions(definitions), self.stopping, visible_again
         )
         for (receipt, mutation, next_time), applied in zip(decoded, results, strict=True):
             if applied:

@@ -185,6 +185,9 @@ class _ClaimCursor:
     windows: int = _WINDOWS
     window: int = field(default_factory=lambda: random.randrange(_WINDOWS))
     claims: int = 0
+    # Claim tokens this owner stamped on schedules it never read back (the store failed
+    # between the update and the read), with the ids they were stamped on.
+    unread: dict[str, list[str]] = field(default_factory=dict)
 
     def next_window(self) -> tuple[int, int] | None:
         """The slices of this claim's first round; ``None``: all, earliest first."""
@@ -266,8 +269,11 @@ class MongoStore(Store):
         Safe on a replica set by default: writes acknowledged by a majority (a write the
         primary acknowledged alone can be rolled back by an election) and reads from the
         primary (a secondary may lag, and a claim or a version check must see the latest
-        write). Short timeouts, so an unreachable server becomes ``Transient`` in seconds. The
-        same options in the URL win (``w=``, ``readPreference=``, ``…TimeoutMS=``).
+        write). Short timeouts, so an unreachable server becomes ``Transient`` in seconds and the
+        components try again at once (``shared.backoff``): a server selection re-checks the
+        server every 500 ms while it waits, so the first try after an outage goes through
+        within half a second (docs/operations.md, "When the store is unreachable"). The same
+        options in the URL win (``w=``, ``readPreference=``, ``…TimeoutMS=``).
         """
         query = urlsplit(url).query.lower()
         defaults: dict[str, Any] = {
@@ -679,6 +685,9 @@ class MongoStore(Store):
         window = cursor.next_window()
         claimed: list[Schedule] = []
         with _transient("claim_due_schedules"):
+            if cursor.unread:
+                reclaimed = self._reclaim_unread(cursor, due, owner, leased)
+                claimed += [_schedule(document, self.secrets) for document in reclaimed]
             for _ in range(_CLAIM_ROUNDS):
                 wanted = limit - len(claimed)
                 if wanted <= 0:
@@ -728,11 +737,43 @@ class MongoStore(Store):
         # update filter here uses $or (see the module's docstring).
         free = [c["_id"] for c in candidates if c.get("lease_until") is None]
         lapsed = [c["_id"] for c in candidates if c.get("lease_until") is not None]
-        for ids, lease_state in ((free, {"lease_until": None}), (lapsed, expired)):
-            if ids:
-                self.schedules.update_many({"_id": {"$in": ids}, **due, **lease_state}, stamp)
         ids = [c["_id"] for c in candidates]
-        return list(self.schedules.find({"_id": {"$in": ids}, "claim_token": token}))
+        try:
+            for chosen, lease_state in ((free, {"lease_until": None}), (lapsed, expired)):
+                if chosen:
+                    self.schedules.update_many(
+                        {"_id": {"$in": chosen}, **due, **lease_state}, stamp
+                    )
+            return list(self.schedules.find({"_id": {"$in": ids}, "claim_token": token}))
+        except PyMongoError:
+            # An update may have been applied without its answer: what it leased is taken
+            # back by this owner's next claim, not left until the lease ends.
+            self._claim_cursors[owner].unread[token] = ids
+            raise
+
+    def _reclaim_unread(
+        self, cursor: _ClaimCursor, due: Document, owner: str, leased: datetime
+    ) -> list[Document]:
+        """The schedules an earlier claim of ``owner`` leased but never read back (see
+        ``_stamp_claims``), still leased to it and due: leased again under a new token, read.
+        Advanced or claimed by another since, a schedule carries another owner or token."""
+        unread, cursor.unread = cursor.unread, {}
+        ids = list(dict.fromkeys(id_ for stamped in unread.values() for id_ in stamped))
+        token = uuid.uuid4().hex
+        try:
+            self.schedules.update_many(
+                {
+                    "_id": {"$in": ids},
+                    "claim_token": {"$in": list(unread)},
+                    "lease_owner": owner,
+                    **due,
+                },
+                {"$set": {"lease_until": leased, "claim_token": token}},
+            )
+            return list(self.schedules.find({"_id": {"$in": ids}, "claim_token": token}))
+        except PyMongoError:
+            cursor.unread = {**unread, token: ids}
+            raise
 
     def advance_schedule(
         self,
