@@ -6,7 +6,7 @@
 
 Runs: firing (100, 500, 1,000, 2,000 per second, APScheduler 3 side by side), firing once more
 with the queues on moto's server (unless ``--no-moto`` or a queue URL is given), creation,
-dispatch and storage.
+dispatch, storage and request bodies.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bench import creation, dispatch, firing, storage
+from bench import bodies, creation, dispatch, firing, storage
 from bench.common import ROOT, machine_line
 
 
@@ -55,6 +55,7 @@ def main(argv: list[str] | None = None) -> None:
         + (["--due", "2000", "--sizes", "10000,100000", "--rounds", "5"] if quick else [])
     )
     storage.main([*backends, *out("storage")] + (["--count", "2000"] if quick else []))
+    bodies.main([*out("bodies")] + (["--sizes", "20480,262144", "--repeat", "1"] if quick else []))
 
 
 if __name__ == "__main__":

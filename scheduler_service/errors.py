@@ -24,6 +24,8 @@ log = logging.getLogger(__name__)
 
 # The shape of every error answer, as the OpenAPI document shows it.
 PROBLEM = ProblemSchema()
+# The field errors one answer lists at most.
+MAX_LISTED_ERRORS = 50
 
 
 def problem(
@@ -65,8 +67,14 @@ def flatten(messages: Any, prefix: str = "") -> list[dict[str, str]]:
 
 
 def invalid(errors: list[dict[str, str]]) -> Response:
-    fields = ", ".join(sorted({error["field"] for error in errors}))
-    return problem(400, "Invalid request", f"invalid fields: {fields}", errors)
+    """A 400 naming the bad fields: the first ``MAX_LISTED_ERRORS`` of them (a body of
+    thousands of unknown members would otherwise get an answer several times its size)."""
+    listed = errors[:MAX_LISTED_ERRORS]
+    fields = ", ".join(sorted({error["field"] for error in listed}))
+    more = len(errors) - len(listed)
+    if more:
+        fields += f" (and {more} more errors)"
+    return problem(400, "Invalid request", f"invalid fields: {fields}", listed)
 
 
 def register_error_handlers(app: Flask) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import creation, dispatch, firing, storage, store_rounds
+from bench import bodies, creation, dispatch, firing, storage, store_rounds
 from tests.support.peers import Peer
 
 pytestmark = pytest.mark.slow
@@ -134,3 +134,10 @@ def test_storage() -> None:
     result = storage.main(["--count", "30"])
     for record in ("schedule", "execution", "queued_occurrence"):
         assert result["bytes"][record]["total"] > 0
+
+
+def test_bodies() -> None:
+    result = bodies.main(["--sizes", "4096", "--repeat", "1"])
+    statuses = {(item["shape"], item["in"]): item["status"] for item in result["results"]}
+    assert statuses[("escaped quotes, unclosed", "body")] == 400
+    assert statuses[("empty arrays", "payload.body")] == 202
