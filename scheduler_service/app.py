@@ -18,6 +18,7 @@ from scheduler_service.errors import problem, register_error_handlers
 from scheduler_service.health import blp as health_blueprint
 from scheduler_service.metrics import backend_registry, measure_requests
 from scheduler_service.metrics import blp as metrics_blueprint
+from scheduler_service.origins import BrowserGuard
 from scheduler_service.ratelimit import TenantRateLimiter
 from scheduler_service.responses import ProblemSchema, document_fields
 from scheduler_service.schedules import blp as schedules_blueprint
@@ -108,8 +109,14 @@ def create_app(
     app.register_blueprint(console_blueprint)
     register_error_handlers(app)
 
+    browsers = BrowserGuard(settings.allowed_hosts, authenticator.keys_required)
+
     @app.before_request
     def check_request() -> Response | None:
+        # First, for every path: a page a browser visits must not drive the API (origins.py).
+        refused = browsers.refusal(request.method, request.host, request.headers.get("Origin"))
+        if refused is not None:
+            return problem(refused.status, refused.title, refused.detail)
         if request.path == CONSOLE_PREFIX or request.path.startswith(f"{CONSOLE_PREFIX}/"):
             return None  # HTML forms; the console checks the key itself (console/views.py).
         # The key first: a caller without one learns nothing about what its body would get.

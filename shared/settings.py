@@ -22,6 +22,8 @@ from shared.secrets import SecretBox
 PREFIX = "SCHEDULER_"
 TENANT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._~-]{0,63}$")
 API_AUTH_MODES = ("auto", "keys", "none")
+# A DNS name: labels of letters, digits, hyphens (and underscores, which some names have).
+HOST_NAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9_][A-Za-z0-9_-]{0,62}(\.[A-Za-z0-9_-]{1,63})*\.?$")
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,9 @@ class Settings:
     api_keys: tuple[str, ...] = ()
     # The tenant of requests without a key, where api_auth lets them in.
     default_tenant: str = "default"
+    # Host names the API answers for beside IP addresses and localhost ("*": any); checked
+    # while requests need no key, always once set (scheduler_service.origins).
+    allowed_hosts: tuple[str, ...] = ()
     # How many schedules that can still fire (active + paused) a tenant may have; 0: no limit.
     tenant_schedule_quota: int = 10_000
     # Requests a tenant may make to each API process, in the notation of the ``limits``
@@ -213,6 +218,9 @@ class Settings:
             raise bad("queue_url", "MongoDB is a store, not a queue: use sqs:// or sqlite://")
         if self.api_auth not in API_AUTH_MODES:
             raise bad("api_auth", f"one of {', '.join(API_AUTH_MODES)}")
+        for name in self.allowed_hosts:
+            if name != "*" and not HOST_NAME.match(name):
+                raise bad("allowed_hosts", f"{name!r} is not a host name (or *)")
         if not TENANT_NAME.match(self.default_tenant):
             raise bad("default_tenant", "1-64 characters: letters, digits, . _ ~ -")
         for entry in self.api_keys:

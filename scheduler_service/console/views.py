@@ -17,7 +17,6 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
-from urllib.parse import urlsplit
 
 from flask import (
     Blueprint,
@@ -30,7 +29,6 @@ from flask import (
 )
 from marshmallow import ValidationError
 from werkzeug import Response
-from werkzeug.exceptions import Forbidden
 
 from scheduler_service.auth import Authenticator, AuthFailure
 from scheduler_service.console import forms
@@ -133,8 +131,7 @@ def session_key(cookie: str | None) -> str | None:
 def authenticate() -> Response | None:
     if request.endpoint == "console.static":
         return None
-    if request.method == "POST":
-        same_origin_only()
+    # A form posted from another site was refused before (scheduler_service.origins).
     if request.endpoint == "console.login":
         return None
     try:
@@ -149,13 +146,6 @@ def authenticate() -> Response | None:
         limited = page("console/limited.html", retry_after=retry_after)
         return Response(limited, 429, {"Retry-After": str(retry_after)}, mimetype="text/html")
     return None
-
-
-def same_origin_only() -> None:
-    """A form posted from another site is refused (beside the cookie's SameSite=Strict)."""
-    origin = request.headers.get("Origin")
-    if origin and urlsplit(origin).netloc != request.host:
-        raise Forbidden("the console accepts forms only from its own pages")
 
 
 def to_login() -> Response:
