@@ -11,6 +11,10 @@ from email.utils import parsedate_to_datetime
 from shared.model import ExecutionStatus, RetryPolicy
 
 RETRYABLE_STATUSES = frozenset({408, 429})
+# The 5xx answers that say the server will never handle the request as sent, however often it
+# is repeated: not implemented (the method), HTTP version not supported, variant also
+# negotiates, loop detected, not extended, network authentication required. They fail at once.
+FINAL_SERVER_ERRORS = frozenset({501, 505, 506, 508, 510, 511})
 # The longest ``Retry-After`` honoured. A delay past what a queue message may stay invisible
 # (SQS: 12 hours from its receive) is waited out by re-sending it (``execution_worker.settler``).
 MAX_RETRY_AFTER_SECONDS = 43_200.0
@@ -25,7 +29,8 @@ class Verdict:
 
 
 def judge_response(status: int, headers: Mapping[str, str], now: datetime) -> Verdict:
-    """2xx succeeds; 5xx, 408 and 429 are worth retrying (honouring ``Retry-After``); the rest fail.
+    """2xx succeeds; 5xx (but ``FINAL_SERVER_ERRORS``), 408 and 429 are worth retrying
+    (honouring ``Retry-After``); the rest fail.
 
     Redirects are not followed (a redirect could lead anywhere, SSRF guard included), so a 3xx
     is a failure.
@@ -33,7 +38,7 @@ def judge_response(status: int, headers: Mapping[str, str], now: datetime) -> Ve
     if 200 <= status < 300:
         return Verdict(succeeded=True, retryable=False)
     reason = f"HTTP {status}"
-    if status >= 500 or status in RETRYABLE_STATUSES:
+    if (status >= 500 and status not in FINAL_SERVER_ERRORS) or status in RETRYABLE_STATUSES:
         return Verdict(False, True, reason, retry_after(headers, now))
     return Verdict(False, False, reason)
 

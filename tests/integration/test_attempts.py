@@ -112,6 +112,27 @@ def test_each_attempt_shows_its_answer_the_start_of_its_body_and_no_secret(
     assert busy["finished_at"] <= large["started_at"] and large["finished_at"] <= done["started_at"]
 
 
+def test_a_server_that_does_not_implement_the_method_is_not_asked_again(tmp_path: Path) -> None:
+    # Python's http.server answers a POST with 501 Not Implemented: no retry changes that.
+    def status(call: Call) -> tuple[int, dict[str, str]]:
+        return 501, {}
+
+    with (
+        running_receiver(status) as receiver,
+        running_pipeline(sqlite_settings(tmp_path)) as pipeline,
+    ):
+        create(pipeline, receiver, "n1")
+        occurrence_id = pipeline.client.post(f"{API}/schedule/n1/trigger").get_json()[
+            "occurrence_id"
+        ]
+        record = settled(pipeline, f"{API}/schedule/n1/executions/{occurrence_id}", "failed")
+        time.sleep(0.3)  # a retry would come after the 10-50 ms backoff
+        letters = pipeline.client.get(f"{API}/dead-letters").get_json()["items"]
+    assert len(receiver.calls) == 1
+    assert (record["attempts"], record["http_status"], record["error"]) == (1, 501, "HTTP 501")
+    assert [letter["id"] for letter in letters] == [occurrence_id]
+
+
 def test_a_replayed_dead_letter_is_one_more_attempt(tmp_path: Path) -> None:
     answers = [500]
     with (

@@ -27,15 +27,17 @@ def test_a_2xx_answer_succeeds(status: int) -> None:
     assert verdict.succeeded and not verdict.retryable and verdict.reason is None
 
 
-@pytest.mark.parametrize("status", [500, 502, 503, 599, 408, 429])
+@pytest.mark.parametrize("status", [500, 502, 503, 504, 507, 599, 408, 429])
 def test_server_errors_timeouts_and_throttling_are_worth_retrying(status: int) -> None:
     verdict = judge_response(status, {}, NOON)
     assert not verdict.succeeded and verdict.retryable
     assert verdict.reason == f"HTTP {status}"
 
 
-@pytest.mark.parametrize("status", [301, 302, 400, 401, 404, 410, 422])
-def test_redirects_and_other_client_errors_fail_for_good(status: int) -> None:
+@pytest.mark.parametrize(
+    "status", [301, 302, 400, 401, 404, 410, 422, 501, 505, 506, 508, 510, 511]
+)
+def test_redirects_client_errors_and_final_server_errors_fail_for_good(status: int) -> None:
     verdict = judge_response(status, {"Retry-After": "5"}, NOON)
     assert not verdict.succeeded and not verdict.retryable
     assert verdict.reason == f"HTTP {status}"
