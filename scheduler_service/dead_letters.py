@@ -22,6 +22,7 @@ from scheduler_service.responses import (
 )
 from scheduler_service.schedules import (
     _limit,
+    check_occurrence_id,
     problem_response,
     problems,
     service,
@@ -61,13 +62,14 @@ def list_dead_letters(query: dict[str, Any]) -> PageView[Execution]:
 @blp.doc(operationId="replayDeadLetter")
 @problem_response(409, "The schedule is deleted: a replay would not fire")
 @problem_response(404, NO_DEAD_LETTER)
-@problems()
+@problems(400)
 def replay_dead_letter(occurrence_id: str) -> Replayed:
     """Replay a dead letter now
 
     The same occurrence id and `Idempotency-Key`, the schedule's current payload, recorded in
     its history as one more attempt. It leaves the list; if it fails again it is back. Even
-    while the schedule is paused."""
+    while the schedule is paused. A malformed occurrence id is a 400 naming `occurrence_id`."""
+    check_occurrence_id(occurrence_id)
     return Replayed(service().replay(g.tenant, occurrence_id))
 
 
@@ -75,10 +77,12 @@ def replay_dead_letter(occurrence_id: str) -> Replayed:
 @blp.response(200, DiscardedSchema)
 @blp.doc(operationId="discardDeadLetter")
 @problem_response(404, NO_DEAD_LETTER)
-@problems()
+@problems(400)
 def discard_dead_letter(occurrence_id: str) -> dict[str, str]:
     """Discard a dead letter
 
-    Off the list for good; it stays `failed` in the history."""
+    Off the list for good; it stays `failed` in the history. A malformed occurrence id is a 400
+    naming `occurrence_id`."""
+    check_occurrence_id(occurrence_id)
     service().discard(g.tenant, occurrence_id)
     return {"id": occurrence_id}

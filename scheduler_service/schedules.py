@@ -355,17 +355,7 @@ def get_execution(schedule_id: str, occurrence_id: str) -> Execution:
     occurrence id is `<schedule id>:<UTC time>` (or `<schedule id>:manual:<UTC time>:<hex>`
     for a trigger), as listed in the history."""
     check_id(schedule_id)
-    prefix = f"{schedule_id}:"
-    if not (
-        occurrence_id.startswith(prefix)
-        and OCCURRENCE_SUFFIX.match(occurrence_id.removeprefix(prefix))
-    ):
-        raise InvalidInput(
-            {
-                "occurrence_id": f"not an occurrence id of {schedule_id}: "
-                f"{schedule_id}:<UTC time, e.g. 2026-03-08T07:30:00.000Z>"
-            }
-        )
+    check_occurrence_id(occurrence_id, schedule_id)
     record = service().execution(g.tenant, occurrence_id)
     return masked_occurrence(record, service().settings.secret_headers)
 
@@ -376,6 +366,24 @@ def check_id(schedule_id: str) -> None:
         raise InvalidInput(
             {"id": "1-128 characters: letters, digits, . _ ~ -, starting with a letter or digit"}
         )
+
+
+def check_occurrence_id(occurrence_id: str, schedule_id: str | None = None) -> None:
+    """An id an occurrence (of ``schedule_id``, if given) can have, or ``InvalidInput`` naming
+    ``occurrence_id``: ``<schedule id>:<UTC time>`` or a trigger's
+    ``<schedule id>:manual:<UTC time>:<hex>``."""
+    owner, _, suffix = occurrence_id.partition(":")
+    if schedule_id is None and SCHEDULE_ID.match(owner) and OCCURRENCE_SUFFIX.match(suffix):
+        return
+    if owner == schedule_id and OCCURRENCE_SUFFIX.match(suffix):
+        return
+    of = f" of {schedule_id}" if schedule_id is not None else ""
+    raise InvalidInput(
+        {
+            "occurrence_id": f"not an occurrence id{of}: <schedule id>:<UTC time>, e.g. "
+            f"{schedule_id or 'report'}:2026-03-08T07:30:00.000Z, as the history lists it"
+        }
+    )
 
 
 def _limit(query: dict[str, Any]) -> int:

@@ -562,6 +562,18 @@ def test_dead_letters_page_per_tenant_and_discard(api: ApiUnderTest) -> None:
     for query in ("limit=0", "cursor=bad", "cursor=ZTp4fHk", "colour=red"):
         response = api.client.get(f"{API}/dead-letters?{query}")
         assert response.status_code == 400, query
+    # An id no occurrence can have is a 400 naming it, as everywhere else; a well-formed one
+    # that is no dead letter, a 404.
+    for malformed in ("garbage", "d2:yesterday", "d2:2026-03-08T07:30:00Z", "..:x"):
+        for method, path in (("POST", f"{malformed}/replay"), ("DELETE", malformed)):
+            answer = api.client.open(f"{API}/dead-letters/{path}", method=method)
+            assert problem_fields(answer) == ["occurrence_id"], (method, malformed)
+    unknown = "d2:2026-03-08T07:30:00.000Z"
+    assert api.client.post(f"{API}/dead-letters/{unknown}/replay").status_code == 404
+    assert (
+        api.client.post(f"{API}/dead-letters/d2:manual:{unknown[3:]}:ab12/replay").status_code
+        == 404
+    )
     assert api.occurrences_queued() == 0
 
 
