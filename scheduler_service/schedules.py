@@ -169,7 +169,11 @@ def create_schedule(body: ScheduleRequest, headers: dict[str, Any]) -> Response:
     """
     with as_sent(body.names):
         accepted = service().accept_definition(
-            g.tenant, body.schedule_id, body.definition, idempotent_request(headers)
+            g.tenant,
+            body.schedule_id,
+            body.definition,
+            idempotent_request(headers),
+            fire_if_past=body.fire_if_past,
         )
     return accepted_response(accepted)
 
@@ -216,7 +220,11 @@ class ScheduleResource(MethodView):
         check_id(schedule_id)
         with as_sent(body.names):
             accepted = service().accept_definition(
-                g.tenant, schedule_id, body.definition, idempotent_request(headers)
+                g.tenant,
+                schedule_id,
+                body.definition,
+                idempotent_request(headers),
+                fire_if_past=body.fire_if_past,
             )
         return accepted_response(accepted)
 
@@ -248,7 +256,11 @@ class ScheduleResource(MethodView):
             raise InvalidInput(found) from None
         with as_sent(body.names):
             accepted = service().accept_definition(
-                g.tenant, schedule_id, body.definition, idempotent_request(headers)
+                g.tenant,
+                schedule_id,
+                body.definition,
+                idempotent_request(headers),
+                fire_if_past=body.fire_if_past,
             )
         return accepted_response(accepted)
 

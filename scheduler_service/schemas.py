@@ -239,11 +239,33 @@ class ScheduleSpecSchema(Schema):
             min=1, max=MAX_OCCURRENCES, error=f"a whole number from 1 to {MAX_OCCURRENCES:,}"
         )
     )
+    # Either shape: what a one-time schedule whose time has passed does.
+    fire_if_past = fields.Boolean(
+        truthy={True},
+        falsy={False},
+        metadata={
+            "description": "a one-time schedule (at, an EventBridge at(…), or start_date "
+            "without repeat_interval) whose time has already passed fires once, at once; "
+            "without it, a time more than SCHEDULER_MISFIRE_THRESHOLD_SECONDS (5) in the past "
+            "is a 400 naming it"
+        },
+    )
 
     @validates_schema
     def one_shape(self, data: dict[str, Any], **_: Any) -> None:
         seed = [name for name in SEED_FIELDS if name in data]
         forms = [name for name in CANONICAL_FORMS if name in data]
+        one_time = (
+            "at" in data
+            or str(data.get("cron", "")).strip().lower().startswith("at(")
+            or (seed and "repeat_interval" not in data)
+        )
+        if "fire_if_past" in data and not one_time:
+            raise ValidationError(
+                "only for a one-time schedule (at, an EventBridge at(…), or start_date without "
+                "repeat_interval)",
+                "fire_if_past",
+            )
         if seed:
             mixed = [
                 name
@@ -571,6 +593,8 @@ class DomainChecked(Schema):
             names: Mapping[str, str] = {}
             if isinstance(parts.get("schedule"), tuple):
                 parts["schedule"], names = parts["schedule"]
+            sent = data.get("schedule") if isinstance(data, dict) else None
+            parts["fire_if_past"] = isinstance(sent, dict) and sent.get("fire_if_past") is True
             found = scheduler.domain_errors(parts, scheduler.clock.now(), parts.get("id"))
             for name, messages in named_as_sent(found, names).items():
                 error.messages.setdefault(name, messages)
@@ -585,6 +609,8 @@ class ScheduleRequest:
     schedule_id: str | None
     definition: ScheduleDefinition
     names: Mapping[str, str]
+    # A one-time schedule whose time has passed fires at once rather than being refused.
+    fire_if_past: bool = False
 
 
 class ScheduleBodySchema(DomainChecked):
@@ -681,7 +707,8 @@ class ScheduleBodySchema(DomainChecked):
             pause_after_failures=body["pause_after_failures"],
             on_failure=body["on_failure"],
         )
-        return ScheduleRequest(body.get("id"), definition, names)
+        fire_if_past = original["schedule"].get("fire_if_past") is True
+        return ScheduleRequest(body.get("id"), definition, names, fire_if_past)
 
 
 class PreviewSchema(DomainChecked):

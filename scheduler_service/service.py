@@ -69,6 +69,7 @@ from shared.ports import (
 from shared.recurrence import (
     SEARCH_HORIZON,
     Bounded,
+    OneTime,
     TooMuchWork,
     build_recurrence,
     cpu_budget,
@@ -245,8 +246,13 @@ class ScheduleService:
     ) -> dict[str, list[str]]:
         """The domain checks of a body's parts that were read (``schedule`` as a ``Timing``,
         ``payload``, ``retry``), every bad field named (by its canonical name): so a body with
-        a bad field elsewhere still learns that its cron line is bad, in the same answer."""
-        return self._domain_checks(parts, now, schedule_id)[1]
+        a bad field elsewhere still learns that its cron line is bad, in the same answer. A
+        one-time schedule's time that has passed is one, unless ``parts["fire_if_past"]``."""
+        recurrence, errors = self._domain_checks(parts, now, schedule_id)
+        if recurrence is not None and not parts.get("fire_if_past"):
+            for name, message in self._passed(parts["schedule"], recurrence, now).items():
+                errors[name] = [message]
+        return errors
 
     def _domain_checks(
         self, parts: Mapping[str, Any], now: datetime, schedule_id: str | None
@@ -273,6 +279,20 @@ class ScheduleService:
             except InvalidInput as exc:
                 errors.update(exc.fields)
         return recurrence, errors
+
+    def _passed(self, timing: Timing, recurrence: Bounded, now: datetime) -> dict[str, str]:
+        """``schedule.at`` and why, when a one-time schedule's time passed more than the
+        misfire threshold ago (it would fire at once, which a caller must ask for)."""
+        if not isinstance(recurrence.inner, OneTime):
+            return {}
+        at = recurrence.inner.at
+        if now - at <= timedelta(seconds=self.settings.misfire_threshold_seconds):
+            return {}
+        # at, or an EventBridge at(…) cron line.
+        return {
+            f"schedule.{timing.kind}": f"{iso_z(at)} has passed; to fire it once now anyway, "
+            'add "fire_if_past": true to schedule'
+        }
 
     def check_target(self, url: str, field: str = "payload.url") -> None:
         """The SSRF guard at creation: the URL's host as written (``shared.ssrf``)."""
@@ -307,9 +327,14 @@ class ScheduleService:
         schedule_id: str | None,
         definition: ScheduleDefinition,
         idempotency: IdempotentRequest | None = None,
+        *,
+        fire_if_past: bool = False,
     ) -> Accepted:
         """Check the definition and send it on queue 1 (see the module docstring), or
-        ``InvalidInput`` naming every bad field by its canonical name."""
+        ``InvalidInput`` naming every bad field by its canonical name. A one-time schedule
+        whose time passed more than ``misfire_threshold_seconds`` ago is refused unless
+        ``fire_if_past`` (then it fires once, at once); a repeat of an ``Idempotency-Key``
+        accepted before its time passed gets its answer again."""
         now = self.clock.now()
         definition = self.keep_secrets(tenant, schedule_id, definition)
         # The id is known before the checks: a cron line's H spreads by it.
@@ -321,8 +346,11 @@ class ScheduleService:
             "on_failure": definition.on_failure,
         }
         recurrence, errors = self._domain_checks(parts, now, schedule_id)
+        late: dict[str, str] = {}
+        if recurrence is not None and not fire_if_past:
+            late = self._passed(definition.timing, recurrence, now)
         if errors or recurrence is None:
-            raise InvalidInput(errors)
+            raise InvalidInput({**errors, **late})
         # The recurrence the checks built: a schedule's first time comes from it.
         with cpu_budget():
             next_time = recurrence.first_fire(now)
@@ -330,6 +358,8 @@ class ScheduleService:
             recorded = self.store.get_idempotency_record(tenant, idempotency.key, now)
             if recorded is not None:
                 return self._replay(recorded, idempotency, definition, now)
+        if late:
+            raise InvalidInput(late)
         revision = self.revisions.next()
         reservation = self.reserve_slot(tenant, schedule_id, revision, now)
         try:

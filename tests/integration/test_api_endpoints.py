@@ -52,7 +52,12 @@ def test_list_filters_by_status_name_tag_and_next_time(api: ApiUnderTest) -> Non
     create(api, "a-daily", name="report daily", tags=["billing"])
     create(api, "b-weekly", name="report weekly", tags=["ops"])
     create(api, "c-cleanup", name="cleanup", schedule={"cron": "0 3 * * *"})
-    create(api, "d-done", name="report once", schedule={"at": "2020-01-01T00:00:00Z"})
+    create(
+        api,
+        "d-done",
+        name="report once",
+        schedule={"at": "2020-01-01T00:00:00Z", "fire_if_past": True},
+    )
     api.apply()
     api.client.post(f"{API}/schedule/b-weekly/pause")
 
@@ -152,7 +157,7 @@ def test_actions_on_unknown_or_deleted_schedules_are_404(api: ApiUnderTest, acti
 
 
 def test_trigger_queues_one_manual_occurrence_with_its_own_id(api: ApiUnderTest) -> None:
-    create(api, "t1", schedule={"at": "2020-01-01T00:00:00Z"})  # completed
+    create(api, "t1", schedule={"at": "2020-01-01T00:00:00Z", "fire_if_past": True})  # completed
     create(api, "t2")
     api.apply()
     api.client.post(f"{API}/schedule/t2/pause")

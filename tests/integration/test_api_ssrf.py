@@ -361,7 +361,7 @@ def test_a_name_that_rebinds_to_a_private_address_fails_at_fire_time_without_a_c
     )
     body = {
         **with_url("http://internal.example/admin"),
-        "schedule": {"at": "2020-01-01T00:00:00Z"},  # once, right away
+        "schedule": {"at": "2020-01-01T00:00:00Z", "fire_if_past": True},  # once, now
         "retry": {"max_attempts": 3},
     }
     pipeline.start()

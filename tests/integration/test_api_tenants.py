@@ -177,7 +177,7 @@ def test_secret_header_values_never_reach_the_logs(
         with running_pipeline(settings) as pipeline:
             body = {
                 "name": "leaky?",
-                "schedule": {"at": "2020-01-01T00:00:00Z"},
+                "schedule": {"at": "2020-01-01T00:00:00Z", "fire_if_past": True},
                 "payload": {
                     "method": "POST",
                     "url": f"{receiver.url}/hook",

@@ -4,11 +4,13 @@ characters, JSON numbers where numbers are expected, IANA region zones, bounded 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from shared.timeutil import iso_z
 from tests.support.api import ApiUnderTest, api_under_test
 from tests.support.harness import API
 
@@ -170,3 +172,70 @@ def test_max_occurrences_is_bounded(api: ApiUnderTest, digits: int) -> None:
     assert [error["field"] for error in response.get_json()["errors"]] == [
         "schedule.max_occurrences"
     ]
+
+
+# -- a one-time schedule whose time has passed ------------------------------------------------
+
+
+def test_a_past_one_time_schedule_is_refused_unless_the_body_says_to_fire_it(
+    api: ApiUnderTest,
+) -> None:
+    past = {**BODY, "schedule": {"at": "2020-01-01T00:00:00Z"}}
+    response = api.client.post(f"{API}/schedule", json=past)
+    assert response.status_code == 400
+    [error] = response.get_json()["errors"]
+    assert error["field"] == "schedule.at"
+    assert "2020-01-01T00:00:00.000Z has passed" in error["message"]
+    assert '"fire_if_past": true' in error["message"]
+    # Named beside any other bad field.
+    both = {**past, "payload": {"method": "BREW", "url": "https://hooks.example.com/run"}}
+    assert bad_fields(api, both) == {"schedule.at", "payload.method"}
+    # The blueprint's one-time form names its own field.
+    seed = {"start_date": "01/01/2020", "timeZone": "UTC", "time_of_day": "09:00"}
+    assert bad_fields(api, {**BODY, "schedule": seed}) == {"schedule.start_date"}
+    eventbridge = {"cron": "at(2020-01-01T09:00:00)"}
+    assert bad_fields(api, {**BODY, "schedule": eventbridge}) == {"schedule.cron"}
+    assert api.queued() == 0
+
+    # Asked for, it is accepted and fires once, at once (its time is its occurrence's id).
+    for schedule in (past["schedule"], seed, eventbridge):
+        body = {**BODY, "schedule": {**schedule, "fire_if_past": True}}
+        accepted = api.client.post(f"{API}/schedule", json=body)
+        assert accepted.status_code == 202, accepted.get_json()
+    assert api.queued() == 3
+
+
+def test_a_one_time_schedule_a_moment_late_is_accepted(api: ApiUnderTest) -> None:
+    # Within the misfire threshold (5 s): a request for "now" that took a moment to arrive.
+    moment = api.clock.now() - timedelta(seconds=2)
+    body = {**BODY, "schedule": {"at": iso_z(moment)}}
+    assert api.client.post(f"{API}/schedule", json=body).status_code == 202
+
+
+def test_fire_if_past_is_for_one_time_schedules_only(api: ApiUnderTest) -> None:
+    cron = {**BODY, "schedule": {**BODY["schedule"], "fire_if_past": True}}
+    assert bad_fields(api, cron) == {"schedule.fire_if_past"}
+    repeating = {
+        "start_date": "01/01/2020",
+        "timeZone": "UTC",
+        "time_of_day": "09:00",
+        "repeat_interval": {"number": 1, "unit": "day"},
+        "fire_if_past": True,
+    }
+    assert bad_fields(api, {**BODY, "schedule": repeating}) == {"schedule.fire_if_past"}
+    text = {**BODY, "schedule": {"at": "2020-01-01T00:00:00Z", "fire_if_past": "yes"}}
+    assert bad_fields(api, text) == {"schedule.fire_if_past"}
+
+
+def test_a_repeated_create_whose_time_passed_meanwhile_gets_its_first_answer(
+    api: ApiUnderTest,
+) -> None:
+    soon = {**BODY, "schedule": {"at": iso_z(api.clock.now() + timedelta(seconds=1))}}
+    headers = {"Idempotency-Key": "once-1"}
+    first = api.client.post(f"{API}/schedule", json=soon, headers=headers)
+    assert first.status_code == 202
+    api.clock.advance(60)  # the client's retry comes a minute later
+    again = api.client.post(f"{API}/schedule", json=soon, headers=headers)
+    assert again.status_code == 202, again.get_json()
+    assert again.get_json() == first.get_json()
+    assert again.headers["Idempotent-Replayed"] == "true"

@@ -70,7 +70,11 @@ def test_a_schedule_fires_every_second_on_time_until_deleted(tmp_path: Path) -> 
 def test_a_one_time_schedule_whose_time_passed_fires_once_right_away(tmp_path: Path) -> None:
     with running_receiver() as receiver, running_pipeline(sqlite_settings(tmp_path)) as pipeline:
         body = {
-            "schedule": {"at": "2026-01-01T09:00:00", "timezone": "Asia/Kolkata"},
+            "schedule": {
+                "at": "2026-01-01T09:00:00",
+                "timezone": "Asia/Kolkata",
+                "fire_if_past": True,
+            },
             "payload": {"method": "POST", "url": f"{receiver.url}/late", "body": {"x": 1}},
         }
         created = pipeline.client.post(f"{API}/schedule", json=body)

@@ -140,7 +140,7 @@ def test_a_one_time_schedule_in_the_past_fires_through_mongodb_and_sqs(
 ) -> None:
     with running_receiver() as receiver:
         body = {
-            "schedule": {"at": "2026-01-01T09:00:00Z"},
+            "schedule": {"at": "2026-01-01T09:00:00Z", "fire_if_past": True},
             "payload": {"method": "GET", "url": f"{receiver.url}/late"},
         }
         schedule_id = pipeline.client.post(f"{API}/schedule", json=body).get_json()["id"]
@@ -164,7 +164,7 @@ def test_every_attempt_and_its_answer_is_kept_through_mongodb_and_sqs(
         created = pipeline.client.post(
             f"{API}/schedule",
             json={
-                "schedule": {"at": "2026-01-01T09:00:00Z"},
+                "schedule": {"at": "2026-01-01T09:00:00Z", "fire_if_past": True},
                 "payload": {"method": "POST", "url": f"{receiver.url}/flaky"},
                 "retry": {"max_attempts": 3, "backoff_seconds": 0.01, "max_backoff_seconds": 0.05},
             },
