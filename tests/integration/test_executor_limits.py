@@ -94,12 +94,17 @@ def test_an_occurrence_waiting_for_its_hosts_slot_is_checked_again_before_its_ca
         assert pipeline.client.delete(f"{API}/schedule/{waiting}").status_code == 202
         store = pipeline.backends.store
 
-        def recorded(schedule_id: str) -> list[tuple[ExecutionStatus, str | None]]:
-            records = store.list_executions("default", schedule_id, 10, None).items
-            return [(record.status, record.error) for record in records]
+        def recorded(
+            schedule_id: str, status: ExecutionStatus | None = None
+        ) -> list[tuple[ExecutionStatus, str | None, bool]]:
+            records = store.list_executions("default", schedule_id, 10, None, status).items
+            return [(record.status, record.error, record.superseded) for record in records]
 
-        eventually(lambda: bool(recorded(waiting)))
-        eventually(lambda: recorded(first[0]) == [(ExecutionStatus.SUCCEEDED, None)])
-    assert recorded(waiting) == [(ExecutionStatus.SKIPPED, "schedule deleted")]
+        skipped = ExecutionStatus.SKIPPED
+        eventually(lambda: bool(recorded(waiting, skipped)))
+        eventually(lambda: recorded(first[0]) == [(ExecutionStatus.SUCCEEDED, None, False)])
+    # Superseded by the delete: not a run, listed only among the skipped.
+    assert recorded(waiting, skipped) == [(skipped, "schedule deleted", True)]
+    assert recorded(waiting) == []
     assert first == [first[0]]
     assert len(receiver.calls) == 1
