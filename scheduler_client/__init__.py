@@ -7,9 +7,10 @@ accepted = client.create({"name": "hello", "schedule": {"cron": "@every 10s"},
                           "payload": {"method": "GET", "url": "https://example.com/"}})
 for schedule in client.list(status="active"):
     print(schedule["id"], schedule["next_schedule_time"])
+page = client.list_page(limit=50)  # one page; client.list_page(cursor=page["next_cursor"]) next
 """
 
-from scheduler_client.client import SchedulerClient
+from scheduler_client.client import SchedulerClient, api_base
 from scheduler_client.errors import (
     ApiError,
     Conflict,
@@ -27,14 +28,20 @@ from scheduler_client.types import (
     Attempt,
     Backfilled,
     DeadLetter,
+    DeadLetterPage,
     Deleted,
     Discarded,
+    Every,
     Execution,
+    ExecutionPage,
+    FailureHook,
     Occurrence,
     Preview,
     Replayed,
     Schedule,
+    SchedulePage,
     TimePair,
+    Timing,
     Triggered,
 )
 
@@ -46,9 +53,13 @@ __all__ = [
     "Conflict",
     "ConnectionFailed",
     "DeadLetter",
+    "DeadLetterPage",
     "Deleted",
     "Discarded",
+    "Every",
     "Execution",
+    "ExecutionPage",
+    "FailureHook",
     "FieldError",
     "InvalidRequest",
     "NotFound",
@@ -57,10 +68,13 @@ __all__ = [
     "QuotaExceeded",
     "Replayed",
     "Schedule",
+    "SchedulePage",
     "SchedulerClient",
     "SchedulerClientError",
     "ServiceUnavailable",
     "TimePair",
+    "Timing",
     "Triggered",
     "Unauthorized",
+    "api_base",
 ]

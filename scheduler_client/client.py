@@ -27,13 +27,16 @@ from scheduler_client.types import (
     Accepted,
     Backfilled,
     DeadLetter,
+    DeadLetterPage,
     Deleted,
     Discarded,
     Execution,
+    ExecutionPage,
     Occurrence,
     Preview,
     Replayed,
     Schedule,
+    SchedulePage,
     Triggered,
 )
 
@@ -41,10 +44,22 @@ API_PREFIX = "/scheduler-service/v1"
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
 
 
+def api_base(url: str) -> str:
+    """Where the API listens, from what a user may give: ``http://127.0.0.1:8080``, the same
+    with the API's base path (as ``scheduler dev`` prints it: ``…/scheduler-service/v1``) or a
+    trailing slash, or without its scheme (``127.0.0.1:8080``: http)."""
+    base = url.strip()
+    if "://" not in base:
+        base = f"http://{base}"
+    base = base.rstrip("/")
+    return base.removesuffix(API_PREFIX).rstrip("/")
+
+
 class SchedulerClient:
     """A client of one scheduler API.
 
-    ``base_url`` is where the API listens (``http://127.0.0.1:8080``); ``api_key`` is sent as
+    ``base_url`` is where the API listens (``http://127.0.0.1:8080``; the API's base path, as
+    ``scheduler dev`` prints it, and a missing ``http://`` are fine too); ``api_key`` is sent as
     ``X-API-Key`` (``None`` for ``scheduler dev``, which needs none). ``timeout`` bounds
     connecting and then each read, in seconds; ``retries`` is how many times a call may be
     repeated (see the module's docstring for which), ``backoff_seconds`` the first pause.
@@ -60,7 +75,7 @@ class SchedulerClient:
         backoff_seconds: float = 0.5,
         max_backoff_seconds: float = 10.0,
     ) -> None:
-        self.base_url = base_url.rstrip("/")
+        self.base_url = api_base(base_url)
         self.timeout = Timeout(connect=timeout, read=timeout)
         self.retries = retries
         self.backoff_seconds = backoff_seconds
@@ -170,24 +185,52 @@ class SchedulerClient:
         tag: str | None = None,
         next_after: str | None = None,
         next_before: str | None = None,
-        page_size: int | None = None,
+        limit: int | None = None,
     ) -> Iterator[Schedule]:
-        """Every schedule that matches, by id, fetching one page at a time as it is consumed."""
-        query = {
-            "status": status,
-            "name": name,
-            "tag": tag,
-            "next_after": next_after,
-            "next_before": next_before,
-            "limit": page_size,
-        }
+        """Every schedule that matches, by id, fetching a page (of ``limit``) at a time as it
+        is consumed; ``list_page`` gives one page and its cursor."""
+        filters = {"next_after": next_after, "next_before": next_before}
+        query = {"status": status, "name": name, "tag": tag, **filters, "limit": limit}
         for item in self._pages("/schedules", query):
             yield cast(Schedule, item)
 
-    def executions(self, schedule_id: str, *, page_size: int | None = None) -> Iterator[Execution]:
-        """The schedule's runs, newest first, fetching one page at a time as it is consumed."""
-        for item in self._pages(self._path(schedule_id, "executions"), {"limit": page_size}):
+    def list_page(
+        self,
+        *,
+        status: str | None = None,
+        name: str | None = None,
+        tag: str | None = None,
+        next_after: str | None = None,
+        next_before: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> SchedulePage:
+        """One page of ``list``: its ``items`` and the ``next_cursor`` to pass for the next
+        (``None`` on the last)."""
+        filters = {"next_after": next_after, "next_before": next_before}
+        query = {"status": status, "name": name, "tag": tag, **filters, "limit": limit}
+        return cast(SchedulePage, self._page("/schedules", query, cursor))
+
+    def executions(
+        self, schedule_id: str, *, status: str | None = None, limit: int | None = None
+    ) -> Iterator[Execution]:
+        """The schedule's runs, newest first (with ``status``, its records in that status:
+        ``skipped`` lists the superseded ones too), a page at a time as it is consumed."""
+        query = {"status": status, "limit": limit}
+        for item in self._pages(self._path(schedule_id, "executions"), query):
             yield cast(Execution, item)
+
+    def executions_page(
+        self,
+        schedule_id: str,
+        *,
+        status: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> ExecutionPage:
+        """One page of ``executions``, with the schedule's status and its ``next_cursor``."""
+        path = self._path(schedule_id, "executions")
+        return cast(ExecutionPage, self._page(path, {"status": status, "limit": limit}, cursor))
 
     def execution(self, schedule_id: str, occurrence_id: str) -> Occurrence:
         """One occurrence of the schedule with every attempt it keeps (``attempt_log``): each
@@ -198,10 +241,16 @@ class SchedulerClient:
 
     # -- dead letters -------------------------------------------------------------------------
 
-    def dead_letters(self, *, page_size: int | None = None) -> Iterator[DeadLetter]:
+    def dead_letters(self, *, limit: int | None = None) -> Iterator[DeadLetter]:
         """The occurrences that failed for good, the latest failure first, a page at a time."""
-        for item in self._pages("/dead-letters", {"limit": page_size}):
+        for item in self._pages("/dead-letters", {"limit": limit}):
             yield cast(DeadLetter, item)
+
+    def dead_letters_page(
+        self, *, limit: int | None = None, cursor: str | None = None
+    ) -> DeadLetterPage:
+        """One page of ``dead_letters`` and its ``next_cursor``."""
+        return cast(DeadLetterPage, self._page("/dead-letters", {"limit": limit}, cursor))
 
     def replay(self, occurrence_id: str) -> Replayed:
         """Fire a dead letter again (same occurrence id and ``Idempotency-Key``), recorded as
@@ -221,15 +270,23 @@ class SchedulerClient:
         path = f"/schedule/{quote(schedule_id, safe='')}"
         return f"{path}/{action}" if action else path
 
-    def _pages(self, path: str, query: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    def _page(
+        self, path: str, query: Mapping[str, Any], cursor: str | None = None
+    ) -> dict[str, Any]:
         fields = {name: str(value) for name, value in query.items() if value is not None}
+        if cursor is not None:
+            fields["cursor"] = cursor
+        page: dict[str, Any] = self._call("GET", path, fields=fields, idempotent=True)
+        return page
+
+    def _pages(self, path: str, query: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+        cursor = None
         while True:
-            page = self._call("GET", path, fields=fields, idempotent=True)
+            page = self._page(path, query, cursor)
             yield from page["items"]
             cursor = page.get("next_cursor")
             if not cursor:
                 return
-            fields = {**fields, "cursor": cursor}
 
     def _retry(self, idempotent: bool) -> Retry:
         again = self.retries if idempotent else 0

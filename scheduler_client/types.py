@@ -74,6 +74,30 @@ class Preview(TypedDict):
     description: str
 
 
+class Every(TypedDict):
+    number: int
+    unit: str  # second, minute, hour, day, week, month, year
+
+
+class Timing(TypedDict):
+    """When it fires, canonically: one of ``at``, ``interval``, ``cron``, ``rrule`` set; times
+    as instants (``…Z``)."""
+
+    timezone: str
+    at: str | None
+    interval: Every | None
+    cron: str | None
+    rrule: str | None
+    start: str | None
+    end: str | None
+    max_occurrences: int | None
+
+
+class FailureHook(TypedDict):
+    url: str
+    headers: dict[str, str]  # secret values masked
+
+
 class Schedule(TypedDict):
     id: str
     name: str
@@ -83,7 +107,7 @@ class Schedule(TypedDict):
     status: str
     revision: int
     schedule: dict[str, Any]
-    timing: dict[str, Any]
+    timing: Timing
     timezone: str
     next_schedule_time: str | None
     next_schedule_time_local: str | None
@@ -94,14 +118,15 @@ class Schedule(TypedDict):
     retry: dict[str, Any]
     misfire: dict[str, Any]
     pause_after_failures: int | None
-    on_failure: dict[str, Any] | None  # {"url", "headers"}, secret values masked
+    on_failure: FailureHook | None
     runs: int
+    superseded: int
     failures: int
     consecutive_failures: int
     paused_by: str | None  # "user" or "failures" while paused
     paused_at: str | None
     paused_reason: str | None
-    occurrences_dispatched: int
+    occurrences_sent: int  # sent to the executors, ahead of their time included; not runs
     last_run_at: str | None
     last_status: str | None
     created_at: str
@@ -122,6 +147,7 @@ class Execution(TypedDict):
     finished_at: str | None
     next_attempt_at: str | None
     manual: bool
+    superseded: bool  # skipped before its call by a change, pause or delete: not a run
 
 
 class Attempt(TypedDict):
@@ -135,6 +161,25 @@ class Attempt(TypedDict):
     response_status_line: str | None
     response_excerpt: str | None
     response_truncated: bool
+
+
+class SchedulePage(TypedDict):
+    items: list[Schedule]
+    next_cursor: str | None
+
+
+class ExecutionPage(TypedDict):
+    items: list[Execution]
+    next_cursor: str | None
+    schedule_status: str  # deleted once the schedule is
+    paused_by: str | None
+    paused_at: str | None
+    paused_reason: str | None
+
+
+class DeadLetterPage(TypedDict):
+    items: list[DeadLetter]
+    next_cursor: str | None
 
 
 class Occurrence(Execution):

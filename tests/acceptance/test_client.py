@@ -61,9 +61,15 @@ def exercise(client: SchedulerClient, receiver: Receiver) -> None:
     ids = [client.create(hourly(f"c{n}", receiver))["id"] for n in range(5)]
     for schedule_id in ids:
         eventually(lambda schedule_id=schedule_id: client.get(schedule_id))
-    listed = [schedule["id"] for schedule in client.list(tag="client", page_size=2)]
+    listed = [schedule["id"] for schedule in client.list(tag="client", limit=2)]
     assert sorted(listed) == sorted(ids)
     assert [s["name"] for s in client.list(name="c3")] == ["c3"]
+    # A page at a time, by its cursor, as the API and the CLI page.
+    page = client.list_page(tag="client", limit=3)
+    assert len(page["items"]) == 3 and page["next_cursor"]
+    rest = client.list_page(tag="client", limit=3, cursor=page["next_cursor"])
+    assert [s["id"] for s in page["items"] + rest["items"]] == listed
+    assert rest["next_cursor"] is None
 
     first = ids[0]
     replaced = client.replace(first, {**hourly("renamed", receiver), "priority": 7})
@@ -126,6 +132,9 @@ def exercise(client: SchedulerClient, receiver: Receiver) -> None:
         client.delete(first)
     # The history stays readable after the delete.
     assert len(list(client.executions(first))) >= 2
+    history = client.executions_page(first, limit=1, status="succeeded")
+    assert history["schedule_status"] == "deleted" and history["next_cursor"]
+    assert [item["status"] for item in history["items"]] == ["succeeded"]
 
     body = {**hourly("failing", receiver), "retry": {"max_attempts": 1}}
     body["payload"] = {"method": "POST", "url": f"{receiver.url}/fail"}
@@ -136,7 +145,7 @@ def exercise(client: SchedulerClient, receiver: Receiver) -> None:
     def letter(attempts: int) -> list[DeadLetter]:
         return [
             item
-            for item in client.dead_letters(page_size=1)
+            for item in client.dead_letters(limit=1)
             if item["id"] == occurrence_id and item["attempts"] == attempts
         ]
 
@@ -145,6 +154,7 @@ def exercise(client: SchedulerClient, receiver: Receiver) -> None:
     eventually(lambda: letter(2), timeout=20)  # it failed again: a dead letter again
     assert client.discard(occurrence_id) == {"id": occurrence_id, "status": "discarded"}
     assert list(client.dead_letters()) == []
+    assert client.dead_letters_page(limit=5) == {"items": [], "next_cursor": None}
     with pytest.raises(NotFound):
         client.replay(occurrence_id)
 
@@ -153,8 +163,10 @@ def test_the_client_against_scheduler_dev(tmp_path: Path) -> None:
     with running_receiver(failing_at("/fail")) as receiver:
         dev = Process(["dev", "--port", "0", "--data-dir", str(tmp_path)], {}, tmp_path / "dev.log")
         try:
-            api = dev.wait_for_output(r"API on (http://127\.0\.0\.1:\d+)").group(1)
-            with SchedulerClient(api.removesuffix("/scheduler-service/v1")) as client:
+            # The URL as the banner prints it, base path included.
+            api = dev.wait_for_output(r"API on (http://127\.0\.0\.1:\d+\S*)").group(1)
+            assert api.endswith("/scheduler-service/v1")
+            with SchedulerClient(api) as client:
                 exercise(client, receiver)
         finally:
             assert dev.terminate() == 0, dev.output()[-3000:]

@@ -84,3 +84,20 @@ def test_a_server_that_is_not_there_is_a_connection_failure() -> None:
     client = SchedulerClient(f"http://127.0.0.1:{free_port()}", retries=1, backoff_seconds=0.01)
     with pytest.raises(ConnectionFailed):
         client.trigger("a")
+
+
+@pytest.mark.parametrize(
+    "given",
+    ["{url}", "{url}/", "{url}/scheduler-service/v1", "{url}/scheduler-service/v1/", "{host}"],
+)
+def test_the_base_url_may_carry_the_api_path_or_lack_its_scheme(given: str) -> None:
+    def empty(call: Call) -> tuple[int, dict[str, str]]:
+        return 200, {}
+
+    def page(call: Call) -> bytes:
+        return b'{"items": [], "next_cursor": null}'
+
+    with running_receiver(empty, page) as receiver:
+        url = given.format(url=receiver.url, host=receiver.url.removeprefix("http://"))
+        assert list(client_of(url).list()) == []
+        assert [call.path for call in receiver.calls] == ["/scheduler-service/v1/schedules"]
