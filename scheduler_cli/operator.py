@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from scheduler_client import api_base
+
 API_PREFIX = "/scheduler-service/v1"
 
 
@@ -36,7 +38,7 @@ class ApiError(Exception):
 
 class Client:
     def __init__(self, base_url: str, api_key: str | None, timeout: float = 10.0) -> None:
-        self.base_url = base_url.rstrip("/")
+        self.base_url = api_base(base_url)
         self.api_key = api_key
         self.timeout = timeout
 
@@ -133,7 +135,9 @@ DEAD_LETTER_COLUMNS = (
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     def client_options(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(
-            "--url", help="the API's base URL (SCHEDULER_API_URL; http://127.0.0.1:8080)"
+            "--url",
+            help="where the API listens, as scheduler dev prints it or without its path or "
+            "http:// (SCHEDULER_API_URL; http://127.0.0.1:8080)",
         )
         parser.add_argument("--api-key", help="API key (SCHEDULER_API_KEY); none for scheduler dev")
         parser.add_argument("--json", action="store_true", help="print the API's JSON answer")
@@ -208,6 +212,11 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     executions.add_argument(
         "occurrence", nargs="?", help="an occurrence id from the history: its attempts"
     )
+    executions.add_argument(
+        "--status",
+        choices=["running", "retrying", "succeeded", "failed", "skipped"],
+        help="only the records in this status (skipped: the superseded ones too)",
+    )
     executions.add_argument("--limit", type=int, default=20, help="runs per page (20)")
     paging(executions)
     client_options(executions)
@@ -240,6 +249,8 @@ def run(args: argparse.Namespace, environ: dict[str, str], out: TextIO | None = 
         out.write(json.dumps(answer, indent=2) + "\n")
     elif rows is not None:
         table(rows, columns, out)
+    elif args.command == "schedules" and args.action in ("pause", "resume"):
+        out.write(state_line(answer) + "\n")
     else:
         for key, value in answer.items():
             out.write(f"{key + ':':<26} {shown(key, value)}\n")
@@ -261,9 +272,8 @@ def _request(
         answer = client.call("GET", path)
         return answer, [_attempt_row(item) for item in answer["attempt_log"]], ATTEMPT_COLUMNS
     if args.command == "executions":
-        answer = _pages(
-            client, f"/schedule/{_quote(args.id)}/executions", {"limit": args.limit}, args
-        )
+        query = {"limit": args.limit, "status": args.status}
+        answer = _pages(client, f"/schedule/{_quote(args.id)}/executions", query, args)
         return answer, answer["items"], EXECUTION_COLUMNS
     action = args.action
     if args.command == "dead-letters":
@@ -279,8 +289,7 @@ def _request(
         answer = _pages(client, "/schedules", query, args)
         return answer, answer["items"], SCHEDULE_COLUMNS
     if action == "create":
-        text = sys.stdin.read() if str(args.file) == "-" else args.file.read_text()
-        body = json.loads(text)
+        body = _body_file(args.file)
         if args.id:
             return client.call("PUT", f"/schedule/{_quote(args.id)}", body), None, ()
         return client.call("POST", "/schedule", body), None, ()
@@ -289,8 +298,7 @@ def _request(
         body = {"from": args.start, "to": args.end, "policy": args.policy}
         return client.call("POST", f"{path}/backfill", body), None, ()
     if action == "update":
-        text = sys.stdin.read() if str(args.file) == "-" else args.file.read_text()
-        return client.call("PATCH", path, json.loads(text)), None, ()
+        return client.call("PATCH", path, _body_file(args.file)), None, ()
     if action == "get":
         return client.call("GET", path), None, ()
     if action == "delete":
@@ -308,6 +316,34 @@ def _pages(
         answer = client.call("GET", path, query={**query, "cursor": answer["next_cursor"]})
         items.extend(answer["items"])
     return {**answer, "items": items}
+
+
+def state_line(schedule: dict[str, Any]) -> str:
+    """A paused or resumed schedule in one line: its id, name, status, and who paused it or
+    when it fires next."""
+    named = f"{schedule['id']} ({schedule['name']})" if schedule.get("name") else schedule["id"]
+    if schedule.get("status") == "paused":
+        return f"{named}: paused by {schedule.get('paused_by') or 'user'}"
+    upcoming = shown("next_schedule_time", schedule.get("next_schedule_time"))
+    return f"{named}: {schedule.get('status')}, fires next at {upcoming}"
+
+
+def _body_file(path: Path) -> Any:
+    """The JSON of ``path`` (``-``: standard input), or ``ValueError`` naming the file and
+    where its JSON breaks."""
+    name = "standard input" if str(path) == "-" else str(path)
+    try:
+        text = sys.stdin.read() if str(path) == "-" else path.read_text()
+    except OSError as error:
+        raise ValueError(f"{name}: {error.strerror}") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{name}: not UTF-8 text") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(
+            f"{name}: not JSON: {error.msg} at line {error.lineno}, column {error.colno}"
+        ) from None
 
 
 def _attempt_row(attempt: dict[str, Any]) -> dict[str, Any]:

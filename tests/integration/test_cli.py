@@ -158,6 +158,67 @@ def test_executions_with_an_occurrence_id_print_each_attempt(
     assert code == 1 and "occurrence_id" in err
 
 
+def test_the_url_may_be_given_as_dev_prints_it_or_without_its_scheme(
+    served: tuple[ApiUnderTest, str], capfd: pytest.CaptureFixture[str]
+) -> None:
+    api, url = served
+    api.client.put(f"{API}/schedule/daily", json=BODY)
+    api.apply()
+    host_port = url.removeprefix("http://")
+    for given in (url, f"{url}/", f"{url}/scheduler-service/v1", host_port):
+        code, out, err = run(capfd, "schedules", "list", "--url", given)
+        assert (code, err) == (0, ""), given
+        assert out.splitlines()[1].split()[0] == "daily"
+
+
+def test_pause_and_resume_print_one_line(
+    served: tuple[ApiUnderTest, str], capfd: pytest.CaptureFixture[str]
+) -> None:
+    api, url = served
+    api.client.put(f"{API}/schedule/daily", json=BODY)
+    api.apply()
+    code, out, _ = run(capfd, "schedules", "pause", "daily", "--url", url)
+    assert (code, out) == (0, "daily (report): paused by user\n")
+    code, out, _ = run(capfd, "schedules", "resume", "daily", "--url", url)
+    assert code == 0 and len(out.splitlines()) == 1
+    assert out.startswith("daily (report): active, fires next at 20")
+    code, out, _ = run(capfd, "schedules", "pause", "daily", "--url", url, "--json")
+    assert json.loads(out)["status"] == "paused"
+
+
+def test_a_body_file_that_is_not_json_or_not_there_is_named(
+    served: tuple[ApiUnderTest, str], capfd: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    api, url = served
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"name": "x",\n "schedule": }')
+    for action in (["create"], ["update", "daily"]):
+        code, _, err = run(capfd, "schedules", *action, "-f", str(broken), "--url", url)
+        assert code == 1
+        assert err.startswith(f"scheduler: {broken}: not JSON: Expecting value at line 2"), err
+        missing = tmp_path / "missing.json"
+        code, _, err = run(capfd, "schedules", *action, "-f", str(missing), "--url", url)
+        assert (code, err) == (1, f"scheduler: {missing}: No such file or directory\n")
+    assert api.queued() == 0
+
+
+def test_history_by_status(
+    served: tuple[ApiUnderTest, str], capfd: pytest.CaptureFixture[str]
+) -> None:
+    api, url = served
+    api.client.put(f"{API}/schedule/daily", json=BODY)
+    api.apply()
+    store = api.backends.store
+    stored = store.get_schedule("default", "daily")
+    assert stored is not None
+    now = api.clock.now()
+    store.record_skips([(Occurrence("default", "daily", 1, now), "schedule paused")], now)
+    code, out, _ = run(capfd, "executions", "daily", "--url", url, "--status", "skipped")
+    assert code == 0 and out.splitlines()[1].split()[1] == "skipped"
+    code, out, _ = run(capfd, "executions", "daily", "--url", url, "--status", "failed")
+    assert (code, out.splitlines()[1:]) == (0, [])
+
+
 def test_the_top_level_help_lists_every_command_in_plain_text(
     capfd: pytest.CaptureFixture[str],
 ) -> None:
