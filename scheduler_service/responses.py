@@ -344,7 +344,16 @@ class ScheduleViewSchema(Open):
             "GET …/executions?status=skipped"
         },
     )
-    occurrences_dispatched = fields.Integer(required=True, attribute="schedule.occurrence_count")
+    occurrences_sent = fields.Integer(
+        required=True,
+        attribute="schedule.occurrence_count",
+        metadata={
+            "description": "occurrences of this version of the schedule (since its last create, "
+            "replace or PATCH) the poller has sent to the executors, those it sent ahead of "
+            "their time included (up to the look-ahead, 5 minutes): not runs (runs counts "
+            "those); what max_occurrences counts"
+        },
+    )
     last_run_at = Instant(allow_none=True, required=True, attribute="schedule.last_run_at")
     last_status = fields.String(allow_none=True, required=True, attribute="schedule.last_status")
     created_at = Instant(required=True, attribute="schedule.created_at")

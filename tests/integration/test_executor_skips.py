@@ -46,6 +46,9 @@ def test_a_patch_and_a_pause_leave_runs_in_the_history_and_one_log_line_each(
         created = pipeline.client.post(f"{API}/schedule", json=every_second_body(receiver.url))
         schedule_id = created.get_json()["id"]
         receiver.wait_for(2, timeout=6)
+        # Sent to the executors up to the look-ahead early: more than have run, and said so.
+        before_patch = pipeline.client.get(f"{API}/schedule/{schedule_id}").get_json()
+        assert before_patch["occurrences_sent"] > before_patch["runs"] + 2
         patched = pipeline.client.patch(
             f"{API}/schedule/{schedule_id}",
             json={"payload": {"body": {"task": "ping", "n": 2}}},
