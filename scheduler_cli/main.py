@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from werkzeug.serving import make_server
 
-from scheduler_cli import keys, operator
+from scheduler_cli import keys, operator, receiver
 from scheduler_cli.components import build_executor, build_poller, build_processor
 from scheduler_service.app import create_app
 from shared.backends import KEY_FILE, Backends, open_backends, opened_store
@@ -76,9 +76,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     operator.add_commands(commands)
     keys.add_commands(commands)
+    receiver.add_command(commands)
     args = parser.parse_args(argv)
     if args.command in ("schedules", "executions", "dead-letters"):
         return operator.run(args, dict(os.environ))
+    if args.command == "receiver":
+        return receiver.run(args)
     if args.command == "secret-key":
         print(new_secret_key())
         return 0

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -73,9 +74,10 @@ def test_the_readme_client_creates_a_schedule_whose_calls_the_readme_receiver_ve
         schedule_id = ran.stdout.split()[0]
         assert "fires first at" in ran.stdout
 
-        verified = wait_for_line(tmp_path / "receiver.log", r"verified (\S+) (.*)")
-        assert verified.group(1).startswith(f"{schedule_id}:")
-        assert verified.group(2) == "{'hello': 'world'}"
+        verified = wait_for_line(tmp_path / "receiver.log", r"verified (\S+) (\S+) (.*)")
+        assert verified.group(1) == "POST"
+        assert verified.group(2).startswith(f"{schedule_id}:")
+        assert json.loads(verified.group(3)) == {"hello": "world"}
 
         forged = urllib.request.Request(
             f"http://127.0.0.1:{receiver_port}/hook",
