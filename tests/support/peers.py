@@ -17,7 +17,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -169,12 +169,17 @@ def start_nx_27017(directory: Path, timeout: float = 30.0) -> Peer:
     return peer
 
 
-def start_localstack(directory: Path, timeout: float = 90.0) -> Peer:
-    """LocalStack's runtime, SQS only, on 127.0.0.1, reaching nothing beyond loopback."""
+def start_localstack(
+    directory: Path, timeout: float = 90.0, settings: Mapping[str, str] | None = None
+) -> Peer:
+    """LocalStack's runtime, SQS only, on 127.0.0.1, reaching nothing beyond loopback; with
+    ``settings`` (its environment variables: docker compose's image's, say) too, save where
+    it listens and keeps its files."""
     python = _executable("localstack/bin/python")
     port = free_port()
     listen = f"127.0.0.1:{port}"
     env = {
+        **(settings or {}),
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(directory),
         "SERVICES": "sqs",

@@ -1,24 +1,25 @@
-"""docker-compose.yml and the Dockerfile, checked without Docker (CI has no engine)."""
+"""docker-compose.yml, the Dockerfile and deploy/, checked without Docker (CI has no engine):
+images and versions are the ones the tests run, queues and settings match, every command
+exists, healthchecks can fail. tests/integration/test_compose_localstack.py runs the SQS image's
+runtime, init hook and healthcheck without Docker."""
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import subprocess
 import sys
 import tomllib
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
-from moto import mock_aws
 
-from shared.adapters.sqs_queue import SqsQueue, sqs_client
+from scheduler_cli.main import main
 from shared.settings import PREFIX, Settings
 
 ROOT = Path(__file__).resolve().parents[2]
+DEPLOY = ROOT / "deploy" / "localstack"
 COMPONENTS = ("api", "processor", "poller", "executor")
 
 
@@ -64,95 +65,77 @@ def test_the_dockerfile_copies_every_package_the_project_installs() -> None:
     assert 'CMD ["scheduler", "api"]' in dockerfile
 
 
-def test_localstack_creates_the_queues_the_settings_name() -> None:
-    script = (ROOT / "deploy/localstack/init-queues.sh").read_text()
+def test_localstack_makes_and_checks_the_queues_the_settings_name() -> None:
     defaults = Settings()
-    for name in (defaults.mutations_queue, defaults.occurrences_queue, defaults.dead_letter_queue):
-        assert name in script
+    names = {defaults.mutations_queue, defaults.occurrences_queue, defaults.dead_letter_queue}
+    init = (DEPLOY / "init-queues.py").read_text()
+    check = (DEPLOY / "healthcheck.py").read_text()
+    for name in names:
+        assert f'"{name}"' in init and f'"{name}"' in check, name
+    assert f"MAX_RECEIVES = {defaults.max_receives}" in init
+    # Where the components reach it: the service's name and the port it listens on.
+    endpoint = compose()["services"]["api"]["environment"]["SCHEDULER_QUEUE_URL"]
+    assert endpoint.startswith("sqs+http://localstack:4566")
+    assert "GATEWAY_LISTEN=0.0.0.0:4566" in (DEPLOY / "Dockerfile").read_text()
 
 
-# Stands in for LocalStack's ``awslocal``: records each call's arguments, answers the ARN query.
-AWSLOCAL = """\
-import json, os, sys
-with open(os.environ["AWSLOCAL_LOG"], "a") as log:
-    log.write(json.dumps(sys.argv[1:]) + "\\n")
-if "QueueArn" in sys.argv:
-    print("arn:aws:sqs:us-east-1:000000000000:scheduler-dead-letters")
-"""
-QUEUE_ATTRIBUTES = ("MessageRetentionPeriod", "MaximumMessageSize", "RedrivePolicy")
+def _from(dockerfile: Path) -> str:
+    found = re.search(r"^FROM (\S+)", dockerfile.read_text(), re.MULTILINE)
+    assert found is not None, dockerfile
+    return found[1]
 
 
-def _script_queues(tmp_path: Path) -> dict[str, dict[str, Any]]:
-    """The queues ``init-queues.sh`` creates, with the attributes it gives them."""
-    (tmp_path / "awslocal").write_text(f"#!{sys.executable}\n{AWSLOCAL}")
-    (tmp_path / "awslocal").chmod(0o755)
-    log = tmp_path / "calls"
-    subprocess.run(
-        ["sh", str(ROOT / "deploy/localstack/init-queues.sh")],
-        env={**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}", "AWSLOCAL_LOG": str(log)},
-        check=True,
-        timeout=30,
-    )
-    queues: dict[str, dict[str, Any]] = {}
-    for line in log.read_text().splitlines():
-        call = json.loads(line)
-        if call[:2] == ["sqs", "create-queue"]:
-            name = call[call.index("--queue-name") + 1]
-            queues[name] = json.loads(call[call.index("--attributes") + 1])
-    return queues
+def test_compose_builds_the_localstack_the_tests_run_and_needs_no_account() -> None:
+    localstack = compose()["services"]["localstack"]
+    assert localstack["build"] == "deploy/localstack"
+    text = (ROOT / "docker-compose.yml").read_text()
+    # The image that exits without a LocalStack account is gone, and no token is asked for.
+    assert "localstack/localstack" not in text and "LOCALSTACK_AUTH_TOKEN" not in text
+    # One list of requirements for both: the image installs it, scripts/peers installs it.
+    dockerfile = (DEPLOY / "Dockerfile").read_text()
+    assert "COPY requirements.txt" in dockerfile
+    assert "pip install --no-cache-dir -r /tmp/requirements.txt" in dockerfile
+    peers_script = (ROOT / "scripts/peers").read_text()
+    assert "deploy/localstack/requirements.txt" in peers_script
+    assert "localstack-core[runtime]==2026.3.0" in (DEPLOY / "requirements.txt").read_text()
+    # On the Python the tests run LocalStack on (scripts/peers looks for 3.13).
+    assert _from(DEPLOY / "Dockerfile") == "python:3.13-slim"
+    assert "versions/3.13.0/bin/python3.13" in peers_script
+    # What the image runs, and copies in for it.
+    assert 'CMD ["python", "-m", "localstack.runtime.main"]' in dockerfile
+    for name in ("init-queues.py", "healthcheck.py"):
+        assert f"COPY {name} " in dockerfile and (DEPLOY / name).is_file(), name
+    assert localstack["healthcheck"]["test"] == [
+        "CMD",
+        "python",
+        "/etc/localstack/healthcheck.py",
+    ]
+    assert "COPY healthcheck.py /etc/localstack/healthcheck.py" in dockerfile
 
 
-def _service_queues() -> dict[str, dict[str, Any]]:
-    """The queues the components create (``SqsQueue.create``), with their attributes."""
-    settings = Settings()
-    queues: dict[str, dict[str, Any]] = {}
-    with mock_aws():
-        client = sqs_client(None, "us-east-1")
-        work = (settings.mutations_queue, settings.occurrences_queue)
-        for name in work:
-            SqsQueue(client, name, settings.dead_letter_queue, settings.max_receives).create()
-        for name in (*work, settings.dead_letter_queue):
-            url = client.get_queue_url(QueueName=name)["QueueUrl"]
-            attributes = client.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])
-            queues[name] = {key: value for key, value in attributes["Attributes"].items()}
-        client.close()
-    return queues
+def test_the_service_image_runs_the_python_the_tests_run() -> None:
+    assert _from(ROOT / "Dockerfile") == f"python:{sys.version_info[0]}.{sys.version_info[1]}-slim"
 
 
-def _comparable(attributes: dict[str, Any]) -> dict[str, Any]:
-    kept = {name: attributes[name] for name in QUEUE_ATTRIBUTES if name in attributes}
-    if "RedrivePolicy" in kept:
-        policy = json.loads(kept["RedrivePolicy"])
-        kept["RedrivePolicy"] = {
-            "deadLetterQueue": policy["deadLetterTargetArn"].rsplit(":", 1)[-1],
-            "maxReceiveCount": int(policy["maxReceiveCount"]),
-        }
-    return kept
-
-
-def test_localstack_queues_get_the_attributes_the_service_gives_queues_it_creates(
-    tmp_path: Path,
-) -> None:
-    made_by_script = _script_queues(tmp_path)
-    made_by_service = _service_queues()
-    assert set(made_by_script) == set(made_by_service)
-    for name, attributes in made_by_service.items():
-        assert _comparable(made_by_script[name]) == _comparable(attributes), name
-    # What the service gives them, as SQS names it: 14 days, 1 MiB, redrive after 20 receives.
-    occurrences = _comparable(made_by_script[Settings().occurrences_queue])
-    assert occurrences == {
-        "MessageRetentionPeriod": "1209600",
-        "MaximumMessageSize": "1048576",
-        "RedrivePolicy": {"deadLetterQueue": "scheduler-dead-letters", "maxReceiveCount": 20},
-    }
-
-
-def test_compose_runs_the_localstack_the_tests_run() -> None:
-    pinned = re.search(
-        r"localstack-core\[runtime\]==([\d.]+)", (ROOT / "scripts/peers").read_text()
-    )
-    assert pinned is not None
-    assert compose()["services"]["localstack"]["image"] == f"localstack/localstack:{pinned[1]}"
+def test_every_command_compose_runs_is_a_real_one(capsys: pytest.CaptureFixture[str]) -> None:
+    services = compose()["services"]
+    for name, service in services.items():
+        command = service.get("command")
+        if service.get("image") != "scheduler-service:local" or command is None:
+            continue
+        assert command[0] == "scheduler", name
+        with pytest.raises(SystemExit) as shown:
+            main([*command[1:], "--help"])
+        assert shown.value.code == 0, name
+        capsys.readouterr()
+    # Each healthcheck is an exec form whose exit status is the check.
+    for name, service in services.items():
+        test = service["healthcheck"]["test"]
+        assert test[0] == "CMD", name
+        assert "|| true" not in " ".join(test) and "|| exit 0" not in " ".join(test), name
+    # The API's and the workers' checks ask the ports they serve on.
+    api = services["api"]
+    assert f":{api['environment']['SCHEDULER_PORT']}/readyz" in " ".join(api["healthcheck"]["test"])
 
 
 def test_the_mongodb_healthcheck_fails_unless_the_node_is_primary() -> None:
@@ -174,7 +157,16 @@ def test_the_try_it_receiver_is_reachable_and_the_only_private_target_allowed() 
     # MongoDB and LocalStack are not on the webhooks' network.
     for name in ("mongo", "localstack", "processor", "poller"):
         assert "webhooks" not in services[name].get("networks", []), name
-    assert "--directory /tmp/empty" in " ".join(services["receiver"]["command"])
+    # It answers any method (Python's http.server answers 501 to a POST), on port 9000.
+    assert services["receiver"]["command"] == [
+        "scheduler",
+        "receiver",
+        "--host",
+        "0.0.0.0",
+        "--port",
+        "9000",
+    ]
+    assert "127.0.0.1:9000/" in " ".join(services["receiver"]["healthcheck"]["test"])
     readme = (ROOT / "README.md").read_text()
     assert '"url": "http://receiver:9000/?from=scheduler"' in readme
 
