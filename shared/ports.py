@@ -53,9 +53,10 @@ class ScheduleFilter:
     """What ``list_schedules`` selects, and in which order; empty fields select everything of
     the tenant.
 
-    ``search`` finds a schedule whose name contains the text (ASCII case ignored), one tag of
-    which is the text, or whose target host (``shared.schedule_listing.target_of``) contains
-    the host the text names: the rest of the URL is sealed at rest, so it is not searched.
+    ``search`` finds a schedule whose name contains the text (case ignored), one tag of which
+    is the text, or whose target host (``shared.schedule_listing.target_of``) contains the host
+    the text names: the rest of the URL is sealed at rest, so it is not searched. By name is
+    in case-folded order (``shared.schedule_listing.name_key``).
     """
 
     status: ScheduleStatus | None = None

@@ -11,9 +11,11 @@ The cursor of a listing by id, ascending, is the last id (as the API has always 
 Another order's cursor names the order, so that a cursor is never read in another one:
 ``<order><+ or ->|<the key as JSON>|<schedule id>`` (a schedule id holds no ``|``).
 
-Search by URL: a payload's URL is sealed at rest with the rest of the payload (its path and
-query may carry credentials, ``shared.secrets``), so the store keeps beside it, unsealed, only
-its host and port (``target_of``), which no answer masks either; a search matches that.
+Names are searched and ordered case folded (``name_key``: "Nightly" beside "nightly"), which
+the store keeps beside the name. Search by URL: a payload's URL is sealed at rest with the rest
+of the payload (its path and query may carry credentials, ``shared.secrets``), so the store
+keeps beside it, unsealed, only its host and port (``target_of``), which no answer masks
+either; a search matches that.
 """
 
 from __future__ import annotations
@@ -32,7 +34,6 @@ from shared.timeutil import from_epoch_ms, to_epoch_ms
 SortKey = str | datetime | None
 # The orders whose key a schedule may lack.
 KEYLESS_LAST = frozenset({ScheduleOrder.NEXT_TIME})
-_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 _NOT_A_CURSOR = {"cursor": "not a cursor of this listing: start again from its first page"}
 
 
@@ -48,21 +49,20 @@ def target_of(url: str) -> str:
     return f"{host}:{port}" if port is not None else host
 
 
-def fold_case(text: str) -> str:
-    """``text`` with ASCII capitals in lower case: what a store compares names in (SQLite's
-    ``lower`` folds no other letter)."""
-    return text.translate(_ASCII_LOWER)
+def name_key(text: str) -> str:
+    """What a name is searched and ordered by: case folded."""
+    return text.casefold()
 
 
 def searched_host(text: str) -> str:
     """The text a search looks for in targets: the host of a URL, else the text itself."""
     text = text.strip()
-    return target_of(text) if "://" in text else fold_case(text)
+    return target_of(text) if "://" in text else text.casefold()
 
 
 def sort_key(schedule: Schedule, order: ScheduleOrder) -> SortKey:
     if order is ScheduleOrder.NAME:
-        return schedule.live_definition.name
+        return name_key(schedule.live_definition.name)
     if order is ScheduleOrder.NEXT_TIME:
         return schedule.next_schedule_time
     if order is ScheduleOrder.CREATED:

@@ -84,7 +84,7 @@ from shared.ports import (
 from shared.schedule_listing import (
     KEYLESS_LAST,
     Segment,
-    fold_case,
+    name_key,
     ordered_page,
     searched_host,
     target_of,
@@ -142,15 +142,15 @@ _PAUSED = ScheduleStatus.PAUSED.value
 _COMPLETED = ScheduleStatus.COMPLETED.value
 _ORDER_FIELDS = {
     ScheduleOrder.ID: "schedule_id",
-    ScheduleOrder.NAME: "name",
+    ScheduleOrder.NAME: "name_key",
     ScheduleOrder.NEXT_TIME: "next_schedule_time",
     ScheduleOrder.CREATED: "created_at",
 }
 # Indexes once made, each now a prefix of one made in its place (ensure_indexes drops them).
 _REPLACED_INDEXES = (("tenant", "name"), ("tenant", "next_schedule_time"))
-# The document of ``migrations`` that says every schedule has its ``target``; the targets
-# are filled in batches of this many.
-_TARGETS_FILLED = "schedules.target"
+# The document of ``migrations`` that says every schedule has its search fields (``target``,
+# ``name_key``); they are filled in batches of this many.
+_SEARCH_FIELDS_FILLED = "schedules.search_fields"
 _KEYS_PER_FILL = 500
 
 
@@ -330,15 +330,15 @@ class MongoStore(Store):
             self.schedules.create_index(
                 [("tenant", ASCENDING), ("target", ASCENDING), ("schedule_id", ASCENDING)]
             )
-            # Listing in the other orders (shared.schedule_listing), either direction; each
-            # serves its filter too (a name prefix, a window of next times).
-            for field in _ORDER_FIELDS.values():
+            # By a name prefix (the API's ?name=); and listing in the other orders
+            # (shared.schedule_listing), either direction, next time's serving its window too.
+            for field in ("name", *_ORDER_FIELDS.values()):
                 if field != "schedule_id":
                     self.schedules.create_index(
                         [("tenant", ASCENDING), (field, ASCENDING), ("schedule_id", ASCENDING)]
                     )
             self._drop_indexes_by_key(self.schedules, _REPLACED_INDEXES)
-            self._fill_targets()
+            self._fill_search_fields()
             # A schedule's executions, newest first, in the order the history is served; and
             # those of one status (the history's ?status=), in the same order.
             self.executions.create_index(
@@ -376,14 +376,16 @@ class MongoStore(Store):
             except OperationFailure:
                 self.idempotency_keys.create_index([("expires_at", ASCENDING)])
 
-    def _fill_targets(self) -> None:
-        """Give the schedules stored before the target was kept (beside the sealed payload,
-        for search) theirs: once per database, which a ``migrations`` document then says.
-        Processes starting together may each fill some, to the same value."""
-        if self.migrations.find_one({"_id": _TARGETS_FILLED}) is not None:
+    def _fill_search_fields(self) -> None:
+        """Give the schedules stored before the fields of search and order were kept
+        (``target`` beside the sealed payload, ``name_key``) theirs: once per database, which a
+        ``migrations`` document then says. Processes starting together may each fill some, to
+        the same values."""
+        if self.migrations.find_one({"_id": _SEARCH_FIELDS_FILLED}) is not None:
             return
         stored = self.schedules.find(
-            {"target": {"$exists": False}, "definition": {"$ne": None}}, {"definition": 1}
+            {"name_key": {"$exists": False}, "definition": {"$ne": None}},
+            {"definition": 1, "name": 1},
         )
         fills: list[UpdateOne] = []
         for document in stored:
@@ -391,7 +393,7 @@ class MongoStore(Store):
             fills.append(
                 UpdateOne(
                     {"_id": document["_id"], "definition": document["definition"]},
-                    {"$set": {"target": target_of(url)}},
+                    {"$set": {"target": target_of(url), "name_key": name_key(document["name"])}},
                 )
             )
             if len(fills) == _KEYS_PER_FILL:
@@ -399,7 +401,9 @@ class MongoStore(Store):
                 fills = []
         if fills:
             self.schedules.bulk_write(fills, ordered=False)
-        self.migrations.update_one({"_id": _TARGETS_FILLED}, {"$set": {"done": True}}, upsert=True)
+        self.migrations.update_one(
+            {"_id": _SEARCH_FIELDS_FILLED}, {"$set": {"done": True}}, upsert=True
+        )
 
     @staticmethod
     def _drop_indexes_by_key(
@@ -553,6 +557,7 @@ class MongoStore(Store):
             "name": definition.name,
             "tags": list(definition.tags),
             "target": target_of(definition.payload.url),
+            "name_key": name_key(definition.name),
             "next_schedule_time": maybe(utc_ms, next_schedule_time),
             "slice": schedule_slice(key),
             "accepted_at": accepted,
@@ -630,6 +635,7 @@ class MongoStore(Store):
                                 "name": "",
                                 "tags": [],
                                 "target": "",
+                                "name_key": "",
                                 "accepted_at": at,
                                 "created_at": at,
                                 "occurrence_count": 0,
@@ -884,7 +890,7 @@ class MongoStore(Store):
             either.append(
                 {
                     "$or": [
-                        {"name": {"$regex": re.escape(fold_case(text)), "$options": "i"}},
+                        {"name_key": {"$regex": re.escape(name_key(text))}},
                         {"tags": {"$in": [text]}},
                         *([{"target": {"$regex": re.escape(host)}}] if host else []),
                     ]

@@ -42,7 +42,7 @@ from shared.ports import (
 from shared.schedule_listing import (
     KEYLESS_LAST,
     Segment,
-    fold_case,
+    name_key,
     ordered_page,
     searched_host,
     target_of,
@@ -87,8 +87,10 @@ CREATE TABLE IF NOT EXISTS schedules (
     pause_after_failures INTEGER,
     paused_by TEXT,
     paused_ms INTEGER,
-    -- The payload URL's host, unsealed, for search (shared.schedule_listing.target_of).
+    -- For search and order (shared.schedule_listing): the payload URL's host, unsealed, and
+    -- the name case folded.
     target TEXT NOT NULL DEFAULT '',
+    name_key TEXT NOT NULL DEFAULT '',
     sent_ahead TEXT,
     PRIMARY KEY (tenant, schedule_id)
 ) WITHOUT ROWID;
@@ -98,9 +100,8 @@ CREATE INDEX IF NOT EXISTS schedules_due ON schedules (next_ms) WHERE status = '
 -- The quota check of every create counts a tenant's live schedules: from this narrow index
 -- alone, not from the (wide) rows; about six times faster.
 CREATE INDEX IF NOT EXISTS schedules_by_tenant_status ON schedules (tenant, status);
--- A tenant's listing by name or by creation, a page at a time. (By next time it is sorted
--- instead: next_ms changes at every advance, which an index would make dearer.)
-CREATE INDEX IF NOT EXISTS schedules_by_name ON schedules (tenant, name, schedule_id);
+-- A tenant's listing by creation, a page at a time (by name: SEARCH_SCHEMA). By next time
+-- it is sorted instead: next_ms changes at every advance, which an index would make dearer.
 CREATE INDEX IF NOT EXISTS schedules_by_creation ON schedules (tenant, created_ms, schedule_id);
 CREATE TABLE IF NOT EXISTS executions (
     tenant TEXT NOT NULL,
@@ -171,6 +172,11 @@ CREATE INDEX IF NOT EXISTS executions_by_status
     ON executions (tenant, schedule_id, status, scheduled_ms DESC, occurrence_id DESC);
 """
 
+# A tenant's listing by name, a page at a time (after the column exists).
+SEARCH_SCHEMA = """
+CREATE INDEX IF NOT EXISTS schedules_by_name_key ON schedules (tenant, name_key, schedule_id);
+"""
+
 _LATER_SCHEDULE_COLUMNS = (
     ("pause_after_failures", "INTEGER"),
     ("paused_by", "TEXT"),
@@ -186,7 +192,7 @@ _EXECUTION_COLUMNS = (
 _KEYS_PER_READ = 500
 _ORDER_COLUMNS = {
     ScheduleOrder.ID: "schedule_id",
-    ScheduleOrder.NAME: "name",
+    ScheduleOrder.NAME: "name_key",
     ScheduleOrder.NEXT_TIME: "next_ms",
     ScheduleOrder.CREATED: "created_ms",
 }
@@ -215,21 +221,28 @@ class SqliteStore(Store):
             for column, kind in _LATER_SCHEDULE_COLUMNS:
                 if column not in columns:
                     writing.execute(f"ALTER TABLE schedules ADD COLUMN {column} {kind}")
-            # And one made before the target was kept beside the sealed payload, this.
-            if "target" not in columns:
-                writing.execute("ALTER TABLE schedules ADD COLUMN target TEXT NOT NULL DEFAULT ''")
-                self._fill_targets(writing)
+            # And one made before search and order had their own columns, these, filled.
+            missing = [name for name in ("target", "name_key") if name not in columns]
+            for column in missing:
+                writing.execute(
+                    f"ALTER TABLE schedules ADD COLUMN {column} TEXT NOT NULL DEFAULT ''"
+                )
+            if missing:
+                self._fill_search_columns(writing)
         connection.executescript(DEAD_LETTERS_SCHEMA)
+        connection.executescript(SEARCH_SCHEMA)
 
-    def _fill_targets(self, writing: sqlite3.Connection) -> None:
+    def _fill_search_columns(self, writing: sqlite3.Connection) -> None:
         rows = writing.execute(
-            "SELECT tenant, schedule_id, definition FROM schedules WHERE definition IS NOT NULL"
+            "SELECT tenant, schedule_id, name, definition FROM schedules"
+            " WHERE definition IS NOT NULL"
         ).fetchall()
         writing.executemany(
-            "UPDATE schedules SET target = ? WHERE tenant = ? AND schedule_id = ?",
+            "UPDATE schedules SET target = ?, name_key = ? WHERE tenant = ? AND schedule_id = ?",
             [
                 (
                     target_of(self.secrets.open(json.loads(row["definition"])).payload.url),
+                    name_key(row["name"]),
                     row["tenant"],
                     row["schedule_id"],
                 )
@@ -442,11 +455,11 @@ class SqliteStore(Store):
         text = (query.search or "").strip()
         if text:
             clauses.append(
-                "(instr(lower(name), ?) > 0"
+                "(instr(name_key, ?) > 0"
                 " OR EXISTS (SELECT 1 FROM json_each(tags) WHERE value = ?)"
                 " OR instr(target, ?) > 0)"
             )
-            params += [fold_case(text), text, searched_host(text) or None]
+            params += [name_key(text), text, searched_host(text) or None]
         column = _ORDER_COLUMNS[query.order]
         direction, beyond = ("DESC", "<") if query.descending else ("ASC", ">")
         if query.order in KEYLESS_LAST:
@@ -974,7 +987,7 @@ def _apply_definition(
     """``apply_definition`` in the transaction of ``connection``; ``document``: the sealed
     definition's JSON text."""
     tags = json.dumps(list(definition.tags))
-    target = target_of(definition.payload.url)
+    target, key = target_of(definition.payload.url), name_key(definition.name)
     accepted = to_epoch_ms(accepted_at)
     next_ms = maybe(to_epoch_ms, next_schedule_time)
     row = connection.execute(
@@ -987,7 +1000,8 @@ def _apply_definition(
         connection.execute(
             "INSERT INTO schedules (tenant, schedule_id, revision, state_revision, status,"
             " definition, name, tags, next_ms, accepted_ms, created_ms, updated_ms,"
-            " pause_after_failures, target) VALUES (?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " pause_after_failures, target, name_key)"
+            " VALUES (?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 tenant,
                 schedule_id,
@@ -1002,6 +1016,7 @@ def _apply_definition(
                 accepted,
                 definition.pause_after_failures,
                 target,
+                key,
             ),
         )
         return True
@@ -1013,7 +1028,7 @@ def _apply_definition(
         "UPDATE schedules SET revision = ?, status = ?, definition = ?, name = ?,"
         " tags = ?, next_ms = ?, accepted_ms = ?, updated_ms = ?, occurrence_count = 0,"
         " sent_ahead = NULL, lease_owner = NULL, lease_until_ms = NULL, pause_after_failures = ?,"
-        " target = ?"
+        " target = ?, name_key = ?"
         " WHERE tenant = ? AND schedule_id = ?",
         (
             revision,
@@ -1026,6 +1041,7 @@ def _apply_definition(
             accepted,
             definition.pause_after_failures,
             target,
+            key,
             tenant,
             schedule_id,
         ),

@@ -565,6 +565,7 @@ def test_search_finds_a_name_part_a_tag_or_the_target_host_never_the_sealed_rest
         return listed_ids(store, ScheduleFilter(search=text))
 
     assert found("report") == ["a", "c"]  # a part of the name, capitals or not
+    assert found("NIGHTLY R") == ["a"]
     assert found("REPORT.*") == ["c"]  # no pattern: the text itself
     assert found("Reports") == ["b"] and found("reports") == []  # a tag, whole
     assert found("billing.example") == ["a"]
@@ -636,25 +637,29 @@ def test_a_listing_filtered_and_ordered_pages_through_the_filter(store: Store) -
     assert [s.schedule_id for s in rest.items] == ["s0"] and rest.next_cursor is None
 
 
-def forget_targets(store: Store) -> None:
-    """Make the store as one written before targets were kept beside the sealed payload."""
+def forget_search_fields(store: Store) -> None:
+    """Make the store as one written before search and order had their own fields."""
     if isinstance(store, SqliteStore):
         with store.db.write() as connection:
+            connection.execute("DROP INDEX schedules_by_name_key")
             connection.execute("ALTER TABLE schedules DROP COLUMN target")
+            connection.execute("ALTER TABLE schedules DROP COLUMN name_key")
     else:
         assert isinstance(store, MongoStore)
-        store.schedules.update_many({}, {"$unset": {"target": ""}})
+        store.schedules.update_many({}, {"$unset": {"target": "", "name_key": ""}})
         store.migrations.delete_many({})
 
 
-def test_the_targets_of_schedules_stored_before_are_filled_in(store: Store) -> None:
-    create(store, "old", url="https://legacy.example.com/hook?token=abc")
+def test_the_search_fields_of_schedules_stored_before_are_filled_in(store: Store) -> None:
+    create(store, "old", name="Legacy Job", url="https://legacy.example.com/hook?token=abc")
+    create(store, "new", name="a job")
     store.apply_state(TENANT, "gone", 1, ScheduleStatus.DELETED, None, T0)
-    forget_targets(store)
+    forget_search_fields(store)
     store.ensure_indexes()
-    assert listed_ids(store, ScheduleFilter(search="legacy")) == ["old"]
+    assert listed_ids(store, ScheduleFilter(search="legacy.example")) == ["old"]
     store.ensure_indexes()  # once is enough; again changes nothing
-    assert listed_ids(store, ScheduleFilter(search="legacy.example.com")) == ["old"]
+    assert listed_ids(store, ScheduleFilter(search="legacy job")) == ["old"]
+    assert listed_ids(store, ScheduleFilter(order=ScheduleOrder.NAME)) == ["new", "old"]
 
 
 def test_tenants_never_see_each_other(store: Store) -> None:
