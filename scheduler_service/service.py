@@ -35,7 +35,7 @@ import secrets
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
@@ -658,8 +658,14 @@ class ScheduleService:
             cursor = page.next_cursor
         return found
 
-    def list_dead_letters(self, tenant: str, limit: int, cursor: str | None) -> Page[Execution]:
-        return self.store.list_dead_letters(tenant, limit, cursor)
+    def list_dead_letters(
+        self,
+        tenant: str,
+        limit: int,
+        cursor: str | None,
+        schedule_ids: Collection[str] | None = None,
+    ) -> Page[Execution]:
+        return self.store.list_dead_letters(tenant, limit, cursor, schedule_ids)
 
     def replay(self, tenant: str, occurrence_id: str) -> Execution:
         """Fire a dead letter again: the same occurrence id and ``Idempotency-Key``, recorded
@@ -728,6 +734,15 @@ class ScheduleService:
         self, tenant: str, query: ScheduleFilter, limit: int, cursor: str | None
     ) -> Page[Schedule]:
         return self.store.list_schedules(tenant, query, limit, cursor)
+
+    def schedules_by_id(self, tenant: str, schedule_ids: Iterable[str]) -> dict[str, Schedule]:
+        """The tenant's live schedules of these ids (not deleted ones), by id, in one read."""
+        found = self.store.get_schedules([(tenant, schedule_id) for schedule_id in schedule_ids])
+        return {
+            schedule_id: schedule
+            for (_, schedule_id), schedule in found.items()
+            if schedule.status is not ScheduleStatus.DELETED
+        }
 
     def list_executions(
         self,

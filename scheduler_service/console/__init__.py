@@ -1,5 +1,23 @@
-"""The web console at ``/console``: overview, schedules, one schedule, create and edit."""
+"""The web console at ``/console``: overview, schedules, one schedule and its history, dead
+letters, create and edit. Importing the page modules registers their routes."""
 
+from scheduler_service.console import (
+    backfill_page,
+    dead_letter_pages,
+    form_pages,
+    history,
+    overview,
+    schedule_pages,
+)
 from scheduler_service.console.views import PREFIX, blp
 
-__all__ = ["PREFIX", "blp"]
+__all__ = [
+    "PREFIX",
+    "backfill_page",
+    "blp",
+    "dead_letter_pages",
+    "form_pages",
+    "history",
+    "overview",
+    "schedule_pages",
+]

@@ -1,20 +1,28 @@
-"""The console's schedule form: its inputs ↔ the API's request body.
+"""The console's schedule form: its inputs ↔ the API's request body, every field of it.
 
 Each input is named by the API field it fills (``schedule.cron``, ``payload.url``), so the
-API's validation errors, which name fields the same way, are shown beside their inputs.
+API's validation errors, which name fields the same way, are shown beside their inputs. Dates
+and times use the browser's pickers: an instant is a local wall time in the schedule's zone
+(``datetime-local``), the blueprint's dates are ``MM/DD/YYYY`` in the body and ``YYYY-MM-DD`` in
+the form, its time of day 24-hour. Time zones are picked from the zones the service knows.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+import pendulum
 
 from scheduler_service.patching import stored_body
 from scheduler_service.schemas import METHODS, SEED_FIELDS
 from shared.model import MisfirePolicy, Schedule, Unit
-from shared.redaction import MASK
+from shared.timeutil import load_zone, parse_iso
 
+# The notations the form offers, in this order: the one place that lists them.
 NOTATIONS = {
     "cron": "Cron line",
     "interval": "Every N units",
@@ -37,7 +45,6 @@ NOTATION_INPUTS = {
         "schedule.end_date",
         "schedule.timeZone",
         "schedule.time_of_day",
-        "schedule.am_pm",
         "schedule.repeat_interval.number",
         "schedule.repeat_interval.unit",
     ),
@@ -56,11 +63,21 @@ OTHER_INPUTS = (
     "priority",
     "payload.method",
     "payload.url",
+    "payload.queryParameters",
     "payload.headers",
     "payload.body",
     "payload.timeout_seconds",
+    "payload.calls_per_host",
     "retry.max_attempts",
+    "retry.backoff_seconds",
+    "retry.max_backoff_seconds",
     "misfire.policy",
+    "misfire.grace_seconds",
+    "jitter_seconds",
+    "pause_after_failures",
+    "on_failure.url",
+    "on_failure.headers",
+    "metadata",
 )
 INPUTS = frozenset(
     [
@@ -69,37 +86,89 @@ INPUTS = frozenset(
         *(name for names in NOTATION_INPUTS.values() for name in names),
     ]
 )
-JSON_INPUTS = ("payload.headers", "payload.body")
+JSON_INPUTS = frozenset(
+    {"payload.queryParameters", "payload.headers", "payload.body", "on_failure.headers", "metadata"}
+)
 NUMBER_INPUTS = frozenset(
     {
         "priority",
         "payload.timeout_seconds",
+        "payload.calls_per_host",
         "retry.max_attempts",
+        "retry.backoff_seconds",
+        "retry.max_backoff_seconds",
+        "misfire.grace_seconds",
+        "jitter_seconds",
+        "pause_after_failures",
         "schedule.max_occurrences",
         "schedule.interval.number",
         "schedule.repeat_interval.number",
     }
 )
+# Left empty, these are null (never, however late, the executor's setting); other inputs left
+# empty are left out of the body, so the API's default applies.
+NULLABLE_INPUTS = frozenset(
+    {"payload.calls_per_host", "misfire.grace_seconds", "pause_after_failures", "payload.body"}
+)
+INSTANT_INPUTS = ("schedule.at", "schedule.start", "schedule.end")
+DATE_INPUTS = ("schedule.start_date", "schedule.end_date")
+ZONE_INPUTS = ("schedule.timezone", "schedule.timeZone")
 
 DEFAULTS = {
     "notation": "cron",
     "schedule.cron": "*/5 * * * *",
     "schedule.timezone": "UTC",
+    "schedule.timeZone": "UTC",
     "schedule.interval.unit": "minute",
     "schedule.repeat_interval.unit": "day",
     "payload.method": "POST",
     "payload.headers": "{}",
+    "payload.queryParameters": "{}",
+    "payload.timeout_seconds": "10",
+    "metadata": "{}",
     "priority": "5",
     "retry.max_attempts": "5",
+    "retry.backoff_seconds": "1",
+    "retry.max_backoff_seconds": "300",
     "misfire.policy": "fire_once",
+    "jitter_seconds": "0",
 }
+_ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
+_SEED_DATE = re.compile(r"^(\d{1,2})/(\d{1,2})/(\d{4})$")
+_CLOCK = re.compile(r"^(\d{1,2}):(\d{2})$")
+
+
+ZONE_NAMES = frozenset(pendulum.timezones())
+
+
+@functools.cache
+def time_zones() -> dict[str, list[str]]:
+    """The zones the service knows, by region (``Europe``; ``Other`` for ``UTC`` and such)."""
+    regions: dict[str, list[str]] = {}
+    for name in sorted(ZONE_NAMES):
+        region = name.partition("/")[0] if "/" in name else "Other"
+        regions.setdefault(region, []).append(name)
+    return regions
 
 
 def _put(document: dict[str, Any], dotted: str, value: Any) -> None:
     *parents, last = dotted.split(".")
     for part in parents:
-        document = document.setdefault(part, {})
+        inner = document.get(part)
+        if not isinstance(inner, dict):
+            inner = document[part] = {}  # e.g. an on_failure stored as null
+        document = inner
     document[last] = value
+
+
+def _drop(document: dict[str, Any], dotted: str) -> None:
+    *parents, last = dotted.split(".")
+    for part in parents:
+        inner = document.get(part)
+        if not isinstance(inner, dict):
+            return
+        document = inner
+    document.pop(last, None)
 
 
 def _number(text: str) -> Any:
@@ -109,6 +178,16 @@ def _number(text: str) -> Any:
             return kind(text)
         except ValueError:
             continue
+    return text
+
+
+def _body_text(name: str, text: str) -> Any:
+    """A schedule input's value as the body carries it."""
+    if name in NUMBER_INPUTS:
+        return _number(text)
+    iso = _ISO_DATE.match(text)
+    if name in DATE_INPUTS and iso:
+        return f"{iso[2]}/{iso[3]}/{iso[1]}"
     return text
 
 
@@ -122,7 +201,7 @@ def schedule_part(values: Mapping[str, str]) -> dict[str, Any]:
     for name in names:
         text = values.get(name, "").strip()
         if text:
-            _put(document, name, _number(text) if name in NUMBER_INPUTS else text)
+            _put(document, name, _body_text(name, text))
     schedule: dict[str, Any] = document.get("schedule", {})
     return schedule
 
@@ -131,45 +210,63 @@ def request_body(
     values: Mapping[str, str], stored: Schedule | None = None
 ) -> tuple[dict[str, Any], list[dict[str, str]]]:
     """The API body the form describes, and the errors found before the API sees it (JSON that
-    does not parse). Editing starts from the stored definition, so what the form does not show
-    (query parameters, metadata, backoff) is kept, and masked secrets are put back."""
+    does not parse). Editing starts from the stored definition, so what no input shows (the
+    ``type``), or an input the request leaves out, is kept; an input sent empty is the API's
+    default. Masked values sent back as shown keep the stored secrets (the service's
+    ``keep_secrets``)."""
     body: dict[str, Any] = stored_body(stored.live_definition) if stored is not None else {}
     errors: list[dict[str, str]] = []
     body["schedule"] = schedule_part(values)
     for name in OTHER_INPUTS:
-        text = values.get(name, "").strip()
+        if name not in values:
+            continue  # not sent: as stored (or the API's default)
+        text = values[name].strip()
         if name == "id" and (stored is not None or not text):
             continue
         if name == "tags":
             body["tags"] = [tag.strip() for tag in text.split(",") if tag.strip()]
+        elif not text and name in NULLABLE_INPUTS:
+            _put(body, name, None)
+        elif not text:
+            _drop(body, name)
         elif name in JSON_INPUTS:
-            if not text:
-                _put(body, name, {} if name == "payload.headers" else None)
-                continue
             try:
                 _put(body, name, json.loads(text))
             except ValueError as exc:
                 errors.append({"field": name, "message": f"not valid JSON: {exc}"})
         elif name in NUMBER_INPUTS:
-            if text:
-                _put(body, name, _number(text))
+            _put(body, name, _number(text))
         else:
             _put(body, name, text)
-    if stored is not None:
-        _unmask(body, stored)
+    hook = body.get("on_failure")
+    if isinstance(hook, dict) and "url" not in hook:
+        body["on_failure"] = None  # no URL: no hook (headers alone say nothing)
     return body, errors
 
 
-def _unmask(body: dict[str, Any], stored: Schedule) -> None:
-    """Masked values sent back unchanged stand for the stored secrets."""
-    payload = stored.live_definition.payload
-    headers = body.get("payload", {}).get("headers")
-    if isinstance(headers, dict):
-        for name, value in headers.items():
-            if value == MASK and name in payload.headers:
-                headers[name] = payload.headers[name]
-    if MASK in str(body.get("payload", {}).get("url", "")):
-        body["payload"]["url"] = payload.url
+def _wall_time(text: str, zone: str) -> str:
+    """A stored instant as the ``datetime-local`` input shows it: the wall time in ``zone``
+    (an instant written with an offset is the same instant there)."""
+    try:
+        moment = parse_iso(text)
+        if moment.tzinfo is not None:
+            moment = moment.astimezone(load_zone(zone)).replace(tzinfo=None)
+    except ValueError:
+        return text
+    return moment.isoformat(timespec="milliseconds" if moment.microsecond else "seconds")
+
+
+def _clock_24h(text: str, am_pm: str | None) -> str:
+    match = _CLOCK.match(text.strip())
+    if not match or not am_pm:
+        return text
+    hour = int(match[1]) % 12 + (12 if am_pm.strip().upper() == "PM" else 0)
+    return f"{hour:02d}:{match[2]}"
+
+
+def _seed_date(text: str) -> str:
+    match = _SEED_DATE.match(text.strip())
+    return f"{match[3]}-{int(match[1]):02d}-{int(match[2]):02d}" if match else text
 
 
 def form_values(view: Mapping[str, Any]) -> dict[str, str]:
@@ -189,7 +286,23 @@ def form_values(view: Mapping[str, Any]) -> dict[str, str]:
                 values[f"{prefix}.{key}"] = str(value)
 
     flatten(raw, "schedule")
+    zone = view["timezone"]
+    for name in INSTANT_INPUTS:
+        if name in values:
+            values[name] = _wall_time(values[name], zone)
+    for name in DATE_INPUTS:
+        if name in values:
+            values[name] = _seed_date(values[name])
+    if "schedule.time_of_day" in values:
+        values["schedule.time_of_day"] = _clock_24h(
+            values["schedule.time_of_day"], values.pop("schedule.am_pm", None)
+        )
     payload = view["payload"]
+    hook = view["on_failure"] or {}
+
+    def number(value: Any) -> str:
+        return "" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
+
     values.update(
         {
             "name": view["name"],
@@ -198,11 +311,21 @@ def form_values(view: Mapping[str, Any]) -> dict[str, str]:
             "priority": str(view["priority"]),
             "payload.method": payload["method"],
             "payload.url": payload["url"],
+            "payload.queryParameters": json.dumps(payload["queryParameters"]),
             "payload.headers": json.dumps(payload["headers"]),
             "payload.body": "" if payload["body"] is None else json.dumps(payload["body"]),
-            "payload.timeout_seconds": str(payload["timeout_seconds"]),
+            "payload.timeout_seconds": number(payload["timeout_seconds"]),
+            "payload.calls_per_host": number(payload.get("calls_per_host")),
             "retry.max_attempts": str(view["retry"]["max_attempts"]),
+            "retry.backoff_seconds": number(view["retry"]["backoff_seconds"]),
+            "retry.max_backoff_seconds": number(view["retry"]["max_backoff_seconds"]),
             "misfire.policy": view["misfire"]["policy"],
+            "misfire.grace_seconds": number(view["misfire"]["grace_seconds"]),
+            "jitter_seconds": number(view["jitter_seconds"]),
+            "pause_after_failures": number(view["pause_after_failures"]),
+            "on_failure.url": hook.get("url", ""),
+            "on_failure.headers": json.dumps(hook["headers"]) if hook.get("headers") else "",
+            "metadata": json.dumps(view["metadata"]),
         }
     )
     return values
@@ -229,4 +352,6 @@ def place_errors(
 def _first_input_under(field: str) -> str:
     if field == "schedule" or field.startswith("schedule."):
         return "notation"
+    if field == "on_failure" or field.startswith("on_failure."):
+        return "on_failure.url"
     return ""

@@ -18,7 +18,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from flask.testing import FlaskClient
 
-from scheduler_service.console.views import Overview
+from scheduler_service.console.overview import Overview
 from shared.model import AttemptOutcome, ExecutionStatus, Occurrence
 from tests.support.api import ApiUnderTest, api_under_test
 from tests.support.harness import API
@@ -220,7 +220,16 @@ def test_create_then_view_edit_pause_and_delete_through_the_console(api: ApiUnde
     assert "status-paused" in text(api.client.get("/console/schedules?status=paused"))
     assert "paused by its owner, since" in text(api.client.get("/console/schedules/nightly"))
 
-    gone = api.client.post("/console/schedules/nightly/delete", headers={"HX-Request": "true"})
+    # A delete is confirmed first (console.js asks in a dialog; without it, a page asks).
+    asked = api.client.post("/console/schedules/nightly/delete")
+    assert asked.status_code == 200 and "Delete this schedule for good?" in text(asked)
+    assert 'name="confirmed" value="yes"' in text(asked)
+    assert api.client.get("/console/schedules/nightly").status_code == 200
+    gone = api.client.post(
+        "/console/schedules/nightly/delete",
+        data={"confirmed": "yes"},
+        headers={"HX-Request": "true"},
+    )
     assert gone.headers["HX-Redirect"] == "/console/schedules?deleted=nightly"
     assert api.client.get("/console/schedules/nightly").status_code == 404
 
@@ -271,13 +280,14 @@ def test_the_list_filters_and_pages(api: ApiUnderTest) -> None:
             "/console/schedules/new", data=form(id=f"s{number:02}", name=f"job {number}", tags=tag)
         )
     api.apply()
-    first = text(api.client.get("/console/schedules"))
-    assert first.count("<tr data-id=") == 25
+    first = text(api.client.get("/console/schedules?per_page=25&sort=id"))
+    assert re.findall(r'<tr data-id="([^"]+)"', first) == [f"s{n:02}" for n in range(25)]
     cursor = re.search(r'id="next-page" href="([^"]+)"', first)
     assert cursor is not None
-    second = text(api.client.get(cursor.group(1).replace("&amp;", "&")))
+    second = text(api.client.get(unescape(cursor.group(1))))
     assert second.count("<tr data-id=") == 5 and 'id="next-page"' not in second
-    odd = text(api.client.get("/console/schedules?tag=odd&name=job+1"))
+    assert text(api.client.get("/console/schedules")).count("<tr data-id=") == 30
+    odd = text(api.client.get("/console/schedules?tag=odd&q=JOB+1"))
     expected = ["s01", "s11", "s13", "s15", "s17", "s19"]
     assert sorted(re.findall(r'<tr data-id="([^"]+)"', odd)) == expected
     bad = api.client.get("/console/schedules?next_after=yesterday")
@@ -349,6 +359,9 @@ def dead_letter(api: ApiUnderTest, tenant: str, schedule_id: str, minutes_ago: i
     return occurrence.occurrence_id
 
 
+CONFIRMED = {"confirmed": "yes"}
+
+
 def listed(html: str) -> list[str]:
     return [
         unescape(found) for found in re.findall(r'<tr class="dead-letter" data-id="([^"]+)"', html)
@@ -359,18 +372,19 @@ def test_dead_letters_are_paged_counted_replayed_and_discarded(api: ApiUnderTest
     log_in(api.client, ACME_KEY)
     api.client.post("/console/schedules/new", data=form(id="hook"))
     api.apply()
-    ids = [dead_letter(api, "acme", "hook", minutes) for minutes in range(1, 28)]
+    ids = [dead_letter(api, "acme", "hook", minutes) for minutes in range(1, 54)]
 
     overview = text(api.client.get("/console/"))
     assert re.search(r'id="dead-letters-waiting"><span class="figure">25\+<', overview)
     first = text(api.client.get("/console/dead-letters"))
-    assert listed(first) == ids[:25]  # the latest failure first
+    assert listed(first) == ids[:50]  # the latest failure first
     assert "HTTP 401" in first and "abc123" not in first
-    assert first.count('hx-confirm="Discard the dead letter of hook at') == 25
+    # By the schedule's name, not its id.
+    assert first.count('data-confirm="Discard the dead letter of nightly report at') == 50
     cursor = re.search(r'id="next-page" href="([^"]+)"', first)
     assert cursor is not None
     second = text(api.client.get(unescape(cursor.group(1))))
-    assert listed(second) == ids[25:] and 'id="next-page"' not in second
+    assert listed(second) == ids[50:] and 'id="next-page"' not in second
     bad = api.client.get("/console/dead-letters?cursor=nonsense")
     assert bad.status_code == 400 and "cursor" in errors_beside_fields(text(bad))
 
@@ -391,11 +405,14 @@ def test_dead_letters_are_paged_counted_replayed_and_discarded(api: ApiUnderTest
     assert "replayed or discarded already" in text(api.client.get(again.headers["HX-Redirect"]))
     assert api.occurrences_queued() == 1
 
-    discarded = api.client.post(f"/console/dead-letters/{ids[1]}/discard")
+    asked = api.client.post(f"/console/dead-letters/{ids[1]}/discard")
+    assert asked.status_code == 200 and "Discard 1 dead letter?" in text(asked)
+    assert ids[1] in listed(text(api.client.get("/console/dead-letters")))
+    discarded = api.client.post(f"/console/dead-letters/{ids[1]}/discard", data=CONFIRMED)
     assert discarded.status_code == 303
     remaining = listed(text(api.client.get("/console/dead-letters")))
     assert ids[1] not in remaining and ids[2] in remaining
-    twice = api.client.post(f"/console/dead-letters/{ids[1]}/discard")
+    twice = api.client.post(f"/console/dead-letters/{ids[1]}/discard", data=CONFIRMED)
     assert twice.status_code == 404 and "replayed or discarded already" in text(twice)
     history = api.backends.store.get_execution("acme", ids[1])
     assert history is not None and history.status is ExecutionStatus.FAILED
@@ -408,11 +425,14 @@ def test_a_dead_letter_of_a_deleted_schedule_is_not_replayed_but_can_be_discarde
     api.client.post("/console/schedules/new", data=form(id="gone"))
     api.apply()
     occurrence_id = dead_letter(api, "acme", "gone", 1)
-    api.client.post("/console/schedules/gone/delete")
+    api.client.post("/console/schedules/gone/delete", data=CONFIRMED)
+    page = text(api.client.get("/console/dead-letters"))
+    assert re.search(r"gone <span class=\"muted\">\(deleted\)</span>", page)
     refused = api.client.post(f"/console/dead-letters/{occurrence_id}/replay")
     assert refused.status_code == 409 and "is deleted" in text(refused)
     assert api.occurrences_queued() == 0
-    assert api.client.post(f"/console/dead-letters/{occurrence_id}/discard").status_code == 303
+    discarded = api.client.post(f"/console/dead-letters/{occurrence_id}/discard", data=CONFIRMED)
+    assert discarded.status_code == 303
     assert listed(text(api.client.get("/console/dead-letters"))) == []
 
 
@@ -426,7 +446,8 @@ def test_another_tenants_dead_letters_are_neither_shown_nor_touched(api: ApiUnde
     assert listed(text(other.get("/console/dead-letters"))) == []
     assert 'id="dead-letters-waiting"><span class="figure">0<' in text(other.get("/console/"))
     assert other.post(f"/console/dead-letters/{occurrence_id}/replay").status_code == 404
-    assert other.post(f"/console/dead-letters/{occurrence_id}/discard").status_code == 404
+    discarded = other.post(f"/console/dead-letters/{occurrence_id}/discard", data=CONFIRMED)
+    assert discarded.status_code == 404
     assert other.get(f"/console/runs/{occurrence_id}").status_code == 404
     assert api.occurrences_queued() == 0
     assert listed(text(api.client.get("/console/dead-letters"))) == [occurrence_id]
@@ -441,7 +462,8 @@ def test_each_recent_run_links_to_its_occurrence_and_a_failed_one_offers_replay(
     occurrence_id = dead_letter(api, "acme", "report", 1)
     schedule_page = text(api.client.get("/console/schedules/report"))
     link = re.search(
-        r'<tr class="run" data-status="failed">\s*<td><a href="([^"]+)"', schedule_page
+        r'<tr class="run" data-status="failed">\s*<td data-label="scheduled"><a href="([^"]+)"',
+        schedule_page,
     )
     assert link is not None
     run_page = api.client.get(unescape(link.group(1)))
@@ -452,11 +474,18 @@ def test_each_recent_run_links_to_its_occurrence_and_a_failed_one_offers_replay(
     attempts = re.findall(r'<tr class="attempt" data-status="([a-z]+)">', shown)
     assert attempts == ["failed"]
     assert 'id="replay"' in shown
-    button = re.search(r'class="replay" hx-post="([^"]+)" hx-vals=\'([^\']+)\'', schedule_page)
+    button = re.search(
+        r'<form method="post" action="([^"]+)" class="inline">'
+        r'<input type="hidden" name="next" value="([^"]+)"><button type="submit" class="replay',
+        schedule_page,
+    )
     assert button is not None
-    back = json.loads(unescape(button.group(2)))
-    replayed = api.client.post(unescape(button.group(1)), data=back, headers={"HX-Request": "true"})
-    assert replayed.headers["HX-Redirect"] == "/console/schedules/report"
+    replayed = api.client.post(unescape(button.group(1)), data={"next": button.group(2)})
+    assert replayed.status_code == 303
+    target = urlsplit(replayed.headers["Location"])
+    assert target.path == "/console/schedules/report"
+    assert parse_qs(target.query) == {"replayed": [occurrence_id]}
+    assert "Replayed" in text(api.client.get(replayed.headers["Location"]))
     assert api.occurrences_queued() == 1
     refreshed = text(api.client.get("/console/schedules/report/runs"))
     assert 'data-status="retrying"' in refreshed and 'class="replay"' not in refreshed

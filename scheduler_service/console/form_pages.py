@@ -1,0 +1,104 @@
+"""Create and edit a schedule through a form of every field, with a live preview."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from flask import g, redirect, request, url_for
+from marshmallow import ValidationError
+from werkzeug import Response
+
+from scheduler_service.console import forms
+from scheduler_service.console.schedule_pages import NEXT_TIMES, view_of
+from scheduler_service.console.views import blp, page, service
+from scheduler_service.errors import flatten
+from scheduler_service.schemas import PreviewSchema, ScheduleBodySchema, ScheduleRequest, as_sent
+from scheduler_service.service import QuotaExceeded
+from scheduler_service.views import time_pair
+from shared.errors import InvalidInput
+from shared.model import Schedule
+
+
+def form_page(
+    values: Mapping[str, str],
+    errors: list[dict[str, str]],
+    editing: Schedule | None,
+) -> str:
+    return page(
+        "console/form.html",
+        values={**forms.DEFAULTS, **values} if editing is None else dict(values),
+        errors=forms.place_errors(errors),
+        editing=view_of(editing) if editing is not None else None,
+        notations=forms.NOTATIONS,
+        notation_inputs=forms.NOTATION_INPUTS,
+        units=forms.UNITS,
+        policies=forms.POLICIES,
+        methods=forms.HTTP_METHODS,
+        zones=forms.time_zones(),
+        zone_names=forms.ZONE_NAMES,
+    )
+
+
+def submit(values: Mapping[str, str], editing: Schedule | None) -> Response | tuple[str, int]:
+    body, errors = forms.request_body(values, editing)
+    try:
+        loaded: ScheduleRequest = ScheduleBodySchema().load(body)
+    except ValidationError as exc:
+        errors.extend(flatten(exc.messages))
+    if errors:
+        return form_page(values, errors, editing), 422
+    schedule_id = editing.schedule_id if editing is not None else loaded.schedule_id
+    try:
+        with as_sent(loaded.names):
+            accepted = service().accept_definition(g.tenant, schedule_id, loaded.definition)
+    except InvalidInput as exc:
+        failed = [
+            {"field": name, "message": message}
+            for name, messages in exc.fields.items()
+            for message in messages
+        ]
+        return form_page(values, failed, editing), 422
+    except QuotaExceeded as exc:
+        return form_page(values, [{"field": "", "message": str(exc)}], editing), 403
+    target = url_for("console.schedule", schedule_id=accepted.schedule_id, accepted=1)
+    return redirect(target, 303)
+
+
+@blp.route("/schedules/new", methods=["GET", "POST"])
+def create() -> Response | str | tuple[str, int]:
+    if request.method == "GET":
+        return form_page({}, [], None)
+    return submit(request.form, None)
+
+
+@blp.route("/schedules/<schedule_id>/edit", methods=["GET", "POST"])
+def edit(schedule_id: str) -> Response | str | tuple[str, int]:
+    stored = service().get(g.tenant, schedule_id)
+    if request.method == "GET":
+        return form_page(forms.form_values(view_of(stored)), [], stored)
+    return submit(request.form, stored)
+
+
+@blp.route("/preview", methods=["POST"])
+def preview() -> str:
+    """The next times and the description of the form's schedule, or why there are none."""
+    schedule_part = forms.schedule_part(request.form)
+    errors: list[dict[str, str]] = []
+    times: list[dict[str, str | None]] = []
+    description = ""
+    try:
+        loaded = PreviewSchema().load({"schedule": schedule_part, "count": NEXT_TIMES})
+        timing, names = loaded["schedule"]
+        with as_sent(names):
+            found = service().preview(timing, NEXT_TIMES)
+        times = [time_pair(moment, found.timezone) for moment in found.times]
+        description = found.description
+    except ValidationError as exc:
+        errors = flatten(exc.messages)
+    except InvalidInput as exc:
+        errors = [
+            {"field": name, "message": message}
+            for name, messages in exc.fields.items()
+            for message in messages
+        ]
+    return page("console/preview.html", times=times, description=description, errors=errors)

@@ -1,0 +1,73 @@
+"""A schedule's whole run history, a page at a time and by status, and one run's record."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import g, request
+
+from scheduler_service.console.views import blp, page, service
+from scheduler_service.parameters import EXECUTIONS_CURSOR
+from scheduler_service.views import execution_view, occurrence_view
+from shared.model import ExecutionStatus
+
+HISTORY_PAGE = 50
+# The statuses the history filters by, as its select names them; all runs is no status.
+STATUS_CHOICES = {
+    "": "All runs",
+    ExecutionStatus.SUCCEEDED.value: "Succeeded",
+    ExecutionStatus.FAILED.value: "Failed",
+    ExecutionStatus.RETRYING.value: "Retrying",
+    ExecutionStatus.RUNNING.value: "Running",
+    ExecutionStatus.SKIPPED.value: "Skipped (superseded or missed)",
+}
+
+
+@blp.route("/schedules/<schedule_id>/history")
+def history(schedule_id: str) -> tuple[str, int]:
+    """Newest first; ``?status=`` one status (``skipped`` lists the occurrences a change
+    superseded, which all runs leave out); ``?cursor=`` the page after the one that gave it."""
+    errors: dict[str, list[str]] = {}
+    status = request.args.get("status", "")
+    if status not in STATUS_CHOICES:
+        errors["status"] = [f"one of {', '.join(choice for choice in STATUS_CHOICES if choice)}"]
+    cursor = request.args.get("cursor") or None
+    if cursor is not None and not EXECUTIONS_CURSOR.match(cursor):
+        errors["cursor"] = ["not a cursor this page gave"]
+    scheduler = service()
+    stored = None
+    runs: list[dict[str, Any]] = []
+    next_cursor = None
+    if not errors:
+        stored, found = scheduler.list_executions(
+            g.tenant,
+            schedule_id,
+            HISTORY_PAGE,
+            cursor,
+            ExecutionStatus(status) if status else None,
+        )
+        runs = [execution_view(run, scheduler.settings.secret_headers) for run in found.items]
+        next_cursor = found.next_cursor
+    else:
+        stored = scheduler.get(g.tenant, schedule_id)
+    name = stored.definition.name if stored is not None and stored.definition else ""
+    html = page(
+        "console/history.html",
+        schedule_id=schedule_id,
+        name=name,
+        deleted=stored is None or stored.definition is None,
+        runs=runs,
+        status=status,
+        choices=STATUS_CHOICES,
+        errors=errors,
+        next_cursor=next_cursor,
+        paged=cursor is not None,
+    )
+    return html, 400 if errors else 200
+
+
+@blp.route("/runs/<occurrence_id>")
+def run(occurrence_id: str) -> str:
+    """One occurrence's record, as its schedule's history shows it (the tenant's only)."""
+    record = service().execution(g.tenant, occurrence_id)
+    return page("console/run.html", run=occurrence_view(record, service().settings.secret_headers))

@@ -1,0 +1,315 @@
+"""The schedules: the list (search, sort, filters, row and bulk actions), one schedule (its
+definition in words, next times, recent runs) and its actions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from flask import g, request, url_for
+from werkzeug import Response
+
+from scheduler_service.console.presenting import summary
+from scheduler_service.console.views import (
+    PREFIX,
+    blp,
+    confirmed,
+    console_target,
+    htmx_redirect,
+    limited_ids,
+    page,
+    pretty_json,
+    service,
+    this_page,
+)
+from scheduler_service.responses import LISTED_STATUSES
+from scheduler_service.views import execution_view, schedule_view, time_pair
+from shared.errors import InvalidInput, NotFound
+from shared.model import Schedule, ScheduleStatus
+from shared.ports import ScheduleFilter, ScheduleOrder
+from shared.recurrence import build_recurrence
+from shared.timeutil import UTC, parse_iso, utc_ms
+
+RUNS_SHOWN = 25
+NEXT_TIMES = 10
+# The list's orders: its ?sort= value → the store's order, descending, and the words.
+SORTS: dict[str, tuple[ScheduleOrder, bool, str]] = {
+    "name": (ScheduleOrder.NAME, False, "Name, A to Z"),
+    "-name": (ScheduleOrder.NAME, True, "Name, Z to A"),
+    "next": (ScheduleOrder.NEXT_TIME, False, "Next fire, soonest first"),
+    "-next": (ScheduleOrder.NEXT_TIME, True, "Next fire, latest first"),
+    "-created": (ScheduleOrder.CREATED, True, "Newest first"),
+    "created": (ScheduleOrder.CREATED, False, "Oldest first"),
+    "id": (ScheduleOrder.ID, False, "Id"),
+}
+PAGE_SIZES = (25, 50, 100, 200)
+DEFAULT_PAGE_SIZE = 50
+# What a bulk action takes at most: the largest page.
+BULK_MOST = max(PAGE_SIZES)
+LIST_PARAMETERS = ("q", "status", "tag", "sort", "per_page", "next_after", "next_before")
+SEARCH_LENGTH = 200
+
+
+def view_of(schedule: Schedule) -> dict[str, Any]:
+    scheduler = service()
+    return schedule_view(
+        schedule, scheduler.settings.secret_headers, scheduler.next_fire_time(schedule)
+    )
+
+
+def instant_filter(name: str, errors: dict[str, list[str]]) -> datetime | None:
+    text = request.args.get(name, "").strip()
+    if not text:
+        return None
+    try:
+        moment = parse_iso(text)
+        if moment.tzinfo is None:
+            raise ValueError(text)
+        return utc_ms(moment.astimezone(UTC))
+    except (ValueError, OverflowError):
+        errors[name] = ["an ISO-8601 instant with its offset, e.g. 2026-05-01T09:00Z"]
+        return None
+
+
+def with_parameters(target: str, **parameters: Any) -> str:
+    """``target`` (a console path with its query) with ``parameters`` set (``None``: left out)."""
+    parts = urlsplit(target)
+    kept = [
+        (name, value)
+        for name, value in parse_qsl(parts.query, keep_blank_values=True)
+        if name not in parameters
+    ]
+    added = [(name, str(value)) for name, value in parameters.items() if value is not None]
+    return urlunsplit(parts._replace(query=urlencode(kept + added)))
+
+
+def list_selection(errors: dict[str, list[str]]) -> tuple[ScheduleFilter, int]:
+    """The filter, order and page size of the list's query, each bad parameter in ``errors``."""
+    args = request.args
+    status = args.get("status", "")
+    if status not in ("", *LISTED_STATUSES):
+        errors["status"] = [f"one of {', '.join(LISTED_STATUSES)}"]
+    sort = args.get("sort", "name")
+    if sort not in SORTS:
+        errors["sort"] = [f"one of {', '.join(SORTS)}"]
+    per_page = args.get("per_page", str(DEFAULT_PAGE_SIZE))
+    if per_page not in {str(size) for size in PAGE_SIZES}:
+        errors["per_page"] = [f"one of {', '.join(map(str, PAGE_SIZES))}"]
+    search = args.get("q", "").strip()
+    if len(search) > SEARCH_LENGTH:
+        errors["q"] = [f"at most {SEARCH_LENGTH} characters"]
+    order, descending, _ = SORTS.get(sort, SORTS["name"])
+    selection = ScheduleFilter(
+        status=ScheduleStatus(status) if status and "status" not in errors else None,
+        tag=args.get("tag", "").strip() or None,
+        next_after=instant_filter("next_after", errors),
+        next_before=instant_filter("next_before", errors),
+        search=search or None,
+        order=order,
+        descending=descending,
+    )
+    return selection, int(per_page) if "per_page" not in errors else DEFAULT_PAGE_SIZE
+
+
+@blp.route("/schedules")
+def schedules() -> tuple[str, int]:
+    errors: dict[str, list[str]] = {}
+    selection, per_page = list_selection(errors)
+    cursor = request.args.get("cursor") or None
+    items: list[dict[str, Any]] = []
+    next_cursor = None
+    if not errors:
+        try:
+            found = service().list_schedules(g.tenant, selection, per_page, cursor)
+        except InvalidInput as exc:
+            errors.update(exc.fields)
+        else:
+            items = [view_of(schedule) for schedule in found.items]
+            next_cursor = found.next_cursor
+    filters = {name: request.args.get(name, "") for name in LIST_PARAMETERS}
+    return (
+        page(
+            "console/schedules.html",
+            items=items,
+            filters=filters,
+            kept={name: value for name, value in filters.items() if value},
+            errors=errors,
+            next_cursor=next_cursor,
+            paged=cursor is not None,
+            sorts=SORTS,
+            page_sizes=PAGE_SIZES,
+            statuses=LISTED_STATUSES,
+            here=this_page("bulk", "done", "missing", "deleted"),
+        ),
+        400 if errors else 200,
+    )
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a bulk action did, as the list's notice says it."""
+
+    done: list[str]
+    missing: list[str]
+
+
+BULK_ACTIONS = {"pause": "Paused", "resume": "Resumed", "delete": "Deleted"}
+
+
+def act_on(action: str, schedule_id: str) -> None:
+    scheduler = service()
+    if action == "delete":
+        scheduler.delete(g.tenant, schedule_id)
+    elif action == "pause":
+        scheduler.pause(g.tenant, schedule_id)
+    elif action == "resume":
+        scheduler.resume(g.tenant, schedule_id)
+    else:
+        scheduler.trigger(g.tenant, schedule_id)
+
+
+@blp.route("/schedules/bulk", methods=["POST"])
+def bulk() -> Response | tuple[str, int]:
+    """Pause, resume or delete the schedules ticked in the list (the tenant's only: another's
+    id is not found). A delete is confirmed first."""
+    action = request.form.get("action", "")
+    back = console_target(url_for("console.schedules"))
+    ids = limited_ids("id", BULK_MOST)
+    if action not in BULK_ACTIONS or ids is None:
+        problem = (
+            f"Choose one of {', '.join(BULK_ACTIONS)}."
+            if action not in BULK_ACTIONS
+            else f"At most {BULK_MOST} schedules at once."
+        )
+        return page("console/refused.html", problem=problem, back=back), 400
+    if action == "delete" and ids and not confirmed():
+        named = service().schedules_by_id(g.tenant, ids)
+        return page(
+            "console/confirm.html",
+            question=f"Delete {len(ids)} schedule{'s' if len(ids) != 1 else ''} for good? "
+            "They will not fire again.",
+            names=[named[i].live_definition.name or i if i in named else i for i in ids],
+            action=url_for("console.bulk"),
+            fields=[("action", action), ("next", back), *(("id", i) for i in ids)],
+            verb="Delete",
+            back=back,
+        ), 200
+    done: list[str] = []
+    missing: list[str] = []
+    for schedule_id in ids:
+        try:
+            act_on(action, schedule_id)
+        except NotFound:
+            missing.append(schedule_id)
+        else:
+            done.append(schedule_id)
+    return htmx_redirect(
+        with_parameters(
+            back, bulk=action, done=len(done), missing=",".join(missing) or None, deleted=None
+        )
+    )
+
+
+def next_times(schedule: Schedule, now: datetime) -> list[dict[str, str | None]]:
+    if schedule.status is ScheduleStatus.COMPLETED:
+        return []
+    timing = schedule.live_definition.timing
+    recurrence = build_recurrence(timing, schedule.accepted_at, schedule.schedule_id)
+    return [time_pair(moment, timing.timezone) for moment in recurrence.upcoming(now, NEXT_TIMES)]
+
+
+@dataclass(frozen=True)
+class Bar:
+    x: float
+    width: float
+    height: float
+    status: str
+    title: str
+
+
+def lateness_chart(runs: list[dict[str, Any]], width: float = 600, height: float = 80) -> list[Bar]:
+    """One bar a run, oldest on the left: its height the lateness, its colour the outcome. A
+    slot is at least 1/RUNS_SHOWN of the width, so a few runs make thin bars, not wide blocks."""
+    shown = list(reversed(runs))
+    tallest = max((run["lateness_ms"] or 0.0 for run in shown), default=0.0) or 1.0
+    step = width / max(len(shown), RUNS_SHOWN)
+    return [
+        Bar(
+            x=index * step,
+            width=max(step - 2, 1.0),
+            height=max(2.0, height * (run["lateness_ms"] or 0.0) / tallest),
+            status=run["status"],
+            title=f"{run['scheduled_time']} {run['status']}, "
+            f"{run['lateness_ms'] if run['lateness_ms'] is not None else '-'} ms late",
+        )
+        for index, run in enumerate(shown)
+    ]
+
+
+def recent_runs(schedule_id: str) -> list[dict[str, Any]]:
+    _, found = service().list_executions(g.tenant, schedule_id, RUNS_SHOWN, None)
+    secret_patterns = service().settings.secret_headers
+    return [execution_view(run, secret_patterns) for run in found.items]
+
+
+@blp.route("/schedules/<schedule_id>")
+def schedule(schedule_id: str) -> str | tuple[str, int]:
+    try:
+        found = service().get(g.tenant, schedule_id)
+    except NotFound:
+        if request.args.get("accepted"):
+            # Creation is asynchronous: the page asks again until the processor has stored it.
+            return page("console/pending.html", schedule_id=schedule_id), 202
+        raise
+    runs = recent_runs(schedule_id)
+    view = view_of(found)
+    return page(
+        "console/schedule.html",
+        schedule=view,
+        summary=summary(view),
+        raw=pretty_json(view),
+        times=next_times(found, service().clock.now()),
+        runs=runs,
+        chart=lateness_chart(runs),
+    )
+
+
+@blp.route("/schedules/<schedule_id>/runs")
+def runs(schedule_id: str) -> str:
+    service().get(g.tenant, schedule_id)
+    found = recent_runs(schedule_id)
+    return page(
+        "console/runs.html",
+        schedule={"id": schedule_id},
+        runs=found,
+        chart=lateness_chart(found),
+    )
+
+
+@blp.route(
+    "/schedules/<schedule_id>/<any(pause, resume, trigger, delete):action>", methods=["POST"]
+)
+def act(schedule_id: str, action: str) -> Response | str:
+    """One schedule's action, from its page or its row in the list (which names where to go
+    back to in ``next``). A delete is confirmed first."""
+    if action == "delete" and not confirmed():
+        found = service().get(g.tenant, schedule_id)
+        back = console_target(url_for("console.schedule", schedule_id=schedule_id))
+        return page(
+            "console/confirm.html",
+            question="Delete this schedule for good? It will not fire again.",
+            names=[found.live_definition.name or schedule_id],
+            action=request.path,
+            fields=[("next", request.form.get("next", ""))],
+            verb="Delete",
+            back=back,
+        )
+    act_on(action, schedule_id)
+    if action == "delete":
+        target = console_target(url_for("console.schedules"))
+        if target.startswith(f"{PREFIX}/schedules/{schedule_id}"):
+            target = url_for("console.schedules")
+        return htmx_redirect(with_parameters(target, deleted=schedule_id, bulk=None))
+    return htmx_redirect(console_target(url_for("console.schedule", schedule_id=schedule_id)))
