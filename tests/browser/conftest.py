@@ -18,6 +18,11 @@ import pytest
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 
+from tests.browser.pages import API_KEY, Answers, Site
+from tests.support.harness import running_pipeline, sqlite_settings
+from tests.support.receiver import running_receiver
+from tests.support.serving import serving
+
 CHROMIUM_FLAGS = (
     "--headless",
     "--no-sandbox",
@@ -78,3 +83,19 @@ def artifacts() -> Path:
     )
     directory.mkdir(parents=True, exist_ok=True)
     return directory
+
+
+@pytest.fixture
+def answers() -> Answers:
+    return Answers()
+
+
+@pytest.fixture
+def site(tmp_path: Path, answers: Answers) -> Iterator[Site]:
+    settings = sqlite_settings(tmp_path, api_auth="keys", api_keys=(f"acme:{API_KEY}",))
+    with (
+        running_receiver(answers) as receiver,
+        running_pipeline(settings) as pipeline,
+        serving(pipeline.app) as url,
+    ):
+        yield url, pipeline, receiver

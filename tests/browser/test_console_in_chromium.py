@@ -1,79 +1,26 @@
 """The console and ``/docs`` in a real browser: log in, create a schedule through the form,
-see the preview, pause it, trigger it and see the run appear; see a failing webhook's dead
-letter and replay it; a screenshot of each page."""
+see the preview (in the schedule's zone and the viewer's), pause it, trigger it and see the run
+appear; see a failing webhook's dead letter and replay it; a screenshot of each page."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
 from pathlib import Path
 
-import pytest
 from selenium import webdriver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.select import Select
-from selenium.webdriver.support.wait import WebDriverWait
 
-from tests.support.harness import API, Pipeline, running_pipeline, sqlite_settings
-from tests.support.receiver import Call, Receiver, running_receiver
-from tests.support.serving import serving
-
-API_KEY = "sk_browser_acme_0123456789"
-
-
-class Answers:
-    """The receiver's answer: 400 (not retried, so a dead letter at once) while ``failing``."""
-
-    def __init__(self) -> None:
-        self.failing = False
-
-    def __call__(self, call: Call) -> tuple[int, dict[str, str]]:
-        return (400 if self.failing else 200), {}
-
-
-@pytest.fixture
-def answers() -> Answers:
-    return Answers()
-
-
-@pytest.fixture
-def site(tmp_path: Path, answers: Answers) -> Iterator[tuple[str, Pipeline, Receiver]]:
-    settings = sqlite_settings(tmp_path, api_auth="keys", api_keys=(f"acme:{API_KEY}",))
-    with (
-        running_receiver(answers) as receiver,
-        running_pipeline(settings) as pipeline,
-        serving(pipeline.app) as url,
-    ):
-        yield url, pipeline, receiver
-
-
-def wait(browser: webdriver.Chrome, seconds: float = 15) -> WebDriverWait[webdriver.Chrome]:
-    return WebDriverWait(browser, seconds)
-
-
-def text_of(browser: webdriver.Chrome, selector: str) -> str:
-    return str(browser.find_element(By.CSS_SELECTOR, selector).text)
-
-
-def shoot(browser: webdriver.Chrome, artifacts: Path, name: str) -> None:
-    assert browser.save_screenshot(str(artifacts / f"{name}.png"))
-
-
-def log_in(browser: webdriver.Chrome, url: str, artifacts: Path) -> None:
-    browser.get(f"{url}/console/")
-    wait(browser).until(expected_conditions.url_contains("/console/login"))
-    shoot(browser, artifacts, "login")
-    browser.find_element(By.ID, "api_key").send_keys(API_KEY)
-    browser.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
-    wait(browser).until(
-        expected_conditions.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Overview")
-    )
+from tests.browser.pages import API_KEY, Answers, Site, in_zone, log_in, shoot, text_of, wait
+from tests.support.harness import API
 
 
 def test_create_preview_pause_trigger_and_see_the_run(
-    browser: webdriver.Chrome, site: tuple[str, Pipeline, Receiver], artifacts: Path
+    browser: webdriver.Chrome, site: Site, artifacts: Path
 ) -> None:
     url, _, receiver = site
+    in_zone(browser, "America/New_York")
     log_in(browser, url, artifacts)
     shoot(browser, artifacts, "overview-empty")
 
@@ -91,9 +38,7 @@ def test_create_preview_pause_trigger_and_see_the_run(
     cron = browser.find_element(By.ID, "f-schedule.cron")
     cron.clear()
     cron.send_keys("30 9 * * 1-5")
-    zone = browser.find_element(By.ID, "f-schedule.timezone")
-    zone.clear()
-    zone.send_keys("Asia/Kolkata")
+    Select(browser.find_element(By.ID, "f-schedule.timezone")).select_by_value("Asia/Kolkata")
     wait(browser).until(
         expected_conditions.text_to_be_present_in_element(
             (By.ID, "preview-description"), "At 09:30 on Monday through Friday, Asia/Kolkata"
@@ -101,7 +46,10 @@ def test_create_preview_pause_trigger_and_see_the_run(
     )
     times = browser.find_elements(By.CSS_SELECTOR, "#preview-times li")
     assert len(times) == 10 and times[0].text.startswith(("20", "21"))
-    assert "09:30:00+05:30" in times[0].text
+    # In the schedule's zone, and beside it the viewer's (New York) and how far it is.
+    first = times[0].text
+    assert " 09:30:00 +05:30" in first, first
+    assert re.search(r"yours: \S+ (23|00):00:00 -0[45]:00 · in \d+ (h|d)$", first), first
     browser.find_element(By.ID, "f-payload.url").send_keys(f"{receiver.url}/report")
     shoot(browser, artifacts, "create-form-with-preview")
 
@@ -125,6 +73,11 @@ def test_create_preview_pause_trigger_and_see_the_run(
     )
     assert len(browser.find_elements(By.CSS_SELECTOR, "#next-times li time")) == 10
     shoot(browser, artifacts, "schedule")
+
+    assert "Asia/Kolkata" in text_of(browser, "#definition-summary")
+    assert not browser.find_element(By.ID, "definition").is_displayed()  # raw JSON, folded
+    browser.find_element(By.CSS_SELECTOR, "#raw summary").click()
+    assert '"payload"' in browser.find_element(By.ID, "definition").text
 
     browser.find_element(By.ID, "pause").click()
     wait(browser).until(expected_conditions.presence_of_element_located((By.ID, "resume")))
@@ -161,7 +114,7 @@ def test_create_preview_pause_trigger_and_see_the_run(
 
 def test_a_failing_webhooks_dead_letter_is_seen_and_replayed(
     browser: webdriver.Chrome,
-    site: tuple[str, Pipeline, Receiver],
+    site: Site,
     answers: Answers,
     artifacts: Path,
 ) -> None:
@@ -199,7 +152,7 @@ def test_a_failing_webhooks_dead_letter_is_seen_and_replayed(
         expected_conditions.presence_of_element_located((By.CSS_SELECTOR, "tr.dead-letter"))
     )
     row = text_of(browser, "tr.dead-letter")
-    assert "flaky" in row and "HTTP 400" in row
+    assert "flaky hook" in row and "HTTP 400" in row  # by its name
     shoot(browser, artifacts, "dead-letters")
 
     answers.failing = False
@@ -226,7 +179,7 @@ def test_a_failing_webhooks_dead_letter_is_seen_and_replayed(
 
 
 def test_the_api_docs_render_without_internet(
-    browser: webdriver.Chrome, site: tuple[str, Pipeline, Receiver], artifacts: Path
+    browser: webdriver.Chrome, site: Site, artifacts: Path
 ) -> None:
     browser.get(f"{site[0]}/docs")
     wait(browser, 30).until(
