@@ -50,7 +50,9 @@ def submit(values: Mapping[str, str], editing: Schedule | None) -> Response | tu
     schedule_id = editing.schedule_id if editing is not None else loaded.schedule_id
     try:
         with as_sent(loaded.names):
-            accepted = service().accept_definition(g.tenant, schedule_id, loaded.definition)
+            accepted = service().accept_definition(
+                g.tenant, schedule_id, loaded.definition, fire_if_past=loaded.fire_if_past
+            )
     except InvalidInput as exc:
         failed = [
             {"field": name, "message": message}

@@ -39,7 +39,7 @@ NOTATION_INPUTS = {
     "cron": ("schedule.cron",),
     "interval": ("schedule.interval.number", "schedule.interval.unit"),
     "rrule": ("schedule.rrule",),
-    "at": ("schedule.at",),
+    "at": ("schedule.at", "schedule.fire_if_past"),
     "blueprint": (
         "schedule.start_date",
         "schedule.end_date",
@@ -47,6 +47,7 @@ NOTATION_INPUTS = {
         "schedule.time_of_day",
         "schedule.repeat_interval.number",
         "schedule.repeat_interval.unit",
+        "schedule.fire_if_past",
     ),
 }
 CANONICAL_INPUTS = (
@@ -113,6 +114,8 @@ NULLABLE_INPUTS = frozenset(
 INSTANT_INPUTS = ("schedule.at", "schedule.start", "schedule.end")
 DATE_INPUTS = ("schedule.start_date", "schedule.end_date")
 ZONE_INPUTS = ("schedule.timezone", "schedule.timeZone")
+# Checkboxes: ticked, the body says true; not, it leaves the field out.
+BOOLEAN_INPUTS = frozenset({"schedule.fire_if_past"})
 
 DEFAULTS = {
     "notation": "cron",
@@ -185,6 +188,8 @@ def _body_text(name: str, text: str) -> Any:
     """A schedule input's value as the body carries it."""
     if name in NUMBER_INPUTS:
         return _number(text)
+    if name in BOOLEAN_INPUTS:
+        return text.lower() in ("true", "on", "yes")
     iso = _ISO_DATE.match(text)
     if name in DATE_INPUTS and iso:
         return f"{iso[2]}/{iso[3]}/{iso[1]}"
@@ -200,8 +205,9 @@ def schedule_part(values: Mapping[str, str]) -> dict[str, Any]:
     document: dict[str, Any] = {}
     for name in names:
         text = values.get(name, "").strip()
-        if text:
-            _put(document, name, _body_text(name, text))
+        value = _body_text(name, text) if text else None
+        if value not in (None, False):
+            _put(document, name, value)
     schedule: dict[str, Any] = document.get("schedule", {})
     return schedule
 

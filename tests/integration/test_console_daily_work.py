@@ -619,3 +619,23 @@ def test_every_page_a_tenant_sees_is_its_own(api: ApiUnderTest) -> None:
     )
     assert answer.status_code == 404
     assert "mine" not in text(other.get("/console/schedules?q=nightly"))
+
+
+def test_a_past_one_time_is_refused_beside_its_time_unless_the_box_says_fire_it(
+    api: ApiUnderTest,
+) -> None:
+    past = (api.clock.now() - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%S")
+    values = form(notation="at", **{"schedule.at": past, "schedule.timezone": "UTC"})
+    refused = api.client.post("/console/schedules/new", data=values)
+    assert refused.status_code == 422
+    assert "fire_if_past" in errors_beside_fields(text(refused))["schedule.at"]
+    assert 'name="schedule.fire_if_past" type="checkbox" value="true" >' in text(refused)
+    ticked = api.client.post(
+        "/console/schedules/new", data={**values, "id": "late", "schedule.fire_if_past": "true"}
+    )
+    assert ticked.status_code == 303, errors_beside_fields(text(ticked))
+    api.apply()
+    stored = api.backends.store.get_schedule("acme", "late")
+    assert stored is not None and stored.live_definition.request["schedule"]["fire_if_past"]
+    edit = text(api.client.get("/console/schedules/late/edit"))
+    assert 'name="schedule.fire_if_past" type="checkbox" value="true" checked>' in edit
