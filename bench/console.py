@@ -108,14 +108,14 @@ def measure(client: Any, path: str, repeat: int, counter: CommandCounter) -> dic
     return {"cpu_ms": statistics.median(cpu), "kb": size / 1024, "store_commands": max(commands)}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     common_arguments(parser)
     parser.add_argument("--schedules", type=int, default=200)
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--dead-letters", type=int, default=60)
     parser.add_argument("--repeat", type=int, default=7)
-    arguments = parser.parse_args()
+    arguments = parser.parse_args(argv)
     counter = CommandCounter()
     monitoring.register(counter)
     figures: dict[str, dict[str, float]] = {}
@@ -136,18 +136,16 @@ def main() -> None:
         for name, page in figures.items()
     ]
     print(table(["page", "path", "CPU ms (median)", "KB", "store commands"], rows))
-    report(
-        "console",
-        {
-            "backend": chosen.label,
-            "schedules": arguments.schedules,
-            "runs": arguments.runs,
-            "dead_letters": arguments.dead_letters,
-            "repeat": arguments.repeat,
-            "pages": figures,
-        },
-        arguments.json,
-    )
+    result = {
+        "backend": chosen.label,
+        "schedules": arguments.schedules,
+        "runs": arguments.runs,
+        "dead_letters": arguments.dead_letters,
+        "repeat": arguments.repeat,
+        "pages": figures,
+    }
+    report("console", result, arguments.json)
+    return result
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bench import bodies, creation, dispatch, firing, storage
+from bench import bodies, console, creation, dispatch, firing, storage
 from bench.common import ROOT, machine_line
 
 
@@ -56,6 +56,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     storage.main([*backends, *out("storage")] + (["--count", "2000"] if quick else []))
     bodies.main([*out("bodies")] + (["--sizes", "20480,262144", "--repeat", "1"] if quick else []))
+    console.main([*backends, *out("console")] + (["--repeat", "3"] if quick else []))
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import bodies, creation, dispatch, firing, storage, store_rounds
+from bench import bodies, console, creation, dispatch, firing, storage, store_rounds
 from tests.support.peers import Peer
 
 pytestmark = pytest.mark.slow
@@ -134,6 +134,14 @@ def test_storage() -> None:
     result = storage.main(["--count", "30"])
     for record in ("schedule", "execution", "queued_occurrence"):
         assert result["bytes"][record]["total"] > 0
+
+
+def test_console_pages(nx_27017: Peer) -> None:
+    small = ["--schedules", "30", "--runs", "5", "--dead-letters", "3", "--repeat", "1"]
+    result = console.main(["--store-url", nx_27017.url, *small])
+    pages = result["pages"]
+    assert set(pages) == set(console.PAGES)
+    assert all(page["store_commands"] <= 3 for page in pages.values()), pages
 
 
 def test_bodies() -> None:
