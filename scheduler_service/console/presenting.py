@@ -108,20 +108,20 @@ def _seconds(value: float) -> str:
 def when_rows(view: Mapping[str, Any]) -> list[Row]:
     timing = view["timing"]
     rows = [Row("fires", view["schedule_description"])]
-    if "cron" in timing:
+    if timing.get("cron"):
         rows.append(Row("cron line", timing["cron"], "code"))
-    elif "rrule" in timing:
+    elif timing.get("rrule"):
         rows.append(Row("RRULE", timing["rrule"], "code"))
-    elif "interval" in timing:
+    elif timing.get("interval"):
         every = timing["interval"]
         rows.append(Row("every", f"{every['number']} {every['unit']}"))
-    elif "at" in timing:
-        rows.append(Row("once, at", timing["at"], "code"))
+    elif timing.get("at"):
+        rows.append(Row("once, at", timing["at"], "time"))
     rows.append(Row("time zone", timing["timezone"]))
     for name, label in (("start", "from"), ("end", "until")):
-        if name in timing:
-            rows.append(Row(label, timing[name], "code"))
-    if "max_occurrences" in timing:
+        if timing.get(name):
+            rows.append(Row(label, timing[name], "time"))
+    if timing.get("max_occurrences"):
         rows.append(Row("at most", f"{timing['max_occurrences']} runs"))
     misfire = view["misfire"]
     grace = misfire.get("grace_seconds")

@@ -190,6 +190,11 @@ def test_every_page_fits_a_phone(browser: webdriver.Chrome, site: Site, artifact
         for m, status in ((3, ExecutionStatus.SUCCEEDED), (2, ExecutionStatus.FAILED))
     ]
     browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", PHONE)
+    browser.get(f"{url}/console/login")
+    measured = overflow(browser)
+    assert measured["scroll"] <= 390 and not measured["past"], measured
+    assert within_screen(browser, browser.find_element(By.ID, "api_key"))
+    shoot_whole(browser, artifacts, "phone-login")
     log_in(browser, url, artifacts)
     pages = {
         "overview": ("/console/", ["h1"]),

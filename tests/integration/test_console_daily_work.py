@@ -639,3 +639,35 @@ def test_a_past_one_time_is_refused_beside_its_time_unless_the_box_says_fire_it(
     assert stored is not None and stored.live_definition.request["schedule"]["fire_if_past"]
     edit = text(api.client.get("/console/schedules/late/edit"))
     assert 'name="schedule.fire_if_past" type="checkbox" value="true" checked>' in edit
+
+
+def test_each_notation_reads_as_its_own_words(api: ApiUnderTest) -> None:
+    start = (api.clock.now() + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%S")
+    notations = {
+        "by-at": {"notation": "at", "schedule.at": start},
+        "by-interval": {
+            "notation": "interval",
+            "schedule.interval.number": "90",
+            "schedule.interval.unit": "minute",
+            "schedule.start": start,
+        },
+        "by-rrule": {"notation": "rrule", "schedule.rrule": "FREQ=DAILY;BYHOUR=9;BYMINUTE=0"},
+    }
+    for schedule_id, values in notations.items():
+        create(api, schedule_id, **values)
+    api.apply()
+    expected = {
+        "by-at": ("once, at", ["cron line", "every", "RRULE", "from"]),
+        "by-interval": ("every 90 minute", ["cron line", "once, at", "RRULE"]),
+        "by-rrule": ("RRULE FREQ=DAILY;BYHOUR=9;BYMINUTE=0", ["cron line", "once, at", "every"]),
+    }
+    for schedule_id, (shown, absent) in expected.items():
+        page = text(api.client.get(f"/console/schedules/{schedule_id}"))
+        summary = re.search(r'<div id="definition-summary".*?<h3>Call', page, re.S)
+        assert summary is not None
+        words = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", unescape(summary.group(0))))
+        assert shown in words, words
+        assert not any(f" {label} " in words for label in absent), words
+        assert "None" not in words
+    at = text(api.client.get("/console/schedules/by-at"))
+    assert re.search(r"<dt>once, at</dt><dd><time datetime=\"[^\"]+Z\" data-when", at)
