@@ -1,26 +1,15 @@
-"""Calls in flight per destination: at most a limit per host, so one slow endpoint cannot take
-every slot of the executor. Occurrences over the limit wait their turn, first come first served,
-and are called as soon as a call to their host ends (their lateness is recorded as usual)."""
+"""Calls in flight per destination (``DeliveryTarget.destination``: an HTTP target's host): at
+most a limit per host, so one slow endpoint cannot take every slot of the executor. Occurrences
+over the limit wait their turn, first come first served, and are called as soon as a call to
+their host ends (their lateness is recorded as usual)."""
 
 from __future__ import annotations
 
 import threading
 from collections import defaultdict, deque
 from typing import Generic, TypeVar
-from urllib.parse import urlsplit
 
 T = TypeVar("T")
-
-
-def destination(url: str) -> str:
-    """The host (and port, when the URL names one) calls are counted by."""
-    parts = urlsplit(url)
-    host = (parts.hostname or "").lower()
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    return host if port is None else f"{host}:{port}"
 
 
 class HostLimits(Generic[T]):

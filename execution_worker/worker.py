@@ -40,10 +40,11 @@ from functools import partial
 from typing import Any, TypeVar
 
 from execution_worker.notifier import NOTIFY_TIMEOUT_SECONDS, Notifier
-from execution_worker.sending import HostLimits, destination
+from execution_worker.sending import HostLimits
 from execution_worker.settler import Settled, Settler, defer
 from execution_worker.superseding import SupersededLog
 from execution_worker.timer import Held, HeldOccurrences
+from shared.adapters.http_target import destination
 from shared.decisions import Superseded, grace_refusal, superseded
 from shared.errors import PoisonMessage, Transient
 from shared.lifecycle import Shutdown

@@ -20,10 +20,12 @@ from shared.model import (
     Execution,
     ExecutionStatus,
     Occurrence,
+    Payload,
     Schedule,
     ScheduleDefinition,
     ScheduleStatus,
 )
+from shared.retry import Verdict
 from shared.timeutil import UTC, to_epoch_ms, utc_ms
 
 
@@ -664,3 +666,39 @@ class WebhookError(Exception):
     def __init__(self, message: str, *, retryable: bool = True) -> None:
         super().__init__(message)
         self.retryable = retryable
+
+
+@dataclass(frozen=True)
+class Delivered:
+    """How one attempt at a delivery target ended: the verdict, and what its record keeps."""
+
+    verdict: Verdict
+    finished_at: datetime
+    duration_ms: float
+    # The target's answer, if it gave one: an HTTP status and status line ("HTTP/1.1 200 OK"),
+    # the start of the body as text, and whether the body was longer.
+    status: int | None = None
+    status_line: str | None = None
+    excerpt: str | None = None
+    truncated: bool = False
+
+
+class DeliveryTarget(ABC):
+    """Delivers occurrences to one kind of target (an HTTP webhook), on an event loop, many at
+    once. One module per kind implements it (``shared.adapters.http_target``)."""
+
+    @abstractmethod
+    def destination(self, payload: Payload) -> str:
+        """What deliveries in flight are counted by (``executor_calls_per_host``)."""
+
+    @abstractmethod
+    async def deliver(
+        self, occurrence: Occurrence, payload: Payload, attempt: int, now: datetime
+    ) -> Delivered:
+        """Make attempt number ``attempt`` of ``occurrence``, starting at ``now``. A failure of
+        the target (no answer, a refused target, an answer that is not a success) is a verdict,
+        never an exception."""
+
+    @abstractmethod
+    async def close(self) -> None:
+        """Release connections."""

@@ -8,8 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from execution_worker.sending import HostLimits, destination
+from execution_worker.sending import HostLimits
 from execution_worker.timer import HeldOccurrences
+from shared.adapters.http_target import destination
 from shared.decisions import DELETED, Superseded, grace_refusal, superseded
 from shared.model import (
     ExecutionStatus,
