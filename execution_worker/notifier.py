@@ -6,27 +6,24 @@ them to the ``Notifier``, which sends them on the executor's event loop through 
 sender (the SSRF guard at connection time, as for every call), signed as every call is
 (Standard Webhooks, the same secret). Best effort: each is one ``POST`` with a short timeout,
 at most ``NOTIFY_CONCURRENCY`` in flight, at most ``NOTIFY_BACKLOG`` waiting (more are
-dropped); one that fails is logged and counted (``scheduler_failure_notifications_total``),
-never retried. The settling loop never waits for them.
+dropped); one that fails is reported to the observer (logged, and counted in
+``scheduler_failure_notifications_total``), never retried. The settler never waits for them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from shared.metrics import FAILURE_NOTIFICATIONS
+from execution_worker.observer import ExecutorObserver
 from shared.model import FailureHook
 from shared.ports import Clock, WebhookError, WebhookRequest, WebhookSender
 from shared.redaction import redact
 from shared.timeutil import iso_z
 from shared.webhooks import USER_AGENT, WebhookSigner
-
-log = logging.getLogger(__name__)
 
 NOTIFY_TIMEOUT_SECONDS = 5.0
 NOTIFY_CONCURRENCY = 8
@@ -99,10 +96,12 @@ class Notifier:
         clock: Clock,
         concurrency: int = NOTIFY_CONCURRENCY,
         backlog: int = NOTIFY_BACKLOG,
+        observer: ExecutorObserver | None = None,
     ) -> None:
         self.sender = sender
         self.signer = signer
         self.clock = clock
+        self.observer = observer or ExecutorObserver()
         self.backlog = backlog
         self._slots = asyncio.Semaphore(concurrency)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -116,14 +115,14 @@ class Notifier:
         """Hand events over to be sent; from any thread, never waits."""
         loop = self._loop
         if loop is None or loop.is_closed():
-            _dropped(events, "no event loop")
+            self.observer.notifications_dropped(events, "no event loop")
             return
         loop.call_soon_threadsafe(self._start, list(events))
 
     def _start(self, events: list[FailureEvent]) -> None:
         for event in events:
             if len(self._tasks) >= self.backlog:
-                _dropped([event], "backlog full")
+                self.observer.notifications_dropped([event], "backlog full")
                 continue
             task = asyncio.ensure_future(self._send(event))
             self._tasks.add(task)
@@ -140,40 +139,12 @@ class Notifier:
             else:
                 if not 200 <= response.status < 300:
                     problem = f"HTTP {response.status}"
-        extra = {
-            "event": "failure_notification_sent",
-            "notification": event.type,
-            "tenant": event.tenant,
-            "schedule_id": event.schedule_id,
-            "occurrence_id": event.occurrence_id,
-        }
         if problem is None:
-            FAILURE_NOTIFICATIONS.labels("sent").inc()
-            log.info("failure notification sent: %s", event.type, extra=extra)
-            return
-        FAILURE_NOTIFICATIONS.labels("failed").inc()
-        log.warning(
-            "failure notification not delivered (not retried): %s",
-            problem,
-            extra={**extra, "event": "failure_notification_failed", "error": problem},
-        )
+            self.observer.notification_sent(event)
+        else:
+            self.observer.notification_failed(event, problem)
 
     async def wait(self, timeout: float) -> None:
         """Give the notifications in flight up to ``timeout`` seconds to finish."""
         if self._tasks:
             await asyncio.wait(set(self._tasks), timeout=timeout)
-
-
-def _dropped(events: Sequence[FailureEvent], why: str) -> None:
-    for event in events:
-        FAILURE_NOTIFICATIONS.labels("dropped").inc()
-        log.warning(
-            "failure notification dropped: %s",
-            why,
-            extra={
-                "event": "failure_notification_dropped",
-                "notification": event.type,
-                "schedule_id": event.schedule_id,
-                "occurrence_id": event.occurrence_id,
-            },
-        )

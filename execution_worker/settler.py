@@ -1,12 +1,11 @@
-"""The settler: records how attempts ended, then settles their messages, in batches, off the loop.
+"""The settler, on the executor's settle thread: records how attempts ended, then settles their
+messages, a batch at a time (``execution_worker.settling`` gathers the batches on the loop).
 
-Outcomes finished within a few milliseconds of each other are recorded together, in one
-``settle_attempts`` (one write and the run counts), and only then are their messages settled:
-deleted (success), dead-lettered (failure), or left to come back after the retry's backoff.
-Until recorded, an outcome counts against what the executor may hold (``pending``), so a slow
-store slows receiving. The settler keeps trying while the attempts' leases hold; after that
-another executor may take the occurrence over, and makes the call again with the same
-``Idempotency-Key``, as after a crash during the call.
+A batch's outcomes are recorded in one ``settle_attempts`` (one write and the run counts), and
+only then are their messages settled: deleted (success), dead-lettered (failure), or left to
+come back after the retry's backoff. The settler keeps trying while the attempts' leases hold;
+after that another executor may take the occurrence over, and makes the call again with the
+same ``Idempotency-Key``, as after a crash during the call.
 
 A retry whose delay is longer than ``MAX_INVISIBLE_SECONDS`` does not stay in flight on the
 queue: its message is re-sent, delayed (at most the queue's 15 minutes at a time), carrying the
@@ -16,23 +15,20 @@ receives it before that time sends it on again (``defer``); it is never attempte
 Once a batch is recorded, its failures are reported: a schedule that paused itself
 (``pause_after_failures``, in the store's write of the run counts) is logged and counted, and
 the ``on_failure`` notifications go to ``execution_worker.notifier``, which sends them without
-holding up this loop.
+holding up this thread.
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
-import logging
 import threading
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from execution_worker.notifier import DEAD_LETTERED, PAUSED, FailureEvent
+from execution_worker.observer import ExecutorObserver
 from shared.messages import encode_occurrence
-from shared.metrics import SCHEDULES_AUTO_PAUSED
 from shared.model import (
     AttemptOutcome,
     Execution,
@@ -46,15 +42,6 @@ from shared.model import (
 from shared.ports import Clock, MessageQueue, OutgoingMessage, ReceivedMessage, Store
 from shared.timeutil import utc_ms
 
-log = logging.getLogger(__name__)
-
-# Runs a blocking call off the event loop: ``await off_loop(function, *arguments)``.
-OffLoop = Callable[..., Awaitable[Any]]
-
-# Outcomes are recorded, and settled messages deleted, together: up to this many, or after
-# this long.
-SETTLE_BATCH = 200
-SETTLE_LINGER_SECONDS = 0.02
 # A retry waits on the queue as an invisible message up to this long; longer, it is re-sent.
 MAX_INVISIBLE_SECONDS = 900.0
 # The longest delay SQS gives a message it is sent.
@@ -74,6 +61,10 @@ class Settled:
     delay: timedelta | None = None
     # The schedule as it was when the call was made: what to do when the occurrence fails.
     schedule: Schedule | None = None
+    # When the attempt started, and how long the executor spent on it from its begin (for
+    # the observer).
+    started: datetime | None = None
+    processing_seconds: float | None = None
 
 
 def defer(
@@ -97,6 +88,7 @@ class Settler:
         owner: str,
         clock: Clock,
         notify: Callable[[Sequence[FailureEvent]], None] | None = None,
+        observer: ExecutorObserver | None = None,
     ) -> None:
         """``notify`` takes the failure notifications of each batch (``Notifier.notify``)."""
         self.store = store
@@ -105,62 +97,10 @@ class Settler:
         self.owner = owner
         self.clock = clock
         self.notify = notify
-        self._outcomes: list[Settled] = []
-        self._to_delete: list[str] = []
-        self._settling = 0
-        self._arrived: asyncio.Event | None = None
+        self.observer = observer or ExecutorObserver(owner)
         # Set when the executor stops waiting for the outcomes being recorded (its shutdown
         # timeout ran out): a retry then ends at once, and their messages come back.
         self.abandoned = threading.Event()
-
-    @property
-    def pending(self) -> int:
-        """Outcomes not recorded yet."""
-        return len(self._outcomes) + self._settling
-
-    def add(self, settled: Settled) -> None:
-        self._outcomes.append(settled)
-        if self._arrived is not None:
-            self._arrived.set()
-
-    def delete(self, receipts: list[str]) -> None:
-        """Delete messages whose occurrence needs nothing more (skipped, duplicates)."""
-        if receipts:
-            self._to_delete.extend(receipts)
-            if self._arrived is not None:
-                self._arrived.set()
-
-    def take_outcomes(self) -> list[Settled]:
-        """The outcomes not handed to a batch yet (to settle them at once, without ``run``)."""
-        outcomes, self._outcomes = self._outcomes, []
-        return outcomes
-
-    async def run(self, stopping: asyncio.Event, off_loop: OffLoop) -> None:
-        """Settle what arrives until ``stopping`` is set and nothing is left; the store and
-        queue calls run through ``off_loop`` (on a thread)."""
-        self._arrived = arrived = asyncio.Event()
-        while True:
-            if not (self._outcomes or self._to_delete):
-                if stopping.is_set():
-                    return
-                arrived.clear()
-                waiter = asyncio.ensure_future(arrived.wait())
-                stopper = asyncio.ensure_future(stopping.wait())
-                await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
-                waiter.cancel()
-                stopper.cancel()
-                continue
-            if len(self._outcomes) + len(self._to_delete) < SETTLE_BATCH:
-                await asyncio.sleep(SETTLE_LINGER_SECONDS)  # a moment for more to arrive
-            outcomes, self._outcomes = self._outcomes, []
-            to_delete, self._to_delete = self._to_delete, []
-            self._settling = len(outcomes)
-            try:
-                await off_loop(self.settle_now, outcomes, to_delete)
-            except Exception:
-                log.exception("settling failed", extra={"event": "settle_failed"})
-            finally:
-                self._settling = 0
 
     def settle_now(self, outcomes: list[Settled], to_delete: list[str]) -> None:
         """Record the outcomes (trying again while their leases hold), then settle messages."""
@@ -174,27 +114,19 @@ class Settler:
             try:
                 self.dead_letters.send([OutgoingMessage(item.message.body) for item in failed])
             except Exception as exc:
-                # Their messages stay: they come back, and their records are final (duplicates).
-                log.error("could not dead-letter %d message(s): %s", len(failed), exc)
+                self.observer.dead_letter_failed(len(failed), exc)
                 finished = [item for item in finished if item not in failed]
         try:
             self._after_failures(recorded)
         except Exception:
-            # The outcomes are recorded: only the pause's log line and the notifications go.
-            log.exception("could not report failures", extra={"event": "failure_report_failed"})
+            self.observer.failure_report_failed()
         to_delete = [*to_delete, *(item.message.receipt_handle for item in finished)]
         if not to_delete:
             return
         try:
             self.occurrences.delete(to_delete)
         except Exception as exc:
-            # They come back after their visibility; their records are final: duplicates.
-            log.warning(
-                "could not delete %d settled message(s): %s",
-                len(to_delete),
-                exc,
-                extra={"event": "delete_failed"},
-            )
+            self.observer.delete_failed(len(to_delete), exc)
 
     def _record(self, outcomes: list[Settled]) -> list[Settled]:
         """The outcomes recorded; those whose lease ran out before the store answered are not
@@ -209,13 +141,7 @@ class Settler:
             except Exception as exc:
                 now = self.clock.now()
                 alive = [item for item in remaining if _lease_holds(item.execution, now)]
-                log.warning(
-                    "could not record %d outcome(s), %d still leased: %s",
-                    len(remaining),
-                    len(alive),
-                    exc,
-                    extra={"event": "record_failed"},
-                )
+                self.observer.record_failed(len(remaining), len(alive), exc)
                 remaining = alive
                 if self.abandoned.wait(pause):
                     return []
@@ -259,19 +185,7 @@ class Settler:
             if not _paused_by(schedule, item):
                 continue
             assert schedule is not None
-            SCHEDULES_AUTO_PAUSED.inc()
-            log.warning(
-                "schedule paused itself after %d failed occurrences in a row",
-                schedule.consecutive_failures,
-                extra={
-                    "event": "schedule_auto_paused",
-                    "tenant": schedule.tenant,
-                    "schedule_id": schedule.schedule_id,
-                    "occurrence_id": item.execution.occurrence_id,
-                    "consecutive_failures": schedule.consecutive_failures,
-                    "error": item.outcome.error,
-                },
-            )
+            self.observer.auto_paused(schedule, item.execution.occurrence_id, item.outcome.error)
             hook = _hook(schedule)
             if hook is not None:
                 events.append(_event(PAUSED, hook, item, schedule.consecutive_failures))
@@ -288,8 +202,7 @@ class Settler:
                 now = self.clock.now()
                 defer(self.occurrences, item.occurrence, receipt, now + delay, now)
         except Exception as exc:
-            # The message comes back after its visibility; the record says when to retry.
-            log.warning("could not delay a retry's message: %s", exc)
+            self.observer.retry_delay_failed(exc)
 
 
 def _key(item: Settled) -> tuple[str, str]:

@@ -1,4 +1,5 @@
-"""The held occurrences: received from queue 2, waiting for their moment.
+"""The held occurrences: received from queue 2, waiting for their moment, and the times that
+govern holding and firing them.
 
 A heap ordered by due time, then priority (higher first), then arrival. Used by the executor's
 event loop only, so it needs no lock.
@@ -10,10 +11,20 @@ import heapq
 import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from shared.model import Occurrence, Schedule
+from shared.model import Occurrence, Payload, Schedule
 from shared.ports import ReceivedMessage
+
+# A call's timeout unless its schedule sets another: the receive visibility covers it.
+DEFAULT_CALL_SECONDS: float = Payload.timeout_seconds
+# How late a fire may start and still need no visibility change; also how long after a lease
+# ends its message comes back.
+FIRE_SLACK_SECONDS = 1.0
+FIRE_SLACK = timedelta(seconds=FIRE_SLACK_SECONDS)
+# Occurrences due this soon are checked and begun together, then each is called at its
+# moment: the thread hop's latency is hidden, and the batches grow with the load.
+PREPARE_AHEAD = timedelta(milliseconds=20)
 
 
 @dataclass(order=True)

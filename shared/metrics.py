@@ -111,13 +111,18 @@ def status_class(status: int | None) -> str:
     return "error" if status is None else f"{status // 100}xx"
 
 
-def count_response(status: int | None) -> None:
-    """Count a webhook's answer (``None``: no answer) in ``HTTP_RESPONSES`` by its class."""
-    name = status_class(status)
-    counter = _RESPONSE_CLASSES.get(name)
-    if counter is None:
-        counter = _RESPONSE_CLASSES[name] = HTTP_RESPONSES.labels(name)
-    counter.inc()
+def count_responses(statuses: Iterable[int | None]) -> None:
+    """Count webhooks' answers (``None``: no answer) in ``HTTP_RESPONSES`` by their class, one
+    increment per class."""
+    counts: dict[str, int] = {}
+    for status in statuses:
+        name = status_class(status)
+        counts[name] = counts.get(name, 0) + 1
+    for name, count in counts.items():
+        counter = _RESPONSE_CLASSES.get(name)
+        if counter is None:
+            counter = _RESPONSE_CLASSES[name] = HTTP_RESPONSES.labels(name)
+        counter.inc(count)
 
 
 class BackendCollector(Collector):

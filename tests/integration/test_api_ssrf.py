@@ -22,6 +22,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from execution_worker.worker import Executor
 from scheduler_service.app import create_app
 from shared.adapters.http_sender import HttpSender
 from shared.backends import open_backends
@@ -356,8 +357,12 @@ def test_a_name_that_rebinds_to_a_private_address_fails_at_fire_time_without_a_c
     backends = open_backends(settings)
     pipeline = Pipeline(settings, backends)
     _, resolver = resolver_of(["10.9.8.7"])
-    pipeline.executor.sender = HttpSender(
-        policy=TargetPolicy(settings.allowed_networks), resolver=resolver
+    pipeline.executor = Executor(
+        backends.store,
+        backends.queues.occurrences,
+        backends.queues.dead_letters,
+        HttpSender(policy=TargetPolicy(settings.allowed_networks), resolver=resolver),
+        settings,
     )
     body = {
         **with_url("http://internal.example/admin"),

@@ -17,6 +17,7 @@ from shared.messages import DefinitionMutation, encode_mutation, encode_occurren
 from shared.model import Occurrence
 from shared.ports import OutgoingMessage
 from shared.timeutil import iso_z, parse_iso
+from tests.support.executor_steps import fire, receive_once, take_due
 from tests.support.harness import (
     API,
     FAST,
@@ -423,10 +424,10 @@ def test_the_last_delivery_the_queue_allows_fails_the_occurrence_instead_of_retr
         # The queue already delivered this message twice before (executors that died).
         for _ in range(2):
             assert len(queue.receive(1, 2.0, visibility_timeout=0)) == 1
-        pipeline.executor.receive_once(wait_seconds=2.0)
-        (item,) = pipeline.executor.take_due(timeout=1.0)
+        receive_once(pipeline.executor, wait_seconds=2.0)
+        (item,) = take_due(pipeline.executor, timeout=1.0)
         assert item.message.receive_count == 3
-        pipeline.executor.fire(item)
+        fire(pipeline.executor, item)
         assert len(receiver.calls) == 1
         assert final_status(pipeline, schedule_id) == "failed"
         assert dead_letters(pipeline) == 1

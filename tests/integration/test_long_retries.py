@@ -26,6 +26,7 @@ from tests.integration.test_guarantees import (
     history,
 )
 from tests.integration.test_queue_contract import QueuePair, queues  # noqa: F401
+from tests.support.executor_steps import receive_once
 from tests.support.harness import TEST_SECRETS, running_pipeline, sqlite_settings
 from tests.support.receiver import running_receiver
 
@@ -51,7 +52,7 @@ def test_a_retry_due_in_hours_is_sent_on_not_held(
     held = 0
     deadline = time.monotonic() + 10
     while executor.stats.received == 0 and time.monotonic() < deadline:
-        held += executor.receive_once(wait_seconds=1.0)
+        held += receive_once(executor, wait_seconds=1.0)
         if queues.queue.depth().delayed:
             break
     assert held == 0 and len(executor.held) == 0
@@ -74,7 +75,7 @@ def test_a_deferred_retry_arrives_before_its_time_and_is_held_until_then(
     assert queues.queue.receive(10, 0.5, 30.0) == []  # neither the old delivery nor the new
     deadline = time.monotonic() + 10
     while not len(executor.held) and time.monotonic() < deadline:
-        executor.receive_once(wait_seconds=1.0)
+        receive_once(executor, wait_seconds=1.0)
     [item] = executor.held.pop_due(not_before)
     assert item.due == not_before.replace(microsecond=not_before.microsecond // 1000 * 1000)
     assert item.occurrence.not_before == item.due

@@ -28,6 +28,7 @@ from shared.backends import Backends
 from shared.ports import Queues
 from shared.settings import Settings
 from tests.integration.test_pipeline_embedded import ON_TIME_SECONDS, every_second_body, lateness
+from tests.support.executor_steps import fire, receive_once, take_due
 from tests.support.harness import API, FAST, TEST_SECRETS, Pipeline
 from tests.support.peers import WIRE_VARIANTS, fake_aws, wire_backends
 from tests.support.receiver import running_receiver
@@ -52,9 +53,9 @@ class SteppedPipeline:
         while time.monotonic() < deadline:
             self.processor.process_batch()
             self.poller.poll_once()
-            self.executor.receive_once()
-            for item in self.executor.take_due(timeout=0.02):
-                self.executor.fire(item)
+            receive_once(self.executor)
+            for item in take_due(self.executor, timeout=0.02):
+                fire(self.executor, item)
 
 
 class ThreadedPipeline:

@@ -104,7 +104,7 @@ def test_an_executor_stopping_leaves_no_settling_thread_past_its_shutdown_timeou
     store, queue, settled = attempt(tmp_path, failures=10**6, lease=timedelta(minutes=5))
     settings = sqlite_settings(tmp_path, shutdown_timeout_seconds=0.3)
     executor = Executor(store, queue, queue, HttpSender(), settings)
-    executor.settler.add(settled)
+    executor.settling.add(settled)
     shutdown = Shutdown()
     shutdown.request()
     started = time.monotonic()

@@ -1,0 +1,212 @@
+"""Checking and beginning, on the executor's begin thread: the occurrences due within
+``PREPARE_AHEAD`` go through the version check and get their execution records, a batch at a
+time.
+
+The check reads the batch's schedules in one ``get_schedules``: an occurrence of a schedule
+deleted, paused or changed since it was sent is superseded (recorded as a skip that is not a
+run), one too late for its grace is skipped. Each that goes takes a call slot of its
+destination (``HostLimits``; one over the limit parks until a call to it ends) and is begun in
+one ``begin_attempts`` per lease length: an attempt under a lease, so a duplicate delivery
+never makes a second call.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from execution_worker.observer import ExecutorObserver
+from execution_worker.sending import HostLimits
+from execution_worker.timer import FIRE_SLACK, PREPARE_AHEAD, Held
+from shared.decisions import Superseded, grace_refusal, superseded
+from shared.model import Execution, Occurrence, Schedule
+from shared.ports import Clock, DeliveryTarget, MessageQueue, Store
+from shared.settings import Settings
+
+
+@dataclass
+class Call:
+    """A due occurrence whose attempt is begun: the call to make, and what settles it."""
+
+    item: Held
+    schedule: Schedule
+    execution: Execution
+    host: str
+    started: datetime
+
+
+@dataclass
+class Plan:
+    """What one check-and-begin batch leaves for the loop."""
+
+    calls: list[Call] = field(default_factory=list)
+    to_delete: list[str] = field(default_factory=list)
+    # Parked items whose host slot freed while the batch ran: due again.
+    due_again: list[Held] = field(default_factory=list)
+    # What the observer hears of: the occurrences skipped (with why), those superseded (by
+    # which change), and the duplicates.
+    skipped: list[tuple[Occurrence, str]] = field(default_factory=list)
+    superseded: list[tuple[Occurrence, Superseded]] = field(default_factory=list)
+    duplicates: int = 0
+
+
+class CheckAndBegin:
+    def __init__(
+        self,
+        store: Store,
+        occurrences: MessageQueue,
+        target: DeliveryTarget,
+        hosts: HostLimits[Held],
+        settings: Settings,
+        owner: str,
+        clock: Clock,
+        observer: ExecutorObserver,
+    ) -> None:
+        self.store = store
+        self.occurrences = occurrences
+        self.target = target
+        self.hosts = hosts
+        self.calls_per_host = settings.executor_calls_per_host
+        self.lease_margin = settings.execution_lease_margin_seconds
+        self.owner = owner
+        self.clock = clock
+        self.observer = observer
+
+    def check_and_begin(self, batch: Sequence[Held]) -> Plan:
+        """The version check of the batch in one read, then the records of those that go in
+        one write per lease length.
+
+        An item that passed its check at most ``PREPARE_AHEAD`` ago and then waited for a call
+        slot of its host is not read again: a check may precede its call by that long anyway.
+        """
+        plan = Plan()
+        now = self.clock.now()
+        fresh: dict[int, Schedule] = {}
+        for item in batch:
+            if item.checked is not None and now - item.checked[1] <= PREPARE_AHEAD:
+                fresh[id(item)] = item.checked[0]
+        schedules = self.store.get_schedules(
+            [
+                (item.occurrence.tenant, item.occurrence.schedule_id)
+                for item in batch
+                if id(item) not in fresh
+            ]
+        )
+        skips: list[tuple[Held, str]] = []
+        replaced: list[tuple[Held, Superseded]] = []
+        going: dict[float, list[tuple[Held, Schedule, str]]] = defaultdict(list)
+        for item in batch:
+            occurrence = item.occurrence
+            schedule = fresh.get(id(item)) or schedules.get(
+                (occurrence.tenant, occurrence.schedule_id)
+            )
+            change = superseded(occurrence, schedule)
+            if change is not None:
+                replaced.append((item, change))
+                continue
+            assert schedule is not None
+            reason = grace_refusal(occurrence, schedule.live_definition, now, self._is_retry(item))
+            if reason is not None:
+                skips.append((item, reason))
+                continue
+            payload = schedule.live_definition.payload
+            host = self.target.destination(payload)
+            limit = payload.calls_per_host or self.calls_per_host
+            if self.hosts.take(host, limit, item):
+                going[payload.timeout_seconds].append((item, schedule, host))
+            else:
+                item.checked = (schedule, now)
+        try:
+            if replaced:
+                self._supersede(replaced, now, plan)
+            if skips:
+                self._skip(skips, now, plan)
+            for timeout, group in going.items():
+                self._begin(group, timeout, now, plan)
+        except Exception:
+            # The items not begun keep their messages, which come back after their visibility;
+            # their call slots are given back.
+            self.observer.begin_failed()
+            begun = {id(call.item) for call in plan.calls}
+            for group in going.values():
+                for item, _, host in group:
+                    if id(item) not in begun:
+                        self._give_back(host, plan)
+        return plan
+
+    def release(self, items: Sequence[Held]) -> None:
+        """At a stop, hand the occurrences not begun back to the queue at once."""
+        for item in items:
+            try:
+                self.occurrences.change_visibility(item.message.receipt_handle, 0)
+            except Exception:
+                self.observer.release_failed()
+
+    def _begin(
+        self, group: list[tuple[Held, Schedule, str]], timeout: float, now: datetime, plan: Plan
+    ) -> None:
+        """Begin the attempts of occurrences whose calls share a timeout (one lease length)."""
+        lease = timedelta(seconds=timeout + self.lease_margin)
+        executions = self.store.begin_attempts(
+            [item.occurrence for item, _, _ in group], self.owner, now, now + lease
+        )
+        for (item, schedule, host), execution in zip(group, executions, strict=True):
+            if execution is None:
+                self._not_mine(item, now, plan)
+                self._give_back(host, plan)
+                continue
+            plan.calls.append(Call(item, schedule, execution, host, now))
+            if now + lease > item.visible_at:
+                # It comes back only after the lease: then another executor may take over.
+                self.occurrences.change_visibility(
+                    item.message.receipt_handle, (lease + FIRE_SLACK).total_seconds()
+                )
+
+    def _give_back(self, host: str, plan: Plan) -> None:
+        """Give a call slot back that will not be used; what waited for it is due again."""
+        waiter = self.hosts.release(host)
+        if waiter is not None:
+            plan.due_again.append(waiter)
+
+    def _is_retry(self, item: Held) -> bool:
+        """Whether an attempt was made already: grace applies to the first attempt only (a
+        retry is late by its backoff). Only a redelivered message needs to look."""
+        if item.occurrence.not_before is not None:
+            return True
+        if item.message.receive_count <= 1:
+            return False
+        occurrence = item.occurrence
+        record = self.store.get_execution(occurrence.tenant, occurrence.occurrence_id)
+        return record is not None and record.attempts > 0
+
+    def _not_mine(self, item: Held, now: datetime, plan: Plan) -> None:
+        """The occurrence could not be taken: final already (this delivery is a duplicate, and
+        goes), or held by another executor's live lease (this message waits for the lease to
+        end, in case that executor died: deleting it could lose the occurrence)."""
+        occurrence = item.occurrence
+        record = self.store.get_execution(occurrence.tenant, occurrence.occurrence_id)
+        if record is not None and not record.status.is_final and record.lease_until is not None:
+            wait = record.lease_until - now + FIRE_SLACK
+            self.occurrences.change_visibility(
+                item.message.receipt_handle, max(wait.total_seconds(), 1.0)
+            )
+            return
+        plan.duplicates += 1
+        plan.to_delete.append(item.message.receipt_handle)
+
+    def _supersede(
+        self, replaced: Sequence[tuple[Held, Superseded]], now: datetime, plan: Plan
+    ) -> None:
+        skips = [(item.occurrence, change.reason) for item, change in replaced]
+        self.store.record_skips(skips, now, superseded=True)
+        for item, change in replaced:
+            plan.to_delete.append(item.message.receipt_handle)
+            plan.superseded.append((item.occurrence, change))
+
+    def _skip(self, skips: Sequence[tuple[Held, str]], now: datetime, plan: Plan) -> None:
+        self.store.record_skips([(item.occurrence, reason) for item, reason in skips], now)
+        for item, reason in skips:
+            plan.to_delete.append(item.message.receipt_handle)
+            plan.skipped.append((item.occurrence, reason))

@@ -1,0 +1,318 @@
+"""What the executor reports, in one place: its counts (``ExecutorStats``), its Prometheus
+metrics (``shared.metrics``) and its log lines. The roles call a hook when something happens;
+the hooks count and log, so the roles' code says only what they do (the idea of dramatiq's
+middleware: metrics and logs on hooks, off the hot path's code).
+
+Work that comes in batches is reported a batch at a time: received, checked and begun, settled.
+The hooks that count in ``stats`` are called on the event loop only. The others are marked
+"any thread": they only log and update metrics, both thread-safe, so the store and queue threads
+call them where the thing happens.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from execution_worker.superseding import SupersededLog
+from shared.decisions import Superseded
+from shared.errors import Transient
+from shared.metrics import (
+    EXECUTIONS,
+    FAILURE_NOTIFICATIONS,
+    FIRE_LATENESS,
+    FIRE_PROCESSING,
+    RETRIES,
+    SCHEDULES_AUTO_PAUSED,
+    SUCCEEDED,
+    WEBHOOK_DURATION,
+    count_responses,
+)
+from shared.model import ExecutionStatus, Occurrence, Schedule
+
+if TYPE_CHECKING:
+    from execution_worker.notifier import FailureEvent
+    from execution_worker.settler import Settled
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ExecutorStats:
+    received: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    retried: int = 0
+    skipped: int = 0
+    superseded: int = 0
+    duplicates: int = 0
+    poisoned: int = 0
+
+
+class ExecutorObserver:
+    def __init__(self, owner: str = "executor") -> None:
+        self.owner = owner
+        self.stats = ExecutorStats()
+        self.superseded_log = SupersededLog()
+
+    # -- starting and stopping (the loop) ----------------------------------------------------
+
+    def started(self, signed: bool) -> None:
+        log.info("executor started", extra={"event": "executor_started", "owner": self.owner})
+        if not signed:
+            log.warning(
+                "SCHEDULER_WEBHOOK_SECRET is not set: webhooks are sent unsigned",
+                extra={"event": "webhooks_unsigned"},
+            )
+
+    def stopped(self, finished: bool, in_flight: int) -> None:
+        log.info(
+            "executor stopped" if finished else "executor stopped with calls in flight",
+            extra={"event": "executor_stopped", "in_flight": in_flight},
+        )
+
+    # -- receiving ---------------------------------------------------------------------------
+
+    def received(self, count: int, poisoned: Sequence[str]) -> None:
+        """A receive hop held ``count`` occurrences and dead-lettered the ``poisoned`` messages
+        (why each could not be decoded)."""
+        self.stats.received += count
+        self.stats.poisoned += len(poisoned)
+        for problem in poisoned:
+            log.error("poison message on queue 2: %s", problem, extra={"event": "poison_message"})
+
+    def receive_failed(self, error: Exception) -> None:
+        """Called in the ``except`` block of a receive that raised."""
+        if isinstance(error, Transient):
+            log.warning("queue unavailable: %s", error, extra={"event": "transient_error"})
+        else:
+            log.exception("receive failed", extra={"event": "receive_failed"})
+
+    # -- checking and beginning --------------------------------------------------------------
+
+    def checked(
+        self,
+        skipped: Sequence[tuple[Occurrence, str]],
+        superseded: Sequence[tuple[Occurrence, Superseded]],
+        duplicates: int,
+    ) -> None:
+        """A check-and-begin batch skipped these occurrences (each with its reason), found
+        these superseded (each with its change: counted each, logged once per change), and
+        ``duplicates`` deliveries of occurrences already final."""
+        if duplicates:
+            self.stats.duplicates += duplicates
+            EXECUTIONS.labels("duplicate").inc(duplicates)
+        self.stats.superseded += len(superseded)
+        for occurrence, change in superseded:
+            self.superseded_log.tell(occurrence, change)
+        if not skipped:
+            return
+        self.stats.skipped += len(skipped)
+        EXECUTIONS.labels("skipped").inc(len(skipped))
+        for occurrence, reason in skipped:
+            log.info(
+                "occurrence skipped: %s",
+                reason,
+                extra={
+                    "event": "occurrence_skipped",
+                    "tenant": occurrence.tenant,
+                    "schedule_id": occurrence.schedule_id,
+                    "occurrence_id": occurrence.occurrence_id,
+                    "reason": reason,
+                },
+            )
+
+    def begin_failed(self) -> None:
+        """(any thread) In the ``except`` block of a batch whose records could not be begun."""
+        log.exception("could not begin attempts", extra={"event": "fire_failed"})
+
+    def fire_failed(self, occurrence_id: str | None = None) -> None:
+        """In the ``except`` block of a batch (or, with its id, a call) that failed."""
+        extra = {"event": "fire_failed"}
+        if occurrence_id is not None:
+            extra["occurrence_id"] = occurrence_id
+        log.exception("firing failed", extra=extra)
+
+    def release_failed(self) -> None:
+        """(any thread) A held message could not be handed back at a stop."""
+        log.warning("could not release a held message; it returns after its timeout")
+
+    # -- outcomes ----------------------------------------------------------------------------
+
+    def settling(self, batch: Sequence[Settled]) -> None:
+        """A batch of attempts that ended, handed to the settler: counted, measured, logged."""
+        statuses: Counter[ExecutionStatus] = Counter()
+        answers: list[int | None] = []
+        for settled in batch:
+            outcome = settled.outcome
+            statuses[outcome.status] += 1
+            answers.append(outcome.http_status)
+            if outcome.http_status is not None and outcome.duration_ms is not None:
+                WEBHOOK_DURATION.observe(outcome.duration_ms / 1000.0)
+            if settled.started is not None:
+                FIRE_LATENESS.observe(max(0.0, (settled.started - _due(settled)).total_seconds()))
+            if settled.processing_seconds is not None:
+                FIRE_PROCESSING.observe(settled.processing_seconds)
+        count_responses(answers)
+        succeeded = statuses[ExecutionStatus.SUCCEEDED]
+        retried = statuses[ExecutionStatus.RETRYING]
+        failed = statuses[ExecutionStatus.FAILED]
+        stats = self.stats
+        stats.succeeded += succeeded
+        stats.retried += retried
+        stats.failed += failed
+        if succeeded:
+            SUCCEEDED.inc(succeeded)
+        if retried:
+            RETRIES.inc(retried)
+            EXECUTIONS.labels("retrying").inc(retried)
+        if failed:
+            EXECUTIONS.labels("failed").inc(failed)
+        debug = log.isEnabledFor(logging.DEBUG)
+        if succeeded == len(batch) and not debug:
+            return
+        for settled in batch:
+            self._outcome_line(settled, debug)
+
+    def _outcome_line(self, settled: Settled, debug: bool) -> None:
+        outcome = settled.outcome
+        if outcome.status is ExecutionStatus.SUCCEEDED:
+            # The record keeps every success: its line is for debugging only (at thousands of
+            # fires a second, formatting it was a tenth of the executor's CPU).
+            if debug:
+                log.debug(
+                    "occurrence succeeded",
+                    extra={"event": "occurrence_succeeded", **_context(settled)},
+                )
+            return
+        extra = {"error": outcome.error, **_context(settled)}
+        if outcome.status is ExecutionStatus.RETRYING:
+            delay = settled.delay.total_seconds() if settled.delay is not None else 0.0
+            log.warning(
+                "attempt failed, retrying in %.1fs: %s",
+                delay,
+                outcome.error,
+                extra={"event": "occurrence_retrying", **extra},
+            )
+        else:
+            log.error(
+                "occurrence failed: %s",
+                outcome.error,
+                extra={"event": "occurrence_failed", **extra},
+            )
+
+    # -- settling (any thread) ---------------------------------------------------------------
+
+    def settle_failed(self) -> None:
+        """In the ``except`` block of a settling batch that raised."""
+        log.exception("settling failed", extra={"event": "settle_failed"})
+
+    def record_failed(self, count: int, still_leased: int, error: Exception) -> None:
+        log.warning(
+            "could not record %d outcome(s), %d still leased: %s",
+            count,
+            still_leased,
+            error,
+            extra={"event": "record_failed"},
+        )
+
+    def dead_letter_failed(self, count: int, error: Exception) -> None:
+        # Their messages stay: they come back, and their records are final (duplicates).
+        log.error("could not dead-letter %d message(s): %s", count, error)
+
+    def retry_delay_failed(self, error: Exception) -> None:
+        # The message comes back after its visibility; the record says when to retry.
+        log.warning("could not delay a retry's message: %s", error)
+
+    def delete_failed(self, count: int, error: Exception) -> None:
+        # They come back after their visibility; their records are final: duplicates.
+        log.warning(
+            "could not delete %d settled message(s): %s",
+            count,
+            error,
+            extra={"event": "delete_failed"},
+        )
+
+    def failure_report_failed(self) -> None:
+        """In the ``except`` block: the outcomes are recorded; only the pause's log line and
+        the notifications go."""
+        log.exception("could not report failures", extra={"event": "failure_report_failed"})
+
+    def auto_paused(self, schedule: Schedule, occurrence_id: str, error: str | None) -> None:
+        SCHEDULES_AUTO_PAUSED.inc()
+        log.warning(
+            "schedule paused itself after %d failed occurrences in a row",
+            schedule.consecutive_failures,
+            extra={
+                "event": "schedule_auto_paused",
+                "tenant": schedule.tenant,
+                "schedule_id": schedule.schedule_id,
+                "occurrence_id": occurrence_id,
+                "consecutive_failures": schedule.consecutive_failures,
+                "error": error,
+            },
+        )
+
+    # -- notifying (any thread) --------------------------------------------------------------
+
+    def notification_sent(self, event: FailureEvent) -> None:
+        FAILURE_NOTIFICATIONS.labels("sent").inc()
+        log.info("failure notification sent: %s", event.type, extra=_notification(event))
+
+    def notification_failed(self, event: FailureEvent, problem: str) -> None:
+        FAILURE_NOTIFICATIONS.labels("failed").inc()
+        log.warning(
+            "failure notification not delivered (not retried): %s",
+            problem,
+            extra={
+                **_notification(event),
+                "event": "failure_notification_failed",
+                "error": problem,
+            },
+        )
+
+    def notifications_dropped(self, events: Sequence[FailureEvent], why: str) -> None:
+        for event in events:
+            FAILURE_NOTIFICATIONS.labels("dropped").inc()
+            log.warning(
+                "failure notification dropped: %s",
+                why,
+                extra={**_notification(event), "event": "failure_notification_dropped"},
+            )
+
+
+def _due(settled: Settled) -> datetime:
+    """When the attempt was due: its scheduled time, or a long-delayed retry's ``not_before``."""
+    occurrence = settled.occurrence
+    if occurrence.not_before is not None:
+        return max(occurrence.scheduled_time, occurrence.not_before)
+    return occurrence.scheduled_time
+
+
+def _context(settled: Settled) -> dict[str, Any]:
+    """What an outcome's log line says besides its event."""
+    execution, outcome = settled.execution, settled.outcome
+    started = settled.started or outcome.finished_at
+    return {
+        "tenant": execution.tenant,
+        "schedule_id": execution.schedule_id,
+        "occurrence_id": execution.occurrence_id,
+        "attempt": execution.attempts,
+        "http_status": outcome.http_status,
+        "duration_ms": round(outcome.duration_ms or 0.0, 3),
+        "lateness_ms": round((started - execution.scheduled_time).total_seconds() * 1000.0, 3),
+    }
+
+
+def _notification(event: FailureEvent) -> dict[str, Any]:
+    return {
+        "event": "failure_notification_sent",
+        "notification": event.type,
+        "tenant": event.tenant,
+        "schedule_id": event.schedule_id,
+        "occurrence_id": event.occurrence_id,
+    }
