@@ -10,6 +10,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 
 from shared.timeutil import UTC, resolve_local, utc_ms
@@ -28,8 +29,9 @@ _JUMP_SAMPLES = tuple(timedelta(minutes=30 * k) for k in range(1, 7)) + tuple(
 )
 # The Gregorian calendar, weekdays included, repeats every 400 years.
 _CALENDAR_CYCLE_YEARS = 400
-# The CPU time one time computation (a create's checks, a preview, one step of the poller) may
-# take; a rule that needs more is refused rather than allowed to starve other requests.
+# The CPU time one time computation (a create's or a patch's checks, a preview, a backfill, the
+# processor's first time, the poller's plan of one schedule) may take; a rule that needs more is
+# refused rather than allowed to starve other requests.
 CPU_BUDGET_SECONDS = 0.5
 _WEEK = timedelta(days=7)
 
@@ -38,8 +40,19 @@ class TooMuchWork(ValueError):
     """A time computation went over its CPU budget (``cpu_budget``)."""
 
 
-# (deadline in thread CPU time, the budget's size) of the innermost ``cpu_budget``.
-_budget: ContextVar[tuple[float, float] | None] = ContextVar("recurrence_budget", default=None)
+@dataclass
+class _Budget:
+    """The innermost ``cpu_budget``: its deadline in thread CPU time, its size, and how many
+    cheap steps (``_tick``) were taken since the clock was last read."""
+
+    deadline: float
+    seconds: float
+    ticks: int = 0
+
+
+_budget: ContextVar[_Budget | None] = ContextVar("recurrence_budget", default=None)
+# A cheap step reads the clock (a system call) once in this many.
+_TICKS_PER_CHECK = 16
 
 
 @contextmanager
@@ -49,9 +62,9 @@ def cpu_budget(seconds: float = CPU_BUDGET_SECONDS) -> Iterator[None]:
     budget never extends an outer one."""
     deadline = cpu_clock.thread_time() + seconds
     outer = _budget.get()
-    if outer is not None and outer[0] < deadline:
-        deadline, seconds = outer
-    token = _budget.set((deadline, seconds))
+    if outer is not None and outer.deadline < deadline:
+        deadline, seconds = outer.deadline, outer.seconds
+    token = _budget.set(_Budget(deadline, seconds))
     try:
         yield
     finally:
@@ -68,11 +81,21 @@ def _spending(walls: Iterable[datetime]) -> Iterator[datetime]:
 def _spend() -> None:
     """A step of a search: raise ``TooMuchWork`` once the current budget is spent."""
     budget = _budget.get()
-    if budget is not None and cpu_clock.thread_time() > budget[0]:
+    if budget is not None and cpu_clock.thread_time() > budget.deadline:
         raise TooMuchWork(
-            f"computing its times needs more than {budget[1]:g} s of CPU; simplify the rule "
-            "or give it a later start"
+            f"computing its times needs more than {budget.seconds:g} s of CPU; simplify the "
+            "rule or give it a later start"
         )
+
+
+def _tick() -> None:
+    """A small step inside a library's loop (``shared.recurrence.dateutil_rules``): charged
+    like ``_spend``, the clock read once every ``_TICKS_PER_CHECK`` steps."""
+    budget = _budget.get()
+    if budget is not None:
+        budget.ticks += 1
+        if budget.ticks % _TICKS_PER_CHECK == 0:
+            _spend()
 
 
 def _horizon(moment: datetime, span: timedelta = SEARCH_HORIZON) -> datetime:

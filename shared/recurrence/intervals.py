@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, tzinfo
 import pendulum
 
 from shared.model import Every, Unit
-from shared.recurrence.base import _MS, SEARCH_HORIZON, Recurrence, _spend
+from shared.recurrence.base import _MS, SEARCH_HORIZON, Recurrence, TooMuchWork, _spend
 from shared.timeutil import resolve_local, utc_ms
 
 _EXACT_SECONDS = {Unit.SECOND: 1, Unit.MINUTE: 60, Unit.HOUR: 3600}
@@ -77,6 +77,8 @@ class CalendarInterval(Recurrence):
             while (found := self.occurrence(index)) <= moment:
                 _spend()
                 index += 1
+        except TooMuchWork:
+            raise  # a ValueError too, but not the end of the calendar
         except (OverflowError, ValueError):  # past year 9999
             return None
         return found

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, tzinfo
 from itertools import islice
 
-from dateutil.rrule import rrule, rrulestr
+from dateutil.rrule import rrule
 
 from shared.recurrence.base import (
     _CALENDAR_CYCLE_YEARS,
@@ -18,12 +18,14 @@ from shared.recurrence.base import (
     _WEEK,
     SEARCH_HORIZON,
     Recurrence,
+    TooMuchWork,
     _horizon,
     _jump_near,
     _spend,
     _spending,
     _wall,
 )
+from shared.recurrence.dateutil_rules import single_rule
 from shared.timeutil import UTC, load_zone, resolve_local, utc_ms
 
 _RULE_KEYS = frozenset(
@@ -45,8 +47,13 @@ _RULE_KEYS = frozenset(
 )
 # Ranges RFC 5545 gives that dateutil does not check (it checks hours, minutes, seconds, setpos).
 _SIGNED_RANGES = {"BYMONTHDAY": 31, "BYYEARDAY": 366, "BYWEEKNO": 53}
-# dateutil's extension: days from Easter Sunday (0 is Easter itself).
-_EASTER_OFFSET = 365
+# dateutil's extension: days from Easter Sunday (0 is Easter itself). Easter falls from March 22
+# to April 25, so these stay in Easter's year whatever its date; a day further away is in the
+# year before or after for some Easter dates, which dateutil gets wrong (a day of the same year)
+# or cannot compute at all (an IndexError, in those years only).
+_EASTER_OFFSETS = range(-80, 251)
+# RRULE and EXRULE lines in one field: each is expanded for every occurrence.
+MAX_RULE_LINES = 10
 # One INTERVAL of these frequencies is a fixed length of wall time; a search may then restart
 # the rule a whole number of intervals later instead of walking it from its DTSTART.
 _FIXED_PERIODS = {
@@ -141,6 +148,10 @@ def parse_rrule(text: str, zone: tzinfo) -> RuleText:
             )
     if not rules and not rdates:
         raise ValueError("the rule needs FREQ=… (an RRULE) or RDATE dates")
+    if len(rules) + len(exrules) > MAX_RULE_LINES:
+        raise ValueError(
+            f"{len(rules) + len(exrules)} RRULE and EXRULE lines; at most {MAX_RULE_LINES}"
+        )
     return RuleText(
         tuple(rules),
         tuple(sorted(set(rdates))),
@@ -179,8 +190,13 @@ def _rule_part(value: str, zone: tzinfo, dtstart: datetime | None = None) -> Rul
             if number == 0 or abs(number) > bound:
                 raise ValueError(f"{key} values are from 1 to {bound} or -{bound} to -1")
     for item in _items(fields, "BYEASTER"):
-        if abs(_integer(item, "BYEASTER")) > _EASTER_OFFSET:
-            raise ValueError(f"BYEASTER values are days from Easter, -{_EASTER_OFFSET} to 365")
+        if _integer(item, "BYEASTER") not in _EASTER_OFFSETS:
+            first, last = _EASTER_OFFSETS[0], _EASTER_OFFSETS[-1]
+            raise ValueError(
+                f"BYEASTER {item}: days from Easter Sunday are {first} to {last}, which stay in "
+                "its year whatever its date (a day further away is in another year for some "
+                "Easter dates)"
+            )
     for item in _items(fields, "BYMONTH"):
         if not 1 <= _integer(item, "BYMONTH") <= 12:
             raise ValueError("BYMONTH values are from 1 to 12")
@@ -196,7 +212,9 @@ def _rule_part(value: str, zone: tzinfo, dtstart: datetime | None = None) -> Rul
                 raise ValueError(f"BYDAY {item!r}: no such weekday in the {freq.lower()[:-2]}")
     body = ";".join(f"{key}={item}" for key, item in fields.items())
     try:
-        _single_rule(body, datetime(2000, 1, 1))
+        single_rule(body, datetime(2000, 1, 1))
+    except TooMuchWork:
+        raise
     except (ValueError, TypeError, KeyError, IndexError) as exc:
         raise ValueError(f"{exc}") from None
     period = _FIXED_PERIODS.get(freq)
@@ -294,13 +312,6 @@ def _date_list(
     return instants, days
 
 
-def _single_rule(body: str, dtstart: datetime) -> rrule:
-    rule = rrulestr(body, dtstart=dtstart)
-    if not isinstance(rule, rrule):
-        raise ValueError(f"not a single rule: {body!r}")
-    return rule
-
-
 class RRuleRecurrence(Recurrence):
     """RFC 5545 rules over local wall times (python-dateutil), resolved to instants.
 
@@ -313,10 +324,10 @@ class RRuleRecurrence(Recurrence):
         self.zone = zone
         self.anchor_wall = anchor_wall.replace(microsecond=0)
         self.rules = [
-            (part, _single_rule(part.body, self._anchor(part))) for part in self.spec.rules
+            (part, single_rule(part.body, self._anchor(part))) for part in self.spec.rules
         ]
         self.exrules = [
-            (part, _single_rule(part.body, self._anchor(part))) for part in self.spec.exrules
+            (part, single_rule(part.body, self._anchor(part))) for part in self.spec.exrules
         ]
         self._per_cycle: dict[RulePart, int] = {}
 
@@ -410,6 +421,8 @@ class RRuleRecurrence(Recurrence):
                     best_stop = wall + _jump_near(self.zone, instant)
                 elif instant > end and best_stop is None:
                     best_stop = wall + _jump_near(self.zone, instant)
+        except TooMuchWork:
+            raise  # a ValueError too, but says nothing of the rule
         except ValueError:
             # dateutil finds some combinations empty only while iterating.
             return best
