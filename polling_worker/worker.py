@@ -32,6 +32,7 @@ from shared.metrics import (
     OCCURRENCES_SENT,
     PROCESSING,
     RETENTION_DELETED,
+    SCHEDULES_NOT_PLANNED,
     Heartbeat,
 )
 from shared.model import Schedule
@@ -43,6 +44,7 @@ from shared.ports import (
     Store,
     SystemClock,
 )
+from shared.recurrence import CPU_BUDGET_SECONDS, TooMuchWork
 from shared.settings import Settings
 from shared.timeutil import iso_z
 
@@ -54,6 +56,11 @@ SWEEP_BATCHES = 20
 # The writes after a claim are tried again until this long before its lease ends: another
 # poller may claim the schedules then.
 LEASE_MARGIN_SECONDS = 1.0
+# The CPU each claimed schedule's plan gets first; one that needs more (a rule costly to
+# compute) is planned after the others are sent, with CPU_BUDGET_SECONDS, and at most
+# COSTLY_PER_POLL such budgets are spent per poll.
+QUICK_PLAN_SECONDS = 0.05
+COSTLY_PER_POLL = 2
 
 
 @dataclass
@@ -62,6 +69,7 @@ class PollerStats:
     sent: int = 0
     skipped: int = 0
     lost_leases: int = 0
+    not_planned: int = 0
 
 
 class Poller:
@@ -156,11 +164,34 @@ class Poller:
         if not claimed:
             return 0
         self.stats.claimed += len(claimed)
-        plans: list[tuple[Schedule, DispatchPlan]] = []
         for schedule in claimed:
             if schedule.next_schedule_time is not None:
                 overdue = (now - schedule.next_schedule_time).total_seconds()
                 CLAIM_LAG.observe(max(0.0, overdue))
+        # A schedule whose times are costly to compute never holds back the others: each gets a
+        # short budget first, and those that need more are planned after the others are sent.
+        plans, costly = self._plan(claimed, now, horizon, QUICK_PLAN_SECONDS)
+        self._dispatch(plans, now, leased_until)
+        if costly:
+            plans, _ = self._plan(costly[:COSTLY_PER_POLL], now, horizon, CPU_BUDGET_SECONDS)
+            self._dispatch(plans, now, leased_until)
+            for schedule in costly[COSTLY_PER_POLL:]:
+                self._not_planned(schedule, "other costly schedules took this poll's budget")
+        PROCESSING.labels("poller", "poll").observe(time.perf_counter() - started)
+        return len(claimed)
+
+    def _plan(
+        self, claimed: list[Schedule], now: datetime, horizon: datetime, budget_seconds: float
+    ) -> tuple[list[tuple[Schedule, DispatchPlan]], list[Schedule]]:
+        """The plans of the schedules computable within ``budget_seconds`` of CPU each, and
+        the schedules that were not (left out of a first pass, to be planned with more).
+
+        A schedule that cannot be planned is logged and left as it is: it keeps its lease,
+        and is claimed again when the lease runs out."""
+        settings = self.settings
+        plans: list[tuple[Schedule, DispatchPlan]] = []
+        costly: list[Schedule] = []
+        for schedule in claimed:
             try:
                 plan = plan_dispatch(
                     schedule,
@@ -168,16 +199,44 @@ class Poller:
                     horizon,
                     settings.max_occurrences_per_claim,
                     timedelta(seconds=settings.misfire_threshold_seconds),
+                    budget_seconds,
                 )
-            except ValueError as exc:
-                log.error(
-                    "cannot compute occurrences: %s",
-                    exc,
-                    extra={"event": "schedule_broken", "schedule_id": schedule.schedule_id},
-                )
-                plan = DispatchPlan([], [], None, schedule.occurrence_count)
+            except TooMuchWork as exc:
+                if budget_seconds < CPU_BUDGET_SECONDS:
+                    costly.append(schedule)
+                else:
+                    self._not_planned(schedule, f"its next time is too costly: {exc}")
+                continue
+            except Exception as exc:
+                # Unreadable (stored by an older version?): it never holds back the others.
+                self._not_planned(schedule, f"cannot compute its occurrences: {exc!r}")
+                continue
             plans.append((schedule, plan))
             OCCURRENCES_MISSED.inc(plan.missed_count)
+        return plans, costly
+
+    def _not_planned(self, schedule: Schedule, why: str) -> None:
+        self.stats.not_planned += 1
+        SCHEDULES_NOT_PLANNED.inc()
+        log.error(
+            "schedule %s not dispatched: %s; tried again in %gs",
+            schedule.schedule_id,
+            why,
+            self.settings.poller_lease_seconds,
+            extra={
+                "event": "schedule_not_planned",
+                "tenant": schedule.tenant,
+                "schedule_id": schedule.schedule_id,
+            },
+        )
+
+    def _dispatch(
+        self, plans: list[tuple[Schedule, DispatchPlan]], now: datetime, leased_until: float
+    ) -> None:
+        """Send the planned occurrences, record the skips, then advance the schedules (the
+        store's writes tried again until ``leased_until``, monotonic)."""
+        if not plans:
+            return
         messages = [
             OutgoingMessage(
                 encode_occurrence(occurrence), self._delay(occurrence.scheduled_time, now)
@@ -197,7 +256,7 @@ class Poller:
             self.stats.skipped += len(skips)
         # One batch for the claim (one transaction on SQLite), each under its own guard.
         advances = [
-            Advance(claimed, plan.next_schedule_time, plan.occurrence_count)
+            Advance(claimed, plan.next_schedule_time, plan.occurrence_count, plan.sent_ahead)
             for claimed, plan in plans
         ]
         applied = self.backoff.call(
@@ -223,8 +282,6 @@ class Poller:
                     "advanced": advanced,
                 },
             )
-        PROCESSING.labels("poller", "poll").observe(time.perf_counter() - started)
-        return len(claimed)
 
     def _delay(self, scheduled_time: datetime, now: datetime) -> float:
         """Whole seconds (as SQS counts them) so the message arrives a little before its time."""

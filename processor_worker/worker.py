@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from shared.backoff import Backoff
-from shared.errors import PoisonMessage, Transient
+from shared.errors import Transient
 from shared.lifecycle import Shutdown
 from shared.messages import DefinitionMutation, decode_mutation
 from shared.metrics import MUTATIONS, PROCESSING, Heartbeat
@@ -93,10 +93,13 @@ class Processor:
         for message in messages:
             try:
                 mutation = decode_mutation(message.body, self.secrets)
+                # Within the CPU budget (TooMuchWork is a ValueError).
                 next_time = first_occurrence(
                     mutation.definition.timing, mutation.accepted_at, mutation.schedule_id
                 )
-            except (PoisonMessage, ValueError) as exc:
+            except Exception as exc:
+                # Undecodable, or its time cannot be computed (whatever the library raised):
+                # it never holds back the mutations beside it.
                 log.error("poison message on queue 1: %s", exc, extra={"event": "poison_message"})
                 self.dead_letters.send([OutgoingMessage(message.body)])
                 self.stats.poisoned += 1

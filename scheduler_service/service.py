@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import itertools
 import logging
 import secrets
 import threading
@@ -41,6 +40,7 @@ from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 from shared.describe import describe
+from shared.dispatch import next_fire_time
 from shared.errors import InvalidInput, NotFound, SchedulerError
 from shared.messages import DefinitionMutation, encode_mutation, encode_occurrence
 from shared.model import (
@@ -88,9 +88,6 @@ log = logging.getLogger(__name__)
 RESEND_AFTER = timedelta(seconds=30)
 # A quota reservation whose mutation the store has not seen after this long no longer counts.
 SLOT_TTL = timedelta(hours=1)
-# How many occurrences are counted to tell whether one still ahead of a schedule that has used
-# up its max_occurrences was among those sent; past it, it is taken as sent.
-MAX_COUNT_WALK = 10_000
 # A backfill's range: at most this long, holding at most this many occurrences.
 MAX_BACKFILL_DAYS = 366
 MAX_BACKFILL_OCCURRENCES = 1000
@@ -345,15 +342,19 @@ class ScheduleService:
             "retry": definition.retry,
             "on_failure": definition.on_failure,
         }
-        recurrence, errors = self._domain_checks(parts, now, schedule_id)
-        late: dict[str, str] = {}
-        if recurrence is not None and not fire_if_past:
-            late = self._passed(definition.timing, recurrence, now)
-        if errors or recurrence is None:
-            raise InvalidInput({**errors, **late})
-        # The recurrence the checks built: a schedule's first time comes from it.
-        with cpu_budget():
-            next_time = recurrence.first_fire(now)
+        # The checks and the first time share one budget.
+        try:
+            with cpu_budget():
+                recurrence, errors = self._domain_checks(parts, now, schedule_id)
+                late: dict[str, str] = {}
+                if recurrence is not None and not fire_if_past:
+                    late = self._passed(definition.timing, recurrence, now)
+                if errors or recurrence is None:
+                    raise InvalidInput({**errors, **late})
+                # The recurrence the checks built: a schedule's first time comes from it.
+                next_time = recurrence.first_fire(now)
+        except TooMuchWork as exc:
+            raise InvalidInput({f"schedule.{definition.timing.kind}": str(exc)}) from None
         if idempotency is not None:
             recorded = self.store.get_idempotency_record(tenant, idempotency.key, now)
             if recorded is not None:
@@ -510,16 +511,22 @@ class ScheduleService:
         schedule = self.get(tenant, schedule_id)
         if schedule.status is ScheduleStatus.PAUSED:
             now = self.clock.now()
-            recurrence = build_recurrence(
-                schedule.live_definition.timing, schedule.accepted_at, schedule_id
-            )
+            timing = schedule.live_definition.timing
             candidate = schedule.next_schedule_time
-            with cpu_budget():
-                next_time = (
-                    candidate
-                    if candidate is not None and candidate >= now
-                    else recurrence.first_at_or_after(now)
-                )
+            if candidate is not None and candidate >= now:
+                next_time: datetime | None = candidate
+            else:
+                try:
+                    with cpu_budget():
+                        recurrence = build_recurrence(timing, schedule.accepted_at, schedule_id)
+                        next_time = recurrence.first_at_or_after(now)
+                except ValueError as exc:  # too costly (TooMuchWork), or no longer readable
+                    raise InvalidInput(
+                        {
+                            f"schedule.{timing.kind}": "cannot resume: its next time cannot be "
+                            f"computed ({exc}); replace the schedule"
+                        }
+                    ) from None
             self.store.apply_state(
                 tenant, schedule_id, self.revisions.next(), ScheduleStatus.ACTIVE, next_time, now
             )
@@ -579,31 +586,24 @@ class ScheduleService:
         if errors:
             raise InvalidInput(errors)
         definition = schedule.live_definition
-        recurrence = build_recurrence(definition.timing, schedule.accepted_at, schedule_id)
-        # The times of the timing without its bounds: those outside them are left out, and said.
-        moments: list[datetime] = []
-        moment = recurrence.inner.first_at_or_after(start)
-        while moment is not None and moment < end:
-            if len(moments) == MAX_BACKFILL_OCCURRENCES:
-                raise InvalidInput(
-                    {
-                        "from": f"the range holds more than {MAX_BACKFILL_OCCURRENCES} "
-                        "occurrences; split it"
-                    }
-                )
-            moments.append(moment)
-            moment = recurrence.inner.next_after(moment)
         limit = definition.timing.max_occurrences
+        # One budget for the range's times and for where max_occurrences ends.
         try:
             with cpu_budget():
-                outside = outside_bounds(recurrence, schedule.accepted_at, limit, moments)
-        except TooMuchWork:
-            raise InvalidInput(
-                {
-                    "from": f"max_occurrences ({limit}) counts from the schedule's first "
-                    "occurrence: too many of them lie before this range to count in time"
-                }
-            ) from None
+                recurrence = build_recurrence(definition.timing, schedule.accepted_at, schedule_id)
+                moments = _times_between(recurrence, start, end)
+                try:
+                    outside = outside_bounds(recurrence, schedule.accepted_at, limit, moments)
+                except TooMuchWork:
+                    raise InvalidInput(
+                        {
+                            "from": f"max_occurrences ({limit}) counts from the schedule's "
+                            "first occurrence: too many of them lie before this range to count "
+                            "in time"
+                        }
+                    ) from None
+        except TooMuchWork as exc:
+            raise InvalidInput({"from": f"the range is too costly to compute: {exc}"}) from None
         # A record's scheduled time is when it fired: up to the jitter after its nominal time.
         jitter = timedelta(seconds=definition.jitter_seconds)
         recorded = self._records_between(tenant, schedule_id, start, end + jitter)
@@ -726,9 +726,9 @@ class ScheduleService:
         )
 
     def next_fire_time(self, schedule: Schedule) -> datetime | None:
-        """When the schedule fires next, as of now (see ``next_fire_time``)."""
-        lookahead = timedelta(seconds=self.settings.lookahead_seconds)
-        return next_fire_time(schedule, self.clock.now(), lookahead)
+        """When the schedule fires next, as of now, as the store keeps it
+        (``shared.dispatch.next_fire_time``: nothing is computed)."""
+        return next_fire_time(schedule, self.clock.now())
 
     def list_schedules(
         self, tenant: str, query: ScheduleFilter, limit: int, cursor: str | None
@@ -781,6 +781,25 @@ def _search_back(moment: datetime) -> datetime:
         raise InvalidInput({"before": "too early: after the year 9"}) from None
 
 
+def _times_between(recurrence: Bounded, start: datetime, end: datetime) -> list[datetime]:
+    """The times of the timing in ``[start, end)`` without its bounds (those outside them are
+    left out of a backfill, and said); ``InvalidInput`` naming ``from`` if there are more than
+    ``MAX_BACKFILL_OCCURRENCES``."""
+    moments: list[datetime] = []
+    moment = recurrence.inner.first_at_or_after(start)
+    while moment is not None and moment < end:
+        if len(moments) == MAX_BACKFILL_OCCURRENCES:
+            raise InvalidInput(
+                {
+                    "from": f"the range holds more than {MAX_BACKFILL_OCCURRENCES} "
+                    "occurrences; split it"
+                }
+            )
+        moments.append(moment)
+        moment = recurrence.inner.next_after(moment)
+    return moments
+
+
 def outside_bounds(
     recurrence: Bounded, accepted_at: datetime, limit: int | None, moments: list[datetime]
 ) -> dict[datetime, str]:
@@ -808,38 +827,6 @@ def outside_bounds(
         elif last is not None and moment > last:
             outside[moment] = f"beyond max_occurrences ({limit}), the last was {iso_z(last)}"
     return outside
-
-
-def next_fire_time(schedule: Schedule, now: datetime, lookahead: timedelta) -> datetime | None:
-    """The next time the schedule fires, which is not its dispatch cursor.
-
-    The stored ``next_schedule_time`` is how far the poller has sent occurrences: it sends those
-    due within ``lookahead`` ahead of their time and moves the cursor past them. So the next fire
-    is the first occurrence from now on when it is before the cursor (already sent, not yet
-    due), else the cursor itself (also when it is overdue: it fires as soon as it is sent). A
-    schedule with no cursor has nothing left to send, but what the last advance sent (at most
-    ``lookahead`` after it) may still be ahead. A paused schedule fires nothing.
-    """
-    if schedule.status not in (ScheduleStatus.ACTIVE, ScheduleStatus.COMPLETED):
-        return None
-    cursor = schedule.next_schedule_time
-    if cursor is not None and (cursor <= now or schedule.occurrence_count == 0):
-        return cursor  # overdue, or nothing sent yet
-    if cursor is None and schedule.updated_at + lookahead < now:
-        return None
-    timing = schedule.live_definition.timing
-    recurrence = build_recurrence(timing, schedule.accepted_at, schedule.schedule_id)
-    ahead = recurrence.first_at_or_after(max(now, schedule.accepted_at))
-    if ahead is None or (cursor is not None and ahead >= cursor):
-        return cursor
-    if cursor is None and timing.max_occurrences is not None:
-        # The schedule stopped at its max_occurrences: was this one among them?
-        counted = itertools.islice(
-            recurrence.upcoming(schedule.accepted_at, timing.max_occurrences), MAX_COUNT_WALK
-        )
-        if all(moment < ahead for moment in counted) and timing.max_occurrences <= MAX_COUNT_WALK:
-            return None
-    return ahead
 
 
 __all__ = ["InvalidInput", "ScheduleService"]

@@ -1,8 +1,9 @@
-"""The poller's decision for one claimed schedule: which occurrences to send, which were missed.
+"""The poller's decision for one claimed schedule: which occurrences to send, which were missed;
+and, from what that decision keeps, when a schedule fires next.
 
 Pure domain logic: given the schedule, the current time and the look-ahead horizon, it walks the
-occurrences from ``next_schedule_time`` and says what to enqueue, what to record as skipped and
-where ``next_schedule_time`` moves to.
+occurrences from ``next_schedule_time`` and says what to enqueue, what to record as skipped,
+where ``next_schedule_time`` moves to and which times sent are still to come.
 """
 
 from __future__ import annotations
@@ -11,12 +12,16 @@ import hashlib
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from shared.model import MisfirePolicy, Occurrence, Schedule, occurrence_id
-from shared.recurrence import build_recurrence, cpu_budget
+from shared.model import MisfirePolicy, Occurrence, Schedule, ScheduleStatus, occurrence_id
+from shared.recurrence import CPU_BUDGET_SECONDS, TooMuchWork, build_recurrence, cpu_budget
 
 # How many missed occurrences one claim walks through; a longer outage is worked off over
 # several polls.
 MAX_MISSED_WALK = 10_000
+# How many sent occurrences may still be to come, per schedule. The store keeps their times
+# (``Schedule.sent_ahead``) so that a read shows the next fire without computing the rule; a
+# schedule firing more often than this within the look-ahead is sent this far ahead only.
+MAX_SENT_AHEAD = 100
 
 
 def fire_time(occurrence_id: str, nominal: datetime, jitter_seconds: float) -> datetime:
@@ -43,6 +48,8 @@ class DispatchPlan:
     next_schedule_time: datetime | None
     occurrence_count: int
     missed_count: int = 0
+    # The nominal times sent that are still to come: ``Schedule.sent_ahead`` after the advance.
+    sent_ahead: tuple[datetime, ...] = ()
 
 
 def plan_dispatch(
@@ -51,6 +58,7 @@ def plan_dispatch(
     horizon: datetime,
     max_to_send: int,
     misfire_threshold: timedelta,
+    budget_seconds: float = CPU_BUDGET_SECONDS,
 ) -> DispatchPlan:
     """Walk the occurrences of a due schedule up to ``horizon``.
 
@@ -59,8 +67,25 @@ def plan_dispatch(
     accepted after it had passed (that one fires, whatever the policy). Missed occurrences
     follow the schedule's misfire policy: ``fire_all`` sends each, ``fire_once`` sends the most
     recent and skips the others, ``skip`` skips them all. At most ``max_to_send`` occurrences
-    are sent per claim; the rest wait for the next poll.
+    are sent per claim, and no more than ``MAX_SENT_AHEAD`` are ever still to come: the rest
+    wait for a later poll.
+
+    The whole walk gets ``budget_seconds`` of CPU (``cpu_budget``). A walk that runs out of it
+    keeps what it found: the last occurrence it found is not sent but becomes the new
+    ``next_schedule_time``, from which the next poll goes on; ``TooMuchWork`` if it found none
+    past ``next_schedule_time``.
     """
+    with cpu_budget(budget_seconds):
+        return _plan(schedule, now, horizon, max_to_send, misfire_threshold)
+
+
+def _plan(
+    schedule: Schedule,
+    now: datetime,
+    horizon: datetime,
+    max_to_send: int,
+    misfire_threshold: timedelta,
+) -> DispatchPlan:
     definition = schedule.live_definition
     recurrence = build_recurrence(definition.timing, schedule.accepted_at, schedule.schedule_id)
     limit = definition.timing.max_occurrences
@@ -80,15 +105,18 @@ def plan_dispatch(
             occurrence_id=nominal_id,
         )
 
-    to_send: list[Occurrence] = []
+    sent_before = tuple(moment for moment in schedule.sent_ahead if moment >= now)
+    to_send: list[datetime] = []
     missed: list[datetime] = []
     count = schedule.occurrence_count
     moment = schedule.next_schedule_time
     walked = 0
+    cut_short = False
     while (
         moment is not None
         and moment <= horizon
         and len(to_send) < max_to_send
+        and len(sent_before) + len(to_send) < MAX_SENT_AHEAD
         and (limit is None or count + len(to_send) < limit)
         and walked < MAX_MISSED_WALK
     ):
@@ -98,24 +126,32 @@ def plan_dispatch(
         else:
             if missed:
                 break
-            to_send.append(occurrence(moment))
-        with cpu_budget():
+            to_send.append(moment)
+        try:
             moment = recurrence.next_after(moment)
+        except TooMuchWork:
+            if walked == 1:
+                raise
+            # Out of budget: the last one found is not sent; the next poll goes on from it.
+            # (A walk adds to ``missed`` until the first it sends, then only to ``to_send``.)
+            moment = (to_send or missed).pop()
+            cut_short = True
+            break
 
     skipped: list[SkippedOccurrence] = []
     # The walk stopped while still in the missed stretch: it goes on at the next poll.
-    stretch_goes_on = walked >= MAX_MISSED_WALK and not to_send
+    stretch_goes_on = (walked >= MAX_MISSED_WALK or cut_short) and not to_send
     if missed:
         missed_ones = [occurrence(item) for item in missed]
         if policy is MisfirePolicy.FIRE_ALL:
             allowed = max_to_send if limit is None else min(max_to_send, limit - count)
-            to_send = missed_ones[:allowed]
+            to_send = missed[:allowed]
             moment = missed[len(to_send)] if len(to_send) < len(missed) else moment
         elif policy is MisfirePolicy.FIRE_ONCE and stretch_goes_on:
             reason = "missed; fire_once runs the last occurrence of the stretch"
             skipped = [SkippedOccurrence(item, reason) for item in missed_ones]
         elif policy is MisfirePolicy.FIRE_ONCE:
-            to_send = [missed_ones[-1]]
+            to_send = [missed[-1]]
             reason = f"missed; fire_once ran {missed_ones[-1].occurrence_id} instead"
             skipped = [SkippedOccurrence(item, reason) for item in missed_ones[:-1]]
         else:
@@ -126,9 +162,27 @@ def plan_dispatch(
     if limit is not None and count >= limit:
         moment = None
     return DispatchPlan(
-        to_send=to_send,
+        to_send=[occurrence(item) for item in to_send],
         skipped=skipped,
         next_schedule_time=moment,
         occurrence_count=count,
         missed_count=len(missed),
+        sent_ahead=sent_before + tuple(item for item in to_send if item >= now),
     )
+
+
+def next_fire_time(schedule: Schedule, now: datetime) -> datetime | None:
+    """The next time the schedule fires as of ``now``, which is not its dispatch cursor, read
+    from what the store keeps (no rule is computed: a read costs the same whatever the rule).
+
+    ``next_schedule_time`` is how far the poller has sent occurrences: the next fire is the
+    first of those it sent that is still to come (``sent_ahead``, all of them, earliest first),
+    else the cursor itself (also when it is overdue: it fires as soon as it is sent; ``None``
+    when the schedule has sent its last). A paused schedule fires nothing.
+    """
+    if schedule.status not in (ScheduleStatus.ACTIVE, ScheduleStatus.COMPLETED):
+        return None
+    for moment in schedule.sent_ahead:
+        if moment >= now:
+            return moment
+    return schedule.next_schedule_time

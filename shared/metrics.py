@@ -80,6 +80,11 @@ OCCURRENCES_MISSED = Counter(
     "scheduler_poller_occurrences_missed_total",
     "Occurrences found overdue beyond the misfire threshold (handled by the misfire policy).",
 )
+SCHEDULES_NOT_PLANNED = Counter(
+    "scheduler_poller_schedules_not_planned_total",
+    "Claimed schedules whose occurrences could not be computed (unreadable, or beyond the CPU "
+    "budget); each is claimed again when its lease runs out.",
+)
 MUTATIONS = Counter(
     "scheduler_processor_mutations_total",
     "Mutations taken from queue 1, by result.",

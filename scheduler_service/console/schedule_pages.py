@@ -29,7 +29,7 @@ from scheduler_service.views import execution_view, schedule_view, time_pair
 from shared.errors import InvalidInput, NotFound
 from shared.model import Schedule, ScheduleStatus
 from shared.ports import ScheduleFilter, ScheduleOrder
-from shared.recurrence import build_recurrence
+from shared.recurrence import upcoming_for_a_page
 from shared.timeutil import UTC, parse_iso, utc_ms
 
 RUNS_SHOWN = 25
@@ -216,8 +216,8 @@ def next_times(schedule: Schedule, now: datetime) -> list[dict[str, str | None]]
     if schedule.status is ScheduleStatus.COMPLETED:
         return []
     timing = schedule.live_definition.timing
-    recurrence = build_recurrence(timing, schedule.accepted_at, schedule.schedule_id)
-    return [time_pair(moment, timing.timezone) for moment in recurrence.upcoming(now, NEXT_TIMES)]
+    times = upcoming_for_a_page(timing, schedule.accepted_at, now, NEXT_TIMES, schedule.schedule_id)
+    return [time_pair(moment, timing.timezone) for moment in times]
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,9 @@ from shared.recurrence.intervals import (
 from shared.recurrence.rrule import RRuleRecurrence, RulePart, RuleText, parse_rrule
 from shared.timeutil import UTC, load_zone, utc_ms
 
+# The CPU a page (the console's schedule) may spend on showing a schedule's next times.
+PAGE_BUDGET_SECONDS = 0.05
+
 
 class Bounded(Recurrence):
     """Another recurrence limited to ``[start, end]`` and to ``max_occurrences`` occurrences."""
@@ -167,6 +170,27 @@ def upcoming(
         return list(recurrence.upcoming(accepted_at, count))
 
 
+def upcoming_for_a_page(
+    timing: Timing,
+    accepted_at: datetime,
+    moment: datetime,
+    count: int,
+    schedule_id: str | None = None,
+) -> list[datetime]:
+    """The first ``count`` occurrences from ``moment`` of a schedule accepted at
+    ``accepted_at``, for a page that shows what it can: those found within
+    ``PAGE_BUDGET_SECONDS`` of CPU (none for a timing that cannot be read)."""
+    found: list[datetime] = []
+    try:
+        with cpu_budget(PAGE_BUDGET_SECONDS):
+            recurrence = build_recurrence(timing, accepted_at, schedule_id)
+            for occurrence in recurrence.upcoming(moment, count):
+                found.append(occurrence)
+    except (ValueError, TypeError, OverflowError, IndexError):
+        pass  # TooMuchWork is a ValueError
+    return found
+
+
 def previous(
     timing: Timing, moment: datetime, count: int, schedule_id: str | None = None
 ) -> list[datetime]:
@@ -204,5 +228,6 @@ __all__ = [
     "parse_rrule",
     "previous",
     "upcoming",
+    "upcoming_for_a_page",
     "wall_in",
 ]

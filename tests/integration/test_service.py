@@ -27,6 +27,7 @@ from scheduler_service.service import (
     ScheduleService,
 )
 from shared.backends import Backends, open_backends
+from shared.dispatch import plan_dispatch
 from shared.errors import InvalidInput, NotFound
 from shared.messages import decode_occurrence
 from shared.model import (
@@ -338,7 +339,13 @@ def test_a_cron_line_with_h_has_a_next_time_and_backfills(parts: Parts) -> None:
     first = stored.next_schedule_time
     assert first is not None
     # As the poller leaves it once it has sent the first occurrence: the cursor a day on.
-    sent = stored.evolve(occurrence_count=1, next_schedule_time=first + timedelta(days=1))
+    plan = plan_dispatch(stored, parts.clock.now(), first, 100, timedelta(seconds=5))
+    assert plan.next_schedule_time == first + timedelta(days=1)
+    sent = stored.evolve(
+        occurrence_count=plan.occurrence_count,
+        next_schedule_time=plan.next_schedule_time,
+        sent_ahead=plan.sent_ahead,
+    )
     assert parts.service.next_fire_time(sent) == first
     parts.clock.at = first + timedelta(days=1, hours=1)
     done = parts.service.backfill("t1", "spread", NOW, parts.clock.at, MisfirePolicy.FIRE_ALL)
