@@ -166,16 +166,17 @@ def measure(case: str, reads: int, timeout: float) -> dict[str, Any]:
     return {"case": case, **figures, "wall_s": time.perf_counter() - started, "killed": False}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per case")
     parser.add_argument("--reads", type=int, default=5, help="list reads (the median is shown)")
     parser.add_argument("--case", choices=sorted(CASES), help=argparse.SUPPRESS)
     parser.add_argument("--json", type=Path, help="also write the figures here as JSON")
-    arguments = parser.parse_args()
+    arguments = parser.parse_args(argv)
     if arguments.case:
-        print(json.dumps(run_case(arguments.case, arguments.reads)))
-        return
+        figures = run_case(arguments.case, arguments.reads)
+        print(json.dumps(figures))
+        return figures
     results = [measure(case, arguments.reads, arguments.timeout) for case in CASES]
     rows = [
         (
@@ -188,6 +189,7 @@ def main() -> None:
     print(table(["case", "answer", "request CPU (s)"], rows))
     figures = {"timeout_s": arguments.timeout, "reads": arguments.reads, "cases": results}
     report("costly_rules", figures, arguments.json)
+    return figures
 
 
 if __name__ == "__main__":

@@ -10,7 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from bench import bodies, console, creation, dispatch, firing, storage, store_rounds
+from bench import (
+    bodies,
+    console,
+    costly_rules,
+    creation,
+    dispatch,
+    firing,
+    storage,
+    store_rounds,
+)
 from tests.support.peers import Peer
 
 pytestmark = pytest.mark.slow
@@ -149,3 +158,11 @@ def test_bodies() -> None:
     statuses = {(item["shape"], item["in"]): item["status"] for item in result["results"]}
     assert statuses[("escaped quotes, unclosed", "body")] == 400
     assert statuses[("empty arrays", "payload.body")] == 202
+
+
+def test_costly_rules() -> None:
+    result = costly_rules.main(["--reads", "1"])
+    answers = {item["case"]: item["status"] for item in result["cases"]}
+    assert answers["list of 45 costly schedules"] == 200
+    assert answers["FREQ=DAILY;BYEASTER=365"] == 400
+    assert not any(item["killed"] for item in result["cases"])
