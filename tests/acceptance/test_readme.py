@@ -9,7 +9,8 @@ the operator's command line, and the ``.env`` docker compose reads. ``scripts/te
 out (it is this suite), and so is what needs a Docker engine (checked by
 ``tests/unit/test_deployment.py``); every block of the README is accounted for below. The
 install reaches the package registry; everything after it runs in a network namespace of its
-own, where the README's fixed ports are free and only loopback exists.
+own, where the README's fixed ports are free and only loopback exists. "Running on MongoDB and
+SQS" runs on its own, its placeholders filled with the wire peers.
 """
 
 from __future__ import annotations
@@ -18,18 +19,24 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
+import time
+import uuid
 from pathlib import Path
 from typing import Any
 
+import pymongo
 import pytest
 
 from execution_worker.notifier import DEAD_LETTERED, FailureEvent
 from shared.model import FailureHook
 from shared.settings import Settings
 from shared.timeutil import parse_iso
+from tests.support import peers
+from tests.support.processes import COMPONENTS, free_port, http_json, wait_until_healthy
 
 pytestmark = pytest.mark.slow
 
@@ -44,8 +51,8 @@ NOT_RUN = {
     "docker compose up": "needs a Docker engine: tests/unit/test_deployment.py reads compose",
     "docker compose logs -f receiver": "compose's receiver: tests/unit/test_deployment.py",
     "docker compose up -d mongo localstack": "needs a Docker engine",
-    "export SCHEDULER_STORE_URL=mongodb://db.example.com": "production placeholders: "
-    "tests/acceptance/test_processes.py runs the four components on MongoDB and SQS",
+    "export SCHEDULER_STORE_URL=mongodb://db.example.com": "its placeholders filled: "
+    "test_the_production_block_runs_on_mongodb_and_sqs",
     "client ─HTTP─▶ API": "a diagram",
 }
 
@@ -253,3 +260,76 @@ def test_the_readme_documents_the_blueprint_date_format() -> None:
     api = section("The API")
     assert "`start_date` and `end_date` are MM/DD/YYYY" in api
     assert '"start_date": "05/02/2027"' in one(blocks(api, "json"), "start_date")
+
+
+def test_the_production_block_runs_on_mongodb_and_sqs(
+    tmp_path: Path,
+    nx_27017: peers.Peer,
+    localstack: peers.Peer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ "Running on MongoDB and SQS", its placeholders filled with the wire peers (and a database
+    and queues of this test's own): the four commands start, serve and stop."""
+    block = one(blocks(section("Running on MongoDB and SQS"), "sh"), "SCHEDULER_STORE_URL")
+    lines = bare(block).splitlines()
+    exports = [line for line in lines if line.startswith("export ")]
+    commands = [line for line in lines if not line.startswith("export ")]
+    assert commands == [f"scheduler {name}" for name in COMPONENTS]
+    filled = [
+        line.replace("mongodb://db.example.com:27017/?replicaSet=rs0", nx_27017.url)
+        .replace("sqs://?region=eu-west-1", f"sqs+{localstack.url}?region={peers.REGION}")
+        .replace("whsec_…", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+        .replace("…", peers.SECRET_KEY)
+        for line in exports
+    ]
+    assert not [line for line in filled if "…" in line or "example.com" in line]
+    peers.fake_aws(monkeypatch, tmp_path)
+    suffix = uuid.uuid4().hex[:8]
+    port = free_port()
+    own = {
+        "SCHEDULER_PORT": str(port),
+        "SCHEDULER_API_WORKERS": "1",
+        "SCHEDULER_MONGO_DATABASE": f"scheduler_test_{suffix}",
+        "SCHEDULER_MUTATIONS_QUEUE": f"mutations-{suffix}",
+        "SCHEDULER_OCCURRENCES_QUEUE": f"occurrences-{suffix}",
+        "SCHEDULER_DEAD_LETTER_QUEUE": f"dead-letters-{suffix}",
+        "SCHEDULER_LOG_FORMAT": "text",
+    }
+    environ = {
+        **{name: value for name, value in os.environ.items() if not name.startswith("SCHEDULER_")},
+        **own,
+    }
+    executable = Path(sys.executable).parent / "scheduler"
+    started: dict[str, subprocess.Popen[bytes]] = {}
+    try:
+        for command in commands:
+            name = command.split()[1]
+            with (tmp_path / f"{name}.log").open("wb") as log:
+                started[name] = subprocess.Popen(
+                    ["bash", "-c", " && ".join([*filled, f"exec {executable} {name}"])],
+                    env=environ,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                )
+        wait_until_healthy(f"http://127.0.0.1:{port}", timeout=60)
+        status, ready = http_json("GET", f"http://127.0.0.1:{port}/readyz")
+        assert status == 200, ready
+        # Keys are the default outside scheduler dev: no key, no schedules.
+        status, _ = http_json("GET", f"http://127.0.0.1:{port}/scheduler-service/v1/schedules")
+        assert status == 401
+        for name in COMPONENTS[1:]:
+            deadline = time.monotonic() + 60
+            while f"{name} started" not in (tmp_path / f"{name}.log").read_text():
+                assert started[name].poll() is None, (tmp_path / f"{name}.log").read_text()
+                assert time.monotonic() < deadline, name
+                time.sleep(0.1)
+    finally:
+        for process in started.values():
+            process.send_signal(signal.SIGTERM)
+        codes = {name: process.wait(60) for name, process in started.items()}
+        client: pymongo.MongoClient[dict[str, Any]] = pymongo.MongoClient(nx_27017.url)
+        client.drop_database(own["SCHEDULER_MONGO_DATABASE"])
+        client.close()
+    assert set(codes.values()) == {0}, {
+        n: (tmp_path / f"{n}.log").read_text()[-2000:] for n in codes
+    }
