@@ -230,6 +230,20 @@ def test_the_top_level_help_lists_every_command_in_plain_text(
         assert f"\n    {command} " in text
 
 
+def test_dev_help_says_what_it_runs_and_shows_every_default(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as shown:
+        main(["dev", "--help"])
+    assert shown.value.code == 0
+    text = " ".join(capfd.readouterr().out.split())
+    for words in ("the API", "the processor, the poller and the executor", "SQLite", "Ctrl-C"):
+        assert words in text, words
+    for default in ("(default: 127.0.0.1)", "(default: 8080)", "(default: scheduler-data)"):
+        assert default in text, default
+    assert "0700" in text
+
+
 def test_keys_outside_the_data_folder_refuse_and_create_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
