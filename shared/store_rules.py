@@ -2,7 +2,7 @@
 
 Each store adapter (``shared.adapters``) states these rules in its own terms (a guard of an
 update, a ``WHERE`` clause, a branch); the functions here are what they mean, so an adapter
-does not re-encode them, and the contract suite (``tests/integration/test_store_contract.py``)
+does not re-encode them, and the contract suite (``tests/integration/store/test_store_contract.py``)
 checks that every adapter keeps them.
 """
 

@@ -1,7 +1,7 @@
 """docker-compose.yml, the Dockerfile and deploy/, checked without Docker (CI has no engine):
 images and versions are the ones the tests run, queues and settings match, every command
-exists, healthchecks can fail. tests/integration/test_compose_localstack.py runs the SQS image's
-runtime, init hook and healthcheck without Docker."""
+exists, healthchecks can fail. tests/integration/deploy/test_compose_without_docker.py runs the SQS
+image's runtime, init hook and healthcheck without Docker."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY
 
-from tests.integration.test_pipeline_embedded import every_second_body
+from tests.integration.pipeline.test_embedded import every_second_body
 from tests.support.harness import API, Pipeline, running_pipeline, sqlite_settings
 from tests.support.receiver import running_receiver
 

@@ -24,7 +24,7 @@ from shared.adapters.sqlite_queue import SqliteQueue
 from shared.messages import DefinitionMutation, encode_mutation
 from shared.model import AttemptOutcome, ExecutionStatus, ScheduleStatus
 from shared.ports import Advance, OutgoingMessage
-from tests.integration.test_store_contract import (
+from tests.integration.store.test_store_contract import (
     I0,
     MINUTE,
     SECOND,

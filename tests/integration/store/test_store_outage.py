@@ -25,7 +25,7 @@ from shared.lifecycle import Shutdown
 from shared.messages import DefinitionMutation, decode_occurrence, encode_mutation
 from shared.model import Payload, ScheduleDefinition, Timing
 from shared.ports import Advance, OutgoingMessage
-from tests.integration.test_store_contract import TENANT, definition
+from tests.integration.store.test_store_contract import TENANT, definition
 from tests.support.harness import TEST_SECRETS, sqlite_settings
 from tests.support.peers import mongo_url_for
 

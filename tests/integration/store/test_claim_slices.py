@@ -25,7 +25,7 @@ from pymongo import monitoring
 from shared.adapters import mongo_store
 from shared.adapters.mongo_store import MongoStore
 from shared.ports import Advance
-from tests.integration.test_store_contract import MINUTE, T0, TENANT, definition
+from tests.integration.store.test_store_contract import MINUTE, T0, TENANT, definition
 from tests.support.harness import TEST_SECRETS
 from tests.support.peers import MONGO_URL, mongo_url_for
 

@@ -16,7 +16,7 @@ from shared.model import (
     revision_at,
 )
 from shared.ports import Store
-from tests.integration.test_store_contract import (
+from tests.integration.store.test_store_contract import (
     MINUTE,
     T0,
     TENANT,

@@ -22,7 +22,7 @@ from scheduler_service.console.presenting import relative, status_word, wall
 from shared.model import AttemptOutcome, ExecutionStatus, Occurrence
 from shared.ports import Advance
 from shared.timeutil import UTC, iso_z
-from tests.integration.test_console import (
+from tests.integration.console.test_console import (
     ACME_KEY,
     CONFIRMED,
     GLOBEX_KEY,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from shared.adapters.sqlite_db import SqliteDatabase
 from shared.adapters.sqlite_store import SqliteStore
-from tests.integration.test_store_contract import MINUTE, SECOND, T0, TENANT, create
+from tests.integration.store.test_store_contract import MINUTE, SECOND, T0, TENANT, create
 from tests.support.harness import TEST_SECRETS
 
 

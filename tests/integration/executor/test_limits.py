@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from shared.model import ExecutionStatus
-from tests.integration.test_guarantees import at_in, create, eventually, final_status
-from tests.integration.test_pipeline_embedded import lateness
+from tests.integration.pipeline.test_embedded import lateness
+from tests.integration.pipeline.test_guarantees import at_in, create, eventually, final_status
 from tests.support.harness import API, running_pipeline, sqlite_settings
 from tests.support.receiver import Call, running_receiver
 

@@ -10,7 +10,7 @@ from datetime import timedelta
 
 from shared.model import AttemptOutcome, ExecutionStatus, ScheduleStatus
 from shared.ports import Advance, Store
-from tests.integration.test_store_contract import (
+from tests.integration.store.test_store_contract import (
     MINUTE,
     SECOND,
     T0,

@@ -23,7 +23,7 @@ from shared.adapters.sqs_queue import SqsQueue, sqs_client
 from shared.settings import Settings
 from tests.support import peers
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DEPLOY = ROOT / "deploy" / "localstack"
 REGION = "us-east-1"
 # Where the image listens and the name compose gives it: replaced by loopback and a free port.

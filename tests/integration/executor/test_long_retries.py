@@ -16,7 +16,7 @@ from shared.messages import decode_occurrence, encode_occurrence
 from shared.model import Occurrence
 from shared.ports import OutgoingMessage
 from shared.timeutil import parse_iso
-from tests.integration.test_guarantees import (
+from tests.integration.pipeline.test_guarantees import (
     QUICK_RETRY,
     answers,
     body,
@@ -25,7 +25,7 @@ from tests.integration.test_guarantees import (
     final_status,
     history,
 )
-from tests.integration.test_queue_contract import QueuePair, queues  # noqa: F401
+from tests.integration.queue.test_queue_contract import QueuePair, queues  # noqa: F401
 from tests.support.executor_steps import receive_once
 from tests.support.harness import TEST_SECRETS, running_pipeline, sqlite_settings
 from tests.support.receiver import running_receiver

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from shared.ports import OutgoingMessage
-from tests.integration.test_guarantees import answers, body, create, eventually
+from tests.integration.pipeline.test_guarantees import answers, body, create, eventually
 from tests.support.harness import running_pipeline, sqlite_settings
 from tests.support.receiver import running_receiver
 

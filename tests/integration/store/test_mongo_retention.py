@@ -20,7 +20,7 @@ from pymongo import monitoring
 
 from shared.adapters.mongo_store import MongoStore
 from shared.model import AttemptOutcome, ExecutionStatus
-from tests.integration.test_store_contract import MINUTE, SECOND, T0, TENANT, occurrence
+from tests.integration.store.test_store_contract import MINUTE, SECOND, T0, TENANT, occurrence
 from tests.support.harness import TEST_SECRETS
 from tests.support.peers import mongo_url_for
 

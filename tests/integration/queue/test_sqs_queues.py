@@ -20,7 +20,7 @@ from shared.adapters.sqs_queue import SqsQueue, sqs_client
 from shared.backends import open_backends
 from shared.ports import MessageTooLarge, OutgoingMessage
 from shared.settings import Settings
-from tests.integration.test_queue_contract import receive_all
+from tests.integration.queue.test_queue_contract import receive_all
 from tests.support.harness import API
 from tests.support.peers import SQS_URL, aws_for, sqs_endpoint_for
 

@@ -21,7 +21,7 @@ from shared.adapters.mongo_store import MongoStore
 from shared.errors import Transient
 from shared.model import AttemptOutcome, ExecutionStatus
 from shared.ports import Store
-from tests.integration.test_store_contract import (
+from tests.integration.store.test_store_contract import (
     MINUTE,
     SECOND,
     T0,

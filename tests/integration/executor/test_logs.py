@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_pipeline_embedded import every_second_body
+from tests.integration.pipeline.test_embedded import every_second_body
 from tests.support.harness import API, running_pipeline, sqlite_settings
 from tests.support.receiver import Call, running_receiver
 

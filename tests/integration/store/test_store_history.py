@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from shared.model import AttemptOutcome, ExecutionStatus
 from shared.ports import Store
-from tests.integration.test_store_contract import (
+from tests.integration.store.test_store_contract import (
     MINUTE,
     T0,
     TENANT,
