@@ -98,7 +98,9 @@ class HttpSender(WebhookSender):
         self.policy = policy or TargetPolicy()
         self.resolver = resolver or system_resolver
         self.max_connections = max_connections
-        self.ca_certs = ca_certs
+        # Made here, not at the first call: loading the trusted certificates takes tens of
+        # milliseconds, which would make the first webhook after a start that much late.
+        self._tls = ssl.create_default_context(cafile=ca_certs)
         # Made on the loop of the first call (aiohttp's session belongs to one loop).
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -108,14 +110,13 @@ class HttpSender(WebhookSender):
         loop = asyncio.get_running_loop()
         if self._session is not None and self._loop is loop and not self._session.closed:
             return self._session
-        tls = ssl.create_default_context(cafile=self.ca_certs)
         connector = aiohttp.TCPConnector(
             limit=self.max_connections,
             limit_per_host=0,
             resolver=GuardedResolver(self.policy, self.resolver),
             # Every new connection is checked: no answer of DNS outlives its check.
             use_dns_cache=False,
-            ssl=tls,
+            ssl=self._tls,
         )
         self._session = aiohttp.ClientSession(
             connector=connector,
