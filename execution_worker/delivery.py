@@ -23,13 +23,13 @@ class Delivery:
 
     async def deliver(self, call: Call) -> Settled:
         """Wait for the occurrence's moment (it was begun up to ``PREPARE_AHEAD`` before), then
-        make the attempt and judge how it ended."""
+        make the attempt and judge how it ended. The attempt starts at its moment, never before
+        by the clock that stamps it: its lateness is never negative."""
         began = time.perf_counter()
         execution, item = call.execution, call.item
-        wait = (item.due - self.clock.now()).total_seconds()
-        if wait > 0:
-            await asyncio.sleep(wait)
-        call.started = self.clock.now()
+        while (now := self.clock.now()) < item.due:
+            await asyncio.sleep((item.due - now).total_seconds())
+        call.started = now
         definition = call.schedule.live_definition
         delivered = await self.target.deliver(
             item.occurrence, definition.payload, execution.attempts, call.started
@@ -48,6 +48,7 @@ class Delivery:
             delivered.status_line,
             delivered.excerpt,
             delivered.truncated,
+            started_at=call.started,
         )
         return Settled(
             execution,
@@ -56,6 +57,5 @@ class Delivery:
             item.message,
             step.delay,
             call.schedule,
-            started=call.started,
             processing_seconds=time.perf_counter() - began,
         )

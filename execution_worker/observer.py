@@ -15,7 +15,6 @@ import logging
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from execution_worker.superseding import SupersededLog
@@ -33,6 +32,7 @@ from shared.metrics import (
     count_responses,
 )
 from shared.model import ExecutionStatus, Occurrence, Schedule
+from shared.store_rules import run_lateness_ms
 
 if TYPE_CHECKING:
     from execution_worker.notifier import FailureEvent
@@ -153,8 +153,11 @@ class ExecutorObserver:
             answers.append(outcome.http_status)
             if outcome.http_status is not None and outcome.duration_ms is not None:
                 WEBHOOK_DURATION.observe(outcome.duration_ms / 1000.0)
-            if settled.started is not None:
-                FIRE_LATENESS.observe(max(0.0, (settled.started - _due(settled)).total_seconds()))
+            if settled.execution.lateness_ms is None:
+                # The run's first attempt that ends: its lateness, as the record keeps it.
+                lateness = run_lateness_ms(settled.execution, outcome)
+                if lateness is not None:
+                    FIRE_LATENESS.observe(max(0.0, lateness / 1000.0))
             if settled.processing_seconds is not None:
                 FIRE_PROCESSING.observe(settled.processing_seconds)
         count_responses(answers)
@@ -285,26 +288,17 @@ class ExecutorObserver:
             )
 
 
-def _due(settled: Settled) -> datetime:
-    """When the attempt was due: its scheduled time, or a long-delayed retry's ``not_before``."""
-    occurrence = settled.occurrence
-    if occurrence.not_before is not None:
-        return max(occurrence.scheduled_time, occurrence.not_before)
-    return occurrence.scheduled_time
-
-
 def _context(settled: Settled) -> dict[str, Any]:
     """What an outcome's log line says besides its event."""
     execution, outcome = settled.execution, settled.outcome
-    started = settled.started or outcome.finished_at
     return {
         "tenant": execution.tenant,
         "schedule_id": execution.schedule_id,
         "occurrence_id": execution.occurrence_id,
         "attempt": execution.attempts,
         "http_status": outcome.http_status,
-        "duration_ms": round(outcome.duration_ms or 0.0, 3),
-        "lateness_ms": round((started - execution.scheduled_time).total_seconds() * 1000.0, 3),
+        "duration_ms": outcome.duration_ms,
+        "lateness_ms": run_lateness_ms(execution, outcome),
     }
 
 

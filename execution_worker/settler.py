@@ -61,9 +61,7 @@ class Settled:
     delay: timedelta | None = None
     # The schedule as it was when the call was made: what to do when the occurrence fails.
     schedule: Schedule | None = None
-    # When the attempt started, and how long the executor spent on it from its begin (for
-    # the observer).
-    started: datetime | None = None
+    # How long the executor spent on the attempt from its begin (for the observer).
     processing_seconds: float | None = None
 
 

@@ -107,6 +107,7 @@ EXECUTION_COLUMNS = (
     ("attempts", "ATTEMPTS"),
     ("http_status", "HTTP"),
     ("lateness_ms", "LATE (ms)"),
+    ("retry_delay_ms", "RETRIED AFTER (ms)"),
     ("duration_ms", "TOOK (ms)"),
     ("error", "ERROR"),
 )

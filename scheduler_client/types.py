@@ -141,7 +141,11 @@ class Execution(TypedDict):
     attempts: int
     http_status: int | None
     duration_ms: float | None
+    # How late the first attempt's request was sent after scheduled_time (jitter included in
+    # it: jitter_ms); later attempts keep it, their delay is retry_delay_ms.
     lateness_ms: float | None
+    retry_delay_ms: float | None
+    jitter_ms: float | None
     error: str | None
     started_at: str | None
     finished_at: str | None

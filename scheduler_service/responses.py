@@ -35,6 +35,13 @@ class Instant(fields.String):
         return None if value is None else iso_z(value)
 
 
+class Milliseconds(fields.Float):
+    """A figure in milliseconds, to a tenth (``2.5``): no float noise."""
+
+    def _serialize(self, value: Any, attr: str | None, obj: Any, **kwargs: Any) -> float | None:
+        return None if value is None else round(float(value), 1)
+
+
 class Choice(fields.String):
     """One of the values of the enum schema ``component`` of the document, or ``null`` where
     ``allow_none``: documented as a reference to it, so that a generated client has one type
@@ -382,10 +389,47 @@ class ExecutionSchema(Open):
     )
     attempts = fields.Integer(required=True)
     http_status = fields.Integer(allow_none=True, required=True)
-    duration_ms = fields.Float(allow_none=True, required=True)
-    lateness_ms = fields.Float(allow_none=True, required=True)
+    duration_ms = Milliseconds(
+        allow_none=True,
+        required=True,
+        metadata={
+            "description": "how long the latest attempt took, from its request to its answer"
+        },
+    )
+    lateness_ms = Milliseconds(
+        allow_none=True,
+        required=True,
+        metadata={
+            "description": "how late the first attempt's request was sent after scheduled_time "
+            "(which includes the schedule's jitter: jitter_ms); retries keep it (retry_delay_ms); "
+            "null until an attempt ended"
+        },
+    )
+    retry_delay_ms = Milliseconds(
+        allow_none=True,
+        required=True,
+        metadata={
+            "description": "how much later than the first attempt the latest one was sent "
+            "(backoffs, Retry-After, a replay); null with one attempt"
+        },
+    )
+    jitter_ms = Milliseconds(
+        allow_none=True,
+        required=True,
+        metadata={
+            "description": "how much after the schedule's own time scheduled_time is, by the "
+            "schedule's jitter_seconds"
+        },
+    )
     error = fields.String(allow_none=True, required=True)
-    started_at = Instant(allow_none=True, required=True)
+    started_at = Instant(
+        allow_none=True,
+        required=True,
+        metadata={
+            "description": "when the latest attempt's request was sent (while it runs: when it "
+            "was begun)"
+        },
+    )
     finished_at = Instant(allow_none=True, required=True)
     next_attempt_at = Instant(allow_none=True, required=True)
     manual = fields.Boolean(required=True)
@@ -406,9 +450,11 @@ class AttemptSchema(Open):
         validate=validate.OneOf(["succeeded", "retrying", "failed"]),
         metadata={"description": "how the attempt ended: retrying means another one followed"},
     )
-    started_at = Instant(allow_none=True, required=True)
+    started_at = Instant(
+        allow_none=True, required=True, metadata={"description": "when its request was sent"}
+    )
     finished_at = Instant(required=True)
-    duration_ms = fields.Float(allow_none=True, required=True)
+    duration_ms = Milliseconds(allow_none=True, required=True)
     http_status = fields.Integer(
         allow_none=True, required=True, metadata={"description": "null: no answer"}
     )

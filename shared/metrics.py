@@ -29,7 +29,8 @@ DURATION_BUCKETS = (
 
 FIRE_LATENESS = Histogram(
     "scheduler_fire_lateness_seconds",
-    "How late each attempt started after its scheduled time (actual - scheduled).",
+    "How late each run's first attempt was sent after its scheduled time (sent - scheduled, the "
+    "scheduled time with the schedule's jitter); a retry's delay is not lateness.",
     buckets=LATENESS_BUCKETS,
 )
 EXECUTIONS = Counter(

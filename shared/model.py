@@ -355,6 +355,27 @@ def occurrence_id(schedule_id: str, scheduled_time: datetime) -> str:
     return f"{schedule_id}:{iso_z(scheduled_time)}"
 
 
+# The time an occurrence id ends with: ``2026-05-01T07:00:00.000Z``.
+_ID_TIME_LENGTH = len("2026-05-01T07:00:00.000Z")
+
+
+def nominal_time(occurrence_id: str) -> datetime | None:
+    """The time an occurrence id names (``occurrence_id``): its schedule's time before jitter;
+    None for an id of another form."""
+    text = occurrence_id[-_ID_TIME_LENGTH:]
+    if not text.endswith("Z"):
+        return None
+    try:
+        return parse_iso(text)
+    except ValueError:
+        return None
+
+
+def tenths(milliseconds: float | None) -> float | None:
+    """A figure in milliseconds as it is shown and kept: to a tenth of a millisecond."""
+    return None if milliseconds is None else round(milliseconds, 1)
+
+
 @dataclass(frozen=True)
 class Occurrence:
     """One firing of a schedule, as carried on queue 2."""
@@ -401,10 +422,13 @@ class Execution:
     status: ExecutionStatus
     attempts: int
     revision: int
+    # When the latest attempt's request was sent (while an attempt runs: when it was begun).
     started_at: datetime | None = None
     finished_at: datetime | None = None
     http_status: int | None = None
     duration_ms: float | None = None
+    # How late the first attempt's request was sent after ``scheduled_time`` (the time it
+    # fires, jitter included: ``jitter_ms``); later attempts keep it (``retry_delay_ms``).
     lateness_ms: float | None = None
     error: str | None = None
     next_attempt_at: datetime | None = None
@@ -417,6 +441,24 @@ class Execution:
     # poller had sent it ahead of its time: not a run, so histories list it only when asked
     # for skipped records. A later attempt of the same occurrence clears it.
     superseded: bool = False
+
+    @property
+    def retry_delay_ms(self) -> float | None:
+        """How much later than the first attempt the latest was sent (backoffs, ``Retry-After``,
+        a replay); None before a second attempt."""
+        if self.attempts < 2 or self.lateness_ms is None or self.started_at is None:
+            return None
+        since_scheduled = (self.started_at - self.scheduled_time).total_seconds() * 1000.0
+        return tenths(since_scheduled - self.lateness_ms)
+
+    @property
+    def jitter_ms(self) -> float | None:
+        """How much later than its schedule's time the occurrence fires by the schedule's
+        jitter (``scheduled_time`` includes it; its id names the time before)."""
+        nominal = nominal_time(self.occurrence_id)
+        if nominal is None:
+            return None
+        return (self.scheduled_time - nominal).total_seconds() * 1000.0
 
 
 # How many attempts an execution record keeps, the latest ones.
@@ -506,8 +548,13 @@ class AttemptOutcome:
     response_status_line: str | None = None
     response_excerpt: str | None = None
     response_truncated: bool = False
+    # When the attempt's request was sent (None: unknown, the record's begin time stands in).
+    started_at: datetime | None = None
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "duration_ms", tenths(self.duration_ms))
+        if self.started_at is not None:
+            object.__setattr__(self, "started_at", utc_ms(self.started_at))
         if self.error is not None:
             object.__setattr__(self, "error", redact(self.error))
         if self.response_excerpt:

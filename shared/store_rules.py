@@ -13,7 +13,7 @@ from collections.abc import Collection, Mapping
 from datetime import datetime
 from typing import NamedTuple
 
-from shared.model import Execution, ScheduleStatus
+from shared.model import AttemptOutcome, Execution, ScheduleStatus, tenths
 from shared.timeutil import utc_ms
 
 # What ``delete_api_key`` accepts as a ``key_id``: hex digits of a SHA-256, at least eight.
@@ -107,13 +107,23 @@ def state_change_source(target: ScheduleStatus) -> ScheduleStatus:
     raise ValueError(f"apply_state cannot set status {target.value!r}")
 
 
-def attempt_lateness_ms(execution: Execution) -> float | None:
-    """How late the attempt of ``execution`` started after its scheduled time, in milliseconds;
-    ``None`` for an attempt that never started."""
-    started = execution.started_at
+def attempt_started(execution: Execution, outcome: AttemptOutcome) -> datetime | None:
+    """When the attempt that ended with ``outcome`` sent its request; for an outcome that does
+    not say, when it was begun."""
+    return outcome.started_at or execution.started_at
+
+
+def run_lateness_ms(execution: Execution, outcome: AttemptOutcome) -> float | None:
+    """The lateness a record keeps once ``outcome`` is recorded: its first attempt's, the
+    moment that attempt's request was sent minus the scheduled time (the time it fires, jitter
+    included), in milliseconds. A record that has one keeps it: a retry's delay is not
+    lateness (``Execution.retry_delay_ms``)."""
+    if execution.lateness_ms is not None:
+        return execution.lateness_ms
+    started = attempt_started(execution, outcome)
     if started is None:
         return None
-    return (utc_ms(started) - execution.scheduled_time).total_seconds() * 1000.0
+    return tenths((utc_ms(started) - execution.scheduled_time).total_seconds() * 1000.0)
 
 
 def is_key_id(text: str) -> bool:

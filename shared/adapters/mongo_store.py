@@ -93,9 +93,10 @@ from shared.secrets import SecretBox
 from shared.store_rules import (
     StoredState,
     admit_to_quota,
-    attempt_lateness_ms,
+    attempt_started,
     is_key_id,
     pending_slot,
+    run_lateness_ms,
     state_change_source,
     status_by_next_time,
     takes_definition,
@@ -1598,12 +1599,14 @@ def _finish(
 ) -> tuple[Document, Document]:
     """The guarded update of ``finish_attempt``: filter and change."""
     finished = utc_ms(outcome.finished_at)
+    started = maybe(utc_ms, attempt_started(execution, outcome))
     changes: Document = {
         "status": outcome.status.value,
+        "started_at": started,
         "finished_at": finished,
         "http_status": outcome.http_status,
         "duration_ms": outcome.duration_ms,
-        "lateness_ms": attempt_lateness_ms(execution),
+        "lateness_ms": run_lateness_ms(execution, outcome),
         "error": outcome.error,
         "next_attempt_at": maybe(utc_ms, outcome.next_attempt_at),
         # What the TTL index of retention counts from: only records that are done carry it.
@@ -1622,7 +1625,7 @@ def _finish(
     attempt = {
         "number": execution.attempts,
         "status": outcome.status.value,
-        "started_at": maybe(utc_ms, execution.started_at),
+        "started_at": started,
         "finished_at": finished,
         "duration_ms": outcome.duration_ms,
         "http_status": outcome.http_status,

@@ -51,9 +51,10 @@ from shared.secrets import SecretBox
 from shared.store_rules import (
     StoredState,
     admit_to_quota,
-    attempt_lateness_ms,
+    attempt_started,
     is_key_id,
     pending_slot,
+    run_lateness_ms,
     state_change_source,
     status_after_definition,
     status_by_next_time,
@@ -716,14 +717,14 @@ class SqliteStore(Store):
         self, occurrence: Occurrence, owner: str, now: datetime, lease_until: datetime
     ) -> Execution | None:
         rows = self.db.write_one(_BEGIN, _begin_parameters(occurrence, owner, now, lease_until))
-        return _begun(occurrence, rows[0]["attempts"] if rows else None, owner, now, lease_until)
+        return _begun(occurrence, rows[0] if rows else None, owner, now, lease_until)
 
     def begin_attempts(
         self, occurrences: Sequence[Occurrence], owner: str, now: datetime, lease_until: datetime
     ) -> list[Execution | None]:
         # One statement per chunk: each statement lets other threads take the GIL, and a busy
         # event loop may keep it for milliseconds before this thread gets it back.
-        attempts: dict[tuple[str, str], int] = {}
+        attempts: dict[tuple[str, str], sqlite3.Row] = {}
         unique = list({(o.tenant, o.occurrence_id): o for o in occurrences}.values())
         with self.db.write() as connection:
             for start in range(0, len(unique), _BEGINS_PER_STATEMENT):
@@ -733,11 +734,11 @@ class SqliteStore(Store):
                     [p for o in chunk for p in _begin_parameters(o, owner, now, lease_until)],
                 ).fetchall()
                 for row in rows:
-                    attempts[(row["tenant"], row["occurrence_id"])] = row["attempts"]
+                    attempts[(row["tenant"], row["occurrence_id"])] = row
         begun: list[Execution | None] = []
         for occurrence in occurrences:
-            count = attempts.pop((occurrence.tenant, occurrence.occurrence_id), None)
-            begun.append(_begun(occurrence, count, owner, now, lease_until))
+            row = attempts.pop((occurrence.tenant, occurrence.occurrence_id), None)
+            begun.append(_begun(occurrence, row, owner, now, lease_until))
         return begun
 
     def finish_attempt(self, execution: Execution, owner: str, outcome: AttemptOutcome) -> bool:
@@ -954,7 +955,7 @@ _BEGIN = (
     " lease_until_ms = excluded.lease_until_ms, next_attempt_ms = NULL, superseded = 0"
     " WHERE status IN ('retrying', 'skipped')"
     " OR (status = 'running' AND lease_until_ms < excluded.started_ms)"
-    " RETURNING attempts"
+    " RETURNING attempts, lateness_ms"
 )
 
 
@@ -1095,20 +1096,20 @@ def _count_run(
 
 # ``_finish`` and ``_count_run`` for many attempts, one statement each (SQLite 3.35+).
 _SETTLES_PER_STATEMENT = 400
-_FINISH_ROW = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_FINISH_ROW = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 # The attempt joins the end of the record's log, which keeps the latest KEPT_ATTEMPTS: each
-# finish adds one, so dropping the first when full is enough. Its number and start are the
-# record's own (as begun); the rest is the outcome's.
+# finish adds one, so dropping the first when full is enough. Its number is the record's own
+# (as begun); the rest is the outcome's, its start when its request was sent.
 _ATTEMPT = (
     "json_object('number', executions.attempts, 'status', v.column3,"
-    " 'started_ms', executions.started_ms, 'finished_ms', v.column4,"
+    " 'started_ms', v.column13, 'finished_ms', v.column4,"
     " 'duration_ms', v.column6, 'http_status', v.column5, 'error', v.column8,"
     " 'status_line', v.column10, 'excerpt', v.column11, 'truncated', v.column12)"
 )
 _FINISH_MANY = (
     "UPDATE executions SET status = v.column3, finished_ms = v.column4,"
     " http_status = v.column5, duration_ms = v.column6, lateness_ms = v.column7,"
-    " error = v.column8, next_attempt_ms = v.column9,"
+    " error = v.column8, next_attempt_ms = v.column9, started_ms = v.column13,"
     " attempt_log = json_insert(CASE WHEN json_array_length(coalesce(attempt_log, '[]'))"
     f" >= {KEPT_ATTEMPTS} THEN json_remove(attempt_log, '$[0]')"
     f" ELSE coalesce(attempt_log, '[]') END, '$[#]', {_ATTEMPT}),"
@@ -1150,12 +1151,13 @@ def _finish_values(execution: Execution, outcome: AttemptOutcome) -> tuple[Any, 
         to_epoch_ms(outcome.finished_at),
         outcome.http_status,
         outcome.duration_ms,
-        attempt_lateness_ms(execution),
+        run_lateness_ms(execution, outcome),
         outcome.error,
         maybe(to_epoch_ms, outcome.next_attempt_at),
         outcome.response_status_line,
         outcome.response_excerpt,
         outcome.response_truncated,
+        maybe(to_epoch_ms, attempt_started(execution, outcome)),
     )
 
 
@@ -1213,13 +1215,14 @@ _BEGINS_PER_STATEMENT = 500
 
 def _begun(
     occurrence: Occurrence,
-    attempts: int | None,
+    row: sqlite3.Row | None,
     owner: str,
     now: datetime,
     lease_until: datetime,
 ) -> Execution | None:
-    """The record begun, with its number of attempts; None if it was not (``attempts``)."""
-    if attempts is None:
+    """The record begun, with its number of attempts and the lateness it keeps (``row``, as
+    ``_BEGIN`` returns it); None if it was not begun (no row)."""
+    if row is None:
         return None
     return Execution(
         tenant=occurrence.tenant,
@@ -1227,9 +1230,10 @@ def _begun(
         schedule_id=occurrence.schedule_id,
         scheduled_time=occurrence.scheduled_time,
         status=ExecutionStatus.RUNNING,
-        attempts=attempts,
+        attempts=row["attempts"],
         revision=occurrence.revision,
         started_at=utc_ms(now),
+        lateness_ms=row["lateness_ms"],
         lease_owner=owner,
         lease_until=utc_ms(lease_until),
         manual=occurrence.manual,

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from shared.model import Execution, ExecutionStatus, ScheduleStatus
+from shared.model import AttemptOutcome, Execution, ExecutionStatus, ScheduleStatus
 from shared.store_rules import (
-    attempt_lateness_ms,
     is_key_id,
+    run_lateness_ms,
     state_change_source,
     status_after_definition,
     status_by_next_time,
@@ -57,20 +58,58 @@ def test_pause_applies_to_active_schedules_and_resume_to_paused_ones() -> None:
         state_change_source(ScheduleStatus.COMPLETED)
 
 
-def test_lateness_counts_from_the_scheduled_time_to_the_start_of_the_attempt() -> None:
-    execution = Execution("t", "s:x", "s", NOON, ExecutionStatus.RUNNING, 1, 1)
-    assert attempt_lateness_ms(execution) is None
-    started = Execution(
+def test_lateness_counts_from_the_scheduled_time_to_when_the_first_request_was_sent() -> None:
+    # Begun 20 ms ahead (its lease), sent 3 ms after its time.
+    begun = NOON - timedelta(milliseconds=20)
+    first = Execution("t", "s:x", "s", NOON, ExecutionStatus.RUNNING, 1, 1, started_at=begun)
+    sent = AttemptOutcome(
+        ExecutionStatus.RETRYING,
+        NOON + timedelta(milliseconds=9),
+        started_at=NOON + timedelta(milliseconds=3),
+    )
+    assert run_lateness_ms(first, sent) == 3.0
+    # An outcome that does not say when it was sent: the begin stands in.
+    assert run_lateness_ms(first, AttemptOutcome(ExecutionStatus.SUCCEEDED, NOON)) == -20.0
+    assert run_lateness_ms(dataclasses.replace(first, started_at=None), sent) == 3.0
+
+
+def test_a_retry_keeps_the_first_attempts_lateness_and_its_delay_is_apart() -> None:
+    second = Execution(
         "t",
         "s:x",
         "s",
         NOON,
-        ExecutionStatus.RUNNING,
+        ExecutionStatus.SUCCEEDED,
+        2,
         1,
-        1,
-        started_at=NOON + timedelta(milliseconds=1250),
+        started_at=NOON + timedelta(milliseconds=7003),
+        lateness_ms=3.0,
     )
-    assert attempt_lateness_ms(started) == 1250.0
+    later = AttemptOutcome(
+        ExecutionStatus.SUCCEEDED, NOON + timedelta(seconds=8), started_at=second.started_at
+    )
+    assert run_lateness_ms(second, later) == 3.0
+    assert second.retry_delay_ms == 7000.0
+    assert dataclasses.replace(second, attempts=1).retry_delay_ms is None
+
+
+def test_jitter_is_the_fire_time_past_the_time_the_id_names() -> None:
+    jittered = Execution(
+        "t",
+        "s:2026-03-08T12:00:00.000Z",
+        "s",
+        NOON + timedelta(milliseconds=1234),
+        ExecutionStatus.SUCCEEDED,
+        1,
+        1,
+    )
+    assert jittered.jitter_ms == 1234.0
+    assert dataclasses.replace(jittered, occurrence_id="other").jitter_ms is None
+
+
+def test_millisecond_figures_are_kept_to_a_tenth() -> None:
+    outcome = AttemptOutcome(ExecutionStatus.SUCCEEDED, NOON, 200, 1.9248019999622556)
+    assert outcome.duration_ms == 1.9
 
 
 @pytest.mark.parametrize(

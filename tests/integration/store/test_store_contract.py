@@ -1457,7 +1457,7 @@ def test_each_attempt_is_kept_with_what_the_webhook_answered(store: Store) -> No
         ExecutionStatus.SUCCEEDED,
         T0 + 21 * SECOND,
         http_status=200,
-        duration_ms=7.25,
+        duration_ms=7.3,
         response_status_line="HTTP/1.1 200 OK",
         response_excerpt="x" * 16,
         response_truncated=True,
@@ -1510,7 +1510,7 @@ def test_each_attempt_is_kept_with_what_the_webhook_answered(store: Store) -> No
             ExecutionStatus.SUCCEEDED,
             T0 + 20 * SECOND,
             T0 + 21 * SECOND,
-            7.25,
+            7.3,
             200,
             None,
             "HTTP/1.1 200 OK",
@@ -1524,6 +1524,34 @@ def test_each_attempt_is_kept_with_what_the_webhook_answered(store: Store) -> No
         200,
         ExecutionStatus.SUCCEEDED,
     )
+
+
+def test_a_run_keeps_its_first_attempts_lateness_and_when_each_request_was_sent(
+    store: Store,
+) -> None:
+    # Begun 20 ms ahead of its time (the executor prepares), its request sent 3 ms after it.
+    began = store.begin_attempt(occurrence(), "x", T0 - 0.02 * SECOND, T0 + MINUTE)
+    assert began is not None and began.lateness_ms is None
+    sent = T0 + 0.003 * SECOND
+    busy = AttemptOutcome(
+        ExecutionStatus.RETRYING, T0 + SECOND, 503, 5.0, "HTTP 503", started_at=sent
+    )
+    assert store.settle_attempts([(began, busy)], "x") == [True]
+    record = store.get_execution(TENANT, occurrence().occurrence_id)
+    assert record is not None
+    assert (record.lateness_ms, record.started_at, record.retry_delay_ms) == (3.0, sent, None)
+    # The retry, sent 10 s later: the run keeps its lateness, the delay is a figure apart.
+    [began] = store.begin_attempts([occurrence()], "x", T0 + 10 * SECOND, T0 + 2 * MINUTE)
+    assert began is not None and began.lateness_ms == 3.0
+    again = T0 + 10.004 * SECOND
+    done = AttemptOutcome(ExecutionStatus.SUCCEEDED, again + SECOND, 200, 1.0, started_at=again)
+    assert store.settle_attempts([(began, done)], "x") == [True]
+    record = store.get_execution(TENANT, occurrence().occurrence_id)
+    assert record is not None
+    assert (record.lateness_ms, record.started_at, record.retry_delay_ms) == (3.0, again, 10001.0)
+    assert [attempt.started_at for attempt in record.attempt_log] == [sent, again]
+    [listed] = store.list_executions(TENANT, "s1", 10, None).items
+    assert (listed.lateness_ms, listed.retry_delay_ms) == (3.0, 10001.0)
 
 
 def test_a_record_keeps_its_latest_attempts(store: Store) -> None:

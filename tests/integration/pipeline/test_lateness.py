@@ -1,0 +1,123 @@
+"""The lateness a run records is what its receiver saw: the first attempt's request sent minus
+the scheduled time, measured here by the receiver's own clock; a retry's delay is a figure of
+its own, and every millisecond figure is rounded."""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+from typing import Any
+
+from scheduler_cli.operator import EXECUTION_COLUMNS, table
+from shared.timeutil import parse_iso
+from tests.integration.test_guarantees import answers, at_in, create, eventually, history
+from tests.support.harness import API, Pipeline, running_pipeline, sqlite_settings
+from tests.support.receiver import Call, running_receiver
+
+# How far the recorded figures may be from the receiver's clock: the call's own way there.
+WITHIN_MS = 25.0
+
+
+def seen_late_ms(call: Call) -> float:
+    """How late the receiver saw the call, by its own clock."""
+    scheduled = parse_iso(call.headers["x-scheduler-scheduled-time"]).timestamp()
+    return (call.received_at - scheduled) * 1000.0
+
+
+def at_ms(text: str) -> float:
+    return parse_iso(text).timestamp() * 1000.0
+
+
+def occurrence(pipeline: Pipeline, schedule_id: str, occurrence_id: str) -> dict[str, Any]:
+    answer = pipeline.client.get(f"{API}/schedule/{schedule_id}/executions/{occurrence_id}")
+    assert answer.status_code == 200
+    found: dict[str, Any] = answer.get_json()
+    return found
+
+
+def assert_rounded(record: dict[str, Any]) -> None:
+    """Every millisecond figure is whole tenths: no float noise in the JSON."""
+    figures = {key: value for key, value in record.items() if key.endswith("_ms")}
+    for attempt in record.get("attempt_log", []):
+        figures.update({f"attempt.{k}": v for k, v in attempt.items() if k.endswith("_ms")})
+    assert figures
+    for key, value in figures.items():
+        assert value is None or round(value, 1) == value, (key, value)
+
+
+def test_on_time_runs_record_the_lateness_their_receiver_saw(tmp_path: Path) -> None:
+    body = {
+        "schedule": {"cron": "@every 1s"},
+        "payload": {"method": "POST", "url": "", "body": {"k": "v"}},
+        "jitter_seconds": 0.3,
+    }
+    with running_receiver() as receiver, running_pipeline(sqlite_settings(tmp_path)) as pipeline:
+        body["payload"]["url"] = f"{receiver.url}/hook"
+        schedule_id = create(pipeline, body)
+        receiver.wait_for(4, timeout=15)
+        calls = {call.headers["idempotency-key"]: call for call in receiver.calls}
+        eventually(
+            lambda: sum(r["status"] == "succeeded" for r in history(pipeline, schedule_id)) >= 4
+        )
+        records = [r for r in history(pipeline, schedule_id) if r["status"] == "succeeded"]
+        details = [occurrence(pipeline, schedule_id, r["occurrence_id"]) for r in records]
+    for record in details:
+        call = calls[record["occurrence_id"]]
+        assert record["scheduled_time"] == call.headers["x-scheduler-scheduled-time"]
+        # Never early, and what the receiver saw, give or take the call's way there.
+        assert record["lateness_ms"] >= 0
+        assert abs(record["lateness_ms"] - seen_late_ms(call)) <= WITHIN_MS, record
+        sent = at_ms(record["started_at"])
+        assert abs(call.received_at * 1000.0 - sent) <= WITHIN_MS
+        assert record["retry_delay_ms"] is None
+        # The jitter is not lateness: it is in the scheduled time, and shown apart.
+        assert 0 <= record["jitter_ms"] <= 300
+        assert_rounded(record)
+
+
+def test_a_retried_run_keeps_its_first_attempts_lateness_and_shows_the_delay_apart(
+    tmp_path: Path,
+) -> None:
+    later = (503, {"Retry-After": "1"})
+    with (
+        running_receiver(answers(later, 200)) as receiver,
+        running_pipeline(sqlite_settings(tmp_path)) as pipeline,
+    ):
+        schedule_id = create(
+            pipeline,
+            {
+                "schedule": {"at": at_in(1.5)},
+                "payload": {"method": "POST", "url": f"{receiver.url}/flaky"},
+                "retry": {"max_attempts": 3, "backoff_seconds": 0.05},
+            },
+        )
+        receiver.wait_for(2, timeout=15)
+        eventually(lambda: [r["status"] for r in history(pipeline, schedule_id)] == ["succeeded"])
+        [listed] = history(pipeline, schedule_id)
+        record = occurrence(pipeline, schedule_id, listed["occurrence_id"])
+        page = pipeline.client.get(f"/console/runs/{listed['occurrence_id']}")
+    first, second = receiver.calls
+    assert record["attempts"] == 2
+    # The first attempt was on time: the run's lateness is its, not the retry's.
+    assert record["lateness_ms"] >= 0
+    assert abs(record["lateness_ms"] - seen_late_ms(first)) <= WITHIN_MS, record
+    retried_after = (second.received_at - first.received_at) * 1000.0
+    assert retried_after >= 1000
+    assert abs(record["retry_delay_ms"] - retried_after) <= WITHIN_MS, record
+    assert listed["lateness_ms"] == record["lateness_ms"]
+    assert listed["retry_delay_ms"] == record["retry_delay_ms"]
+    # Each attempt's start is when its request left.
+    one, two = record["attempt_log"]
+    assert abs(at_ms(one["started_at"]) - first.received_at * 1000.0) <= WITHIN_MS
+    assert abs(at_ms(two["started_at"]) - second.received_at * 1000.0) <= WITHIN_MS
+    assert_rounded(record)
+    # The CLI's table and the console show the same figures.
+    out = io.StringIO()
+    table([listed], EXECUTION_COLUMNS, out)
+    assert f"{record['lateness_ms']:,.1f}" in out.getvalue()
+    assert f"{record['retry_delay_ms']:,.1f}" in out.getvalue()
+    assert page.status_code == 200
+    shown = page.get_data(as_text=True)
+    assert re.search(rf"<th>late</th><td>{record['lateness_ms']:.0f} ms", shown)
+    assert re.search(rf"<th>retried after</th><td>{record['retry_delay_ms']:.0f} ms", shown)
