@@ -66,7 +66,7 @@ SHAPES: dict[str, tuple[Callable[[int], bytes], bool]] = {
 
 def measure(app: Any, body: bytes, repeat: int) -> tuple[float, float, int]:
     """(body check ms, whole request ms, status): CPU time of this thread, best of ``repeat``."""
-    from scheduler_service import bodies
+    from scheduler_service.requests import bodies
 
     checked: list[float] = []
     original = bodies.parse_body

@@ -8,20 +8,20 @@ from flask import Flask, Response, g, request
 from flask_smorest import Api
 
 from scheduler_service.auth import Authenticator
-from scheduler_service.bodies import ApiRequest, body_problem
 from scheduler_service.console import PREFIX as CONSOLE_PREFIX
 from scheduler_service.console import blp as console_blueprint
-from scheduler_service.dead_letters import blp as dead_letters_blueprint
 from scheduler_service.docs import SWAGGER_UI_URL
 from scheduler_service.docs import blp as docs_blueprint
-from scheduler_service.errors import problem, register_error_handlers
 from scheduler_service.health import blp as health_blueprint
 from scheduler_service.metrics import backend_registry, measure_requests
 from scheduler_service.metrics import blp as metrics_blueprint
 from scheduler_service.origins import BrowserGuard
+from scheduler_service.presenting.problems import problem, register_error_handlers
+from scheduler_service.presenting.schemas import ProblemSchema, document_fields
 from scheduler_service.ratelimit import TenantRateLimiter
-from scheduler_service.responses import ProblemSchema, document_fields
-from scheduler_service.schedules import blp as schedules_blueprint
+from scheduler_service.requests.bodies import ApiRequest, body_problem
+from scheduler_service.routes.dead_letters import blp as dead_letters_blueprint
+from scheduler_service.routes.schedules import blp as schedules_blueprint
 from scheduler_service.service import ScheduleService
 from shared.backends import Backends
 from shared.ports import Clock, SystemClock
@@ -118,7 +118,7 @@ def create_app(
         if refused is not None:
             return problem(refused.status, refused.title, refused.detail)
         if request.path == CONSOLE_PREFIX or request.path.startswith(f"{CONSOLE_PREFIX}/"):
-            return None  # HTML forms; the console checks the key itself (console/views.py).
+            return None  # HTML forms; the console checks the key itself (console/pages.py).
         # The key first: a caller without one learns nothing about what its body would get.
         if request.path in PUBLIC_PATHS or request.path.startswith("/docs"):
             g.tenant = None

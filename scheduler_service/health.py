@@ -7,7 +7,7 @@ from typing import Any
 from flask import current_app
 from flask_smorest import Blueprint
 
-from scheduler_service.responses import HealthSchema
+from scheduler_service.presenting.schemas import HealthSchema
 from shared.backends import Backends
 from shared.errors import Transient
 

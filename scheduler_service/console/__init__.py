@@ -9,7 +9,7 @@ from scheduler_service.console import (
     overview,
     schedule_pages,
 )
-from scheduler_service.console.views import PREFIX, blp
+from scheduler_service.console.pages import PREFIX, blp
 
 __all__ = [
     "PREFIX",

@@ -7,8 +7,8 @@ from datetime import datetime
 from flask import g, request
 
 from scheduler_service.console.forms import ZONE_NAMES, time_zones
+from scheduler_service.console.pages import blp, page, service
 from scheduler_service.console.schedule_pages import view_of
-from scheduler_service.console.views import blp, page, service
 from scheduler_service.service import Backfill
 from shared.errors import InvalidInput
 from shared.model import MisfirePolicy

@@ -8,8 +8,7 @@ from typing import Any
 from flask import g, request, url_for
 from werkzeug import Response
 
-from scheduler_service.console.schedule_pages import with_parameters
-from scheduler_service.console.views import (
+from scheduler_service.console.pages import (
     blp,
     confirmed,
     console_target,
@@ -19,9 +18,10 @@ from scheduler_service.console.views import (
     service,
     this_page,
 )
-from scheduler_service.parameters import EXECUTIONS_CURSOR
+from scheduler_service.console.schedule_pages import with_parameters
+from scheduler_service.presenting.views import dead_letter_view
+from scheduler_service.requests.queries import EXECUTIONS_CURSOR
 from scheduler_service.service import NoDeadLetter, NotReplayable
-from scheduler_service.views import dead_letter_view
 from shared.ports import ScheduleFilter, ScheduleOrder
 
 PAGE_SIZE = 50

@@ -9,12 +9,17 @@ from marshmallow import ValidationError
 from werkzeug import Response
 
 from scheduler_service.console import forms
+from scheduler_service.console.pages import blp, page, service
 from scheduler_service.console.schedule_pages import NEXT_TIMES, view_of
-from scheduler_service.console.views import blp, page, service
-from scheduler_service.errors import flatten
-from scheduler_service.schemas import PreviewSchema, ScheduleBodySchema, ScheduleRequest, as_sent
+from scheduler_service.presenting.problems import flatten
+from scheduler_service.presenting.views import time_pair
+from scheduler_service.requests.schedule import (
+    PreviewSchema,
+    ScheduleBodySchema,
+    ScheduleRequest,
+    as_sent,
+)
 from scheduler_service.service import QuotaExceeded
-from scheduler_service.views import time_pair
 from shared.errors import InvalidInput
 from shared.model import Schedule
 

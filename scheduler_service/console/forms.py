@@ -17,8 +17,8 @@ from typing import Any
 
 import pendulum
 
-from scheduler_service.patching import stored_body
-from scheduler_service.schemas import METHODS, SEED_FIELDS
+from scheduler_service.requests.patch import stored_body
+from scheduler_service.requests.schedule import METHODS, SEED_FIELDS
 from shared.model import MisfirePolicy, Schedule, Unit
 from shared.timeutil import load_zone, parse_iso
 

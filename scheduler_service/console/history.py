@@ -6,9 +6,9 @@ from typing import Any
 
 from flask import g, request
 
-from scheduler_service.console.views import blp, page, service
-from scheduler_service.parameters import EXECUTIONS_CURSOR
-from scheduler_service.views import execution_view, occurrence_view
+from scheduler_service.console.pages import blp, page, service
+from scheduler_service.presenting.views import execution_view, occurrence_view
+from scheduler_service.requests.queries import EXECUTIONS_CURSOR
 from shared.model import ExecutionStatus
 
 HISTORY_PAGE = 50

@@ -11,8 +11,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from flask import g, request, url_for
 from werkzeug import Response
 
-from scheduler_service.console.presenting import summary
-from scheduler_service.console.views import (
+from scheduler_service.console.pages import (
     PREFIX,
     blp,
     confirmed,
@@ -24,8 +23,9 @@ from scheduler_service.console.views import (
     service,
     this_page,
 )
-from scheduler_service.responses import LISTED_STATUSES
-from scheduler_service.views import execution_view, schedule_view, time_pair
+from scheduler_service.console.presenting import summary
+from scheduler_service.presenting.schemas import LISTED_STATUSES
+from scheduler_service.presenting.views import execution_view, schedule_view, time_pair
 from shared.errors import InvalidInput, NotFound
 from shared.model import Schedule, ScheduleStatus
 from shared.ports import ScheduleFilter, ScheduleOrder

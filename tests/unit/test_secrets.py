@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from scheduler_cli.main import main
-from scheduler_service.views import execution_view
+from scheduler_service.presenting.views import execution_view
 from shared.errors import ConfigurationError, PoisonMessage
 from shared.messages import DefinitionMutation, decode_mutation, encode_mutation
 from shared.model import (

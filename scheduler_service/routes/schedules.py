@@ -17,16 +17,8 @@ from flask import Response, current_app, g, request, url_for
 from flask.views import MethodView
 from marshmallow import RAISE, ValidationError
 
-from scheduler_service.bodies import Blueprint
-from scheduler_service.errors import flatten
-from scheduler_service.parameters import (
-    IdempotencyHeader,
-    ListExecutionsQuery,
-    ListSchedulesQuery,
-    encode_cursor,
-)
-from scheduler_service.patching import SchedulePatchSchema, patched_body, stored_body
-from scheduler_service.responses import (
+from scheduler_service.presenting.problems import flatten
+from scheduler_service.presenting.schemas import (
     AcceptedSchema,
     BackfillAnswerSchema,
     DeletedSchema,
@@ -38,7 +30,26 @@ from scheduler_service.responses import (
     ScheduleViewSchema,
     TriggeredSchema,
 )
-from scheduler_service.schemas import (
+from scheduler_service.presenting.views import (
+    SCHEDULE_VIEW,
+    PageView,
+    PauseView,
+    PreviewView,
+    ScheduleView,
+    json_answer,
+    masked_execution,
+    masked_occurrence,
+    schedule_view_of,
+)
+from scheduler_service.requests.bodies import Blueprint
+from scheduler_service.requests.patch import SchedulePatchSchema, patched_body, stored_body
+from scheduler_service.requests.queries import (
+    IdempotencyHeader,
+    ListExecutionsQuery,
+    ListSchedulesQuery,
+    encode_cursor,
+)
+from scheduler_service.requests.schedule import (
     SCHEDULE_ID,
     BackfillSchema,
     PreviewSchema,
@@ -51,17 +62,6 @@ from scheduler_service.service import (
     Backfill,
     IdempotentRequest,
     ScheduleService,
-)
-from scheduler_service.views import (
-    SCHEDULE_VIEW,
-    PageView,
-    PauseView,
-    PreviewView,
-    ScheduleView,
-    json_answer,
-    masked_execution,
-    masked_occurrence,
-    schedule_view_of,
 )
 from shared.errors import InvalidInput, NotFound
 from shared.model import Execution, Occurrence, Schedule, ScheduleStatus

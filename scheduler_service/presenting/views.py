@@ -2,10 +2,10 @@
 their errors masked, instants as UTC/local pairs.
 
 Each answer is dumped by the response schema the OpenAPI document shows for it
-(``scheduler_service.responses``), from the domain object or from the view here that adds what
-a client sees beside it (the masked payload, the next fire time). A schedule's answers keep the
-documented order of their fields (``json_answer``); the others are dumped by flask-smorest
-(``@blp.response``), which sorts their keys.
+(``scheduler_service.presenting.schemas``), from the domain object or from the view here that
+adds what a client sees beside it (the masked payload, the next fire time). A schedule's
+answers keep the documented order of their fields (``json_answer``); the others are dumped by
+flask-smorest (``@blp.response``), which sorts their keys.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any, Generic, TypeVar
 from flask import Response, current_app
 from marshmallow import Schema
 
-from scheduler_service.responses import (
+from scheduler_service.presenting.schemas import (
     DeadLetterSchema,
     ExecutionSchema,
     OccurrenceSchema,

@@ -14,20 +14,20 @@ from flask import g
 from flask_smorest import Blueprint
 from marshmallow import RAISE
 
-from scheduler_service.parameters import ListDeadLettersQuery, encode_cursor
-from scheduler_service.responses import (
+from scheduler_service.presenting.schemas import (
     DeadLetterPageSchema,
     DiscardedSchema,
     ReplayedSchema,
 )
-from scheduler_service.schedules import (
+from scheduler_service.presenting.views import PageView, Replayed, masked_execution
+from scheduler_service.requests.queries import ListDeadLettersQuery, encode_cursor
+from scheduler_service.routes.schedules import (
     _limit,
     check_occurrence_id,
     problem_response,
     problems,
     service,
 )
-from scheduler_service.views import PageView, Replayed, masked_execution
 from shared.model import Execution
 
 blp = Blueprint(

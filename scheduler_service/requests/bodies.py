@@ -15,7 +15,7 @@ from flask import Request, Response, request
 from marshmallow import missing
 from webargs.flaskparser import FlaskParser, is_json_request
 
-from scheduler_service.errors import problem
+from scheduler_service.presenting.problems import problem
 
 # Arrays and objects within each other, at most: far more than any schedule needs.
 MAX_JSON_DEPTH = 64

@@ -1,9 +1,10 @@
 """Marshmallow schemas of what the API answers: one definition of each shape.
 
 They feed the OpenAPI document (``/openapi.json``) and build the answers: each dumps the domain
-object (or the view of it, ``scheduler_service.views``) that its endpoint answers with, reading
-its fields by ``attribute``; a status that is always the same (``accepted``, ``queued`` …) is the
-field's ``dump_default``. Every answer the API gives, errors included, is declared there.
+object (or the view of it, ``scheduler_service.presenting.views``) that its endpoint answers
+with, reading its fields by ``attribute``; a status that is always the same (``accepted``,
+``queued`` …) is the field's ``dump_default``. Every answer the API gives, errors included, is
+declared there.
 Response schemas let unknown keys through (``additionalProperties``): a client must accept
 fields added later. Every instant is one format, ``2026-05-01T07:00:00.000Z`` (``Instant``),
 ``format: date-time`` in the document (``document_fields``), and a local time the same with
@@ -146,7 +147,7 @@ class AcceptedSchema(Open):
 
 
 class TimePairSchema(Open):
-    """Dumps a ``scheduler_service.views.TimePair``."""
+    """Dumps a ``views.TimePair``."""
 
     utc = Instant(
         attribute="moment", required=True, metadata={"description": "ISO-8601 UTC, e.g. …Z"}
@@ -160,7 +161,7 @@ class TimePairSchema(Open):
 
 
 class PreviewAnswerSchema(Open):
-    """Dumps a ``scheduler_service.views.PreviewView``."""
+    """Dumps a ``views.PreviewView``."""
 
     occurrences = fields.List(fields.Nested(TimePairSchema), required=True)
     description = fields.String(required=True, metadata={"description": "in plain English"})
@@ -195,7 +196,7 @@ class TriggeredSchema(Open):
 
 
 # Who paused a schedule, when and why: on the schedule and on its run history, each read from
-# the ``pause`` (``scheduler_service.views.PauseView``) of what is dumped.
+# the ``pause`` (``views.PauseView``) of what is dumped.
 def _paused_by() -> Choice:
     return Choice(
         component="PausedBy",
@@ -240,8 +241,8 @@ class EverySchema(Open):
 
 
 class TimingViewSchema(Open):
-    """Dumps a ``scheduler_service.views.TimingView``: the canonical form of when it fires,
-    exactly one of ``at``, ``interval``, ``cron`` and ``rrule`` set."""
+    """Dumps a ``views.TimingView``: the canonical form of when it fires, exactly one of
+    ``at``, ``interval``, ``cron`` and ``rrule`` set."""
 
     timezone = fields.String(required=True)
     at = Instant(allow_none=True, required=True, metadata={"description": "a one-time schedule"})
@@ -256,7 +257,7 @@ class TimingViewSchema(Open):
 
 
 class ScheduleViewSchema(Open):
-    """Dumps a ``scheduler_service.views.ScheduleView``."""
+    """Dumps a ``views.ScheduleView``."""
 
     id = fields.String(required=True, attribute="schedule.schedule_id")
     name = fields.String(required=True, attribute="definition.name")
@@ -368,7 +369,7 @@ class ScheduleViewSchema(Open):
 
 
 class SchedulePageSchema(Open):
-    """Dumps a ``scheduler_service.views.PageView`` of ``ScheduleView``."""
+    """Dumps a ``views.PageView`` of ``ScheduleView``."""
 
     items = fields.List(fields.Nested(ScheduleViewSchema), required=True)
     next_cursor = fields.String(
@@ -489,7 +490,7 @@ class OccurrenceSchema(ExecutionSchema):
 
 
 class ExecutionPageSchema(Open):
-    """Dumps a ``scheduler_service.views.PageView`` of executions, with the schedule's status."""
+    """Dumps a ``views.PageView`` of executions, with the schedule's status."""
 
     items = fields.List(fields.Nested(ExecutionSchema), required=True)
     next_cursor = fields.String(allow_none=True, required=True)
@@ -545,14 +546,14 @@ class DeadLetterSchema(Open):
 
 
 class DeadLetterPageSchema(Open):
-    """Dumps a ``scheduler_service.views.PageView`` of failed executions."""
+    """Dumps a ``views.PageView`` of failed executions."""
 
     items = fields.List(fields.Nested(DeadLetterSchema), required=True)
     next_cursor = fields.String(allow_none=True, required=True)
 
 
 class ReplayedSchema(Open):
-    """Dumps a ``scheduler_service.views.Replayed``."""
+    """Dumps a ``views.Replayed``."""
 
     id = fields.String(required=True, attribute="execution.occurrence_id")
     schedule_id = fields.String(required=True, attribute="execution.schedule_id")

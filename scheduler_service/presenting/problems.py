@@ -10,7 +10,7 @@ from flask import Flask, Response, json
 from werkzeug.exceptions import HTTPException
 
 from scheduler_service.auth import AuthFailure
-from scheduler_service.responses import ProblemSchema
+from scheduler_service.presenting.schemas import ProblemSchema
 from scheduler_service.service import (
     IdempotencyConflict,
     NoDeadLetter,

@@ -15,8 +15,8 @@ from typing import Any, ClassVar
 
 from marshmallow import EXCLUDE, RAISE, Schema, ValidationError, fields, post_load, validate
 
-from scheduler_service.responses import LISTED_STATUSES
-from scheduler_service.schemas import ISO_TEXT, SCHEDULE_ID
+from scheduler_service.presenting.schemas import LISTED_STATUSES
+from scheduler_service.requests.schedule import ISO_TEXT, SCHEDULE_ID
 from shared.model import ExecutionStatus
 from shared.timeutil import UTC, parse_iso, utc_ms
 
