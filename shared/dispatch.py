@@ -12,7 +12,8 @@ import hashlib
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from shared.model import MisfirePolicy, Occurrence, Schedule, ScheduleStatus, occurrence_id
+from shared.formats import occurrence_id
+from shared.model import MisfirePolicy, Occurrence, Schedule, ScheduleStatus
 from shared.recurrence import CPU_BUDGET_SECONDS, TooMuchWork, build_recurrence, cpu_budget
 
 # How many missed occurrences one claim walks through; a longer outage is worked off over

@@ -8,8 +8,9 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from shared.formats import occurrence_id, parse_occurrence_id
 from shared.redaction import redact, redact_body
-from shared.timeutil import iso_z, parse_iso, to_epoch_ms, utc_ms
+from shared.timeutil import parse_iso, to_epoch_ms, utc_ms
 
 JSON = Any
 
@@ -350,25 +351,11 @@ def revision_at(moment: datetime) -> int:
     return to_epoch_ms(moment) * 1000
 
 
-def occurrence_id(schedule_id: str, scheduled_time: datetime) -> str:
-    """``<schedule_id>:<UTC time to the millisecond>``: the same for every delivery of it."""
-    return f"{schedule_id}:{iso_z(scheduled_time)}"
-
-
-# The time an occurrence id ends with: ``2026-05-01T07:00:00.000Z``.
-_ID_TIME_LENGTH = len("2026-05-01T07:00:00.000Z")
-
-
 def nominal_time(occurrence_id: str) -> datetime | None:
-    """The time an occurrence id names (``occurrence_id``): its schedule's time before jitter;
-    None for an id of another form."""
-    text = occurrence_id[-_ID_TIME_LENGTH:]
-    if not text.endswith("Z"):
-        return None
-    try:
-        return parse_iso(text)
-    except ValueError:
-        return None
+    """The time a scheduled occurrence's id names (``shared.formats.occurrence_id``): its
+    schedule's time before jitter; None for a manual trigger's id or text of another form."""
+    named = parse_occurrence_id(occurrence_id)
+    return None if named is None or named.manual else named.scheduled_time
 
 
 def tenths(milliseconds: float | None) -> float | None:

@@ -15,6 +15,8 @@ from enum import StrEnum
 from typing import Generic, NamedTuple, TypeVar
 
 from shared.errors import SchedulerError
+from shared.formats import execution_cursor
+from shared.formats import parse_execution_cursor as parse_execution_cursor
 from shared.model import (
     AttemptOutcome,
     Execution,
@@ -26,7 +28,7 @@ from shared.model import (
     ScheduleStatus,
 )
 from shared.retry import Verdict
-from shared.timeutil import UTC, to_epoch_ms, utc_ms
+from shared.timeutil import UTC, utc_ms
 
 
 class Clock(ABC):
@@ -104,13 +106,7 @@ def execution_page(
     at = moment(items[-1]) if items else None
     if len(found) <= limit or at is None:
         return Page(items)
-    return Page(items, f"{to_epoch_ms(at)}|{items[-1].occurrence_id}")
-
-
-def parse_execution_cursor(cursor: str) -> tuple[int, str]:
-    """The epoch milliseconds and occurrence id an ``execution_page`` cursor names."""
-    moment_ms, _, occurrence_id = cursor.partition("|")
-    return int(moment_ms), occurrence_id
+    return Page(items, execution_cursor(at, items[-1].occurrence_id))
 
 
 @dataclass(frozen=True)
