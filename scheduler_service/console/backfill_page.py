@@ -9,7 +9,7 @@ from flask import g, request
 from scheduler_service.console.forms import ZONE_NAMES, time_zones
 from scheduler_service.console.pages import blp, page, service
 from scheduler_service.console.schedule_pages import view_of
-from scheduler_service.service import Backfill
+from shared.backfill import Backfill
 from shared.errors import InvalidInput
 from shared.model import MisfirePolicy
 from shared.timeutil import load_zone, parse_iso, resolve_local
@@ -38,7 +38,7 @@ def backfill(schedule_id: str) -> tuple[str, int]:
     """A range of past time in a zone (the schedule's unless another is picked), and which of
     its occurrences run: what ``POST /schedule/{id}/backfill`` takes; what it queued and what it
     left out, and why, is shown below."""
-    stored = service().get(g.tenant, schedule_id)
+    stored = service().reads.get(g.tenant, schedule_id)
     view = view_of(stored)
     values = {"zone": view["timezone"], "policy": MisfirePolicy.FIRE_ALL.value}
     errors: dict[str, list[str]] = {}
@@ -54,7 +54,7 @@ def backfill(schedule_id: str) -> tuple[str, int]:
         end = wall_instant("to", values["zone"], errors) if not errors else None
         if start is not None and end is not None and not errors:
             try:
-                done = service().backfill(
+                done = service().runs.backfill(
                     g.tenant, schedule_id, start, end, MisfirePolicy(values["policy"])
                 )
             except InvalidInput as exc:

@@ -21,7 +21,7 @@ from scheduler_service.console.pages import (
 from scheduler_service.console.schedule_pages import with_parameters
 from scheduler_service.presenting.views import dead_letter_view
 from scheduler_service.requests.queries import EXECUTIONS_CURSOR
-from scheduler_service.service import NoDeadLetter, NotReplayable
+from scheduler_service.service.running import NoDeadLetter, NotReplayable
 from shared.ports import ScheduleFilter, ScheduleOrder
 
 PAGE_SIZE = 50
@@ -46,7 +46,7 @@ def filtered_schedules(text: str) -> tuple[set[str] | None, bool]:
     if not text:
         return None, False
     query = ScheduleFilter(search=text, order=ScheduleOrder.NAME)
-    found = service().list_schedules(g.tenant, query, FILTER_SCHEDULES, None)
+    found = service().reads.list_schedules(g.tenant, query, FILTER_SCHEDULES, None)
     return {text, *(schedule.schedule_id for schedule in found.items)}, bool(found.next_cursor)
 
 
@@ -65,10 +65,10 @@ def dead_letters_page(problem: str | None, status: int) -> tuple[str, int]:
     if not errors:
         scheduler = service()
         schedule_ids, partial = filtered_schedules(text)
-        found = scheduler.list_dead_letters(g.tenant, PAGE_SIZE, cursor, schedule_ids)
+        found = scheduler.reads.list_dead_letters(g.tenant, PAGE_SIZE, cursor, schedule_ids)
         secret_patterns = scheduler.settings.secret_headers
         items = [dead_letter_view(item, secret_patterns) for item in found.items]
-        stored = scheduler.schedules_by_id(g.tenant, {item["schedule_id"] for item in items})
+        stored = scheduler.reads.schedules_by_id(g.tenant, {item["schedule_id"] for item in items})
         names = {key: schedule.live_definition.name for key, schedule in stored.items()}
         next_cursor = found.next_cursor
     html = page(
@@ -114,9 +114,9 @@ def confirm_discard(ids: list[str], back: str, action: str, fields: list[tuple[s
 
 def handle(action: str, occurrence_id: str) -> None:
     if action == "replay":
-        service().replay(g.tenant, occurrence_id)
+        service().runs.replay(g.tenant, occurrence_id)
     else:
-        service().discard(g.tenant, occurrence_id)
+        service().runs.discard(g.tenant, occurrence_id)
 
 
 @blp.route("/dead-letters/<occurrence_id>/<any(replay, discard):action>", methods=["POST"])

@@ -19,7 +19,7 @@ from scheduler_service.requests.schedule import (
     ScheduleRequest,
     as_sent,
 )
-from scheduler_service.service import QuotaExceeded
+from scheduler_service.service.creating import QuotaExceeded
 from shared.errors import InvalidInput
 from shared.model import Schedule
 
@@ -55,7 +55,7 @@ def submit(values: Mapping[str, str], editing: Schedule | None) -> Response | tu
     schedule_id = editing.schedule_id if editing is not None else loaded.schedule_id
     try:
         with as_sent(loaded.names):
-            accepted = service().accept_definition(
+            accepted = service().creation.accept_definition(
                 g.tenant, schedule_id, loaded.definition, fire_if_past=loaded.fire_if_past
             )
     except InvalidInput as exc:
@@ -80,7 +80,7 @@ def create() -> Response | str | tuple[str, int]:
 
 @blp.route("/schedules/<schedule_id>/edit", methods=["GET", "POST"])
 def edit(schedule_id: str) -> Response | str | tuple[str, int]:
-    stored = service().get(g.tenant, schedule_id)
+    stored = service().reads.get(g.tenant, schedule_id)
     if request.method == "GET":
         return form_page(forms.form_values(view_of(stored)), [], stored)
     return submit(request.form, stored)
@@ -97,7 +97,7 @@ def preview() -> str:
         loaded = PreviewSchema().load({"schedule": schedule_part, "count": NEXT_TIMES})
         timing, names = loaded["schedule"]
         with as_sent(names):
-            found = service().preview(timing, NEXT_TIMES)
+            found = service().checks.preview(timing, NEXT_TIMES)
         times = [time_pair(moment, found.timezone) for moment in found.times]
         description = found.description
     except ValidationError as exc:

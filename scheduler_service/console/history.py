@@ -39,7 +39,7 @@ def history(schedule_id: str) -> tuple[str, int]:
     runs: list[dict[str, Any]] = []
     next_cursor = None
     if not errors:
-        stored, found = scheduler.list_executions(
+        stored, found = scheduler.reads.list_executions(
             g.tenant,
             schedule_id,
             HISTORY_PAGE,
@@ -49,7 +49,7 @@ def history(schedule_id: str) -> tuple[str, int]:
         runs = [execution_view(run, scheduler.settings.secret_headers) for run in found.items]
         next_cursor = found.next_cursor
     else:
-        stored = scheduler.get(g.tenant, schedule_id)
+        stored = scheduler.reads.get(g.tenant, schedule_id)
     name = stored.definition.name if stored is not None and stored.definition else ""
     html = page(
         "console/history.html",
@@ -69,5 +69,5 @@ def history(schedule_id: str) -> tuple[str, int]:
 @blp.route("/runs/<occurrence_id>")
 def run(occurrence_id: str) -> str:
     """One occurrence's record, as its schedule's history shows it (the tenant's only)."""
-    record = service().execution(g.tenant, occurrence_id)
+    record = service().reads.execution(g.tenant, occurrence_id)
     return page("console/run.html", run=occurrence_view(record, service().settings.secret_headers))

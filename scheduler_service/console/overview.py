@@ -55,7 +55,7 @@ def tenant_schedules(tenant: str, query: ScheduleFilter, limit: int) -> Iterator
     page_size = service().settings.max_page_size
     read = 0
     while read < limit:
-        batch = service().list_schedules(tenant, query, min(page_size, limit - read), cursor)
+        batch = service().reads.list_schedules(tenant, query, min(page_size, limit - read), cursor)
         yield from batch.items
         read += len(batch.items)
         cursor = batch.next_cursor
@@ -68,7 +68,7 @@ def runs_since(tenant: str, schedule_id: str, since: datetime) -> tuple[list[Exe
     found: list[Execution] = []
     cursor: str | None = None
     while len(found) < RECENT_RUNS_PER_SCHEDULE:
-        _, batch = service().list_executions(tenant, schedule_id, 200, cursor)
+        _, batch = service().reads.list_executions(tenant, schedule_id, 200, cursor)
         for execution in batch.items:
             if execution.scheduled_time < since:
                 return found, True
@@ -98,7 +98,7 @@ def overview_of(tenant: str, now: datetime) -> Overview:
         reverse=True,
     )
     overview.recent_complete = len(recent) <= RECENT_SCHEDULES
-    waiting = service().list_dead_letters(tenant, OVERVIEW_DEAD_LETTERS, None)
+    waiting = service().reads.list_dead_letters(tenant, OVERVIEW_DEAD_LETTERS, None)
     overview.dead_letters = len(waiting.items)
     overview.more_dead_letters = waiting.next_cursor is not None
     for schedule in recent[:RECENT_SCHEDULES]:

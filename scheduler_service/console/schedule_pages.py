@@ -55,7 +55,7 @@ SEARCH_LENGTH = 200
 def view_of(schedule: Schedule) -> dict[str, Any]:
     scheduler = service()
     return schedule_view(
-        schedule, scheduler.settings.secret_headers, scheduler.next_fire_time(schedule)
+        schedule, scheduler.settings.secret_headers, scheduler.reads.next_fire_time(schedule)
     )
 
 
@@ -122,7 +122,7 @@ def schedules() -> tuple[str, int]:
     next_cursor = None
     if not errors:
         try:
-            found = service().list_schedules(g.tenant, selection, per_page, cursor)
+            found = service().reads.list_schedules(g.tenant, selection, per_page, cursor)
         except InvalidInput as exc:
             errors.update(exc.fields)
         else:
@@ -161,13 +161,13 @@ BULK_ACTIONS = {"pause": "Paused", "resume": "Resumed", "delete": "Deleted"}
 def act_on(action: str, schedule_id: str) -> None:
     scheduler = service()
     if action == "delete":
-        scheduler.delete(g.tenant, schedule_id)
+        scheduler.changes.delete(g.tenant, schedule_id)
     elif action == "pause":
-        scheduler.pause(g.tenant, schedule_id)
+        scheduler.changes.pause(g.tenant, schedule_id)
     elif action == "resume":
-        scheduler.resume(g.tenant, schedule_id)
+        scheduler.changes.resume(g.tenant, schedule_id)
     else:
-        scheduler.trigger(g.tenant, schedule_id)
+        scheduler.runs.trigger(g.tenant, schedule_id)
 
 
 @blp.route("/schedules/bulk", methods=["POST"])
@@ -185,7 +185,7 @@ def bulk() -> Response | tuple[str, int]:
         )
         return page("console/refused.html", problem=problem, back=back), 400
     if action == "delete" and ids and not confirmed():
-        named = service().schedules_by_id(g.tenant, ids)
+        named = service().reads.schedules_by_id(g.tenant, ids)
         return page(
             "console/confirm.html",
             question=f"Delete {len(ids)} schedule{'s' if len(ids) != 1 else ''} for good? "
@@ -249,7 +249,7 @@ def lateness_chart(runs: list[dict[str, Any]], width: float = 600, height: float
 
 
 def recent_runs(schedule_id: str) -> list[dict[str, Any]]:
-    _, found = service().list_executions(g.tenant, schedule_id, RUNS_SHOWN, None)
+    _, found = service().reads.list_executions(g.tenant, schedule_id, RUNS_SHOWN, None)
     secret_patterns = service().settings.secret_headers
     return [execution_view(run, secret_patterns) for run in found.items]
 
@@ -257,7 +257,7 @@ def recent_runs(schedule_id: str) -> list[dict[str, Any]]:
 @blp.route("/schedules/<schedule_id>")
 def schedule(schedule_id: str) -> str | tuple[str, int]:
     try:
-        found = service().get(g.tenant, schedule_id)
+        found = service().reads.get(g.tenant, schedule_id)
     except NotFound:
         if request.args.get("accepted"):
             # Creation is asynchronous: the page asks again until the processor has stored it.
@@ -278,7 +278,7 @@ def schedule(schedule_id: str) -> str | tuple[str, int]:
 
 @blp.route("/schedules/<schedule_id>/runs")
 def runs(schedule_id: str) -> str:
-    service().get(g.tenant, schedule_id)
+    service().reads.get(g.tenant, schedule_id)
     found = recent_runs(schedule_id)
     return page(
         "console/runs.html",
@@ -295,7 +295,7 @@ def act(schedule_id: str, action: str) -> Response | str:
     """One schedule's action, from its page or its row in the list (which names where to go
     back to in ``next``). A delete is confirmed first."""
     if action == "delete" and not confirmed():
-        found = service().get(g.tenant, schedule_id)
+        found = service().reads.get(g.tenant, schedule_id)
         back = console_target(url_for("console.schedule", schedule_id=schedule_id))
         return page(
             "console/confirm.html",

@@ -11,12 +11,8 @@ from werkzeug.exceptions import HTTPException
 
 from scheduler_service.auth import AuthFailure
 from scheduler_service.presenting.schemas import ProblemSchema
-from scheduler_service.service import (
-    IdempotencyConflict,
-    NoDeadLetter,
-    NotReplayable,
-    QuotaExceeded,
-)
+from scheduler_service.service.creating import IdempotencyConflict, QuotaExceeded
+from scheduler_service.service.running import NoDeadLetter, NotReplayable
 from shared.errors import InvalidInput, NotFound, Transient
 from shared.ports import MessageTooLarge
 

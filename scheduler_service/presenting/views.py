@@ -27,7 +27,7 @@ from scheduler_service.presenting.schemas import (
     ScheduleViewSchema,
     TimePairSchema,
 )
-from scheduler_service.service import Preview
+from scheduler_service.service.checks import Preview
 from shared.describe import describe
 from shared.model import (
     JSON,

@@ -595,7 +595,7 @@ class DomainChecked(Schema):
                 parts["schedule"], names = parts["schedule"]
             sent = data.get("schedule") if isinstance(data, dict) else None
             parts["fire_if_past"] = isinstance(sent, dict) and sent.get("fire_if_past") is True
-            found = scheduler.domain_errors(parts, scheduler.clock.now(), parts.get("id"))
+            found = scheduler.checks.domain_errors(parts, scheduler.clock.now(), parts.get("id"))
             for name, messages in named_as_sent(found, names).items():
                 error.messages.setdefault(name, messages)
 

@@ -49,7 +49,7 @@ def list_dead_letters(query: dict[str, Any]) -> PageView[Execution]:
     """The tenant's dead letters, the latest failure first: which schedule, which occurrence,
     why (HTTP status, error) and when."""
     scheduler = service()
-    page = scheduler.list_dead_letters(g.tenant, _limit(query), query.get("cursor"))
+    page = scheduler.reads.list_dead_letters(g.tenant, _limit(query), query.get("cursor"))
     secret_patterns = scheduler.settings.secret_headers
     return PageView(
         [masked_execution(item, secret_patterns) for item in page.items],
@@ -70,7 +70,7 @@ def replay_dead_letter(occurrence_id: str) -> Replayed:
     its history as one more attempt. It leaves the list; if it fails again it is back. Even
     while the schedule is paused. A malformed occurrence id is a 400 naming `occurrence_id`."""
     check_occurrence_id(occurrence_id)
-    return Replayed(service().replay(g.tenant, occurrence_id))
+    return Replayed(service().runs.replay(g.tenant, occurrence_id))
 
 
 @blp.route("/dead-letters/<occurrence_id>", methods=["DELETE"])
@@ -84,5 +84,5 @@ def discard_dead_letter(occurrence_id: str) -> dict[str, str]:
     Off the list for good; it stays `failed` in the history. A malformed occurrence id is a 400
     naming `occurrence_id`."""
     check_occurrence_id(occurrence_id)
-    service().discard(g.tenant, occurrence_id)
+    service().runs.discard(g.tenant, occurrence_id)
     return {"id": occurrence_id}

@@ -57,12 +57,9 @@ from scheduler_service.requests.schedule import (
     ScheduleRequest,
     as_sent,
 )
-from scheduler_service.service import (
-    Accepted,
-    Backfill,
-    IdempotentRequest,
-    ScheduleService,
-)
+from scheduler_service.service import ScheduleService
+from scheduler_service.service.creating import Accepted, IdempotentRequest
+from shared.backfill import Backfill
 from shared.errors import InvalidInput, NotFound
 from shared.model import Execution, Occurrence, Schedule, ScheduleStatus
 from shared.ports import ScheduleFilter
@@ -120,7 +117,7 @@ def present(schedule: Schedule) -> ScheduleView:
     """The schedule as clients see it, masked by the configured secret patterns."""
     scheduler = service()
     return schedule_view_of(
-        schedule, scheduler.settings.secret_headers, scheduler.next_fire_time(schedule)
+        schedule, scheduler.settings.secret_headers, scheduler.reads.next_fire_time(schedule)
     )
 
 
@@ -168,7 +165,7 @@ def create_schedule(body: ScheduleRequest, headers: dict[str, Any]) -> Response:
     creates nothing; with another body, 409.
     """
     with as_sent(body.names):
-        accepted = service().accept_definition(
+        accepted = service().creation.accept_definition(
             g.tenant,
             body.schedule_id,
             body.definition,
@@ -193,7 +190,7 @@ def list_schedules(query: dict[str, Any]) -> Response:
         next_after=query.get("next_after"),
         next_before=query.get("next_before"),
     )
-    page = service().list_schedules(g.tenant, selection, _limit(query), query.get("cursor"))
+    page = service().reads.list_schedules(g.tenant, selection, _limit(query), query.get("cursor"))
     items = [present(schedule) for schedule in page.items]
     return json_answer(SCHEDULE_PAGE, PageView(items, encode_cursor(page.next_cursor, "s")), 200)
 
@@ -206,7 +203,7 @@ class ScheduleResource(MethodView):
     def get(self, schedule_id: str) -> Response:
         """The stored schedule, its status, next time and run counts; 404 if unknown or deleted."""
         check_id(schedule_id)
-        return schedule_answer(service().get(g.tenant, schedule_id), 200)
+        return schedule_answer(service().reads.get(g.tenant, schedule_id), 200)
 
     @blp.arguments(ScheduleBodySchema, error_status_code=400)
     @blp.arguments(IdempotencyHeader, location="headers", error_status_code=400)
@@ -219,7 +216,7 @@ class ScheduleResource(MethodView):
             raise InvalidInput({"id": f"does not match the id in the path ({schedule_id!r})"})
         check_id(schedule_id)
         with as_sent(body.names):
-            accepted = service().accept_definition(
+            accepted = service().creation.accept_definition(
                 g.tenant,
                 schedule_id,
                 body.definition,
@@ -244,7 +241,7 @@ class ScheduleResource(MethodView):
         check_id(schedule_id)
         if patch.get("id") not in (None, schedule_id):
             raise InvalidInput({"id": f"does not match the id in the path ({schedule_id!r})"})
-        stored = service().get(g.tenant, schedule_id)
+        stored = service().reads.get(g.tenant, schedule_id)
         changes = {name: value for name, value in patch.items() if name != "id"}
         merged = patched_body(stored_body(stored.live_definition), changes)
         try:
@@ -255,7 +252,7 @@ class ScheduleResource(MethodView):
                 found.setdefault(error["field"], []).append(error["message"])
             raise InvalidInput(found) from None
         with as_sent(body.names):
-            accepted = service().accept_definition(
+            accepted = service().creation.accept_definition(
                 g.tenant,
                 schedule_id,
                 body.definition,
@@ -271,7 +268,7 @@ class ScheduleResource(MethodView):
         """Stop the schedule for good: no occurrence fires after this answer. An id no create
         could have used is a 400."""
         check_id(schedule_id)
-        service().delete(g.tenant, schedule_id)
+        service().changes.delete(g.tenant, schedule_id)
         return {"id": schedule_id}
 
 
@@ -283,7 +280,7 @@ def pause_schedule(schedule_id: str) -> Response:
     """Stop firing until resumed; occurrences that fall in the pause are skipped. Pausing a
     paused or completed schedule changes nothing."""
     check_id(schedule_id)
-    return schedule_answer(service().pause(g.tenant, schedule_id), 202)
+    return schedule_answer(service().changes.pause(g.tenant, schedule_id), 202)
 
 
 @blp.route("/schedule/<schedule_id>/resume", methods=["POST"])
@@ -293,7 +290,7 @@ def pause_schedule(schedule_id: str) -> Response:
 def resume_schedule(schedule_id: str) -> Response:
     """Fire again from now on (the occurrences of the pause are not caught up)."""
     check_id(schedule_id)
-    return schedule_answer(service().resume(g.tenant, schedule_id), 202)
+    return schedule_answer(service().changes.resume(g.tenant, schedule_id), 202)
 
 
 @blp.route("/schedule/<schedule_id>/trigger", methods=["POST"])
@@ -306,7 +303,7 @@ def trigger_schedule(schedule_id: str) -> Occurrence:
     The run has its own occurrence id and appears in the history with `manual: true`.
     """
     check_id(schedule_id)
-    return service().trigger(g.tenant, schedule_id)
+    return service().runs.trigger(g.tenant, schedule_id)
 
 
 @blp.route("/schedule/<schedule_id>/backfill", methods=["POST"])
@@ -324,7 +321,9 @@ def backfill_schedule(body: dict[str, Any], schedule_id: str) -> Backfill:
     schedule would never have fired (before its `start`, after its `end`, beyond its
     `max_occurrences`). They run now, as manual runs: even while paused, whatever the grace."""
     check_id(schedule_id)
-    return service().backfill(g.tenant, schedule_id, body["start"], body["end"], body["policy"])
+    return service().runs.backfill(
+        g.tenant, schedule_id, body["start"], body["end"], body["policy"]
+    )
 
 
 @blp.route("/schedule/<schedule_id>/executions", methods=["GET"])
@@ -342,7 +341,7 @@ def list_executions(query: dict[str, Any], schedule_id: str) -> PageView[Executi
     stays readable (`schedule_status: deleted`) until retention removes it; a paused one's says
     who paused it, when and why (`paused_by`, `paused_at`, `paused_reason`)."""
     check_id(schedule_id)
-    schedule, page = service().list_executions(
+    schedule, page = service().reads.list_executions(
         g.tenant, schedule_id, _limit(query), query.get("cursor"), query.get("status")
     )
     secret_patterns = service().settings.secret_headers
@@ -368,7 +367,7 @@ def get_execution(schedule_id: str, occurrence_id: str) -> Execution:
     for a trigger), as listed in the history."""
     check_id(schedule_id)
     check_occurrence_id(occurrence_id, schedule_id)
-    record = service().execution(g.tenant, occurrence_id)
+    record = service().reads.execution(g.tenant, occurrence_id)
     return masked_occurrence(record, service().settings.secret_headers)
 
 
@@ -419,7 +418,7 @@ def preview(body: dict[str, Any]) -> PreviewView:
     """
     timing, names = body["schedule"]
     with as_sent(names):
-        found = service().preview(
+        found = service().checks.preview(
             timing, body["count"], body.get("after"), body.get("before"), body.get("id")
         )
     return PreviewView(found)

@@ -18,14 +18,13 @@ import shared.recurrence
 import shared.validation
 from processor_worker.worker import Processor
 from scheduler_cli.components import build_processor
-from scheduler_service.service import (
+from scheduler_service.service import ScheduleService
+from scheduler_service.service.creating import (
     IdempotencyConflict,
     IdempotentRequest,
-    NoDeadLetter,
-    NotReplayable,
     QuotaExceeded,
-    ScheduleService,
 )
+from scheduler_service.service.running import NoDeadLetter, NotReplayable
 from shared.backends import Backends, open_backends
 from shared.dispatch import plan_dispatch
 from shared.errors import InvalidInput, NotFound
@@ -157,17 +156,17 @@ def definition(**timing: Any) -> ScheduleDefinition:
 
 
 def test_an_accepted_definition_is_stored_once_the_processor_applies_it(parts: Parts) -> None:
-    accepted = parts.service.accept_definition("t1", "daily", definition(cron="0 9 * * *"))
+    accepted = parts.service.creation.accept_definition("t1", "daily", definition(cron="0 9 * * *"))
     assert (accepted.schedule_id, accepted.timezone) == ("daily", "Europe/Paris")
     assert accepted.next_schedule_time == datetime(2026, 3, 2, 8, 0, tzinfo=UTC)  # 09:00 CET
     with pytest.raises(NotFound):
-        parts.service.get("t1", "daily")
+        parts.service.reads.get("t1", "daily")
     parts.apply()
-    stored = parts.service.get("t1", "daily")
+    stored = parts.service.reads.get("t1", "daily")
     assert stored.revision == accepted.revision
     assert stored.next_schedule_time == accepted.next_schedule_time
     with pytest.raises(NotFound):
-        parts.service.get("t2", "daily")
+        parts.service.reads.get("t2", "daily")
 
 
 def test_a_bad_definition_names_every_bad_field(parts: Parts) -> None:
@@ -177,7 +176,7 @@ def test_a_bad_definition_names_every_bad_field(parts: Parts) -> None:
         retry=RetryPolicy(max_attempts=6),
     )
     with pytest.raises(InvalidInput) as raised:
-        parts.service.accept_definition("t1", None, bad)
+        parts.service.creation.accept_definition("t1", None, bad)
     assert set(raised.value.fields) == {"schedule.end", "payload.url", "retry.max_attempts"}
     assert parts.backends.queues.mutations.depth().visible == 0
 
@@ -186,8 +185,12 @@ def test_a_repeated_idempotent_create_answers_the_first_and_another_body_conflic
     parts: Parts,
 ) -> None:
     first_key = IdempotentRequest("key-1", "fingerprint-a")
-    first = parts.service.accept_definition("t1", None, definition(cron="0 9 * * *"), first_key)
-    again = parts.service.accept_definition("t1", None, definition(cron="0 9 * * *"), first_key)
+    first = parts.service.creation.accept_definition(
+        "t1", None, definition(cron="0 9 * * *"), first_key
+    )
+    again = parts.service.creation.accept_definition(
+        "t1", None, definition(cron="0 9 * * *"), first_key
+    )
     assert (again.schedule_id, again.revision, again.replayed) == (
         first.schedule_id,
         first.revision,
@@ -195,118 +198,123 @@ def test_a_repeated_idempotent_create_answers_the_first_and_another_body_conflic
     )
     assert parts.backends.queues.mutations.depth().visible == 1
     with pytest.raises(IdempotencyConflict):
-        parts.service.accept_definition(
+        parts.service.creation.accept_definition(
             "t1", None, definition(cron="0 10 * * *"), IdempotentRequest("key-1", "other")
         )
 
 
 def test_the_quota_counts_creates_not_yet_applied_and_a_replace_is_free(parts: Parts) -> None:
-    parts.service.accept_definition("t1", "a", definition(cron="0 9 * * *"))
-    parts.service.accept_definition("t1", "b", definition(cron="0 9 * * *"))
+    parts.service.creation.accept_definition("t1", "a", definition(cron="0 9 * * *"))
+    parts.service.creation.accept_definition("t1", "b", definition(cron="0 9 * * *"))
     with pytest.raises(QuotaExceeded):
-        parts.service.accept_definition("t1", "c", definition(cron="0 9 * * *"))
+        parts.service.creation.accept_definition("t1", "c", definition(cron="0 9 * * *"))
     parts.apply()
-    parts.service.accept_definition("t1", "a", definition(cron="0 10 * * *"))
-    parts.service.accept_definition("t2", "c", definition(cron="0 9 * * *"))
-    parts.service.delete("t1", "b")
-    parts.service.accept_definition("t1", "c", definition(cron="0 9 * * *"))
+    parts.service.creation.accept_definition("t1", "a", definition(cron="0 10 * * *"))
+    parts.service.creation.accept_definition("t2", "c", definition(cron="0 9 * * *"))
+    parts.service.changes.delete("t1", "b")
+    parts.service.creation.accept_definition("t1", "c", definition(cron="0 9 * * *"))
 
 
 def test_a_replace_sending_masked_secrets_keeps_the_stored_ones(parts: Parts) -> None:
-    parts.service.accept_definition("t1", "s", definition(cron="0 9 * * *"))
+    parts.service.creation.accept_definition("t1", "s", definition(cron="0 9 * * *"))
     parts.apply()
     masked = dataclasses.replace(
         definition(cron="0 10 * * *"),
         payload=Payload("POST", "https://hooks.example.com/run", {"Authorization": "********"}),
     )
-    parts.service.accept_definition("t1", "s", masked)
+    parts.service.creation.accept_definition("t1", "s", masked)
     parts.apply()
-    stored = parts.service.get("t1", "s").live_definition
+    stored = parts.service.reads.get("t1", "s").live_definition
     assert stored.timing.cron == "0 10 * * *"
     assert stored.payload.headers == {"Authorization": "Bearer k1"}
 
 
 def test_pause_resume_and_delete_apply_at_once(parts: Parts) -> None:
-    parts.service.accept_definition("t1", "p", definition(interval=Every(1, Unit.HOUR)))
+    parts.service.creation.accept_definition("t1", "p", definition(interval=Every(1, Unit.HOUR)))
     parts.apply()
-    assert parts.service.pause("t1", "p").status is ScheduleStatus.PAUSED
+    assert parts.service.changes.pause("t1", "p").status is ScheduleStatus.PAUSED
     parts.clock.at = NOW + timedelta(hours=5, minutes=30)
-    resumed = parts.service.resume("t1", "p")
+    resumed = parts.service.changes.resume("t1", "p")
     assert resumed.status is ScheduleStatus.ACTIVE
     # The hours of the pause are not caught up: the next is the first from now on.
     assert resumed.next_schedule_time == NOW + timedelta(hours=6)
-    parts.service.delete("t1", "p")
+    parts.service.changes.delete("t1", "p")
     with pytest.raises(NotFound):
-        parts.service.get("t1", "p")
+        parts.service.reads.get("t1", "p")
     with pytest.raises(NotFound):
-        parts.service.delete("t1", "p")
+        parts.service.changes.delete("t1", "p")
 
 
 def test_a_trigger_sends_a_manual_occurrence_even_while_paused(parts: Parts) -> None:
-    parts.service.accept_definition("t1", "m", definition(cron="0 9 * * *"))
+    parts.service.creation.accept_definition("t1", "m", definition(cron="0 9 * * *"))
     parts.apply()
-    parts.service.pause("t1", "m")
-    occurrence = parts.service.trigger("t1", "m")
+    parts.service.changes.pause("t1", "m")
+    occurrence = parts.service.runs.trigger("t1", "m")
     assert occurrence.manual and occurrence.scheduled_time == NOW
     assert occurrence.occurrence_id.startswith("m:manual:2026-03-02T08:00:00.000Z:")
     assert [sent.occurrence_id for sent in parts.sent_occurrences()] == [occurrence.occurrence_id]
     with pytest.raises(NotFound):
-        parts.service.trigger("t2", "m")
+        parts.service.runs.trigger("t2", "m")
 
 
 def test_a_backfill_queues_the_range_s_occurrences_and_refuses_a_bad_range(parts: Parts) -> None:
-    parts.service.accept_definition("t1", "b", definition(interval=Every(1, Unit.HOUR)))
+    parts.service.creation.accept_definition("t1", "b", definition(interval=Every(1, Unit.HOUR)))
     parts.apply()
     parts.clock.at = NOW + timedelta(hours=4)
     start, end = NOW + timedelta(minutes=30), NOW + timedelta(hours=3, minutes=30)
-    done = parts.service.backfill("t1", "b", start, end, MisfirePolicy.FIRE_ONCE)
+    done = parts.service.runs.backfill("t1", "b", start, end, MisfirePolicy.FIRE_ONCE)
     assert (done.schedule_id, done.policy) == ("b", MisfirePolicy.FIRE_ONCE)
     assert done.queued == ["b:2026-03-02T11:00:00.000Z"]
     assert [item.reason for item in done.left_out] == ["fire_once runs the latest"] * 2
     assert [sent.occurrence_id for sent in parts.sent_occurrences()] == done.queued
     with pytest.raises(InvalidInput) as raised:
-        parts.service.backfill("t1", "b", end, start, MisfirePolicy.FIRE_ALL)
+        parts.service.runs.backfill("t1", "b", end, start, MisfirePolicy.FIRE_ALL)
     assert set(raised.value.fields) == {"from"}
     with pytest.raises(InvalidInput) as raised:
-        parts.service.backfill("t1", "b", start, NOW + timedelta(hours=5), MisfirePolicy.FIRE_ALL)
+        parts.service.runs.backfill(
+            "t1", "b", start, NOW + timedelta(hours=5), MisfirePolicy.FIRE_ALL
+        )
     assert set(raised.value.fields) == {"to"}
 
 
 def test_a_preview_gives_the_times_after_or_before_a_moment(parts: Parts) -> None:
     timing = Timing(timezone="Europe/Paris", cron="0 9 * * MON")
-    ahead = parts.service.preview(timing, 2)
+    ahead = parts.service.checks.preview(timing, 2)
     assert ahead.times == [datetime(2026, 3, 2, 8, tzinfo=UTC), datetime(2026, 3, 9, 8, tzinfo=UTC)]
     assert ahead.description.startswith("At 09:00")
-    before = parts.service.preview(timing, 1, before=datetime(2026, 3, 2, 8, tzinfo=UTC))
+    before = parts.service.checks.preview(timing, 1, before=datetime(2026, 3, 2, 8, tzinfo=UTC))
     assert before.times == [datetime(2026, 2, 23, 8, tzinfo=UTC)]
     with pytest.raises(InvalidInput) as raised:
-        parts.service.preview(timing, 1, after=NOW, before=NOW)
+        parts.service.checks.preview(timing, 1, after=NOW, before=NOW)
     assert set(raised.value.fields) == {"before"}
     with pytest.raises(InvalidInput) as raised:
-        parts.service.preview(Timing(timezone="UTC", cron="0 9 30 2 *"), 1)
+        parts.service.checks.preview(Timing(timezone="UTC", cron="0 9 30 2 *"), 1)
     assert set(raised.value.fields) == {"schedule.cron"}
 
 
 def test_replay_and_discard_refuse_what_is_not_a_dead_letter(parts: Parts) -> None:
-    parts.service.accept_definition("t1", "r", definition(cron="0 9 * * *"))
+    parts.service.creation.accept_definition("t1", "r", definition(cron="0 9 * * *"))
     parts.apply()
     store = parts.backends.store
     occurrence = Occurrence("t1", "r", 1, NOW)
     running = store.begin_attempt(occurrence, "w", NOW, NOW + timedelta(minutes=1))
     assert running is not None
     with pytest.raises(NoDeadLetter):
-        parts.service.replay("t1", occurrence.occurrence_id)
+        parts.service.runs.replay("t1", occurrence.occurrence_id)
     failed = AttemptOutcome(ExecutionStatus.FAILED, NOW, http_status=500)
     assert store.finish_attempt(running, "w", failed)
     with pytest.raises(NoDeadLetter):
-        parts.service.replay("t2", occurrence.occurrence_id)
-    parts.service.delete("t1", "r")
+        parts.service.runs.replay("t2", occurrence.occurrence_id)
+    parts.service.changes.delete("t1", "r")
     with pytest.raises(NotReplayable):
-        parts.service.replay("t1", occurrence.occurrence_id)
-    parts.service.discard("t1", occurrence.occurrence_id)
+        parts.service.runs.replay("t1", occurrence.occurrence_id)
+    parts.service.runs.discard("t1", occurrence.occurrence_id)
     with pytest.raises(NoDeadLetter):
-        parts.service.discard("t1", occurrence.occurrence_id)
-    assert parts.service.execution("t1", occurrence.occurrence_id).status is ExecutionStatus.FAILED
+        parts.service.runs.discard("t1", occurrence.occurrence_id)
+    assert (
+        parts.service.reads.execution("t1", occurrence.occurrence_id).status
+        is ExecutionStatus.FAILED
+    )
 
 
 def test_a_create_parses_its_body_once(api: ApiUnderTest, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -333,9 +341,9 @@ def test_a_create_parses_its_body_once(api: ApiUnderTest, monkeypatch: pytest.Mo
 
 def test_a_cron_line_with_h_has_a_next_time_and_backfills(parts: Parts) -> None:
     """``H`` spreads by the schedule's id: every time computed for the schedule uses it."""
-    parts.service.accept_definition("t1", "spread", definition(cron="H 9 * * *"))
+    parts.service.creation.accept_definition("t1", "spread", definition(cron="H 9 * * *"))
     parts.apply()
-    stored = parts.service.get("t1", "spread")
+    stored = parts.service.reads.get("t1", "spread")
     first = stored.next_schedule_time
     assert first is not None
     # As the poller leaves it once it has sent the first occurrence: the cursor a day on.
@@ -346,9 +354,9 @@ def test_a_cron_line_with_h_has_a_next_time_and_backfills(parts: Parts) -> None:
         next_schedule_time=plan.next_schedule_time,
         sent_ahead=plan.sent_ahead,
     )
-    assert parts.service.next_fire_time(sent) == first
+    assert parts.service.reads.next_fire_time(sent) == first
     parts.clock.at = first + timedelta(days=1, hours=1)
-    done = parts.service.backfill("t1", "spread", NOW, parts.clock.at, MisfirePolicy.FIRE_ALL)
+    done = parts.service.runs.backfill("t1", "spread", NOW, parts.clock.at, MisfirePolicy.FIRE_ALL)
     assert done.queued == [
         occurrence_id("spread", first),
         occurrence_id("spread", first + timedelta(days=1)),

@@ -1,0 +1,80 @@
+"""State changes: pause, resume and delete, applied to the store at once.
+
+They do not go through queue 1, because the contract promises that no occurrence fires after a
+delete (or pause) is accepted: the executor checks the schedule right before each call, so only
+a call already begun when the delete lands completes. Each is guarded by a state revision
+(``shared.ports.ScheduleStore.apply_state``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from scheduler_service.service.reading import Reads
+from scheduler_service.service.revisions import RevisionClock
+from shared.errors import InvalidInput, NotFound
+from shared.model import Schedule, ScheduleStatus
+from shared.ports import Clock, Store
+from shared.recurrence import build_recurrence, cpu_budget
+
+
+class StateChanges:
+    def __init__(self, store: Store, clock: Clock, revisions: RevisionClock, reads: Reads) -> None:
+        self.store = store
+        self.clock = clock
+        self.revisions = revisions
+        self.reads = reads
+
+    def delete(self, tenant: str, schedule_id: str) -> None:
+        """Tombstone the schedule now. An unknown id is still tombstoned (a create may be in
+        flight on queue 1 and must not land), then reported as not found."""
+        existing = self.store.get_schedule(tenant, schedule_id)
+        self.store.apply_state(
+            tenant,
+            schedule_id,
+            self.revisions.next(),
+            ScheduleStatus.DELETED,
+            None,
+            self.clock.now(),
+        )
+        if existing is None or existing.status is ScheduleStatus.DELETED:
+            raise NotFound(schedule_id)
+
+    def pause(self, tenant: str, schedule_id: str) -> Schedule:
+        schedule = self.reads.get(tenant, schedule_id)
+        if schedule.status is ScheduleStatus.ACTIVE:
+            self.store.apply_state(
+                tenant,
+                schedule_id,
+                self.revisions.next(),
+                ScheduleStatus.PAUSED,
+                None,
+                self.clock.now(),
+            )
+        return self.reads.get(tenant, schedule_id)
+
+    def resume(self, tenant: str, schedule_id: str) -> Schedule:
+        """Resume from now: occurrences that fell in the pause are not caught up."""
+        schedule = self.reads.get(tenant, schedule_id)
+        if schedule.status is ScheduleStatus.PAUSED:
+            now = self.clock.now()
+            timing = schedule.live_definition.timing
+            candidate = schedule.next_schedule_time
+            if candidate is not None and candidate >= now:
+                next_time: datetime | None = candidate
+            else:
+                try:
+                    with cpu_budget():
+                        recurrence = build_recurrence(timing, schedule.accepted_at, schedule_id)
+                        next_time = recurrence.first_at_or_after(now)
+                except ValueError as exc:  # too costly (TooMuchWork), or no longer readable
+                    raise InvalidInput(
+                        {
+                            f"schedule.{timing.kind}": "cannot resume: its next time cannot be "
+                            f"computed ({exc}); replace the schedule"
+                        }
+                    ) from None
+            self.store.apply_state(
+                tenant, schedule_id, self.revisions.next(), ScheduleStatus.ACTIVE, next_time, now
+            )
+        return self.reads.get(tenant, schedule_id)
