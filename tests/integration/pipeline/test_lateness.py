@@ -11,7 +11,7 @@ from typing import Any
 
 from scheduler_cli.operator import EXECUTION_COLUMNS, table
 from shared.timeutil import parse_iso
-from tests.integration.test_guarantees import answers, at_in, create, eventually, history
+from tests.integration.pipeline.test_guarantees import answers, at_in, create, eventually, history
 from tests.support.harness import API, Pipeline, running_pipeline, sqlite_settings
 from tests.support.receiver import Call, running_receiver
 
