@@ -20,8 +20,7 @@ from scheduler_service.presenting.problems import problem, register_error_handle
 from scheduler_service.presenting.schemas import ProblemSchema, document_fields
 from scheduler_service.ratelimit import TenantRateLimiter
 from scheduler_service.requests.bodies import ApiRequest, body_problem
-from scheduler_service.routes.dead_letters import blp as dead_letters_blueprint
-from scheduler_service.routes.schedules import blp as schedules_blueprint
+from scheduler_service.routes import BLUEPRINTS
 from scheduler_service.service import ScheduleService
 from shared.backends import Backends
 from shared.ports import Clock, SystemClock
@@ -101,8 +100,8 @@ def create_app(
 
     api = ProblemApi(app)
     document_fields(api)
-    api.register_blueprint(schedules_blueprint)
-    api.register_blueprint(dead_letters_blueprint)
+    for blueprint in BLUEPRINTS:
+        api.register_blueprint(blueprint)
     api.register_blueprint(health_blueprint)
     api.register_blueprint(metrics_blueprint)
     app.register_blueprint(docs_blueprint)

@@ -34,7 +34,7 @@ _SUFFIX = re.compile(
 # Hex digits of a trigger's random part.
 TOKEN_BYTES = 4
 
-_CURSOR = re.compile(r"^\d{1,15}\|[^|]+\Z")
+EXECUTION_CURSOR = re.compile(r"^\d{1,15}\|[^|]+\Z")
 
 
 def occurrence_id(schedule_id: str, scheduled_time: datetime) -> str:
@@ -101,4 +101,4 @@ def parse_execution_cursor(cursor: str) -> tuple[int, str]:
 
 def is_execution_cursor(text: str) -> bool:
     """Whether ``text`` has the shape of an ``execution_cursor`` (a client passes one back)."""
-    return _CURSOR.match(text) is not None
+    return EXECUTION_CURSOR.match(text) is not None

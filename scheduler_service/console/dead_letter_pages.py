@@ -20,8 +20,8 @@ from scheduler_service.console.pages import (
 )
 from scheduler_service.console.schedule_pages import with_parameters
 from scheduler_service.presenting.views import dead_letter_view
-from scheduler_service.requests.queries import EXECUTIONS_CURSOR
 from scheduler_service.service.running import NoDeadLetter, NotReplayable
+from shared.formats import is_execution_cursor
 from shared.ports import ScheduleFilter, ScheduleOrder
 
 PAGE_SIZE = 50
@@ -53,7 +53,7 @@ def filtered_schedules(text: str) -> tuple[set[str] | None, bool]:
 def dead_letters_page(problem: str | None, status: int) -> tuple[str, int]:
     errors: dict[str, list[str]] = {}
     cursor = request.args.get("cursor") or None
-    if cursor is not None and not EXECUTIONS_CURSOR.match(cursor):
+    if cursor is not None and not is_execution_cursor(cursor):
         errors["cursor"] = ["not a cursor this page gave"]
     text = request.args.get("schedule", "").strip()
     if len(text) > FILTER_LENGTH:

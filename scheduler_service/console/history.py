@@ -8,7 +8,7 @@ from flask import g, request
 
 from scheduler_service.console.pages import blp, page, service
 from scheduler_service.presenting.views import execution_view, occurrence_view
-from scheduler_service.requests.queries import EXECUTIONS_CURSOR
+from shared.formats import is_execution_cursor
 from shared.model import ExecutionStatus
 
 HISTORY_PAGE = 50
@@ -32,7 +32,7 @@ def history(schedule_id: str) -> tuple[str, int]:
     if status not in STATUS_CHOICES:
         errors["status"] = [f"one of {', '.join(choice for choice in STATUS_CHOICES if choice)}"]
     cursor = request.args.get("cursor") or None
-    if cursor is not None and not EXECUTIONS_CURSOR.match(cursor):
+    if cursor is not None and not is_execution_cursor(cursor):
         errors["cursor"] = ["not a cursor this page gave"]
     scheduler = service()
     stored = None

@@ -10,7 +10,6 @@ import json
 import re
 from typing import Any
 
-import flask_smorest
 from flask import Request, Response, request
 from marshmallow import missing
 from webargs.flaskparser import FlaskParser, is_json_request
@@ -74,12 +73,6 @@ class BodyParser(FlaskParser):
         if not is_json_request(req) or not req.get_data(cache=True):
             return missing
         return req.get_json()
-
-
-class Blueprint(flask_smorest.Blueprint):  # type: ignore[misc]
-    """flask-smorest's Blueprint, whose arguments are read by ``BodyParser``."""
-
-    ARGUMENTS_PARSER = BodyParser()
 
 
 def body_problem(max_body_bytes: int) -> Response | None:

@@ -14,8 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from marshmallow import RAISE, Schema, fields
+from marshmallow import RAISE, Schema, ValidationError, fields
 
+from scheduler_service.presenting.problems import flatten
+from scheduler_service.requests.schedule import ScheduleBodySchema, ScheduleRequest
+from shared.errors import InvalidInput
 from shared.model import JSON, ScheduleDefinition
 
 TIMING_FORMS = frozenset({"at", "interval", "cron", "rrule", "start_date"})
@@ -90,3 +93,19 @@ def patched_body(stored: dict[str, JSON], patch: dict[str, JSON]) -> dict[str, J
         stored = {**stored, "schedule": {}}
     merged: dict[str, JSON] = merge_patch(stored, patch)
     return merged
+
+
+def patched_request(stored: ScheduleDefinition, patch: dict[str, JSON]) -> ScheduleRequest:
+    """``patch`` (a loaded ``SchedulePatchSchema``; its ``id`` aside) merged onto the stored
+    definition's body and loaded as a ``PUT`` body, or ``InvalidInput`` naming every bad field
+    of the result."""
+    changes = {name: value for name, value in patch.items() if name != "id"}
+    merged = patched_body(stored_body(stored), changes)
+    try:
+        body: ScheduleRequest = ScheduleBodySchema().load(merged)
+    except ValidationError as exc:
+        found: dict[str, list[str]] = {}
+        for error in flatten(exc.messages):
+            found.setdefault(error["field"], []).append(error["message"])
+        raise InvalidInput(found) from None
+    return body

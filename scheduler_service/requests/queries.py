@@ -1,4 +1,4 @@
-"""Marshmallow schemas of the API's query and header parameters.
+"""Marshmallow schemas of the API's query parameters: its listings' filters and cursors.
 
 A listing's ``cursor`` is opaque to clients: the store's position, tagged with its endpoint
 (``encode_cursor``); its query schema loads it back as that position, or names ``cursor`` for
@@ -13,15 +13,13 @@ import re
 from datetime import datetime
 from typing import Any, ClassVar
 
-from marshmallow import EXCLUDE, RAISE, Schema, ValidationError, fields, post_load, validate
+from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validate
 
 from scheduler_service.presenting.schemas import LISTED_STATUSES
-from scheduler_service.requests.schedule import ISO_TEXT, SCHEDULE_ID
+from scheduler_service.requests.schedule import ISO_TEXT
+from shared.formats import EXECUTION_CURSOR, SCHEDULE_ID
 from shared.model import ExecutionStatus
 from shared.timeutil import UTC, parse_iso, utc_ms
-
-# The position an executions or dead-letters cursor names: epoch milliseconds | occurrence id.
-EXECUTIONS_CURSOR = re.compile(r"^\d{1,15}\|[^|]+$")
 
 
 def encode_cursor(position: str | None, kind: str) -> str | None:
@@ -54,11 +52,6 @@ def _instant(text: str, name: str) -> datetime:
         return utc_ms(moment.astimezone(UTC))
     except (OverflowError, ValueError):
         raise ValidationError("out of range", name) from None
-
-
-class Parameters(Schema):
-    class Meta:
-        unknown = EXCLUDE
 
 
 def _limit() -> fields.Integer:
@@ -132,7 +125,7 @@ class ListExecutionsQuery(Paged):
     """A schedule's history."""
 
     cursor_kind = "e"
-    cursor_position = EXECUTIONS_CURSOR
+    cursor_position = EXECUTION_CURSOR
 
     status = fields.String(
         validate=validate.OneOf([status.value for status in ExecutionStatus]),
@@ -158,23 +151,7 @@ class ListDeadLettersQuery(Paged):
     """The tenant's dead letters."""
 
     cursor_kind = "d"
-    cursor_position = EXECUTIONS_CURSOR
+    cursor_position = EXECUTION_CURSOR
 
     limit = _limit()
     cursor = _cursor()
-
-
-IDEMPOTENCY_KEY = r"^[\x21-\x7e]{1,255}$"
-
-
-class IdempotencyHeader(Parameters):
-    idempotency_key = fields.String(
-        data_key="Idempotency-Key",
-        validate=validate.Regexp(
-            IDEMPOTENCY_KEY, error="1 to 255 visible ASCII characters, e.g. a UUID"
-        ),
-        metadata={
-            "description": "a repeat of the request with the same key and body answers the same "
-            "schedule and creates nothing; with another body it is a 409. Kept 24 h by default."
-        },
-    )

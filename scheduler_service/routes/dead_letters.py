@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from flask import g
-from flask_smorest import Blueprint
 from marshmallow import RAISE
 
 from scheduler_service.presenting.schemas import (
@@ -20,14 +19,9 @@ from scheduler_service.presenting.schemas import (
     ReplayedSchema,
 )
 from scheduler_service.presenting.views import PageView, Replayed, masked_execution
+from scheduler_service.requests.paths import check_occurrence_id
 from scheduler_service.requests.queries import ListDeadLettersQuery, encode_cursor
-from scheduler_service.routes.schedules import (
-    _limit,
-    check_occurrence_id,
-    problem_response,
-    problems,
-    service,
-)
+from scheduler_service.routes.common import Blueprint, page_size, service
 from shared.model import Execution
 
 blp = Blueprint(
@@ -44,12 +38,12 @@ NO_DEAD_LETTER = "No dead letter by that id (never failed, or replayed or discar
 @blp.arguments(ListDeadLettersQuery, location="query", unknown=RAISE, error_status_code=400)
 @blp.response(200, DeadLetterPageSchema)
 @blp.doc(operationId="listDeadLetters")
-@problems(400)
+@blp.problems(400)
 def list_dead_letters(query: dict[str, Any]) -> PageView[Execution]:
     """The tenant's dead letters, the latest failure first: which schedule, which occurrence,
     why (HTTP status, error) and when."""
     scheduler = service()
-    page = scheduler.reads.list_dead_letters(g.tenant, _limit(query), query.get("cursor"))
+    page = scheduler.reads.list_dead_letters(g.tenant, page_size(query), query.get("cursor"))
     secret_patterns = scheduler.settings.secret_headers
     return PageView(
         [masked_execution(item, secret_patterns) for item in page.items],
@@ -60,9 +54,9 @@ def list_dead_letters(query: dict[str, Any]) -> PageView[Execution]:
 @blp.route("/dead-letters/<occurrence_id>/replay", methods=["POST"])
 @blp.response(202, ReplayedSchema)
 @blp.doc(operationId="replayDeadLetter")
-@problem_response(409, "The schedule is deleted: a replay would not fire")
-@problem_response(404, NO_DEAD_LETTER)
-@problems(400)
+@blp.problem(409, "The schedule is deleted: a replay would not fire")
+@blp.problem(404, NO_DEAD_LETTER)
+@blp.problems(400)
 def replay_dead_letter(occurrence_id: str) -> Replayed:
     """Replay a dead letter now
 
@@ -76,8 +70,8 @@ def replay_dead_letter(occurrence_id: str) -> Replayed:
 @blp.route("/dead-letters/<occurrence_id>", methods=["DELETE"])
 @blp.response(200, DiscardedSchema)
 @blp.doc(operationId="discardDeadLetter")
-@problem_response(404, NO_DEAD_LETTER)
-@problems(400)
+@blp.problem(404, NO_DEAD_LETTER)
+@blp.problems(400)
 def discard_dead_letter(occurrence_id: str) -> dict[str, str]:
     """Discard a dead letter
 

@@ -1,0 +1,73 @@
+"""``/scheduler-service/v1/schedule/{id}/…``: what an owner does to a schedule beside changing
+it: pause, resume, trigger one run now, backfill a past range. On the schedules' blueprint."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Response, g
+
+from scheduler_service.presenting.schemas import (
+    BackfillAnswerSchema,
+    ScheduleViewSchema,
+    TriggeredSchema,
+)
+from scheduler_service.requests.paths import check_id
+from scheduler_service.requests.schedule import BackfillSchema
+from scheduler_service.routes.common import schedule_answer, service
+from scheduler_service.routes.schedules import blp
+from shared.backfill import Backfill
+from shared.model import Occurrence
+
+
+@blp.route("/schedule/<schedule_id>/pause", methods=["POST"])
+@blp.response(202, ScheduleViewSchema)
+@blp.doc(operationId="pauseSchedule")
+@blp.problems(400, 404)
+def pause_schedule(schedule_id: str) -> Response:
+    """Stop firing until resumed; occurrences that fall in the pause are skipped. Pausing a
+    paused or completed schedule changes nothing."""
+    check_id(schedule_id)
+    return schedule_answer(service().changes.pause(g.tenant, schedule_id), 202)
+
+
+@blp.route("/schedule/<schedule_id>/resume", methods=["POST"])
+@blp.response(202, ScheduleViewSchema)
+@blp.doc(operationId="resumeSchedule")
+@blp.problems(400, 404)
+def resume_schedule(schedule_id: str) -> Response:
+    """Fire again from now on (the occurrences of the pause are not caught up)."""
+    check_id(schedule_id)
+    return schedule_answer(service().changes.resume(g.tenant, schedule_id), 202)
+
+
+@blp.route("/schedule/<schedule_id>/trigger", methods=["POST"])
+@blp.response(202, TriggeredSchema)
+@blp.doc(operationId="triggerSchedule")
+@blp.problems(400, 404)
+def trigger_schedule(schedule_id: str) -> Occurrence:
+    """Run the schedule once now, beside its own times (even while paused).
+
+    The run has its own occurrence id and appears in the history with `manual: true`.
+    """
+    check_id(schedule_id)
+    return service().runs.trigger(g.tenant, schedule_id)
+
+
+@blp.route("/schedule/<schedule_id>/backfill", methods=["POST"])
+@blp.arguments(BackfillSchema, error_status_code=400)
+@blp.response(202, BackfillAnswerSchema)
+@blp.doc(operationId="backfillSchedule")
+@blp.problems(400, 404, 413, 415)
+def backfill_schedule(body: dict[str, Any], schedule_id: str) -> Backfill:
+    """Run the occurrences of a past range that did not run
+
+    The range: `from` included, `to` excluded, at most 366 days and 1,000 occurrences. Those
+    that did not run: `fire_all` each, `fire_once` only the latest. Each has its normal
+    occurrence id (and `Idempotency-Key`), so the receiver can deduplicate; those that already
+    succeeded, failed (see dead letters) or are in flight are left out, and so are those the
+    schedule would never have fired (before its `start`, after its `end`, beyond its
+    `max_occurrences`). They run now, as manual runs: even while paused, whatever the grace."""
+    check_id(schedule_id)
+    runs = service().runs
+    return runs.backfill(g.tenant, schedule_id, body["start"], body["end"], body["policy"])

@@ -1,0 +1,87 @@
+"""What every route of the API shares: its blueprint (arguments read from the body the request
+parsed once, the error answers it declares), the application service, the page size of a
+listing and the answer of a schedule."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import flask_smorest
+from flask import Response, current_app
+
+from scheduler_service.presenting.schemas import ProblemSchema
+from scheduler_service.presenting.views import (
+    SCHEDULE_VIEW,
+    ScheduleView,
+    json_answer,
+    schedule_view_of,
+)
+from scheduler_service.requests.bodies import BodyParser
+from scheduler_service.service import ScheduleService
+from shared.errors import InvalidInput
+from shared.model import Schedule
+
+PROBLEM = "application/problem+json"
+# What each error answer a route declares means; 401, 429 and 503 apply to every route.
+PROBLEMS = {
+    400: "Invalid input: every bad field is named in errors",
+    401: "No API key, or an unknown one",
+    403: "The tenant's quota of schedules is reached",
+    404: "No such schedule (unknown, deleted, or another tenant's)",
+    409: "Idempotency-Key reused with another request",
+    413: "Body over the size limit",
+    415: "Body not JSON",
+    429: "Over the tenant's rate limit; retry after Retry-After seconds",
+    503: "A backend is unavailable; retry",
+}
+EVERY_ROUTE = (401, 429, 503)
+
+
+class Blueprint(flask_smorest.Blueprint):  # type: ignore[misc]
+    """flask-smorest's Blueprint, whose arguments are read by ``BodyParser`` and whose routes
+    declare their error answers as RFC 7807 problems."""
+
+    ARGUMENTS_PARSER = BodyParser()
+
+    def problem(self, status: int, description: str) -> Any:
+        """Declare one error answer a route can give."""
+        return self.alt_response(
+            status, schema=ProblemSchema, content_type=PROBLEM, description=description
+        )
+
+    def problems(self, *statuses: int) -> Any:
+        """Declare the error answers a route can give, as ``PROBLEMS`` describes them."""
+
+        def decorate(route: Any) -> Any:
+            for status in sorted({*statuses, *EVERY_ROUTE}, reverse=True):
+                route = self.problem(status, PROBLEMS[status])(route)
+            return route
+
+        return decorate
+
+
+def service() -> ScheduleService:
+    """The application service of the app that answers the request."""
+    scheduler: ScheduleService = current_app.extensions["scheduler"]
+    return scheduler
+
+
+def page_size(query: dict[str, Any]) -> int:
+    """A listing's ``limit``, or the default; ``InvalidInput`` naming it past the largest."""
+    settings = service().settings
+    limit: int = query.get("limit", settings.default_page_size)
+    if limit > settings.max_page_size:
+        raise InvalidInput({"limit": f"at most {settings.max_page_size}"})
+    return limit
+
+
+def present(schedule: Schedule) -> ScheduleView:
+    """The schedule as clients see it, masked by the configured secret patterns."""
+    scheduler = service()
+    return schedule_view_of(
+        schedule, scheduler.settings.secret_headers, scheduler.reads.next_fire_time(schedule)
+    )
+
+
+def schedule_answer(schedule: Schedule, status: int) -> Response:
+    return json_answer(SCHEDULE_VIEW, present(schedule), status)

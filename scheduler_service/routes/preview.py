@@ -1,0 +1,31 @@
+"""``POST /scheduler-service/v1/schedule/preview``: a timing's times and description, nothing
+stored. On the schedules' blueprint."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scheduler_service.presenting.schemas import PreviewAnswerSchema
+from scheduler_service.presenting.views import PreviewView
+from scheduler_service.requests.schedule import PreviewSchema, as_sent
+from scheduler_service.routes.common import service
+from scheduler_service.routes.schedules import blp
+
+
+@blp.route("/schedule/preview", methods=["POST"])
+@blp.arguments(PreviewSchema, error_status_code=400)
+@blp.response(200, PreviewAnswerSchema)
+@blp.doc(operationId="previewSchedule")
+@blp.problems(400, 413, 415)
+def preview(body: dict[str, Any]) -> PreviewView:
+    """The next fire times of a schedule (UTC and local) and a plain-English description.
+
+    Nothing is stored: the times are those of a schedule accepted now, or at `after` if given;
+    or, with `before`, the last times before that moment (what should have fired), oldest first.
+    """
+    timing, names = body["schedule"]
+    with as_sent(names):
+        found = service().checks.preview(
+            timing, body["count"], body.get("after"), body.get("before"), body.get("id")
+        )
+    return PreviewView(found)
