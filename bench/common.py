@@ -245,12 +245,14 @@ def _drop_mongo(url: str, database: str) -> None:
 class Component:
     """A real ``scheduler <command>`` process, its output in a log file."""
 
-    def __init__(self, command: str, env: Mapping[str, str], log_dir: Path) -> None:
+    def __init__(
+        self, command: str, env: Mapping[str, str], log_dir: Path, args: Sequence[str] = ()
+    ) -> None:
         self.command = command
         self.log_path = log_dir / f"{command}-{uuid.uuid4().hex[:6]}.log"
         self._log = self.log_path.open("wb")
         self.popen = subprocess.Popen(
-            [sys.executable, "-m", "scheduler_cli.main", command],
+            [sys.executable, "-m", "scheduler_cli.main", command, *args],
             env={**os.environ, **env},
             stdout=self._log,
             stderr=subprocess.STDOUT,

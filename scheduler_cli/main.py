@@ -12,11 +12,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from werkzeug.serving import make_server
-
 from scheduler_cli import keys, operator, receiver
 from scheduler_cli.components import build_executor, build_poller, build_processor
-from scheduler_service.app import create_app
+from scheduler_cli.serving import ApiProcess, run_api
 from shared.backends import KEY_FILE, Backends, open_backends, opened_store
 from shared.errors import ConfigurationError
 from shared.lifecycle import Shutdown
@@ -47,10 +45,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     dev = commands.add_parser(
         "dev",
-        help="run all four components in one process, embedded",
+        help="run all four components, embedded (the API in a process of its own)",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-        description="The whole service in one process, for a laptop: the API (and its console "
-        "and /docs), the processor, the poller and the executor, on embedded SQLite backends "
+        description="The whole service for a laptop: the API (and its console and /docs, in a "
+        "child process of its own), the processor, the poller and the executor, on embedded "
+        "SQLite backends "
         "kept in --data-dir across restarts. No API key is needed (one default tenant), "
         "webhooks may call loopback (127.0.0.0/8, ::1), and they are signed with the secret "
         "it keeps in --data-dir/webhook-secret. The folder is private (mode 0700: made so, or "
@@ -64,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="scheduler-data",
         help="where the database, the signing secret and the sealing keys are kept",
     )
-    commands.add_parser("api", help="serve the HTTP API (gunicorn)")
+    commands.add_parser("api", help="serve the HTTP API (gunicorn processes, uvicorn in each)")
     commands.add_parser("processor", help="apply queue 1 to the store")
     commands.add_parser("poller", help="send due occurrences to queue 2")
     commands.add_parser("executor", help="fire occurrences from queue 2")
@@ -168,36 +167,6 @@ def run_component(settings: Settings, build: Callable[[Settings, Backends], Work
     return 0
 
 
-def run_api(settings: Settings) -> int:
-    from gunicorn.app.base import BaseApplication
-    from gunicorn.glogging import Logger
-
-    class SharedLogger(Logger):  # type: ignore[misc]
-        """gunicorn's own lines (start, workers booting and dying, errors) go through this
-        process's logging, in its format: in production every line on stderr is JSON."""
-
-        def setup(self, cfg: Any) -> None:
-            super().setup(cfg)
-            for logger in (self.error_log, self.access_log):
-                logger.handlers.clear()
-                logger.propagate = True
-
-    class Server(BaseApplication):  # type: ignore[misc]
-        def load_config(self) -> None:
-            self.cfg.set("bind", f"{settings.host}:{settings.port}")
-            self.cfg.set("workers", settings.api_workers)
-            self.cfg.set("threads", settings.api_threads)
-            self.cfg.set("accesslog", None)
-            self.cfg.set("logger_class", SharedLogger)
-
-        def load(self) -> Any:
-            # Each gunicorn worker opens its own connections after the fork.
-            return create_app(settings, open_backends(settings))
-
-    Server().run()
-    return 0
-
-
 def private_folder(folder: Path) -> int | None:
     """Make ``folder`` with mode 0700, or take the group's and others' access away from one
     that exists (it holds the database, the signing secret and the sealing keys); the mode it
@@ -237,7 +206,7 @@ def dev_settings(host: str, port: int, data_dir: Path) -> Settings:
 
 
 def run_dev(host: str, port: int, data_dir: Path) -> int:
-    """Everything in one process on the embedded SQLite backends."""
+    """The four components on the embedded SQLite backends, the API in a child process."""
     data_dir = data_dir.resolve()
     loosened = private_folder(data_dir)
     settings = dev_settings(host, port, data_dir)
@@ -245,20 +214,25 @@ def run_dev(host: str, port: int, data_dir: Path) -> int:
     shutdown = Shutdown()
     shutdown.install_signal_handlers()
     backends = open_backends(settings)
-    server = make_server(host, port, create_app(settings, backends), threaded=True)
     poller = build_poller(settings, backends)
     processor = build_processor(settings, backends)
     # In one process the processor can tell the poller at once that something new is stored.
     processor.on_applied = poller.wake.set
     workers: list[Worker] = [processor, poller, build_executor(settings, backends)]
+    # The API in a process of its own: a costly request never delays a fire (serving.py). Its
+    # /metrics shows the workers' too, read from this process on a port of loopback.
+    endpoint = serve_worker_endpoint(
+        "127.0.0.1", 0, lambda: all(worker.heartbeat.healthy() for worker in workers)
+    )
+    api = ApiProcess(settings, f"http://127.0.0.1:{endpoint.server_port}/metrics")
     threads = [
         threading.Thread(target=worker.run, args=(shutdown,), name=type(worker).__name__)
         for worker in workers
     ]
-    threads.append(threading.Thread(target=server.serve_forever, name="api", daemon=True))
     for thread in threads:
         thread.start()
-    base = f"http://{host}:{server.server_port}"
+    api.start()
+    base = f"http://{host}:{api.port}"
     private = "private" if loosened is None else f"made private: it was mode {loosened:04o}"
     print(
         f"scheduler dev: API on {base}/scheduler-service/v1  (docs: {base}/docs)\n"
@@ -272,8 +246,9 @@ def run_dev(host: str, port: int, data_dir: Path) -> int:
     try:
         shutdown.requested.wait()
     finally:
-        server.shutdown()
-        for thread in threads[:-1]:
+        api.stop()
+        endpoint.shutdown()
+        for thread in threads:
             thread.join(timeout=settings.shutdown_timeout_seconds)
         backends.close()
     log.info("scheduler dev stopped", extra={"event": "dev_stopped"})

@@ -59,8 +59,11 @@ def create_app(
     settings: Settings,
     backends: Backends,
     clock: Clock | None = None,
+    peer_metrics_url: str | None = None,
 ) -> Flask:
-    """The API over ``backends``; the caller opened them and closes them."""
+    """The API over ``backends``; the caller opened them and closes them. ``peer_metrics_url``:
+    where the metrics of the components in another process are read, to show with this
+    process's on ``/metrics`` (``scheduler dev``)."""
     app = Flask(__name__)
     app.request_class = ApiRequest
     measure_requests(app)
@@ -96,6 +99,7 @@ def create_app(
     app.extensions["scheduler_metrics"] = backend_registry(
         backends, settings.schedule_counts_seconds
     )
+    app.extensions["scheduler_peer_metrics"] = peer_metrics_url
     log.info("API authentication: %s", authenticator.describe(), extra={"event": "api_auth"})
 
     api = ProblemApi(app)

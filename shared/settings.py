@@ -45,7 +45,13 @@ class Settings:
     host: str = "127.0.0.1"
     port: int = 8080
     api_workers: int = 2
+    # Threads per API process that run requests, each read whole first (an event loop holds
+    # the connections: scheduler_service/front.py).
     api_threads: int = 8
+    # Connections an API process serves at once; a request on one more is answered 503.
+    api_max_connections: int = 2048
+    # How long a client may take to send a request whole, and may leave an answer unread.
+    api_client_timeout_seconds: float = 10.0
     max_body_bytes: int = 256 * 1024
     # Shortest time allowed between two occurrences of a recurring schedule.
     min_interval_seconds: float = 1.0
@@ -167,6 +173,7 @@ class Settings:
             "receive_wait_seconds",
             "min_interval_seconds",
             "retention_sweep_seconds",
+            "api_client_timeout_seconds",
         ):
             if getattr(self, name) <= 0:
                 raise bad(name, "must be positive")
@@ -186,6 +193,9 @@ class Settings:
             "max_body_bytes",
             "default_page_size",
             "max_page_size",
+            "api_workers",
+            "api_threads",
+            "api_max_connections",
         ):
             if getattr(self, name) < 1:
                 raise bad(name, "must be at least 1")

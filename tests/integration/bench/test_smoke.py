@@ -17,6 +17,7 @@ from bench import (
     creation,
     dispatch,
     firing,
+    slow_clients,
     storage,
     store_rounds,
 )
@@ -166,3 +167,15 @@ def test_costly_rules() -> None:
     assert answers["list of 45 costly schedules"] == 200
     assert answers["FREQ=DAILY;BYEASTER=365"] == 400
     assert not any(item["killed"] for item in result["cases"])
+
+
+def test_slow_clients() -> None:
+    result = slow_clients.main(
+        [
+            *["--target", "dev", "--half-sent", "20", "--hold", "1", "--settle", "0.5"],
+            *["--trickle", "2", "--trickle-interval", "0.5", "--trickle-seconds", "1"],
+            *["--bound", "5"],
+        ]
+    )
+    assert result["held"]["connections"] == 20
+    assert result["beyond_bound"]["next_request"] == 503
