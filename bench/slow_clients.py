@@ -13,6 +13,9 @@ Four phases, loopback only:
    ``--trickle-interval`` seconds for ``--trickle-seconds``; ``/healthz`` is asked every second.
 4. **Past the connection bound** (``--bound N``, started with ``SCHEDULER_API_MAX_CONNECTIONS``
    set to N): N idle connections, then one request more: its status, or that none came.
+5. **A busy API.** ``--busy`` clients post costly bodies (26,000 unknown members, 256 KB: some
+   70 ms of CPU each) without a pause for ``--busy-seconds``, while a schedule fires every
+   second: the lateness of its calls, quiet and busy.
 
     .venv/bin/python -m bench.slow_clients --target dev
     .venv/bin/python -m bench.slow_clients --target api --half-sent 300
@@ -191,6 +194,74 @@ def beyond_bound(port: int, bound: int) -> dict[str, Any]:
         return {"held": len(held), "next_request": status}
 
 
+def busy(port: int, clients: int, seconds: float) -> int:
+    """``clients`` threads posting costly bodies for ``seconds``; how many were answered."""
+    from bench.bodies import SHAPES
+
+    body = SHAPES["small keys"][0](256 * 1024)
+    answered = [0] * clients
+    until = time.monotonic() + seconds
+
+    def post(number: int) -> None:
+        while time.monotonic() < until:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            with contextlib.suppress(OSError, http.client.HTTPException):
+                connection.request(
+                    "POST", f"{API}/schedule", body, {"Content-Type": "application/json"}
+                )
+                connection.getresponse().read()
+                answered[number] += 1
+            connection.close()
+
+    threads = [threading.Thread(target=post, args=(number,)) for number in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return sum(answered)
+
+
+def fire_lateness_ms(receiver: ReceiverProcess, start: float, end: float) -> dict[str, Any]:
+    """The lateness of the calls that arrived between ``start`` and ``end`` (epoch seconds)."""
+    late = sorted(
+        (arrived - datetime.fromisoformat(scheduled.replace("Z", "+00:00")).timestamp()) * 1000
+        for arrived, scheduled, _ in receiver.dump()
+        if scheduled and start <= arrived <= end
+    )
+    if not late:
+        return {"fires": 0}
+    return {
+        "fires": len(late),
+        "p50_ms": round(late[len(late) // 2], 1),
+        "max_ms": round(late[-1], 1),
+    }
+
+
+def while_busy(receiver: ReceiverProcess, port: int, clients: int, seconds: float) -> Any:
+    """Phase 5: a schedule firing every second, quiet for ``seconds``, then busy as long."""
+    receiver.reset()
+    body = {
+        "name": "every-second",
+        "schedule": {"cron": "@every 1s"},
+        "payload": {"method": "POST", "url": f"{receiver.url}/every-second"},
+    }
+    if request(port, "POST", f"{API}/schedule", body, timeout=10.0) != 202:
+        raise RuntimeError("the recurring schedule was not accepted")
+    time.sleep(3)  # its first fires
+    quiet_from = time.time()
+    time.sleep(seconds)
+    busy_from = time.time()
+    answered = busy(port, clients, seconds)
+    busy_to = time.time()
+    time.sleep(1)
+    return {
+        "clients": clients,
+        "costly_requests_answered": answered,
+        "quiet": fire_lateness_ms(receiver, quiet_from, busy_from),
+        "busy": fire_lateness_ms(receiver, busy_from, busy_to),
+    }
+
+
 def fires_once(receiver: ReceiverProcess, port: int, due_in: float) -> datetime:
     """Creates a one-time schedule calling the receiver ``due_in`` seconds from now."""
     at = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=due_in)
@@ -253,8 +324,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 result["baseline"] = resources(served)
                 due = fires_once(receiver, port, due_in=args.hold / 2 + 2)
                 with half_sent(port, args.half_sent) as held, Prober(port, 0.5) as prober:
-                    time.sleep(args.hold)
+                    time.sleep(args.hold / 2)  # before a client timeout of the hold's length
                     result["held"] = {"connections": len(held), **resources(served)}
+                    time.sleep(args.hold / 2)
                 result["healthz_while_held"] = prober.summary()
                 result["fire_lateness_ms"] = lateness_ms(receiver, due, time.time() + 10)
                 time.sleep(args.settle)
@@ -262,6 +334,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 result["trickle"] = trickle(
                     port, args.trickle, args.trickle_interval, args.trickle_seconds
                 )
+                if args.busy:
+                    result["busy"] = while_busy(receiver, port, args.busy, args.busy_seconds)
             if args.bound:
                 # One API process (the bound is each process's), started anew with the bound.
                 env = {
@@ -271,8 +345,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 with started(args.target, Path(tmp) / "bound", env) as (port, _):
                     result["beyond_bound"] = beyond_bound(port, args.bound)
     finally:
-        receiver.popen.terminate()
-        receiver.popen.wait(10)
+        receiver.stop()
     return result
 
 
@@ -301,6 +374,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--trickle-interval", type=float, default=5.0)
     parser.add_argument("--trickle-seconds", type=float, default=20.0)
     parser.add_argument("--bound", type=int, default=0, help="SCHEDULER_API_MAX_CONNECTIONS")
+    parser.add_argument("--busy", type=int, default=8, help="clients posting costly bodies")
+    parser.add_argument("--busy-seconds", type=float, default=10.0)
     parser.add_argument("--json", type=Path, help="also write the figures here as JSON")
     args = parser.parse_args(argv)
     result = run(args)
@@ -325,6 +400,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"{trickled['probes']}; closed by the server: {trickled['closed_by_server']} "
         f"(the last after {trickled['closed_after_s']} s)"
     )
+    if "busy" in result:
+        quiet, hot = result["busy"]["quiet"], result["busy"]["busy"]
+        print(
+            f"a schedule firing every second: lateness p50 {quiet.get('p50_ms')} ms, max "
+            f"{quiet.get('max_ms')} ms quiet; p50 {hot.get('p50_ms')} ms, max {hot.get('max_ms')}"
+            f" ms while {args.busy} clients kept the API busy "
+            f"({result['busy']['costly_requests_answered']} costly requests answered)"
+        )
     if "beyond_bound" in result:
         print(f"past the bound of {args.bound}: {result['beyond_bound']['next_request']}")
     report("slow_clients", result, args.json)

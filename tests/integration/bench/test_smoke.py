@@ -174,8 +174,9 @@ def test_slow_clients() -> None:
         [
             *["--target", "dev", "--half-sent", "20", "--hold", "1", "--settle", "0.5"],
             *["--trickle", "2", "--trickle-interval", "0.5", "--trickle-seconds", "1"],
-            *["--bound", "5"],
+            *["--bound", "5", "--busy", "1", "--busy-seconds", "1"],
         ]
     )
     assert result["held"]["connections"] == 20
     assert result["beyond_bound"]["next_request"] == 503
+    assert result["busy"]["costly_requests_answered"] >= 1
