@@ -282,6 +282,10 @@ class ScheduleStatus(StrEnum):
     DELETED = "deleted"
 
 
+# The statuses a listing of schedules shows (a deleted schedule is never listed).
+LISTED_STATUSES = [s.value for s in ScheduleStatus if s is not ScheduleStatus.DELETED]
+
+
 class PausedBy(StrEnum):
     """Who paused a schedule: its owner (the pause endpoint), or its own failures
     (``pause_after_failures``)."""

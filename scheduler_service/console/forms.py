@@ -18,7 +18,8 @@ from typing import Any
 import pendulum
 
 from scheduler_service.requests.patch import stored_body
-from scheduler_service.requests.schedule import METHODS, SEED_FIELDS
+from scheduler_service.requests.timing import SEED_FIELDS
+from shared.definition_rules import METHODS
 from shared.model import MisfirePolicy, Schedule, Unit
 from shared.timeutil import load_zone, parse_iso
 

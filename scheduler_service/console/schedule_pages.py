@@ -24,10 +24,9 @@ from scheduler_service.console.pages import (
     this_page,
 )
 from scheduler_service.console.presenting import summary
-from scheduler_service.presenting.schemas import LISTED_STATUSES
 from scheduler_service.presenting.views import execution_view, schedule_view, time_pair
 from shared.errors import InvalidInput, NotFound
-from shared.model import Schedule, ScheduleStatus
+from shared.model import LISTED_STATUSES, Schedule, ScheduleStatus
 from shared.ports import ScheduleFilter, ScheduleOrder
 from shared.recurrence import upcoming_for_a_page
 from shared.timeutil import UTC, parse_iso, utc_ms

@@ -18,10 +18,8 @@ from typing import Any
 from marshmallow import INCLUDE, Schema, fields, validate
 from marshmallow.utils import get_value
 
-from shared.model import ExecutionStatus, PausedBy, ScheduleStatus, Unit
+from shared.model import LISTED_STATUSES, ExecutionStatus, PausedBy, ScheduleStatus, Unit
 from shared.timeutil import iso_local, iso_z, load_zone
-
-LISTED_STATUSES = [s.value for s in ScheduleStatus if s is not ScheduleStatus.DELETED]
 
 
 class Open(Schema):

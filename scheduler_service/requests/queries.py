@@ -15,10 +15,9 @@ from typing import Any, ClassVar
 
 from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validate
 
-from scheduler_service.presenting.schemas import LISTED_STATUSES
-from scheduler_service.requests.schedule import ISO_TEXT
+from scheduler_service.requests.fields import ISO_TEXT
 from shared.formats import EXECUTION_CURSOR, SCHEDULE_ID
-from shared.model import ExecutionStatus
+from shared.model import LISTED_STATUSES, ExecutionStatus
 from shared.timeutil import UTC, parse_iso, utc_ms
 
 

@@ -19,7 +19,8 @@ from datetime import datetime, timedelta
 import pytest
 from dateutil.rrule import rrulestr
 
-from scheduler_service.requests.schedule import SEED_NAMES, as_sent
+from scheduler_service.requests.schedule import as_sent
+from scheduler_service.requests.timing import SEED_NAMES
 from shared.describe import describe
 from shared.errors import InvalidInput
 from shared.model import Every, Timing, Unit

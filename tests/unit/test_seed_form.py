@@ -7,7 +7,7 @@ from datetime import datetime
 import pytest
 from marshmallow import ValidationError
 
-from scheduler_service.requests.schedule import ScheduleSpecSchema
+from scheduler_service.requests.timing import ScheduleSpecSchema
 from shared.model import Timing
 from shared.recurrence import build_recurrence, first_occurrence
 from shared.timeutil import UTC, iso_z

@@ -1,0 +1,122 @@
+"""The call a schedule makes and what happens when it fails: ``payload``, ``on_failure``,
+``retry`` and ``misfire`` of a body, loaded as domain objects; the call's limits are the
+domain's (``shared.definition_rules``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validate
+
+from scheduler_service.requests.fields import JsonNumber, WholeNumber, domain
+from shared.definition_rules import (
+    MAX_URL_LENGTH,
+    check_headers,
+    check_http_url,
+    check_method,
+    check_query,
+)
+from shared.model import FailureHook, Misfire, MisfirePolicy, Payload, RetryPolicy
+
+http_url = domain(check_http_url)
+headers_rule = domain(check_headers)
+
+
+class PayloadSchema(Schema):
+    class Meta:
+        unknown = RAISE
+
+    method = fields.String(required=True, validate=domain(check_method))
+    url = fields.String(
+        required=True, validate=[validate.Length(min=1, max=MAX_URL_LENGTH), http_url]
+    )
+    headers = fields.Dict(
+        keys=fields.String(), values=fields.Raw(), load_default=dict, validate=headers_rule
+    )
+    queryParameters = fields.Dict(
+        keys=fields.String(), values=fields.Raw(), load_default=dict, validate=domain(check_query)
+    )
+    body = fields.Raw(allow_none=True, load_default=None)
+    timeout_seconds = JsonNumber(
+        load_default=10.0, validate=validate.Range(min=0.001, max=300, min_inclusive=True)
+    )
+    calls_per_host = WholeNumber(
+        load_default=None,
+        allow_none=True,
+        validate=validate.Range(1, 1000),
+        metadata={
+            "description": "At most this many calls in flight to the URL's host "
+            "(default: the executor's SCHEDULER_EXECUTOR_CALLS_PER_HOST)."
+        },
+    )
+
+    @post_load
+    def to_payload(self, data: dict[str, Any], **_: Any) -> Payload:
+        query = {
+            name: [str(v) for v in value] if isinstance(value, list) else str(value)
+            for name, value in data["queryParameters"].items()
+        }
+        return Payload(
+            method=data["method"].upper(),
+            url=data["url"],
+            headers=dict(data["headers"]),
+            query=query,
+            body=data["body"],
+            timeout_seconds=data["timeout_seconds"],
+            calls_per_host=data["calls_per_host"],
+        )
+
+
+class FailureHookSchema(Schema):
+    class Meta:
+        unknown = RAISE
+
+    url = fields.String(
+        required=True, validate=[validate.Length(min=1, max=MAX_URL_LENGTH), http_url]
+    )
+    headers = fields.Dict(
+        keys=fields.String(), values=fields.Raw(), load_default=dict, validate=headers_rule
+    )
+
+    @post_load
+    def to_hook(self, data: dict[str, Any], **_: Any) -> FailureHook:
+        return FailureHook(url=data["url"], headers=dict(data["headers"]))
+
+
+class FailureHookField(fields.Field[FailureHook]):
+    """``on_failure``: a URL, or ``{"url": …, "headers": {…}}``."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> FailureHook:
+        if isinstance(value, str):
+            value = {"url": value}
+        if not isinstance(value, dict):
+            raise ValidationError('a URL, or an object {"url": …, "headers": {…}}')
+        hook: FailureHook = FailureHookSchema().load(value)
+        return hook
+
+
+class RetrySchema(Schema):
+    class Meta:
+        unknown = RAISE
+
+    max_attempts = WholeNumber(load_default=5, validate=validate.Range(1, 100))
+    backoff_seconds = JsonNumber(load_default=1.0, validate=validate.Range(0.01, 3600))
+    max_backoff_seconds = JsonNumber(load_default=300.0, validate=validate.Range(0.01, 43200))
+
+    @post_load
+    def to_policy(self, data: dict[str, Any], **_: Any) -> RetryPolicy:
+        return RetryPolicy(**data)
+
+
+class MisfireSchema(Schema):
+    class Meta:
+        unknown = RAISE
+
+    policy = fields.String(
+        load_default="fire_once", validate=validate.OneOf([p.value for p in MisfirePolicy])
+    )
+    grace_seconds = JsonNumber(allow_none=True, load_default=None, validate=validate.Range(0))
+
+    @post_load
+    def to_misfire(self, data: dict[str, Any], **_: Any) -> Misfire:
+        return Misfire(MisfirePolicy(data["policy"]), data["grace_seconds"])
