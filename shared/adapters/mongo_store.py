@@ -49,11 +49,11 @@ from pymongo.errors import (
     ConnectionFailure,
     DuplicateKeyError,
     ExecutionTimeout,
-    OperationFailure,
     PyMongoError,
     WTimeoutError,
 )
 
+from shared.adapters.mongo.indexes import ensure_indexes, expire_executions
 from shared.errors import Transient
 from shared.model import (
     KEPT_ATTEMPTS,
@@ -147,12 +147,6 @@ _ORDER_FIELDS = {
     ScheduleOrder.NEXT_TIME: "next_schedule_time",
     ScheduleOrder.CREATED: "created_at",
 }
-# Indexes once made, each now a prefix of one made in its place (ensure_indexes drops them).
-_REPLACED_INDEXES = (("tenant", "name"), ("tenant", "next_schedule_time"))
-# The document of ``migrations`` that says every schedule has its search fields (``target``,
-# ``name_key``); they are filled in batches of this many.
-_SEARCH_FIELDS_FILLED = "schedules.search_fields"
-_KEYS_PER_FILL = 500
 
 
 def _key(tenant: str, name: str) -> str:
@@ -299,142 +293,15 @@ class MongoStore(Store):
         )
 
     def ensure_indexes(self) -> None:
-        # Plain indexes only: no partialFilterExpression and no reliance on a unique index
-        # skipping documents that lack a key. nx-27017 (a wire-protocol server we test against)
-        # implements neither, and every schedule document, tombstones included, carries
-        # ``tenant`` and ``schedule_id``, so a full unique index is right on every server.
         with _transient("ensure_indexes"):
-            # The poller's claim: active schedules in next_schedule_time order, the slice and
-            # the lease checked in the index. A claim from a window of slices reads the keys in
-            # due order and passes over the other windows' (about _WINDOWS keys per claimed
-            # schedule), where a slice before the time would need a sort of the window's due.
-            self.schedules.create_index(
-                [
-                    ("status", ASCENDING),
-                    ("next_schedule_time", ASCENDING),
-                    ("slice", ASCENDING),
-                    ("lease_until", ASCENDING),
-                ]
-            )
-            # Listing a tenant's schedules (in schedule_id order), one index per filter.
-            self.schedules.create_index(
-                [("tenant", ASCENDING), ("schedule_id", ASCENDING)], unique=True
-            )
-            # By status; and the quota check of every create, a count of the tenant's live
-            # schedules from the index alone (COUNT_SCAN).
-            self.schedules.create_index(
-                [("tenant", ASCENDING), ("status", ASCENDING), ("schedule_id", ASCENDING)]
-            )
-            self.schedules.create_index(
-                [("tenant", ASCENDING), ("tags", ASCENDING), ("schedule_id", ASCENDING)]
-            )
-            self.schedules.create_index(
-                [("tenant", ASCENDING), ("target", ASCENDING), ("schedule_id", ASCENDING)]
-            )
-            # By a name prefix (the API's ?name=); and listing in the other orders
-            # (shared.schedule_listing), either direction, next time's serving its window too.
-            for field in ("name", *_ORDER_FIELDS.values()):
-                if field != "schedule_id":
-                    self.schedules.create_index(
-                        [("tenant", ASCENDING), (field, ASCENDING), ("schedule_id", ASCENDING)]
-                    )
-            self._drop_indexes_by_key(self.schedules, _REPLACED_INDEXES)
-            self._fill_search_fields()
-            # A schedule's executions, newest first, in the order the history is served; and
-            # those of one status (the history's ?status=), in the same order.
-            self.executions.create_index(
-                [
-                    ("tenant", ASCENDING),
-                    ("schedule_id", ASCENDING),
-                    ("scheduled_time", DESCENDING),
-                    ("occurrence_id", DESCENDING),
-                ]
-            )
-            self.executions.create_index(
-                [
-                    ("tenant", ASCENDING),
-                    ("schedule_id", ASCENDING),
-                    ("status", ASCENDING),
-                    ("scheduled_time", DESCENDING),
-                    ("occurrence_id", DESCENDING),
-                ]
-            )
-            self.api_keys.create_index([("tenant", ASCENDING)])
-            # A tenant's dead letters, the latest failure first.
-            self.executions.create_index(
-                [("tenant", ASCENDING), ("status", ASCENDING), ("finished_at", DESCENDING)]
-            )
-            # Retention (purge_expired): completed and deleted schedules, oldest first.
-            self.schedules.create_index([("status", ASCENDING), ("updated_at", ASCENDING)])
+            ensure_indexes(self.schedules.database, self._target_of)
             if self.execution_retention is not None:
-                self._expire_executions(int(self.execution_retention.total_seconds()))
-            try:
-                # MongoDB drops expired idempotency records itself; reads check ``expires_at``
-                # anyway, so a server without TTL indexes is still right, only fuller.
-                self.idempotency_keys.create_index(
-                    [("expires_at", ASCENDING)], expireAfterSeconds=0
+                expire_executions(
+                    self.schedules.database, int(self.execution_retention.total_seconds())
                 )
-            except OperationFailure:
-                self.idempotency_keys.create_index([("expires_at", ASCENDING)])
 
-    def _fill_search_fields(self) -> None:
-        """Give the schedules stored before the fields of search and order were kept
-        (``target`` beside the sealed payload, ``name_key``) theirs: once per database, which a
-        ``migrations`` document then says. Processes starting together may each fill some, to
-        the same values."""
-        if self.migrations.find_one({"_id": _SEARCH_FIELDS_FILLED}) is not None:
-            return
-        stored = self.schedules.find(
-            {"name_key": {"$exists": False}, "definition": {"$ne": None}},
-            {"definition": 1, "name": 1},
-        )
-        fills: list[UpdateOne] = []
-        for document in stored:
-            url = self.secrets.open(json.loads(document["definition"])).payload.url
-            fills.append(
-                UpdateOne(
-                    {"_id": document["_id"], "definition": document["definition"]},
-                    {"$set": {"target": target_of(url), "name_key": name_key(document["name"])}},
-                )
-            )
-            if len(fills) == _KEYS_PER_FILL:
-                self.schedules.bulk_write(fills, ordered=False)
-                fills = []
-        if fills:
-            self.schedules.bulk_write(fills, ordered=False)
-        self.migrations.update_one(
-            {"_id": _SEARCH_FIELDS_FILLED}, {"$set": {"done": True}}, upsert=True
-        )
-
-    @staticmethod
-    def _drop_indexes_by_key(
-        collection: Collection[Document], keys: Sequence[Sequence[str]]
-    ) -> None:
-        """Drop the indexes of these keys, each a prefix of one that serves it now (found by
-        key: nx-27017 names indexes its own way)."""
-        for name, index in collection.index_information().items():
-            if [field for field, _ in index["key"]] in [list(key) for key in keys]:
-                collection.drop_index(name)
-
-    def _expire_executions(self, seconds: int) -> None:
-        """Final and skipped records expire ``seconds`` after ``final_at`` (a TTL index), which
-        only they carry: a record in flight or retrying has none and never expires.
-
-        A change of the retention setting changes the index in place (``collMod``), never a
-        rebuild. nx-27017 (a wire server we test against) answers ``collMod`` without changing
-        the index and never expires documents; MongoDB does both.
-        """
-        for index in self.executions.index_information().values():
-            # Found by its key, not its name: nx-27017 names indexes its own way.
-            if [field for field, _ in index["key"]] == ["final_at"]:
-                if index.get("expireAfterSeconds") != seconds:
-                    self.executions.database.command(
-                        "collMod",
-                        self.executions.name,
-                        index={"keyPattern": {"final_at": 1}, "expireAfterSeconds": seconds},
-                    )
-                return
-        self.executions.create_index([("final_at", ASCENDING)], expireAfterSeconds=seconds)
+    def _target_of(self, definition: str) -> str:
+        return target_of(self.secrets.open(json.loads(definition)).payload.url)
 
     def close(self) -> None:
         if self.owns_client:

@@ -11,14 +11,12 @@ from typing import Any
 
 import pytest
 
-from shared.adapters.sqlite_db import SqliteDatabase
-from shared.adapters.sqlite_store import SqliteStore
 from shared.errors import Transient
 from shared.messages import decode_occurrence
 from shared.model import AttemptOutcome, ExecutionStatus, Occurrence
 from shared.timeutil import UTC, iso_z, parse_iso
 from tests.support.api import ApiUnderTest, api_under_test
-from tests.support.harness import API, TEST_SECRETS, running_pipeline, sqlite_settings
+from tests.support.harness import API, running_pipeline, sqlite_settings
 from tests.support.receiver import running_receiver
 
 BODY: dict[str, Any] = {
@@ -449,21 +447,6 @@ def test_backfilled_occurrences_fire_with_their_idempotency_keys(tmp_path: Path)
 
 
 # -- dead letters ---------------------------------------------------------------------------
-
-
-def test_a_database_made_before_dead_letters_gains_their_column(tmp_path: Path) -> None:
-    database = SqliteDatabase(tmp_path / "old.db")
-    store = SqliteStore(database, secrets=TEST_SECRETS)
-    try:
-        store.ensure_indexes()
-        with database.write() as connection:
-            connection.execute("DROP INDEX executions_dead_letters")
-            connection.execute("ALTER TABLE executions DROP COLUMN discarded_ms")
-        store.ensure_indexes()
-        store.ensure_indexes()
-        assert store.list_dead_letters("default", 10, None).items == []
-    finally:
-        store.close()
 
 
 def wait_for(probe: Callable[[], Any], timeout: float = 10.0) -> Any:

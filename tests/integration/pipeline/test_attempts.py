@@ -5,17 +5,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from shared.adapters.sqlite_db import SqliteDatabase
-from shared.adapters.sqlite_store import SqliteStore
-from shared.model import AttemptOutcome, ExecutionStatus, Occurrence
-from shared.timeutil import UTC
 from tests.support.harness import (
     API,
-    TEST_SECRETS,
     Pipeline,
     running_pipeline,
     sqlite_settings,
@@ -175,27 +169,3 @@ def test_one_occurrence_is_404_when_unknown_and_400_when_malformed(tmp_path: Pat
             "/scheduler-service/v1/schedule/{schedule_id}/executions/{occurrence_id}"
         ]["get"]
         assert operation["operationId"] == "getExecution"
-
-
-def test_a_database_made_before_attempts_were_kept_gains_the_column(tmp_path: Path) -> None:
-    database = SqliteDatabase(tmp_path / "old.db")
-    store = SqliteStore(database, secrets=TEST_SECRETS)
-    try:
-        store.ensure_indexes()
-        with database.write() as connection:
-            connection.execute("ALTER TABLE executions DROP COLUMN attempt_log")
-        now = datetime(2026, 3, 8, 7, 30, tzinfo=UTC)
-        occurrence = Occurrence("default", "old", 1, now)
-        began = store.begin_attempt(occurrence, "x", now, now + timedelta(minutes=1))
-        assert began is not None
-        store.ensure_indexes()
-        store.ensure_indexes()
-        done = AttemptOutcome(ExecutionStatus.SUCCEEDED, now, http_status=204)
-        assert store.finish_attempt(began, "x", done)
-        record = store.get_execution("default", occurrence.occurrence_id)
-        assert record is not None
-        assert [(a.number, a.status, a.http_status) for a in record.attempt_log] == [
-            (1, ExecutionStatus.SUCCEEDED, 204)
-        ]
-    finally:
-        store.close()

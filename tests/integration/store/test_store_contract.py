@@ -641,6 +641,7 @@ def forget_search_fields(store: Store) -> None:
     """Make the store as one written before search and order had their own fields."""
     if isinstance(store, SqliteStore):
         with store.db.write() as connection:
+            connection.execute("DROP TABLE store_migrations")
             connection.execute("DROP INDEX schedules_by_name_key")
             connection.execute("ALTER TABLE schedules DROP COLUMN target")
             connection.execute("ALTER TABLE schedules DROP COLUMN name_key")

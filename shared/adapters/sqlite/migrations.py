@@ -1,0 +1,246 @@
+"""The SQLite store's schema, as numbered migrations.
+
+A database file records each migration applied to it in ``store_migrations``; opening it
+applies the ones it lacks, in order, each in one write transaction with its record, so that
+processes opening a file together apply each migration once (the write lock decides, then each
+reads the version again). A file made by a newer version keeps its migrations: this one applies
+none it does not know.
+
+Migration 1 is the schema as it stood when versions began. A file made before then holds the
+same tables, perhaps without the columns added later: migration 1 adds those and fills the
+search columns of the schedules it finds (their target host is in the sealed definition). Each
+change since is a migration of its own: a new entry at the end of ``MIGRATIONS``, never an edit
+of one applied before.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from shared.adapters.sqlite_db import SqliteDatabase
+from shared.errors import ConfigurationError
+from shared.schedule_listing import name_key
+
+# What a migration's Python step gets: the stored target host of a definition's JSON text
+# (``shared.schedule_listing.target_of`` of its opened URL).
+TargetOf = Callable[[str], str]
+
+_TABLES = (
+    """CREATE TABLE IF NOT EXISTS schedules (
+        tenant TEXT NOT NULL,
+        schedule_id TEXT NOT NULL,
+        revision INTEGER NOT NULL,
+        state_revision INTEGER NOT NULL,
+        status TEXT NOT NULL,
+        definition TEXT,
+        name TEXT NOT NULL DEFAULT '',
+        tags TEXT NOT NULL DEFAULT '[]',
+        next_ms INTEGER,
+        accepted_ms INTEGER NOT NULL,
+        created_ms INTEGER NOT NULL,
+        updated_ms INTEGER NOT NULL,
+        occurrence_count INTEGER NOT NULL DEFAULT 0,
+        run_count INTEGER NOT NULL DEFAULT 0,
+        superseded_count INTEGER NOT NULL DEFAULT 0,
+        failure_count INTEGER NOT NULL DEFAULT 0,
+        consecutive_failures INTEGER NOT NULL DEFAULT 0,
+        last_run_ms INTEGER,
+        last_status TEXT,
+        lease_owner TEXT,
+        lease_until_ms INTEGER,
+        pause_after_failures INTEGER,
+        paused_by TEXT,
+        paused_ms INTEGER,
+        -- For search and order (shared.schedule_listing): the payload URL's host, unsealed,
+        -- and the name case folded.
+        target TEXT NOT NULL DEFAULT '',
+        name_key TEXT NOT NULL DEFAULT '',
+        sent_ahead TEXT,
+        PRIMARY KEY (tenant, schedule_id)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS executions (
+        tenant TEXT NOT NULL,
+        occurrence_id TEXT NOT NULL,
+        schedule_id TEXT NOT NULL,
+        scheduled_ms INTEGER NOT NULL,
+        status TEXT NOT NULL,
+        attempts INTEGER NOT NULL,
+        revision INTEGER NOT NULL,
+        started_ms INTEGER,
+        finished_ms INTEGER,
+        http_status INTEGER,
+        duration_ms REAL,
+        lateness_ms REAL,
+        error TEXT,
+        next_attempt_ms INTEGER,
+        lease_owner TEXT,
+        lease_until_ms INTEGER,
+        manual INTEGER NOT NULL DEFAULT 0,
+        discarded_ms INTEGER,
+        attempt_log TEXT,
+        superseded INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (tenant, occurrence_id)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS idempotency_keys (
+        tenant TEXT NOT NULL,
+        key TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        schedule_id TEXT NOT NULL,
+        revision INTEGER NOT NULL,
+        next_ms INTEGER,
+        timezone TEXT NOT NULL,
+        created_ms INTEGER NOT NULL,
+        expires_ms INTEGER NOT NULL,
+        PRIMARY KEY (tenant, key)
+    ) WITHOUT ROWID""",
+    # Quota reservations: creates accepted and not yet applied (shared.ports.SlotReservation).
+    """CREATE TABLE IF NOT EXISTS schedule_slots (
+        tenant TEXT NOT NULL,
+        schedule_id TEXT NOT NULL,
+        revision INTEGER NOT NULL,
+        expires_ms INTEGER NOT NULL,
+        PRIMARY KEY (tenant, schedule_id, revision)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS api_keys (
+        key_hash TEXT PRIMARY KEY,
+        tenant TEXT NOT NULL,
+        name TEXT NOT NULL,
+        created_ms INTEGER NOT NULL
+    ) WITHOUT ROWID""",
+)
+
+# The columns a file made before versions may lack, by table, in the order they came.
+_LATER_COLUMNS = {
+    "executions": (
+        ("discarded_ms", "INTEGER"),
+        ("attempt_log", "TEXT"),
+        ("superseded", "INTEGER NOT NULL DEFAULT 0"),
+    ),
+    "schedules": (
+        ("pause_after_failures", "INTEGER"),
+        ("paused_by", "TEXT"),
+        ("paused_ms", "INTEGER"),
+        ("superseded_count", "INTEGER NOT NULL DEFAULT 0"),
+        ("sent_ahead", "TEXT"),
+        ("target", "TEXT NOT NULL DEFAULT ''"),
+        ("name_key", "TEXT NOT NULL DEFAULT ''"),
+    ),
+}
+
+_INDEXES = (
+    # The poller's claim reads only active schedules in time order: it costs what is due, not
+    # what is stored.
+    "CREATE INDEX IF NOT EXISTS schedules_due ON schedules (next_ms) WHERE status = 'active'",
+    # The quota check of every create counts a tenant's live schedules: from this narrow index
+    # alone, not from the (wide) rows; about six times faster.
+    "CREATE INDEX IF NOT EXISTS schedules_by_tenant_status ON schedules (tenant, status)",
+    # A tenant's listing by creation and by name, a page at a time. By next time it is sorted
+    # instead: next_ms changes at every advance, which an index would make dearer.
+    "CREATE INDEX IF NOT EXISTS schedules_by_creation"
+    " ON schedules (tenant, created_ms, schedule_id)",
+    "CREATE INDEX IF NOT EXISTS schedules_by_name_key ON schedules (tenant, name_key, schedule_id)",
+    # Retention: what purge_expired deletes, oldest first.
+    "CREATE INDEX IF NOT EXISTS executions_finished ON executions (finished_ms)"
+    " WHERE status IN ('succeeded', 'failed', 'skipped')",
+    "CREATE INDEX IF NOT EXISTS schedules_finished ON schedules (updated_ms)"
+    " WHERE status IN ('completed', 'deleted')",
+    # A schedule's records, newest first; and those in one status (the history's ?status=).
+    "CREATE INDEX IF NOT EXISTS executions_by_schedule"
+    " ON executions (tenant, schedule_id, scheduled_ms DESC, occurrence_id DESC)",
+    "CREATE INDEX IF NOT EXISTS executions_by_status"
+    " ON executions (tenant, schedule_id, status, scheduled_ms DESC, occurrence_id DESC)",
+    # The dead letters of a tenant, the latest failure first.
+    "CREATE INDEX IF NOT EXISTS executions_dead_letters"
+    " ON executions (tenant, finished_ms DESC, occurrence_id DESC)"
+    " WHERE status = 'failed' AND discarded_ms IS NULL",
+    "CREATE INDEX IF NOT EXISTS idempotency_keys_expiry ON idempotency_keys (expires_ms)",
+)
+
+
+def _schema_when_versions_began(connection: sqlite3.Connection, target_of: TargetOf) -> None:
+    for statement in _TABLES:
+        connection.execute(statement)
+    added: set[str] = set()
+    for table, columns in _LATER_COLUMNS.items():
+        present = {row["name"] for row in connection.execute(f"PRAGMA table_info({table})")}
+        for column, kind in columns:
+            if column not in present:
+                connection.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+                added.add(column)
+    if {"target", "name_key"} & added:
+        _fill_search_columns(connection, target_of)
+    for statement in _INDEXES:
+        connection.execute(statement)
+
+
+def _fill_search_columns(connection: sqlite3.Connection, target_of: TargetOf) -> None:
+    rows = connection.execute(
+        "SELECT tenant, schedule_id, name, definition FROM schedules WHERE definition IS NOT NULL"
+    ).fetchall()
+    connection.executemany(
+        "UPDATE schedules SET target = ?, name_key = ? WHERE tenant = ? AND schedule_id = ?",
+        [
+            (target_of(row["definition"]), name_key(row["name"]), row["tenant"], row["schedule_id"])
+            for row in rows
+        ],
+    )
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One step of the schema: ``apply`` runs inside the write transaction that records it."""
+
+    version: int
+    name: str
+    apply: Callable[[sqlite3.Connection, TargetOf], None]
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "the schema when versions began", _schema_when_versions_began),
+)
+
+_RECORD_TABLE = """CREATE TABLE IF NOT EXISTS store_migrations (
+    version INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    applied_ms INTEGER NOT NULL
+)"""
+
+
+def schema_version(connection: sqlite3.Connection) -> int:
+    """The last migration applied to the file (0: none, or a file made before versions)."""
+    try:
+        row = connection.execute("SELECT max(version) AS version FROM store_migrations").fetchone()
+    except sqlite3.OperationalError as exc:
+        if "no such table" not in str(exc):
+            raise
+        return 0
+    return int(row["version"] or 0)
+
+
+def migrate(
+    database: SqliteDatabase,
+    target_of: TargetOf,
+    migrations: Sequence[Migration] = MIGRATIONS,
+) -> int:
+    """Apply the migrations the file lacks; returns the file's version after.
+
+    Reads the version first without the write lock: a file that is up to date costs one read.
+    """
+    latest = migrations[-1].version if migrations else 0
+    if [migration.version for migration in migrations] != list(range(1, latest + 1)):
+        raise ConfigurationError("store migrations must be numbered 1, 2, 3 … in order")
+    if schema_version(database.connection()) >= latest:
+        return schema_version(database.connection())
+    with database.write() as connection:
+        connection.execute(_RECORD_TABLE)
+        current = schema_version(connection)
+        for migration in migrations[current:]:
+            migration.apply(connection, target_of)
+            connection.execute(
+                "INSERT INTO store_migrations (version, name, applied_ms) VALUES (?, ?, ?)",
+                (migration.version, migration.name, int(time.time() * 1000)),
+            )
+        return max(current, latest)
