@@ -1,4 +1,7 @@
-"""The domain model: frozen, typed values. Raw JSON is turned into these at the edges only."""
+"""The domain model: frozen, typed values. Raw JSON is turned into these at the edges only.
+
+A schedule's definition and state live here; the records of its runs in ``shared.executions``,
+whose names this module re-exports."""
 
 from __future__ import annotations
 
@@ -8,8 +11,14 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from shared.formats import occurrence_id, parse_occurrence_id
-from shared.redaction import redact, redact_body
+from shared.executions import KEPT_ATTEMPTS as KEPT_ATTEMPTS
+from shared.executions import Attempt as Attempt
+from shared.executions import AttemptOutcome as AttemptOutcome
+from shared.executions import Execution as Execution
+from shared.executions import ExecutionStatus as ExecutionStatus
+from shared.executions import nominal_time as nominal_time
+from shared.executions import tenths as tenths
+from shared.formats import occurrence_id
 from shared.timeutil import parse_iso, to_epoch_ms, utc_ms
 
 JSON = Any
@@ -355,18 +364,6 @@ def revision_at(moment: datetime) -> int:
     return to_epoch_ms(moment) * 1000
 
 
-def nominal_time(occurrence_id: str) -> datetime | None:
-    """The time a scheduled occurrence's id names (``shared.formats.occurrence_id``): its
-    schedule's time before jitter; None for a manual trigger's id or text of another form."""
-    named = parse_occurrence_id(occurrence_id)
-    return None if named is None or named.manual else named.scheduled_time
-
-
-def tenths(milliseconds: float | None) -> float | None:
-    """A figure in milliseconds as it is shown and kept: to a tenth of a millisecond."""
-    return None if milliseconds is None else round(milliseconds, 1)
-
-
 @dataclass(frozen=True)
 class Occurrence:
     """One firing of a schedule, as carried on queue 2."""
@@ -388,168 +385,6 @@ class Occurrence:
             object.__setattr__(
                 self, "occurrence_id", occurrence_id(self.schedule_id, self.scheduled_time)
             )
-
-
-class ExecutionStatus(StrEnum):
-    RUNNING = "running"
-    RETRYING = "retrying"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    SKIPPED = "skipped"
-
-    @property
-    def is_final(self) -> bool:
-        return self in (ExecutionStatus.SUCCEEDED, ExecutionStatus.FAILED)
-
-
-@dataclass(frozen=True)
-class Execution:
-    """The lasting record of one occurrence: one document, updated by each attempt."""
-
-    tenant: str
-    occurrence_id: str
-    schedule_id: str
-    scheduled_time: datetime
-    status: ExecutionStatus
-    attempts: int
-    revision: int
-    # When the latest attempt's request was sent (while an attempt runs: when it was begun).
-    started_at: datetime | None = None
-    finished_at: datetime | None = None
-    http_status: int | None = None
-    duration_ms: float | None = None
-    # How late the first attempt's request was sent after ``scheduled_time`` (the time it
-    # fires, jitter included: ``jitter_ms``); later attempts keep it (``retry_delay_ms``).
-    lateness_ms: float | None = None
-    error: str | None = None
-    next_attempt_at: datetime | None = None
-    lease_owner: str | None = None
-    lease_until: datetime | None = None
-    manual: bool = False
-    # The attempts that ended, oldest first (the last ``KEPT_ATTEMPTS``).
-    attempt_log: tuple[Attempt, ...] = ()
-    # Skipped before any call because a change, pause or delete of its schedule came after the
-    # poller had sent it ahead of its time: not a run, so histories list it only when asked
-    # for skipped records. A later attempt of the same occurrence clears it.
-    superseded: bool = False
-
-    @property
-    def retry_delay_ms(self) -> float | None:
-        """How much later than the first attempt the latest was sent (backoffs, ``Retry-After``,
-        a replay); None before a second attempt."""
-        if self.attempts < 2 or self.lateness_ms is None or self.started_at is None:
-            return None
-        since_scheduled = (self.started_at - self.scheduled_time).total_seconds() * 1000.0
-        return tenths(since_scheduled - self.lateness_ms)
-
-    @property
-    def jitter_ms(self) -> float | None:
-        """How much later than its schedule's time the occurrence fires by the schedule's
-        jitter (``scheduled_time`` includes it; its id names the time before)."""
-        nominal = nominal_time(self.occurrence_id)
-        if nominal is None:
-            return None
-        return (self.scheduled_time - nominal).total_seconds() * 1000.0
-
-
-# How many attempts an execution record keeps, the latest ones.
-KEPT_ATTEMPTS = 50
-
-
-@dataclass(frozen=True)
-class Attempt:
-    """One HTTP attempt of an occurrence as its record keeps it: how it ended (``SUCCEEDED``,
-    ``RETRYING`` or ``FAILED``), and what the webhook answered, if it answered."""
-
-    number: int
-    status: ExecutionStatus
-    started_at: datetime | None
-    finished_at: datetime
-    duration_ms: float | None = None
-    http_status: int | None = None
-    error: str | None = None
-    # e.g. "HTTP/1.1 503 Service Unavailable"
-    response_status_line: str | None = None
-    # The first bytes of the answer's body (SCHEDULER_RESPONSE_EXCERPT_BYTES), as text.
-    response_excerpt: str | None = None
-    # Whether the body was longer than the excerpt.
-    response_truncated: bool = False
-
-    def __post_init__(self) -> None:
-        if self.started_at is not None:
-            object.__setattr__(self, "started_at", utc_ms(self.started_at))
-        object.__setattr__(self, "finished_at", utc_ms(self.finished_at))
-
-    @classmethod
-    def from_entry(
-        cls, entry: Mapping[str, Any], started_at: datetime | None, finished_at: datetime
-    ) -> Attempt:
-        """One entry of a record's stored log: the same keys in every store; its two instants,
-        kept as each store keeps instants, read by the store's adapter."""
-        return cls(
-            number=entry["number"],
-            status=ExecutionStatus(entry["status"]),
-            started_at=started_at,
-            finished_at=finished_at,
-            duration_ms=entry.get("duration_ms"),
-            http_status=entry.get("http_status"),
-            error=entry.get("error"),
-            response_status_line=entry.get("status_line"),
-            response_excerpt=entry.get("excerpt"),
-            response_truncated=bool(entry.get("truncated", False)),
-        )
-
-    @classmethod
-    def last_of(cls, execution: Execution) -> tuple[Attempt, ...]:
-        """A record written before attempts were kept: its last attempt, from the record's
-        own fields (none if no attempt has ended)."""
-        if execution.attempts < 1 or execution.finished_at is None:
-            return ()
-        if execution.status not in (
-            ExecutionStatus.SUCCEEDED,
-            ExecutionStatus.RETRYING,
-            ExecutionStatus.FAILED,
-        ):
-            return ()
-        return (
-            cls(
-                number=execution.attempts,
-                status=execution.status,
-                started_at=execution.started_at,
-                finished_at=execution.finished_at,
-                duration_ms=execution.duration_ms,
-                http_status=execution.http_status,
-                error=execution.error,
-            ),
-        )
-
-
-@dataclass(frozen=True)
-class AttemptOutcome:
-    """What one HTTP attempt ended with, as the executor records it. An HTTP client's error may
-    quote the URL it called, query and all: ``error`` is kept redacted, and so is the excerpt
-    of the answer's body (it may echo a credential)."""
-
-    status: ExecutionStatus
-    finished_at: datetime
-    http_status: int | None = None
-    duration_ms: float | None = None
-    error: str | None = None
-    next_attempt_at: datetime | None = None
-    response_status_line: str | None = None
-    response_excerpt: str | None = None
-    response_truncated: bool = False
-    # When the attempt's request was sent (None: unknown, the record's begin time stands in).
-    started_at: datetime | None = None
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "duration_ms", tenths(self.duration_ms))
-        if self.started_at is not None:
-            object.__setattr__(self, "started_at", utc_ms(self.started_at))
-        if self.error is not None:
-            object.__setattr__(self, "error", redact(self.error))
-        if self.response_excerpt:
-            object.__setattr__(self, "response_excerpt", redact_body(self.response_excerpt))
 
 
 def _optional_int(value: JSON) -> int | None:
