@@ -16,8 +16,9 @@ from scheduler_service.health import blp as health_blueprint
 from scheduler_service.metrics import backend_registry, measure_requests
 from scheduler_service.metrics import blp as metrics_blueprint
 from scheduler_service.origins import BrowserGuard
+from scheduler_service.presenting.fields import document_fields
 from scheduler_service.presenting.problems import problem, register_error_handlers
-from scheduler_service.presenting.schemas import ProblemSchema, document_fields
+from scheduler_service.presenting.schemas import ProblemSchema
 from scheduler_service.ratelimit import TenantRateLimiter
 from scheduler_service.requests.bodies import ApiRequest, body_problem
 from scheduler_service.routes import BLUEPRINTS

@@ -6,103 +6,23 @@ with, reading its fields by ``attribute``; a status that is always the same (``a
 ``queued`` …) is the field's ``dump_default``. Every answer the API gives, errors included, is
 declared there.
 Response schemas let unknown keys through (``additionalProperties``): a client must accept
-fields added later. Every instant is one format, ``2026-05-01T07:00:00.000Z`` (``Instant``),
-``format: date-time`` in the document (``document_fields``), and a local time the same with
-its offset (``LocalTime``).
+fields added later; their fields are those of ``scheduler_service.presenting.fields``. The
+answers about runs (histories, attempts, dead letters) are in ``run_schemas``.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from marshmallow import fields, validate
 
-from marshmallow import INCLUDE, Schema, fields, validate
-from marshmallow.utils import get_value
-
-from shared.model import LISTED_STATUSES, ExecutionStatus, PausedBy, ScheduleStatus, Unit
-from shared.timeutil import iso_local, iso_z, load_zone
-
-
-class Open(Schema):
-    class Meta:
-        unknown = INCLUDE
-
-
-class Instant(fields.String):
-    """An instant, as ISO-8601 UTC to the millisecond (``2026-05-01T07:00:00.000Z``)."""
-
-    def _serialize(self, value: Any, attr: str | None, obj: Any, **kwargs: Any) -> str | None:
-        return None if value is None else iso_z(value)
-
-
-class Milliseconds(fields.Float):
-    """A figure in milliseconds, to a tenth (``2.5``): no float noise."""
-
-    def _serialize(self, value: Any, attr: str | None, obj: Any, **kwargs: Any) -> float | None:
-        return None if value is None else round(float(value), 1)
-
-
-class Choice(fields.String):
-    """One of the values of the enum schema ``component`` of the document, or ``null`` where
-    ``allow_none``: documented as a reference to it, so that a generated client has one type
-    for it wherever it appears (not an enum per field, nor one per field and null)."""
-
-    def __init__(self, *, component: str, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.component = component
-
-
-# The enums ``Choice`` fields name, as the document's components.
-ENUMS: dict[str, list[str]] = {"PausedBy": [who.value for who in PausedBy]}
-
-
-def document_fields(api: Any) -> None:
-    """Teach the API's OpenAPI document the fields of this module: instants are
-    ``format: date-time``, a ``Choice`` refers to its enum component, and a nullable reference
-    is ``{allOf: [$ref], nullable: true}`` (apispec's ``anyOf`` with a nullable object makes a
-    generated client invent a class for the null)."""
-    for field in (Instant, LocalTime):
-        api.register_field(field, "string", "date-time")
-    for name, values in ENUMS.items():
-        api.spec.components.schema(name, {"type": "string", "enum": values})
-
-    def reference(converter: Any, field: Any, ret: dict[str, Any], **_: Any) -> dict[str, Any]:
-        if isinstance(field, Choice):
-            ret.pop("type", None)
-            return {"allOf": [{"$ref": f"#/components/schemas/{field.component}"}]}
-        match ret.get("anyOf"):
-            case [{"type": "object", "nullable": True}, {"$ref": str()} as target] | [
-                {"$ref": str()} as target,
-                {"type": "object", "nullable": True},
-            ]:
-                del ret["anyOf"]
-                return {"allOf": [target], "nullable": True}
-        return {}
-
-    api.ma_plugin.converter.add_attribute_function(reference)
-
-
-class Again(fields.String):
-    """What the dumped object holds in ``source``, shown again under this field's name (as
-    ``attribute`` would, but marshmallow lets no two fields share an ``attribute``)."""
-
-    def __init__(self, *, source: str, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.source = source
-
-    def get_value(self, obj: Any, attr: str, accessor: Any = None, default: Any = None) -> Any:
-        return get_value(obj, self.source)
-
-
-class LocalTime(Again):
-    """The instant the dumped object holds in ``source``, as the wall time with its offset in
-    the zone it names in ``zone`` (``2026-05-01T09:00:00+02:00``)."""
-
-    def __init__(self, *, source: str, zone: str, **kwargs: Any) -> None:
-        super().__init__(source=source, **kwargs)
-        self.zone = zone
-
-    def _serialize(self, value: Any, attr: str | None, obj: Any, **kwargs: Any) -> str | None:
-        return None if value is None else iso_local(value, load_zone(get_value(obj, self.zone)))
+from scheduler_service.presenting.fields import (
+    Instant,
+    LocalTime,
+    Open,
+    paused_at,
+    paused_by,
+    paused_reason,
+)
+from shared.model import LISTED_STATUSES, Unit
 
 
 class FieldErrorSchema(Open):
@@ -190,39 +110,6 @@ class TriggeredSchema(Open):
     scheduled_time = Instant(required=True)
     status = fields.String(
         required=True, dump_default="queued", metadata={"description": "always queued"}
-    )
-
-
-# Who paused a schedule, when and why: on the schedule and on its run history, each read from
-# the ``pause`` (``views.PauseView``) of what is dumped.
-def _paused_by() -> Choice:
-    return Choice(
-        component="PausedBy",
-        allow_none=True,
-        required=True,
-        attribute="pause.paused_by",
-        metadata={
-            "description": "while paused: user (the pause endpoint) or failures (it paused "
-            "itself, pause_after_failures); null otherwise"
-        },
-    )
-
-
-def _paused_at() -> Instant:
-    return Instant(
-        allow_none=True,
-        required=True,
-        attribute="pause.paused_at",
-        metadata={"description": "while paused: since when"},
-    )
-
-
-def _paused_reason() -> fields.String:
-    return fields.String(
-        allow_none=True,
-        required=True,
-        attribute="pause.paused_reason",
-        metadata={"description": "while paused: why, in words"},
     )
 
 
@@ -338,9 +225,9 @@ class ScheduleViewSchema(Open):
         attribute="schedule.consecutive_failures",
         metadata={"description": "failed occurrences since the last success"},
     )
-    paused_by = _paused_by()
-    paused_at = _paused_at()
-    paused_reason = _paused_reason()
+    paused_by = paused_by()
+    paused_at = paused_at()
+    paused_reason = paused_reason()
     superseded = fields.Integer(
         required=True,
         attribute="schedule.superseded_count",
@@ -377,134 +264,6 @@ class SchedulePageSchema(Open):
     )
 
 
-class ExecutionSchema(Open):
-    """Dumps a ``shared.model.Execution`` (its error masked: ``views.masked_execution``)."""
-
-    occurrence_id = fields.String(required=True)
-    schedule_id = fields.String(required=True)
-    scheduled_time = Instant(required=True)
-    status = fields.String(
-        required=True, validate=validate.OneOf([s.value for s in ExecutionStatus])
-    )
-    attempts = fields.Integer(required=True)
-    http_status = fields.Integer(allow_none=True, required=True)
-    duration_ms = Milliseconds(
-        allow_none=True,
-        required=True,
-        metadata={
-            "description": "how long the latest attempt took, from its request to its answer"
-        },
-    )
-    lateness_ms = Milliseconds(
-        allow_none=True,
-        required=True,
-        metadata={
-            "description": "how late the first attempt's request was sent after scheduled_time "
-            "(which includes the schedule's jitter: jitter_ms); retries keep it (retry_delay_ms); "
-            "null until an attempt ended"
-        },
-    )
-    retry_delay_ms = Milliseconds(
-        allow_none=True,
-        required=True,
-        metadata={
-            "description": "how much later than the first attempt the latest one was sent "
-            "(backoffs, Retry-After, a replay); null with one attempt"
-        },
-    )
-    jitter_ms = Milliseconds(
-        allow_none=True,
-        required=True,
-        metadata={
-            "description": "how much after the schedule's own time scheduled_time is, by the "
-            "schedule's jitter_seconds"
-        },
-    )
-    error = fields.String(allow_none=True, required=True)
-    started_at = Instant(
-        allow_none=True,
-        required=True,
-        metadata={
-            "description": "when the latest attempt's request was sent (while it runs: when it "
-            "was begun)"
-        },
-    )
-    finished_at = Instant(allow_none=True, required=True)
-    next_attempt_at = Instant(allow_none=True, required=True)
-    manual = fields.Boolean(required=True)
-    superseded = fields.Boolean(
-        required=True,
-        metadata={
-            "description": "skipped before its call: the poller had sent it ahead of its time "
-            "and a change, pause or delete of the schedule came after. Not a run: listed only "
-            "with ?status=skipped"
-        },
-    )
-
-
-class AttemptSchema(Open):
-    number = fields.Integer(required=True, metadata={"description": "1 for the first attempt"})
-    status = fields.String(
-        required=True,
-        validate=validate.OneOf(["succeeded", "retrying", "failed"]),
-        metadata={"description": "how the attempt ended: retrying means another one followed"},
-    )
-    started_at = Instant(
-        allow_none=True, required=True, metadata={"description": "when its request was sent"}
-    )
-    finished_at = Instant(required=True)
-    duration_ms = Milliseconds(allow_none=True, required=True)
-    http_status = fields.Integer(
-        allow_none=True, required=True, metadata={"description": "null: no answer"}
-    )
-    error = fields.String(allow_none=True, required=True)
-    response_status_line = fields.String(
-        allow_none=True,
-        required=True,
-        metadata={"description": "e.g. HTTP/1.1 503 Service Unavailable; null: no answer"},
-    )
-    response_excerpt = fields.String(
-        allow_none=True,
-        required=True,
-        metadata={
-            "description": "the first bytes of the answer's body as text "
-            "(SCHEDULER_RESPONSE_EXCERPT_BYTES), secret-looking values masked"
-        },
-    )
-    response_truncated = fields.Boolean(
-        required=True, metadata={"description": "whether the body was longer than the excerpt"}
-    )
-
-
-class OccurrenceSchema(ExecutionSchema):
-    attempt_log = fields.List(
-        fields.Nested(AttemptSchema),
-        required=True,
-        metadata={
-            "description": "the attempts that ended, oldest first (the last 50); one in progress "
-            "shows in status running"
-        },
-    )
-
-
-class ExecutionPageSchema(Open):
-    """Dumps a ``views.PageView`` of executions, with the schedule's status."""
-
-    items = fields.List(fields.Nested(ExecutionSchema), required=True)
-    next_cursor = fields.String(allow_none=True, required=True)
-    schedule_status = fields.String(
-        required=True,
-        validate=validate.OneOf([s.value for s in ScheduleStatus]),
-        metadata={
-            "description": "the schedule's status; deleted once it is deleted (its history stays "
-            "readable until retention removes it)"
-        },
-    )
-    paused_by = _paused_by()
-    paused_at = _paused_at()
-    paused_reason = _paused_reason()
-
-
 class LeftOutSchema(Open):
     """Dumps a ``scheduler_service.service.LeftOut``."""
 
@@ -526,47 +285,6 @@ class BackfillAnswerSchema(Open):
         fields.Nested(LeftOutSchema),
         required=True,
         metadata={"description": "occurrences of the range not run, and why"},
-    )
-
-
-class DeadLetterSchema(Open):
-    """Dumps a failed ``shared.model.Execution`` (its error masked: ``views.masked_execution``)."""
-
-    id = Again(required=True, source="occurrence_id", metadata={"description": "the occurrence id"})
-    schedule_id = fields.String(required=True)
-    occurrence_id = fields.String(required=True)
-    scheduled_time = Instant(required=True)
-    failed_at = Instant(allow_none=True, required=True, attribute="finished_at")
-    attempts = fields.Integer(required=True)
-    http_status = fields.Integer(allow_none=True, required=True)
-    error = fields.String(allow_none=True, required=True)
-    manual = fields.Boolean(required=True)
-
-
-class DeadLetterPageSchema(Open):
-    """Dumps a ``views.PageView`` of failed executions."""
-
-    items = fields.List(fields.Nested(DeadLetterSchema), required=True)
-    next_cursor = fields.String(allow_none=True, required=True)
-
-
-class ReplayedSchema(Open):
-    """Dumps a ``views.Replayed``."""
-
-    id = fields.String(required=True, attribute="execution.occurrence_id")
-    schedule_id = fields.String(required=True, attribute="execution.schedule_id")
-    status = fields.String(
-        required=True, dump_default="queued", metadata={"description": "always queued"}
-    )
-    attempt = fields.Integer(required=True, metadata={"description": "the attempt it makes"})
-
-
-class DiscardedSchema(Open):
-    """Dumps ``{"id": <occurrence id>}``."""
-
-    id = fields.String(required=True)
-    status = fields.String(
-        required=True, dump_default="discarded", metadata={"description": "always discarded"}
     )
 
 

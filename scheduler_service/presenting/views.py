@@ -20,13 +20,12 @@ from typing import Any, Generic, TypeVar
 from flask import Response, current_app
 from marshmallow import Schema
 
-from scheduler_service.presenting.schemas import (
+from scheduler_service.presenting.run_schemas import (
     DeadLetterSchema,
     ExecutionSchema,
     OccurrenceSchema,
-    ScheduleViewSchema,
-    TimePairSchema,
 )
+from scheduler_service.presenting.schemas import ScheduleViewSchema, TimePairSchema
 from scheduler_service.service.checks import Preview
 from shared.describe import describe
 from shared.model import (

@@ -13,7 +13,7 @@ from typing import Any
 from flask import g
 from marshmallow import RAISE
 
-from scheduler_service.presenting.schemas import (
+from scheduler_service.presenting.run_schemas import (
     DeadLetterPageSchema,
     DiscardedSchema,
     ReplayedSchema,

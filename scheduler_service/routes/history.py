@@ -8,7 +8,7 @@ from typing import Any
 from flask import g
 from marshmallow import RAISE
 
-from scheduler_service.presenting.schemas import ExecutionPageSchema, OccurrenceSchema
+from scheduler_service.presenting.run_schemas import ExecutionPageSchema, OccurrenceSchema
 from scheduler_service.presenting.views import (
     PageView,
     PauseView,
