@@ -10,11 +10,6 @@ from flask_smorest import Api
 from scheduler_service.auth import Authenticator
 from scheduler_service.console import PREFIX as CONSOLE_PREFIX
 from scheduler_service.console import blp as console_blueprint
-from scheduler_service.docs import SWAGGER_UI_URL
-from scheduler_service.docs import blp as docs_blueprint
-from scheduler_service.health import blp as health_blueprint
-from scheduler_service.metrics import backend_registry, measure_requests
-from scheduler_service.metrics import blp as metrics_blueprint
 from scheduler_service.origins import BrowserGuard
 from scheduler_service.presenting.fields import document_fields
 from scheduler_service.presenting.problems import problem, register_error_handlers
@@ -22,6 +17,9 @@ from scheduler_service.presenting.schemas import ProblemSchema
 from scheduler_service.ratelimit import TenantRateLimiter
 from scheduler_service.requests.bodies import ApiRequest, body_problem
 from scheduler_service.routes import BLUEPRINTS
+from scheduler_service.routes.docs import SWAGGER_UI_URL
+from scheduler_service.routes.docs import blp as docs_blueprint
+from scheduler_service.routes.metrics import backend_registry, measure_requests
 from scheduler_service.service import ScheduleService
 from shared.backends import Backends
 from shared.ports import Clock, SystemClock
@@ -107,8 +105,6 @@ def create_app(
     document_fields(api)
     for blueprint in BLUEPRINTS:
         api.register_blueprint(blueprint)
-    api.register_blueprint(health_blueprint)
-    api.register_blueprint(metrics_blueprint)
     app.register_blueprint(docs_blueprint)
     app.register_blueprint(console_blueprint)
     register_error_handlers(app)

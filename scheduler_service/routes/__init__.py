@@ -1,4 +1,5 @@
-"""The API's routes: one module a resource or part of one, each route parsing its request with
+"""The API's routes: one module a resource or part of one (and ``health``, ``metrics``,
+``docs`` for operators), each route parsing its request with
 ``scheduler_service.requests``, calling the application service (``scheduler_service.service``)
 and answering through ``scheduler_service.presenting``; what they share is in ``common``.
 
@@ -6,9 +7,17 @@ The schedules' blueprint is ``schedules.blp``; ``actions``, ``history`` and ``pr
 their routes to it when imported, here, in the order the OpenAPI document lists them.
 """
 
-from scheduler_service.routes import actions, dead_letters, history, preview, schedules
+from scheduler_service.routes import (
+    actions,
+    dead_letters,
+    health,
+    history,
+    metrics,
+    preview,
+    schedules,
+)
 
-# The blueprints of the API's resources, as the app registers them.
-BLUEPRINTS = (schedules.blp, dead_letters.blp)
+# The blueprints the OpenAPI document shows, in its order. (``docs`` serves Swagger UI's files.)
+BLUEPRINTS = (schedules.blp, dead_letters.blp, health.blp, metrics.blp)
 
 __all__ = ["BLUEPRINTS", "actions", "history", "preview"]

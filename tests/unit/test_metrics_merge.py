@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from scheduler_service.metrics import merged_metrics
+from scheduler_service.routes.metrics import merged_metrics
 
 OWN = b"""# HELP scheduler_retries_total Retries.
 # TYPE scheduler_retries_total counter
