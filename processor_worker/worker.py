@@ -19,8 +19,8 @@ from shared.errors import Transient
 from shared.lifecycle import Shutdown
 from shared.messages import DefinitionMutation, decode_mutation
 from shared.metrics import MUTATIONS, PROCESSING, Heartbeat
+from shared.notations import first_occurrence
 from shared.ports import Clock, MessageQueue, OutgoingMessage, ScheduleStore, SystemClock
-from shared.recurrence import first_occurrence
 from shared.secrets import SecretBox
 from shared.timeutil import iso_z
 

@@ -18,7 +18,8 @@ from typing import NamedTuple
 
 from shared.errors import InvalidInput
 from shared.model import Execution, ExecutionStatus, MisfirePolicy, Occurrence, Schedule
-from shared.recurrence import Bounded, TooMuchWork, build_recurrence, cpu_budget
+from shared.notations import build_recurrence
+from shared.recurrence import Bounded, TooMuchWork, cpu_budget
 from shared.timeutil import iso_z
 
 # A backfill's range: at most this long, holding at most this many occurrences.

@@ -14,7 +14,8 @@ from datetime import datetime, timedelta
 
 from shared.formats import occurrence_id
 from shared.model import MisfirePolicy, Occurrence, Schedule, ScheduleStatus
-from shared.recurrence import CPU_BUDGET_SECONDS, TooMuchWork, build_recurrence, cpu_budget
+from shared.notations import build_recurrence
+from shared.recurrence import CPU_BUDGET_SECONDS, TooMuchWork, cpu_budget
 
 # How many missed occurrences one claim walks through; a longer outage is worked off over
 # several polls.

@@ -19,108 +19,13 @@ from shared.executions import ExecutionStatus as ExecutionStatus
 from shared.executions import nominal_time as nominal_time
 from shared.executions import tenths as tenths
 from shared.formats import occurrence_id
-from shared.timeutil import parse_iso, to_epoch_ms, utc_ms
+from shared.timeutil import to_epoch_ms, utc_ms
 
-JSON = Any
-
-
-class Unit(StrEnum):
-    SECOND = "second"
-    MINUTE = "minute"
-    HOUR = "hour"
-    DAY = "day"
-    WEEK = "week"
-    MONTH = "month"
-    YEAR = "year"
-
-    @classmethod
-    def parse(cls, text: str) -> Unit:
-        """``"Minutes"``, ``"minute"`` → ``Unit.MINUTE``; ``ValueError`` for anything else."""
-        if isinstance(text, str):
-            word = text.strip().lower()
-            word = word[:-1] if word.endswith("s") else word
-            for unit in cls:
-                if unit.value == word:
-                    return unit
-        names = ", ".join(unit.value for unit in cls)
-        raise ValueError(f"unknown unit {text!r}; use one of {names} (singular or plural)")
-
-    @property
-    def is_exact(self) -> bool:
-        """Seconds, minutes and hours are elapsed time; longer units follow the local calendar."""
-        return self in (Unit.SECOND, Unit.MINUTE, Unit.HOUR)
-
-
-@dataclass(frozen=True)
-class Every:
-    number: int
-    unit: Unit
-
-    def __post_init__(self) -> None:
-        if self.number <= 0:
-            raise ValueError("an interval must be a positive whole number")
-
-
-@dataclass(frozen=True)
-class Timing:
-    """When a schedule fires: exactly one of ``at``, ``interval``, ``cron``, ``rrule``.
-
-    ``start``, ``end`` and ``at`` are naive when they are local wall times in ``timezone`` and
-    aware when they name an instant. ``end`` is inclusive: no occurrence after it.
-    """
-
-    timezone: str
-    at: datetime | None = None
-    interval: Every | None = None
-    cron: str | None = None
-    rrule: str | None = None
-    start: datetime | None = None
-    end: datetime | None = None
-    max_occurrences: int | None = None
-
-    @property
-    def kind(self) -> str:
-        for name in ("at", "interval", "cron", "rrule"):
-            if getattr(self, name) is not None:
-                return name
-        raise ValueError("a timing needs one of at, interval, cron, rrule")
-
-    def to_document(self) -> dict[str, JSON]:
-        document: dict[str, JSON] = {"timezone": self.timezone}
-        for name in ("at", "start", "end"):
-            value = getattr(self, name)
-            if value is not None:
-                document[name] = value.isoformat()
-        if self.interval is not None:
-            document["interval"] = {
-                "number": self.interval.number,
-                "unit": self.interval.unit.value,
-            }
-        if self.cron is not None:
-            document["cron"] = self.cron
-        if self.rrule is not None:
-            document["rrule"] = self.rrule
-        if self.max_occurrences is not None:
-            document["max_occurrences"] = self.max_occurrences
-        return document
-
-    @classmethod
-    def from_document(cls, document: Mapping[str, JSON]) -> Timing:
-        interval = document.get("interval")
-        return cls(
-            timezone=document["timezone"],
-            at=_optional_iso(document.get("at")),
-            interval=Every(interval["number"], Unit(interval["unit"])) if interval else None,
-            cron=document.get("cron"),
-            rrule=document.get("rrule"),
-            start=_optional_iso(document.get("start")),
-            end=_optional_iso(document.get("end")),
-            max_occurrences=document.get("max_occurrences"),
-        )
-
-
-def _optional_iso(value: str | None) -> datetime | None:
-    return parse_iso(value) if value is not None else None
+# A schedule's timing has its own module; the records here hold it, and name it for callers.
+from shared.timing import JSON as JSON
+from shared.timing import Every as Every
+from shared.timing import Timing as Timing
+from shared.timing import Unit as Unit
 
 
 @dataclass(frozen=True)

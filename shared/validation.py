@@ -18,21 +18,18 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from shared.errors import InvalidInput
-from shared.model import Timing
+from shared.notations import build_recurrence, notation_of
 from shared.recurrence import (
     SEARCH_HORIZON,
     Bounded,
     OneTime,
     Recurrence,
-    RuleText,
     TooMuchWork,
-    build_recurrence,
     cpu_budget,
-    cron_recurrence,
     instant_in,
-    parse_rrule,
 )
 from shared.timeutil import iso_z, load_zone, utc_ms
+from shared.timing import Timing
 
 # How many upcoming occurrences are compared against the minimum interval.
 INTERVAL_SAMPLE = 50
@@ -76,28 +73,20 @@ def _check_timing(
     end = instant_in(timing.end, zone) if timing.end is not None else None
     if start is not None and end is not None and end < start:
         unreadable[field("end")] = f"end ({iso_z(end)}) is before start ({iso_z(start)})"
-    cron: Recurrence | None = None
-    rule: RuleText | None = None
-    if timing.cron is not None:
-        # Read as build_recurrence reads it (anchored at the start, else at now), to be reused.
-        anchor = start if start is not None else utc_ms(now)
-        try:
-            cron = cron_recurrence(
-                timing.cron, zone, anchor, start is not None, schedule_id=schedule_id
-            )
-        except ValueError as exc:
-            unreadable[field("cron")] = str(exc)
-    if timing.rrule is not None:
-        try:
-            rule = parse_rrule(timing.rrule, zone)
-        except (ValueError, TypeError, OverflowError) as exc:
-            # dateutil also raises TypeError (BYSECOND=61) and OverflowError (a huge INTERVAL).
-            unreadable[field("rrule")] = f"not a valid RFC 5545 rule: {exc}"
+    notation = notation_of(timing)
+    inner: Recurrence | None = None
+    try:
+        # Read once, as build_recurrence reads it, and reused.
+        inner = notation.recurrence(timing, zone, start, utc_ms(now), schedule_id)
+    except TooMuchWork:
+        raise
+    except (ValueError, TypeError, OverflowError) as exc:
+        unreadable[field(timing.kind)] = notation.unreadable(exc)
     if unreadable:
         raise InvalidInput(unreadable)
 
     try:
-        recurrence = build_recurrence(timing, now, schedule_id, cron=cron, rule=rule)
+        recurrence = build_recurrence(timing, now, schedule_id, inner=inner)
         upcoming = list(recurrence.upcoming(now, INTERVAL_SAMPLE + 1))
     except TooMuchWork:
         raise
@@ -135,12 +124,7 @@ def _why_it_never_fires(
     since = recurrence.start if recurrence.start is not None else now - SEARCH_HORIZON
     earlier = recurrence.inner.first_at_or_after(since)
     if earlier is not None and earlier < now:
-        hint = (
-            " (COUNT counts from the rule's DTSTART: the schedule's start, or 00:00 on the day "
-            "it is accepted; max_occurrences counts from acceptance)"
-            if kind == "rrule"
-            else ""
-        )
+        hint = notation_of(timing).used_up_hint
         first = iso_z(earlier)
         years = SEARCH_HORIZON.days // 366
         return {

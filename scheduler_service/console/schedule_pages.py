@@ -27,8 +27,8 @@ from scheduler_service.console.presenting import summary
 from scheduler_service.presenting.views import execution_view, schedule_view, time_pair
 from shared.errors import InvalidInput, NotFound
 from shared.model import LISTED_STATUSES, Schedule, ScheduleStatus
+from shared.notations import upcoming_for_a_page
 from shared.ports import ScheduleFilter, ScheduleOrder
-from shared.recurrence import upcoming_for_a_page
 from shared.timeutil import UTC, parse_iso, utc_ms
 
 RUNS_SHOWN = 25

@@ -12,6 +12,8 @@ answers about runs (histories, attempts, dead letters) are in ``run_schemas``.
 
 from __future__ import annotations
 
+from typing import Any
+
 from marshmallow import fields, validate
 
 from scheduler_service.presenting.fields import (
@@ -23,6 +25,7 @@ from scheduler_service.presenting.fields import (
     paused_reason,
 )
 from shared.model import LISTED_STATUSES, Unit
+from shared.notations import TIMING_NOTATIONS, MemberKind, TimingNotation
 
 
 class FieldErrorSchema(Open):
@@ -125,20 +128,40 @@ class EverySchema(Open):
     unit = fields.String(required=True, validate=validate.OneOf([unit.value for unit in Unit]))
 
 
-class TimingViewSchema(Open):
-    """Dumps a ``views.TimingView``: the canonical form of when it fires, exactly one of
-    ``at``, ``interval``, ``cron`` and ``rrule`` set."""
+def _notation_field(notation: TimingNotation) -> fields.Field[Any]:
+    """How an answer shows a notation's value, by its ``view_kind`` (``None`` but the timing's
+    own notation)."""
+    metadata = {"description": notation.view_description} if notation.view_description else {}
+    common: dict[str, Any] = {
+        "allow_none": True,
+        "required": True,
+        "attribute": f"values.{notation.name}",
+        "metadata": metadata,
+    }
+    if notation.view_kind is MemberKind.DATE_TIME:
+        return Instant(**common)
+    if notation.view_kind is MemberKind.INTERVAL:
+        return fields.Nested(EverySchema, **common)
+    return fields.String(**common)
 
-    timezone = fields.String(required=True)
-    at = Instant(allow_none=True, required=True, metadata={"description": "a one-time schedule"})
-    interval = fields.Nested(EverySchema, allow_none=True, required=True)
-    cron = fields.String(allow_none=True, required=True)
-    rrule = fields.String(allow_none=True, required=True)
-    start = Instant(allow_none=True, required=True)
-    end = Instant(
-        allow_none=True, required=True, metadata={"description": "no occurrence after it"}
-    )
-    max_occurrences = fields.Integer(allow_none=True, required=True)
+
+# Dumps a ``views.TimingView``: the canonical form of when it fires, each
+# notation of ``shared.notations`` a member, the timing's own set, the others null.
+TimingViewSchema = type(
+    "TimingViewSchema",
+    (Open,),
+    {
+        "__doc__": "Dumps a ``views.TimingView``: the canonical form of when "
+        "it fires, exactly one notation set.",
+        "timezone": fields.String(required=True),
+        **{notation.name: _notation_field(notation) for notation in TIMING_NOTATIONS.values()},
+        "start": Instant(allow_none=True, required=True),
+        "end": Instant(
+            allow_none=True, required=True, metadata={"description": "no occurrence after it"}
+        ),
+        "max_occurrences": fields.Integer(allow_none=True, required=True),
+    },
+)
 
 
 class ScheduleViewSchema(Open):

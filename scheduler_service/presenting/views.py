@@ -37,6 +37,7 @@ from shared.model import (
     ScheduleStatus,
     Timing,
 )
+from shared.notations import TIMING_NOTATIONS, notation_of
 from shared.recurrence import instant_in
 from shared.redaction import redact, redact_body
 from shared.secrets import masked_hook, masked_payload
@@ -118,13 +119,11 @@ class PauseView:
 @dataclass(frozen=True)
 class TimingView:
     """A timing as clients see it (``TimingViewSchema``): its times as instants (a local wall
-    time is the instant it names in the zone, as the schedule computes it)."""
+    time is the instant it names in the zone, as the schedule computes it), and by notation
+    (``values``: each notation of ``shared.notations`` by name, ``None`` but the timing's own)."""
 
     timezone: str
-    at: datetime | None
-    interval: dict[str, JSON] | None
-    cron: str | None
-    rrule: str | None
+    values: dict[str, Any]
     start: datetime | None
     end: datetime | None
     max_occurrences: int | None
@@ -136,13 +135,11 @@ class TimingView:
         def instant(moment: datetime | None) -> datetime | None:
             return None if moment is None else instant_in(moment, zone)
 
-        every = timing.interval
+        values: dict[str, Any] = dict.fromkeys(TIMING_NOTATIONS)
+        values[timing.kind] = notation_of(timing).view(timing.value, zone)
         return cls(
             timezone=timing.timezone,
-            at=instant(timing.at),
-            interval=None if every is None else {"number": every.number, "unit": every.unit.value},
-            cron=timing.cron,
-            rrule=timing.rrule,
+            values=values,
             start=instant(timing.start),
             end=instant(timing.end),
             max_occurrences=timing.max_occurrences,

@@ -14,8 +14,9 @@ from scheduler_service.service.reading import Reads
 from scheduler_service.service.revisions import RevisionClock
 from shared.errors import InvalidInput, NotFound
 from shared.model import Schedule, ScheduleStatus
+from shared.notations import build_recurrence
 from shared.ports import Clock, Store
-from shared.recurrence import build_recurrence, cpu_budget
+from shared.recurrence import cpu_budget
 
 
 class StateChanges:

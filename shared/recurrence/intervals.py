@@ -8,9 +8,9 @@ from datetime import datetime, timedelta, tzinfo
 
 import pendulum
 
-from shared.model import Every, Unit
-from shared.recurrence.base import _MS, SEARCH_HORIZON, Recurrence, TooMuchWork, _spend
+from shared.recurrence.base import _MS, SEARCH_HORIZON, Recurrence, TooMuchWork, _spend, _wall
 from shared.timeutil import resolve_local, utc_ms
+from shared.timing import Every, Unit
 
 _EXACT_SECONDS = {Unit.SECOND: 1, Unit.MINUTE: 60, Unit.HOUR: 3600}
 _CALENDAR_UNITS = {Unit.DAY: "days", Unit.WEEK: "weeks", Unit.MONTH: "months", Unit.YEAR: "years"}
@@ -82,6 +82,25 @@ class CalendarInterval(Recurrence):
         except (OverflowError, ValueError):  # past year 9999
             return None
         return found
+
+
+def interval_recurrence(
+    every: Every,
+    zone: tzinfo,
+    start: datetime | None,
+    start_wall: datetime | None,
+    accepted_at: datetime,
+) -> Recurrence:
+    """Every ``every`` from ``start`` (an instant; ``start_wall``, its local wall time), else
+    from one step after ``accepted_at``: elapsed time for seconds, minutes and hours, calendar
+    steps of local wall time for longer units."""
+    if every.unit.is_exact:
+        step = timedelta(seconds=every.number * _EXACT_SECONDS[every.unit])
+        return ExactInterval(start if start is not None else accepted_at + step, step)
+    if start_wall is not None:
+        return CalendarInterval(start_wall, zone, every)
+    accepted = CalendarInterval(_wall(accepted_at, zone), zone, every)
+    return CalendarInterval(accepted.wall(1), zone, every)
 
 
 def parse_duration(text: str) -> timedelta:

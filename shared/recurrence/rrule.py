@@ -312,6 +312,16 @@ def _date_list(
     return instants, days
 
 
+def rrule_recurrence(
+    text: str | RuleText, zone: tzinfo, start_wall: datetime | None, accepted_at: datetime
+) -> RRuleRecurrence:
+    """The rule with the schedule's start (``start_wall``, a local wall time) as DTSTART, or
+    00:00 local on the day it is accepted."""
+    if start_wall is None:
+        start_wall = datetime.combine(_wall(accepted_at, zone).date(), time())
+    return RRuleRecurrence(text, start_wall, zone)
+
+
 class RRuleRecurrence(Recurrence):
     """RFC 5545 rules over local wall times (python-dateutil), resolved to instants.
 

@@ -17,14 +17,8 @@ from dateutil.rrule import rrulestr
 
 from shared.errors import InvalidInput
 from shared.model import Every, Timing, Unit
-from shared.recurrence import (
-    CPU_BUDGET_SECONDS,
-    TooMuchWork,
-    build_recurrence,
-    cpu_budget,
-    parse_rrule,
-    upcoming,
-)
+from shared.notations import build_recurrence, upcoming
+from shared.recurrence import CPU_BUDGET_SECONDS, TooMuchWork, cpu_budget, parse_rrule
 from shared.recurrence import base as recurrence_base
 from shared.recurrence.dateutil_rules import single_rule
 from shared.timeutil import UTC

@@ -26,7 +26,8 @@ from shared.model import (
     Timing,
     Unit,
 )
-from shared.recurrence import TooMuchWork, build_recurrence
+from shared.notations import build_recurrence
+from shared.recurrence import TooMuchWork
 from shared.recurrence import base as recurrence_base
 from tests.support.factories import make_schedule
 

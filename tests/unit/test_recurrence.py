@@ -24,15 +24,8 @@ from scheduler_service.requests.timing import SEED_NAMES
 from shared.describe import describe
 from shared.errors import InvalidInput
 from shared.model import Every, Timing, Unit
-from shared.recurrence import (
-    build_recurrence,
-    cron_recurrence,
-    first_occurrence,
-    parse_duration,
-    parse_rrule,
-    previous,
-    upcoming,
-)
+from shared.notations import build_recurrence, first_occurrence, previous, upcoming
+from shared.recurrence import cron_recurrence, parse_duration, parse_rrule
 from shared.timeutil import UTC, iso_z, load_zone
 from shared.validation import check_timing
 

@@ -9,7 +9,7 @@ from marshmallow import ValidationError
 
 from scheduler_service.requests.timing import ScheduleSpecSchema
 from shared.model import Timing
-from shared.recurrence import build_recurrence, first_occurrence
+from shared.notations import build_recurrence, first_occurrence
 from shared.timeutil import UTC, iso_z
 
 ACCEPTED = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)

@@ -14,7 +14,10 @@ from typing import Any
 
 import pytest
 
+import shared.notations.cron
+import shared.notations.rrule
 import shared.recurrence
+import shared.recurrence.rrule
 import shared.validation
 from processor_worker.worker import Processor
 from scheduler_cli.components import build_processor
@@ -58,6 +61,14 @@ def api(tmp_path: Path) -> Iterator[ApiUnderTest]:
         yield under_test
 
 
+READERS_CALLED_FROM = (
+    shared.recurrence,
+    shared.recurrence.rrule,
+    shared.notations.cron,
+    shared.notations.rrule,
+)
+
+
 @pytest.fixture
 def built(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     """How many recurrences are built, and how many cron lines and rules read, from now on."""
@@ -78,8 +89,10 @@ def built(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
             counts[_name] += 1
             return _original(*args, **kwargs)
 
-        for module in (shared.recurrence, shared.validation):
-            monkeypatch.setattr(module, reader, counting)
+        # Wherever the readers are called from: the engines and the notations.
+        for module in READERS_CALLED_FROM:
+            if hasattr(module, reader):
+                monkeypatch.setattr(module, reader, counting)
     return counts
 
 
@@ -225,7 +238,7 @@ def test_a_replace_sending_masked_secrets_keeps_the_stored_ones(parts: Parts) ->
     parts.service.creation.accept_definition("t1", "s", masked)
     parts.apply()
     stored = parts.service.reads.get("t1", "s").live_definition
-    assert stored.timing.cron == "0 10 * * *"
+    assert (stored.timing.kind, stored.timing.value) == ("cron", "0 10 * * *")
     assert stored.payload.headers == {"Authorization": "Bearer k1"}
 
 

@@ -254,7 +254,7 @@ def test_an_edit_keeps_what_the_form_does_not_show(api: ApiUnderTest) -> None:
     stored = api.backends.store.get_schedule("acme", "kept")
     assert stored is not None
     definition = stored.live_definition
-    assert definition.timing.cron == "30 3 * * *"
+    assert (definition.timing.kind, definition.timing.value) == ("cron", "30 3 * * *")
     assert (definition.jitter_seconds, definition.pause_after_failures) == (30, 3)
     assert definition.on_failure is not None
     assert definition.on_failure.headers == {"Authorization": "k"}

@@ -455,7 +455,8 @@ def test_the_form_sets_every_field_and_an_edit_shows_and_keeps_them(api: ApiUnde
     stored = api.backends.store.get_schedule("acme", "every")
     assert stored is not None
     definition = stored.live_definition
-    assert definition.timing.at == datetime(2031, 3, 30, 2, 30)  # a wall time in its zone
+    # A wall time in its zone.
+    assert (definition.timing.kind, definition.timing.value) == ("at", datetime(2031, 3, 30, 2, 30))
     assert definition.timing.timezone == "Europe/Paris"
     assert (definition.misfire.policy.value, definition.misfire.grace_seconds) == ("skip", 90)
     assert definition.jitter_seconds == 12.5 and definition.pause_after_failures == 5

@@ -1,0 +1,150 @@
+"""The notations a schedule can be written in, registered once, and what a timing's times are.
+
+``NOTATIONS`` is the registry: one line per notation, the name of its module here, which
+defines ``NOTATION`` (``shared.notations.base``). Every list of notations reads it: the API's
+``schedule`` members and answers, the PATCH forms, the console's form, the words, the engines.
+
+Here too, for a ``Timing`` whatever its notation: ``build_recurrence`` (its notation's engine,
+bounded by its start, end and max_occurrences), ``first_occurrence``, ``upcoming``,
+``upcoming_for_a_page`` and ``previous``, each within the CPU budget.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from importlib import import_module
+
+from shared.notations.base import (
+    InvalidMembers,
+    Member,
+    MemberKind,
+    Notation,
+    TimingNotation,
+)
+from shared.recurrence import SEARCH_HORIZON, Bounded, Recurrence, cpu_budget, instant_in
+from shared.timeutil import load_zone, utc_ms
+from shared.timing import Timing
+
+NOTATIONS: tuple[Notation, ...] = tuple(
+    import_module(f"shared.notations.{module}").NOTATION
+    for module in (
+        "at",
+        "interval",
+        "cron",
+        "rrule",
+    )
+)
+# The notations a stored timing is in, by name (its ``kind``).
+TIMING_NOTATIONS = {
+    notation.name: notation for notation in NOTATIONS if isinstance(notation, TimingNotation)
+}
+# The CPU a page (the console's schedule) may spend on showing a schedule's next times.
+PAGE_BUDGET_SECONDS = 0.05
+
+
+def notation_of(timing: Timing) -> TimingNotation:
+    """The notation ``timing`` is in."""
+    return timing_notation(timing.kind)
+
+
+def timing_notation(kind: str) -> TimingNotation:
+    try:
+        return TIMING_NOTATIONS[kind]
+    except KeyError:
+        raise ValueError(
+            f"no notation {kind!r}; a timing is in one of {', '.join(TIMING_NOTATIONS)}"
+        ) from None
+
+
+def build_recurrence(
+    timing: Timing,
+    accepted_at: datetime,
+    schedule_id: str | None = None,
+    *,
+    inner: Recurrence | None = None,
+) -> Bounded:
+    """The recurrence of a timing: its notation's engine, bounded by its start, end and
+    max_occurrences. ``accepted_at`` anchors forms that have no explicit start (an interval or
+    ``@every`` then fires first one interval after it; an RRULE's DTSTART is 00:00 local on
+    that day). A cron line's ``H`` spreads by ``schedule_id``.
+
+    ``inner`` is the engine already built (``shared.validation`` reads the value once)."""
+    zone = load_zone(timing.timezone)
+    start = instant_in(timing.start, zone) if timing.start is not None else None
+    end = instant_in(timing.end, zone) if timing.end is not None else None
+    if inner is None:
+        inner = notation_of(timing).recurrence(
+            timing, zone, start, utc_ms(accepted_at), schedule_id
+        )
+    return Bounded(inner, start, end, timing.max_occurrences)
+
+
+def first_occurrence(
+    timing: Timing, accepted_at: datetime, schedule_id: str | None = None
+) -> datetime | None:
+    """The first occurrence of a schedule accepted at ``accepted_at``.
+
+    Earlier occurrences are not backfilled, except that a one-time schedule whose time has
+    already passed fires once, right away (its time is returned; the poller sees it overdue).
+    """
+    with cpu_budget():
+        return build_recurrence(timing, accepted_at, schedule_id).first_fire(accepted_at)
+
+
+def upcoming(
+    timing: Timing, accepted_at: datetime, count: int, schedule_id: str | None = None
+) -> list[datetime]:
+    """The first ``count`` occurrences of a schedule accepted at ``accepted_at``."""
+    with cpu_budget():
+        recurrence = build_recurrence(timing, accepted_at, schedule_id)
+        return list(recurrence.upcoming(accepted_at, count))
+
+
+def upcoming_for_a_page(
+    timing: Timing,
+    accepted_at: datetime,
+    moment: datetime,
+    count: int,
+    schedule_id: str | None = None,
+) -> list[datetime]:
+    """The first ``count`` occurrences from ``moment`` of a schedule accepted at
+    ``accepted_at``, for a page that shows what it can: those found within
+    ``PAGE_BUDGET_SECONDS`` of CPU (none for a timing that cannot be read)."""
+    found: list[datetime] = []
+    try:
+        with cpu_budget(PAGE_BUDGET_SECONDS):
+            recurrence = build_recurrence(timing, accepted_at, schedule_id)
+            for occurrence in recurrence.upcoming(moment, count):
+                found.append(occurrence)
+    except (ValueError, TypeError, OverflowError, IndexError):
+        pass  # TooMuchWork is a ValueError
+    return found
+
+
+def previous(
+    timing: Timing, moment: datetime, count: int, schedule_id: str | None = None
+) -> list[datetime]:
+    """The last ``count`` occurrences before ``moment``, oldest first, of a schedule taken as
+    accepted ``SEARCH_HORIZON`` earlier (forms without a start count from acceptance)."""
+    with cpu_budget():
+        recurrence = build_recurrence(timing, moment - SEARCH_HORIZON, schedule_id)
+        return recurrence.before(moment, count)
+
+
+__all__ = [
+    "NOTATIONS",
+    "PAGE_BUDGET_SECONDS",
+    "TIMING_NOTATIONS",
+    "InvalidMembers",
+    "Member",
+    "MemberKind",
+    "Notation",
+    "TimingNotation",
+    "build_recurrence",
+    "first_occurrence",
+    "notation_of",
+    "previous",
+    "timing_notation",
+    "upcoming",
+    "upcoming_for_a_page",
+]
