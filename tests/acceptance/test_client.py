@@ -17,6 +17,7 @@ from scheduler_client import (
     SchedulerClient,
     Unauthorized,
 )
+from tests.support import waiting
 from tests.support.peers import ComponentBackends
 from tests.support.processes import Process, running_components
 from tests.support.receiver import Call, Receiver, running_receiver
@@ -27,20 +28,9 @@ T = TypeVar("T")
 
 
 def eventually(probe: Callable[[], T], timeout: float = 15.0) -> T:
-    """``probe()``'s first answer that neither raises ``NotFound``/``AssertionError`` nor is
-    falsy."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            answer = probe()
-            if answer:
-                return answer
-        except (NotFound, AssertionError):
-            if time.monotonic() > deadline:
-                raise
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{probe} gave nothing within {timeout}s")
-        time.sleep(0.05)
+    """``probe()``'s first answer that is not falsy; ``NotFound`` or a failed assertion
+    inside it means "not yet" (the processor has not applied the change)."""
+    return waiting.eventually(probe, timeout, tolerating=(NotFound, AssertionError))
 
 
 def hourly(name: str, receiver: Receiver, tag: str = "client") -> dict[str, object]:

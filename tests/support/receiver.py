@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from shared.timeutil import parse_iso
 
 
 @dataclass(frozen=True)
@@ -29,6 +32,27 @@ class Call:
 Responder = Callable[[Call], tuple[int, dict[str, str]]]
 # The body of each answer (none by default).
 BodyOf = Callable[[Call], bytes]
+
+
+def answers(*statuses: int | tuple[int, dict[str, str]]) -> Responder:
+    """Answer each delivery of an occurrence (by its ``Idempotency-Key``) with the next status,
+    with its headers if given; the last one repeats."""
+    plan = [status if isinstance(status, tuple) else (status, {}) for status in statuses]
+    count = Counter[str]()
+
+    def respond(call: Call) -> tuple[int, dict[str, str]]:
+        key = call.headers.get("idempotency-key", "")
+        index = min(count[key], len(plan) - 1)
+        count[key] += 1
+        return plan[index]
+
+    return respond
+
+
+def lateness(call: Call) -> float:
+    """How late the call came after its scheduled time, in seconds, by the receiver's clock."""
+    scheduled = parse_iso(call.headers["x-scheduler-scheduled-time"]).timestamp()
+    return call.received_at - scheduled
 
 
 class Receiver:

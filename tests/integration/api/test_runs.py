@@ -3,8 +3,7 @@ embedded backends through the API."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from shared.timeutil import UTC, iso_z, parse_iso
 from tests.support.api import ApiUnderTest, api_under_test
 from tests.support.harness import API, running_pipeline, sqlite_settings
 from tests.support.receiver import running_receiver
+from tests.support.waiting import eventually
 
 BODY: dict[str, Any] = {
     "name": "report",
@@ -449,14 +449,6 @@ def test_backfilled_occurrences_fire_with_their_idempotency_keys(tmp_path: Path)
 # -- dead letters ---------------------------------------------------------------------------
 
 
-def wait_for(probe: Callable[[], Any], timeout: float = 10.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (answer := probe()):
-        assert time.monotonic() < deadline, f"{probe} gave nothing within {timeout}s"
-        time.sleep(0.05)
-    return answer
-
-
 def test_a_dead_letter_is_listed_replayed_with_its_key_and_recorded(tmp_path: Path) -> None:
     answers = [500]
     with (
@@ -474,7 +466,7 @@ def test_a_dead_letter_is_listed_replayed_with_its_key_and_recorded(tmp_path: Pa
         range_ = {"from": iso_z(start), "to": iso_z(end)}
         assert client.post(f"{API}/schedule/d1/backfill", json=range_).status_code == 202
 
-        listed = wait_for(lambda: client.get(f"{API}/dead-letters").get_json()["items"])
+        listed = eventually(lambda: client.get(f"{API}/dead-letters").get_json()["items"])
         assert [item["id"] for item in listed] == [occurrence_id]
         letter = listed[0]
         assert (letter["schedule_id"], letter["scheduled_time"]) == ("d1", iso_z(start))
@@ -492,7 +484,7 @@ def test_a_dead_letter_is_listed_replayed_with_its_key_and_recorded(tmp_path: Pa
         }
         calls = receiver.wait_for(2, timeout=10)
         assert [call.headers["idempotency-key"] for call in calls] == [occurrence_id] * 2
-        history = wait_for(
+        history = eventually(
             lambda: [
                 item
                 for item in client.get(f"{API}/schedule/d1/executions").get_json()["items"]

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from shared.model import ExecutionStatus
-from tests.integration.pipeline.test_embedded import lateness
-from tests.integration.pipeline.test_guarantees import at_in, create, eventually, final_status
 from tests.support.harness import API, running_pipeline, sqlite_settings
-from tests.support.receiver import Call, running_receiver
+from tests.support.receiver import Call, lateness, running_receiver
+from tests.support.schedules import at_in, create, final_status
+from tests.support.waiting import eventually
 
 
 class SlowHook:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.pipeline.test_embedded import every_second_body
 from tests.support.harness import API, running_pipeline, sqlite_settings
 from tests.support.receiver import Call, running_receiver
+from tests.support.schedules import every_second_body
 
 
 def _events(caplog: pytest.LogCaptureFixture, event: str) -> list[logging.LogRecord]:

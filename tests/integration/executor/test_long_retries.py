@@ -16,19 +16,12 @@ from shared.messages import decode_occurrence, encode_occurrence
 from shared.model import Occurrence
 from shared.ports import OutgoingMessage
 from shared.timeutil import parse_iso
-from tests.integration.pipeline.test_guarantees import (
-    QUICK_RETRY,
-    answers,
-    body,
-    create,
-    eventually,
-    final_status,
-    history,
-)
 from tests.integration.queue.test_queue_contract import QueuePair, queues  # noqa: F401
 from tests.support.executor_steps import receive_once
 from tests.support.harness import TEST_SECRETS, running_pipeline, sqlite_settings
-from tests.support.receiver import running_receiver
+from tests.support.receiver import answers, running_receiver
+from tests.support.schedules import QUICK_RETRY, body, create, final_status, history
+from tests.support.waiting import eventually
 
 
 def executor_on(pair: QueuePair, tmp_path: Path) -> Executor:

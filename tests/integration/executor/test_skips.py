@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY
 
-from tests.integration.pipeline.test_embedded import every_second_body
 from tests.support.harness import API, Pipeline, running_pipeline, sqlite_settings
 from tests.support.receiver import running_receiver
+from tests.support.schedules import every_second_body
 
 
 def listed(pipeline: Pipeline, schedule_id: str, status: str | None = None) -> list[Any]:

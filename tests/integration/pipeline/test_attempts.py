@@ -4,7 +4,6 @@ on the embedded backends, read through ``GET /schedule/{id}/executions/{occurren
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ from tests.support.harness import (
     sqlite_settings,
 )
 from tests.support.receiver import Call, Receiver, running_receiver
+from tests.support.waiting import eventually
 
 BODY: dict[str, Any] = {
     "name": "report",
@@ -27,14 +27,6 @@ ANSWERS = [
     (500, b"x" * 5000),
     (200, b"ok"),
 ]
-
-
-def wait_for(probe: Callable[[], Any], timeout: float = 10.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (answer := probe()):
-        assert time.monotonic() < deadline, f"{probe} gave nothing within {timeout}s"
-        time.sleep(0.05)
-    return answer
 
 
 def create(pipeline: Pipeline, receiver: Receiver, schedule_id: str, **changes: Any) -> None:
@@ -50,7 +42,7 @@ def settled(pipeline: Pipeline, path: str, status: str) -> dict[str, Any]:
         record: dict[str, Any] = answer.get_json()
         return record if answer.status_code == 200 and record["status"] == status else None
 
-    found: dict[str, Any] = wait_for(probe)
+    found: dict[str, Any] = eventually(probe)
     return found
 
 

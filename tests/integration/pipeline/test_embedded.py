@@ -4,33 +4,10 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
 
-from shared.timeutil import parse_iso
 from tests.support.harness import API, running_pipeline, sqlite_settings
-from tests.support.receiver import Call, running_receiver
-
-# A call may arrive this much after its scheduled time (the bar).
-ON_TIME_SECONDS = 0.25
-
-
-def every_second_body(url: str) -> dict[str, Any]:
-    return {
-        "name": "heartbeat",
-        "schedule": {"interval": {"number": 1, "unit": "second"}, "timezone": "Europe/Berlin"},
-        "payload": {
-            "method": "PATCH",
-            "url": f"{url}/hooks/heartbeat?fixed=yes",
-            "headers": {"X-Team": "payments"},
-            "queryParameters": {"region": "eu", "ids": ["1", "2"]},
-            "body": {"task": "ping", "n": 1},
-        },
-    }
-
-
-def lateness(call: Call) -> float:
-    scheduled = parse_iso(call.headers["x-scheduler-scheduled-time"]).timestamp()
-    return call.received_at - scheduled
+from tests.support.receiver import lateness, running_receiver
+from tests.support.schedules import ON_TIME_SECONDS, every_second_body
 
 
 def test_a_schedule_fires_every_second_on_time_until_deleted(tmp_path: Path) -> None:

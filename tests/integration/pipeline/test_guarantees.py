@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections import Counter
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ from standardwebhooks.webhooks import Webhook
 from shared.messages import DefinitionMutation, encode_mutation, encode_occurrence
 from shared.model import Occurrence
 from shared.ports import OutgoingMessage
-from shared.timeutil import iso_z, parse_iso
+from shared.timeutil import parse_iso
 from tests.support.executor_steps import fire, receive_once, take_due
 from tests.support.harness import (
     API,
@@ -27,79 +26,11 @@ from tests.support.harness import (
     sqlite_settings,
 )
 from tests.support.processes import free_port
-from tests.support.receiver import Call, running_receiver
+from tests.support.receiver import Call, answers, running_receiver
+from tests.support.schedules import QUICK_RETRY, at_in, body, create, final_status, history, view
+from tests.support.waiting import eventually
 
 SECRET = str(FAST["webhook_secret"])
-QUICK_RETRY = {"max_attempts": 5, "backoff_seconds": 0.05, "max_backoff_seconds": 0.2}
-
-
-def at_in(seconds: float) -> str:
-    return iso_z(datetime.now(UTC) + timedelta(seconds=seconds))
-
-
-def body(url: str, schedule: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
-    return {
-        "schedule": schedule or {"at": at_in(0.5)},
-        "payload": {"method": "POST", "url": url, "body": {"k": "v"}},
-        "retry": QUICK_RETRY,
-        **extra,
-    }
-
-
-def create(pipeline: Pipeline, payload: dict[str, Any]) -> str:
-    response = pipeline.client.post(f"{API}/schedule", json=payload)
-    assert response.status_code == 202, response.get_data(as_text=True)
-    schedule_id: str = response.get_json()["id"]
-    pipeline.wait_until_stored(schedule_id)
-    return schedule_id
-
-
-def history(
-    pipeline: Pipeline, schedule_id: str, status: str | None = None
-) -> list[dict[str, Any]]:
-    """The run history (with ``status``, the records in it), newest first; empty while the
-    schedule is not stored yet."""
-    query = f"?status={status}" if status else ""
-    response = pipeline.client.get(f"{API}/schedule/{schedule_id}/executions{query}")
-    if response.status_code == 404:
-        return []
-    items: list[dict[str, Any]] = response.get_json()["items"]
-    return items
-
-
-def final_status(pipeline: Pipeline, schedule_id: str) -> str | None:
-    records = history(pipeline, schedule_id)
-    return records[0]["status"] if records else None
-
-
-def view(pipeline: Pipeline, schedule_id: str) -> dict[str, Any]:
-    answer: dict[str, Any] = pipeline.client.get(f"{API}/schedule/{schedule_id}").get_json()
-    return answer
-
-
-def eventually(check: Callable[[], bool], timeout: float = 8.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.05)
-    assert check()
-
-
-def answers(
-    *statuses: int | tuple[int, dict[str, str]],
-) -> Callable[[Call], tuple[int, dict[str, str]]]:
-    """Answer each call with the next status; the last one repeats."""
-    plan = [status if isinstance(status, tuple) else (status, {}) for status in statuses]
-    count = Counter[str]()
-
-    def respond(call: Call) -> tuple[int, dict[str, str]]:
-        key = call.headers.get("idempotency-key", "")
-        index = min(count[key], len(plan) - 1)
-        count[key] += 1
-        return plan[index]
-
-    return respond
 
 
 def dead_letters(pipeline: Pipeline) -> int:

@@ -11,9 +11,10 @@ from typing import Any
 
 from scheduler_cli.operator import EXECUTION_COLUMNS, table
 from shared.timeutil import parse_iso
-from tests.integration.pipeline.test_guarantees import answers, at_in, create, eventually, history
 from tests.support.harness import API, Pipeline, running_pipeline, sqlite_settings
-from tests.support.receiver import Call, running_receiver
+from tests.support.receiver import Call, answers, running_receiver
+from tests.support.schedules import at_in, create, history
+from tests.support.waiting import eventually
 
 # How far the recorded figures may be from the receiver's clock: the call's own way there.
 WITHIN_MS = 25.0

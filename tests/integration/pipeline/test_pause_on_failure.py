@@ -5,7 +5,7 @@ signed notifications, a resume)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ from tests.support.api import ApiUnderTest, api_under_test
 from tests.support.harness import API, FAST, Pipeline, running_pipeline, sqlite_settings
 from tests.support.peers import WIRE_VARIANTS, wire_backends
 from tests.support.receiver import Call, running_receiver
+from tests.support.waiting import eventually
 
 BODY: dict[str, Any] = {
     "name": "report",
@@ -177,14 +178,6 @@ def test_a_bad_on_failure_is_a_400_naming_it(api: ApiUnderTest) -> None:
 # -- end to end --------------------------------------------------------------------------------
 
 
-def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout}s: {what}")
-        time.sleep(0.05)
-
-
 def counter(name: str, **labels: str) -> float:
     return REGISTRY.get_sample_value(name, labels) or 0.0
 
@@ -238,7 +231,7 @@ def test_a_failing_schedule_pauses_itself_notifies_and_resumes(pipeline: Pipelin
             found: dict[str, Any] = client.get(f"{API}/schedule/e1").get_json()
             return found
 
-        wait_for(lambda: shown().get("status") == "paused", 15, "the schedule paused itself")
+        eventually(lambda: shown().get("status") == "paused", 15, "the schedule paused itself")
         paused = shown()
         assert paused["paused_by"] == "failures"
         assert paused["consecutive_failures"] >= 2
@@ -252,7 +245,7 @@ def test_a_failing_schedule_pauses_itself_notifies_and_resumes(pipeline: Pipelin
         def notifications() -> list[Call]:
             return [call for call in receiver.calls if call.path == "/notify"]
 
-        wait_for(
+        eventually(
             lambda: any(call.json()["type"] == "schedule.paused" for call in notifications()),
             5,
             "the pause notification",
@@ -279,10 +272,10 @@ def test_a_failing_schedule_pauses_itself_notifies_and_resumes(pipeline: Pipelin
             None,
             0,
         )
-        wait_for(
+        eventually(
             lambda: len([call for call in receiver.calls if call.path == "/hook"]) > hooks,
             10,
             "a call after the resume",
         )
-        wait_for(lambda: shown().get("last_status") == "succeeded", 10, "a success recorded")
+        eventually(lambda: shown().get("last_status") == "succeeded", 10, "a success recorded")
         client.delete(f"{API}/schedule/e1")

@@ -27,11 +27,11 @@ from shared.adapters.sqs_queue import SqsQueue, sqs_client
 from shared.backends import Backends
 from shared.ports import Queues
 from shared.settings import Settings
-from tests.integration.pipeline.test_embedded import ON_TIME_SECONDS, every_second_body, lateness
 from tests.support.executor_steps import fire, receive_once, take_due
 from tests.support.harness import API, FAST, TEST_SECRETS, Pipeline
 from tests.support.peers import WIRE_VARIANTS, fake_aws, wire_backends
-from tests.support.receiver import running_receiver
+from tests.support.receiver import lateness, running_receiver
+from tests.support.schedules import ON_TIME_SECONDS, every_second_body
 
 
 class ProductionPipeline(Protocol):

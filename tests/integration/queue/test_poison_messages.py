@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from shared.ports import OutgoingMessage
-from tests.integration.pipeline.test_guarantees import answers, body, create, eventually
 from tests.support.harness import running_pipeline, sqlite_settings
-from tests.support.receiver import running_receiver
+from tests.support.receiver import answers, running_receiver
+from tests.support.schedules import body, create
+from tests.support.waiting import eventually
 
 # Queue 1 carries definitions, queue 2 occurrences: each poison is wrong in another way.
 POISON_MUTATIONS = [
