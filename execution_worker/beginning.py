@@ -8,6 +8,12 @@ run), one too late for its grace is skipped. Each that goes takes a call slot of
 destination (``HostLimits``; one over the limit parks until a call to it ends) and is begun in
 one ``begin_attempts`` per lease length: an attempt under a lease, so a duplicate delivery
 never makes a second call.
+
+When the store does not answer (``Transient``), a read raises (before any call slot is taken)
+and the batch is due again (the executor waits out the store, ``shared.backoff``); a write
+that fails leaves the items it did not settle in ``Plan.not_begun``. A begin whose answer was
+lost may have been written: the next try knows the record as its own by the start and lease it
+wrote (``Held.begin_tried``) and makes the call, rather than waiting for its own lease to end.
 """
 
 from __future__ import annotations
@@ -21,9 +27,11 @@ from execution_worker.observer import ExecutorObserver
 from execution_worker.sending import HostLimits
 from execution_worker.timer import FIRE_SLACK, PREPARE_AHEAD, Held
 from shared.decisions import Superseded, grace_refusal, superseded
-from shared.model import Execution, Occurrence, Schedule
+from shared.errors import Transient
+from shared.model import Execution, ExecutionStatus, Occurrence, Schedule
 from shared.ports import Clock, DeliveryTarget, MessageQueue, Store
 from shared.settings import Settings
+from shared.timeutil import utc_ms
 
 
 @dataclass
@@ -50,6 +58,10 @@ class Plan:
     skipped: list[tuple[Occurrence, str]] = field(default_factory=list)
     superseded: list[tuple[Occurrence, Superseded]] = field(default_factory=list)
     duplicates: int = 0
+    # Items not settled for want of the store (``unavailable`` says why): due again once it
+    # answers.
+    not_begun: list[Held] = field(default_factory=list)
+    unavailable: Transient | None = None
 
 
 class CheckAndBegin:
@@ -94,6 +106,8 @@ class CheckAndBegin:
                 if id(item) not in fresh
             ]
         )
+        # Read before any call slot is taken: a store that fails here fails the batch whole.
+        retries = {id(item) for item in batch if self._is_retry(item)}
         skips: list[tuple[Held, str]] = []
         replaced: list[tuple[Held, Superseded]] = []
         going: dict[float, list[tuple[Held, Schedule, str]]] = defaultdict(list)
@@ -107,7 +121,7 @@ class CheckAndBegin:
                 replaced.append((item, change))
                 continue
             assert schedule is not None
-            reason = grace_refusal(occurrence, schedule.live_definition, now, self._is_retry(item))
+            reason = grace_refusal(occurrence, schedule.live_definition, now, id(item) in retries)
             if reason is not None:
                 skips.append((item, reason))
                 continue
@@ -125,6 +139,8 @@ class CheckAndBegin:
                 self._skip(skips, now, plan)
             for timeout, group in going.items():
                 self._begin(group, timeout, now, plan)
+        except Transient as exc:
+            self._not_begun(exc, now, [item for item, _ in replaced + skips], going, plan)
         except Exception:
             # The items not begun keep their messages, which come back after their visibility;
             # their call slots are given back.
@@ -135,6 +151,27 @@ class CheckAndBegin:
                     if id(item) not in begun:
                         self._give_back(host, plan)
         return plan
+
+    def _not_begun(
+        self,
+        error: Transient,
+        now: datetime,
+        checked: list[Held],
+        going: dict[float, list[tuple[Held, Schedule, str]]],
+        plan: Plan,
+    ) -> None:
+        """The store failed a write of the batch: what it did not settle is due again, each
+        going item remembering the begin it tried; their call slots are given back."""
+        plan.unavailable = error
+        settled = {*plan.to_delete, *(call.item.message.receipt_handle for call in plan.calls)}
+        plan.not_begun += [item for item in checked if item.message.receipt_handle not in settled]
+        for timeout, group in going.items():
+            lease_until = now + timedelta(seconds=timeout + self.lease_margin)
+            for item, _, host in group:
+                if item.message.receipt_handle not in settled:
+                    item.begin_tried += ((now, lease_until),)
+                    plan.not_begun.append(item)
+                    self._give_back(host, plan)
 
     def release(self, items: Sequence[Held]) -> None:
         """At a stop, hand the occurrences not begun back to the queue at once."""
@@ -154,14 +191,16 @@ class CheckAndBegin:
         )
         for (item, schedule, host), execution in zip(group, executions, strict=True):
             if execution is None:
-                self._not_mine(item, now, plan)
-                self._give_back(host, plan)
-                continue
+                execution = self._not_mine(item, now, timeout, plan)
+                if execution is None:
+                    self._give_back(host, plan)
+                    continue
             plan.calls.append(Call(item, schedule, execution, host, now))
-            if now + lease > item.visible_at:
+            lease_until = execution.lease_until or now + lease
+            if lease_until > item.visible_at:
                 # It comes back only after the lease: then another executor may take over.
                 self.occurrences.change_visibility(
-                    item.message.receipt_handle, (lease + FIRE_SLACK).total_seconds()
+                    item.message.receipt_handle, (lease_until - now + FIRE_SLACK).total_seconds()
                 )
 
     def _give_back(self, host: str, plan: Plan) -> None:
@@ -181,20 +220,41 @@ class CheckAndBegin:
         record = self.store.get_execution(occurrence.tenant, occurrence.occurrence_id)
         return record is not None and record.attempts > 0
 
-    def _not_mine(self, item: Held, now: datetime, plan: Plan) -> None:
+    def _not_mine(self, item: Held, now: datetime, timeout: float, plan: Plan) -> Execution | None:
         """The occurrence could not be taken: final already (this delivery is a duplicate, and
         goes), or held by another executor's live lease (this message waits for the lease to
-        end, in case that executor died: deleting it could lose the occurrence)."""
+        end, in case that executor died: deleting it could lose the occurrence). Unless the
+        lease is this delivery's own, from a begin whose answer the store lost, with time left
+        for the call: then its record is returned, and the call goes ahead."""
         occurrence = item.occurrence
         record = self.store.get_execution(occurrence.tenant, occurrence.occurrence_id)
+        if record is not None and self._begun_before(item, record, now, timeout):
+            return record
         if record is not None and not record.status.is_final and record.lease_until is not None:
             wait = record.lease_until - now + FIRE_SLACK
             self.occurrences.change_visibility(
                 item.message.receipt_handle, max(wait.total_seconds(), 1.0)
             )
-            return
+            return None
         plan.duplicates += 1
         plan.to_delete.append(item.message.receipt_handle)
+        return None
+
+    def _begun_before(self, item: Held, record: Execution, now: datetime, timeout: float) -> bool:
+        """Whether ``record`` is a begin of this delivery whose answer was lost: running under
+        this executor's lease, with the very start and lease end one of its failed tries wrote,
+        and time left for the call."""
+        return (
+            record.status is ExecutionStatus.RUNNING
+            and record.lease_owner == self.owner
+            and record.started_at is not None
+            and record.lease_until is not None
+            and record.lease_until - now > timedelta(seconds=timeout) + FIRE_SLACK
+            and any(
+                (record.started_at, record.lease_until) == (utc_ms(start), utc_ms(until))
+                for start, until in item.begin_tried
+            )
+        )
 
     def _supersede(
         self, replaced: Sequence[tuple[Held, Superseded]], now: datetime, plan: Plan

@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from execution_worker.notifier import DEAD_LETTERED, PAUSED, FailureEvent
 from execution_worker.observer import ExecutorObserver
+from shared.backoff import Backoff
 from shared.messages import encode_occurrence
 from shared.model import (
     AttemptOutcome,
@@ -99,6 +101,8 @@ class Settler:
         # Set when the executor stops waiting for the outcomes being recorded (its shutdown
         # timeout ran out): a retry then ends at once, and their messages come back.
         self.abandoned = threading.Event()
+        # The pauses between tries of a record the store failed (``shared.backoff``).
+        self.backoff = Backoff("executor: settle")
 
     def settle_now(self, outcomes: list[Settled], to_delete: list[str]) -> None:
         """Record the outcomes (trying again while their leases hold), then settle messages."""
@@ -130,8 +134,8 @@ class Settler:
         """The outcomes recorded; those whose lease ran out before the store answered are not
         (their messages come back, and the calls are made again)."""
         remaining = outcomes
-        pause = 0.05
         while remaining:
+            started = time.monotonic()
             try:
                 self.store.settle_attempts(
                     [(item.execution, item.outcome) for item in remaining], self.owner
@@ -141,10 +145,10 @@ class Settler:
                 alive = [item for item in remaining if _lease_holds(item.execution, now)]
                 self.observer.record_failed(len(remaining), len(alive), exc)
                 remaining = alive
-                if self.abandoned.wait(pause):
+                if self.abandoned.wait(self.backoff.failed(exc, time.monotonic() - started)):
                     return []
-                pause = min(pause * 2, 1.0)
                 continue
+            self.backoff.succeeded()
             return remaining
         return []
 

@@ -39,6 +39,9 @@ class Held:
     # Its schedule as the last version check read it, and when: set when the check passed but
     # its host had no free call slot (it waits parked, and may go without reading again).
     checked: tuple[Schedule, datetime] | None = field(default=None, compare=False)
+    # The start and lease end of each begin the store failed: one whose write went through
+    # (its answer lost) left a record this delivery may take as its own (``CheckAndBegin``).
+    begin_tried: tuple[tuple[datetime, datetime], ...] = field(default=(), compare=False)
 
 
 class HeldOccurrences:

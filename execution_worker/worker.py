@@ -43,6 +43,8 @@ from execution_worker.settling import Settling
 from execution_worker.threads import WorkThread
 from execution_worker.timer import PREPARE_AHEAD, Held, HeldOccurrences
 from shared.adapters.http_target import HttpTarget
+from shared.backoff import Backoff
+from shared.errors import Transient
 from shared.lifecycle import Shutdown
 from shared.metrics import Heartbeat
 from shared.ports import Clock, MessageQueue, Store, SystemClock, WebhookSender
@@ -56,6 +58,9 @@ BATCHES_AT_ONCE = 2
 SECOND_BATCH_FROM = 16
 # The longest the loop sleeps without looking at the stop flag.
 TICK_SECONDS = 0.2
+# After a receive that failed at once, the pause before the next (one that waited, e.g. for a
+# SQLite lock, tries again at once).
+RECEIVE_RETRY_SECONDS = 1.0
 
 
 class Executor:
@@ -109,6 +114,9 @@ class Executor:
         self._batches = 0
         self._tasks: set[asyncio.Task[None]] = set()
         self._waiter: asyncio.Future[None] | None = None
+        # While the store does not answer, the due occurrences wait (``_wait_for_store``).
+        self.backoff = Backoff("executor: check and begin")
+        self._store_again_at = 0.0
 
     @property
     def stats(self) -> ExecutorStats:
@@ -175,13 +183,14 @@ class Executor:
                 await asyncio.sleep(0.05)
                 continue
             room = self.max_held - self.holding
+            started = time.monotonic()
             try:
                 received = await self._threads["receive"].run(
                     self.receiving.receive_batches, self.settings.receive_wait_seconds, room
                 )
             except Exception as exc:
                 self.observer.receive_failed(exc)
-                await asyncio.sleep(1.0)
+                await asyncio.sleep(max(0.0, RECEIVE_RETRY_SECONDS - (time.monotonic() - started)))
                 continue
             self.hold(received)
 
@@ -195,6 +204,9 @@ class Executor:
             if next_due is not None:
                 ahead = next_due - PREPARE_AHEAD - self.clock.now()
                 wait = min(wait, ahead.total_seconds())
+            store_again = self._store_again_at - time.monotonic()
+            if self._due and store_again > 0:
+                wait = min(wait, store_again)
             if wait > 0:
                 await self._sleep(wait)
 
@@ -215,6 +227,8 @@ class Executor:
         room = self.settings.executor_concurrency - self._calls - self._starting
         if self._batches >= BATCHES_AT_ONCE or room <= 0 or not self._due:
             return
+        if time.monotonic() < self._store_again_at:
+            return
         if self._batches and len(self._due) < SECOND_BATCH_FROM:
             return
         batch = [self._due.popleft() for _ in range(min(room, len(self._due)))]
@@ -228,8 +242,12 @@ class Executor:
         task.add_done_callback(self._tasks.discard)
 
     async def _start_batch(self, batch: list[Held]) -> None:
+        started = time.monotonic()
         try:
             plan = await self._threads["begin"].run(self.checking.check_and_begin, batch)
+        except Transient as exc:
+            self._wait_for_store(exc, started, batch)
+            return
         except Exception:
             # Their messages stay; they come back after their visibility timeout.
             self.observer.fire_failed()
@@ -237,7 +255,24 @@ class Executor:
         finally:
             self._starting -= len(batch)
             self._batches -= 1
+        if plan.unavailable is not None:
+            self._wait_for_store(plan.unavailable, started, plan.not_begun)
+        else:
+            self.backoff.succeeded()
+            self._store_again_at = 0.0
         self.start_calls(plan)
+
+    def _wait_for_store(self, error: Transient, started: float, items: list[Held]) -> None:
+        """The store did not answer: the items are due again, first, after the backoff's pause.
+        Their messages stay invisible meanwhile for as long as a held occurrence's do (its
+        execution lease past its time); an item whose message is visible again is given up to
+        that delivery, and the execution record keeps the two from calling twice."""
+        self._store_again_at = time.monotonic() + self.backoff.failed(
+            error, time.monotonic() - started
+        )
+        now = self.clock.now()
+        self._due.extendleft(reversed([item for item in items if item.visible_at > now]))
+        self._poke()
 
     def start_calls(self, plan: Plan) -> None:
         """Take a checked batch on: its calls start, its skips and duplicates go."""

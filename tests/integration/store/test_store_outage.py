@@ -1,13 +1,15 @@
-"""A store that stops answering for a while: the poller and the processor wait it out with a
-bounded backoff and go on the moment it answers, leaving nothing leased or invisible until a
-lease or a visibility timeout ends. (The whole pipeline against MongoDB cut off on the wire:
-``tests/acceptance/test_store_cut.py``.)"""
+"""A store that stops answering for a while: the poller, the processor and the executor wait it
+out with a bounded backoff and go on the moment it answers, leaving nothing leased or invisible
+until a lease or a visibility timeout ends. (The whole pipeline against MongoDB cut off on the
+wire, and SQLite locked: ``tests/acceptance/test_store_cut.py``.)"""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -18,16 +20,44 @@ from pymongo.errors import AutoReconnect
 
 from polling_worker.worker import Poller
 from processor_worker.worker import Processor
+from scheduler_cli.components import build_executor
 from shared.adapters.mongo_store import MongoStore
 from shared.backends import Backends, open_backends
 from shared.errors import Transient
 from shared.lifecycle import Shutdown
 from shared.messages import DefinitionMutation, decode_occurrence, encode_mutation
-from shared.model import Payload, ScheduleDefinition, Timing
+from shared.model import Payload, ScheduleDefinition, Timing, occurrence_id
 from shared.ports import Advance, OutgoingMessage
+from shared.settings import Settings
+from shared.timeutil import utc_ms
 from tests.integration.store.test_store_contract import TENANT, definition
 from tests.support.harness import TEST_SECRETS, sqlite_settings
 from tests.support.peers import mongo_url_for
+from tests.support.receiver import running_receiver
+
+
+class LosesTheAnswer:
+    """A store whose named method is applied and then, the first time, fails with
+    ``Transient``: a write whose answer a reset connection lost."""
+
+    def __init__(self, store: Any, method: str) -> None:
+        self._store = store
+        self._method = method
+        self.calls = 0
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._store, name)
+        if name != self._method:
+            return attribute
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            self.calls += 1
+            result = attribute(*args, **kwargs)
+            if self.calls == 1:
+                raise Transient(f"{name}: connection reset, the answer lost")
+            return result
+
+        return call
 
 
 class Outage:
@@ -193,3 +223,75 @@ def test_what_a_claim_leased_but_never_read_back_is_taken_by_the_owners_next_cla
     assert (
         mongo.claim_due_schedules(later, later, 10, "poller:a", later + timedelta(seconds=30)) == []
     )
+
+
+# -- the executor: occurrences held while the store is away ---------------------------------
+
+
+@contextmanager
+def executing(settings: Settings, backends: Backends, store: Any) -> Iterator[None]:
+    """An executor on ``backends`` but ``store``, running in a thread while the block runs."""
+    executor = build_executor(settings, dataclasses.replace(backends, store=store))
+    shutdown = Shutdown()
+    thread = threading.Thread(target=executor.run, args=(shutdown,), daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        shutdown.request()
+        thread.join(30)
+
+
+def dispatch_one(settings: Settings, backends: Backends, url: str, seconds: float) -> str:
+    """A one-time schedule due in ``seconds``, its occurrence sent to queue 2: its id."""
+    now = datetime.now(UTC)
+    due = utc_ms(now + timedelta(seconds=seconds))
+    backends.store.apply_definition(TENANT, "held", 1, one_time(url, due), due, now)
+    assert Poller(backends.store, backends.queues.occurrences, settings).poll_once() == 1
+    return occurrence_id("held", due)
+
+
+def test_the_executor_holds_due_occurrences_while_the_store_is_away_and_fires_at_its_return(
+    tmp_path: Path, backends: Backends
+) -> None:
+    settings = sqlite_settings(tmp_path)
+    with running_receiver() as receiver:
+        key = dispatch_one(settings, backends, f"{receiver.url}/held", 0.5)
+        outage = Outage(backends.store, {"get_schedules", "begin_attempts"})
+        outage.down.set()
+        with executing(settings, backends, outage):
+            time.sleep(2.5)  # due for 2 s, the store away
+            assert receiver.calls == []
+            tries = len(outage.calls)
+            assert 3 <= tries <= 12, outage.calls  # a bounded backoff, no busy loop
+            outage.down.clear()
+            back = time.monotonic()
+            [call] = receiver.wait_for(1, timeout=5)
+            # Within the longest pause (1 s), not when the message's visibility ends (~45 s).
+            assert time.monotonic() - back < 1.5
+            assert call.headers["idempotency-key"] == key
+            time.sleep(0.5)
+        record = backends.store.get_execution(TENANT, key)
+        assert record is not None and record.status.value == "succeeded"
+        assert record.attempts == 1
+        assert len(receiver.calls) == 1
+
+
+def test_a_begin_whose_answer_was_lost_is_the_executors_own_and_fires_once_at_once(
+    tmp_path: Path, backends: Backends
+) -> None:
+    settings = sqlite_settings(tmp_path)
+    with running_receiver() as receiver:
+        key = dispatch_one(settings, backends, f"{receiver.url}/lost", 0.5)
+        lossy = LosesTheAnswer(backends.store, "begin_attempts")
+        with executing(settings, backends, lossy):
+            # The record was written with the executor's lease (40 s): waiting for it to end
+            # would fire 40 s late; taking it for another's would never fire at all.
+            [call] = receiver.wait_for(1, timeout=5)
+            assert call.headers["idempotency-key"] == key
+            time.sleep(1.0)
+        assert lossy.calls == 2
+        assert len(receiver.calls) == 1
+        record = backends.store.get_execution(TENANT, key)
+        assert record is not None and record.status.value == "succeeded"
+        assert record.attempts == 1
