@@ -19,6 +19,7 @@ from bench import (
     firing,
     slow_clients,
     storage,
+    store_cut,
     store_rounds,
 )
 from tests.support.peers import Peer
@@ -180,3 +181,27 @@ def test_slow_clients() -> None:
     assert result["held"]["connections"] == 20
     assert result["beyond_bound"]["next_request"] == 503
     assert result["busy"]["costly_requests_answered"] >= 1
+
+
+def test_store_cut(tmp_path: Path, nx_27017: Peer, localstack: Peer) -> None:
+    result = store_cut.main(
+        [
+            "--store-url",
+            nx_27017.url,
+            "--queue-url",
+            f"sqs+{localstack.url}?region=us-east-1",
+            "--count",
+            "10",
+            "--spread",
+            "1",
+            "--lead",
+            "6",
+            "--cut-seconds",
+            "1",
+            "--log-dir",
+            str(tmp_path),
+        ]
+    )
+    [run] = result["runs"]
+    assert run["fired"] == run["expected"] == 10, run
+    assert run["missing"] == run["doubled"] == 0, run
