@@ -16,7 +16,7 @@ from scheduler_cli import keys, operator, receiver
 from scheduler_cli.components import build_executor, build_poller, build_processor
 from scheduler_cli.serving import ApiProcess, run_api
 from shared.backends import KEY_FILE, Backends, open_backends, opened_store
-from shared.errors import ConfigurationError
+from shared.errors import ConfigurationError, Transient
 from shared.lifecycle import Shutdown
 from shared.logs import configure_logging
 from shared.metrics import Heartbeat, serve_worker_endpoint
@@ -147,7 +147,14 @@ def reseal(settings: Settings) -> int:
 def run_component(settings: Settings, build: Callable[[Settings, Backends], Worker]) -> int:
     shutdown = Shutdown()
     shutdown.install_signal_handlers()
-    backends = open_backends(settings)
+    try:
+        # A store that does not answer yet is waited for: started during an outage, a worker
+        # starts when it ends (a stop meanwhile exits quietly).
+        backends = open_backends(settings, wait=shutdown)
+    except Transient:
+        if shutdown.is_set():
+            return 0
+        raise
     worker = build(settings, backends)
     endpoint = None
     if settings.metrics_port:

@@ -9,6 +9,7 @@ from datetime import timedelta
 from urllib.parse import parse_qs, urlsplit
 
 from shared.adapters.sqlite_db import SqliteDatabase, sqlite_path
+from shared.backoff import Backoff, Stop
 from shared.errors import ConfigurationError
 from shared.ports import MessageQueue, Queues, Store
 from shared.secrets import SecretBox, key_file_keys
@@ -38,9 +39,13 @@ class Backends:
             close()
 
 
-def open_backends(settings: Settings, *, create: bool = True) -> Backends:
+def open_backends(settings: Settings, *, create: bool = True, wait: Stop | None = None) -> Backends:
     """The store and queues of ``settings``; with ``create``, missing tables/queues are made.
-    ``ConfigurationError`` when either URL is not set: nothing is guessed, nothing made."""
+    ``ConfigurationError`` when either URL is not set: nothing is guessed, nothing made.
+
+    With ``wait``, a store or queue that does not answer yet is waited for (``shared.backoff``)
+    until it does or ``wait`` says stop (then ``Transient``): a worker started during an outage
+    starts when it ends, instead of exiting."""
     settings.require_backends()
     databases: dict[str, SqliteDatabase] = {}
 
@@ -57,9 +62,16 @@ def open_backends(settings: Settings, *, create: bool = True) -> Backends:
     queues = _open_queues(settings, database, resources)
     resources += [opened.close for opened in databases.values()]
     if create:
-        store.ensure_indexes()
-        for queue in (queues.dead_letters, queues.mutations, queues.occurrences):
-            queue.create()
+
+        def make() -> None:
+            store.ensure_indexes()
+            for queue in (queues.dead_letters, queues.mutations, queues.occurrences):
+                queue.create()
+
+        if wait is None:
+            make()
+        else:
+            Backoff("starting").call(make, wait)
     return Backends(
         store, queues, secrets, resources, [opened.check for opened in databases.values()]
     )

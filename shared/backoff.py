@@ -39,7 +39,7 @@ MAX_PAUSE_SECONDS = 1.0
 class Stop(Protocol):
     """What a retry waits on: ``wait(seconds)`` returns True as soon as a stop is requested."""
 
-    def wait(self, timeout: float | None = None) -> bool: ...
+    def wait(self, timeout: float) -> bool: ...
 
 
 class Backoff:

@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from shared.adapters.sqlite_db import sqlite_path
+from shared.model import Payload, ScheduleDefinition, Timing
 from shared.timeutil import iso_z
 from tests.support import peers
 from tests.support.cutting_proxy import CuttingProxy
@@ -177,5 +178,55 @@ def _create(base: str, url: str, at: datetime) -> str:
     return f"{created['id']}:{iso_z(at)}"
 
 
+def _one_time(url: str, at: datetime) -> ScheduleDefinition:
+    return ScheduleDefinition(timing=Timing(timezone="UTC", at=at), payload=Payload("POST", url))
+
+
 def _due(occurrence_id: str) -> float:
     return datetime.fromisoformat(occurrence_id.split(":", 1)[1]).timestamp()
+
+
+def test_workers_started_while_mongodb_is_cut_off_start_when_it_is_back(
+    tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A rolling deploy or a restart during an outage: the workers wait for the store instead of
+    # exiting (and being restarted in a loop by whatever runs them).
+    if not peers.ENABLED:
+        pytest.skip(peers.DISABLED_REASON)
+    with (
+        peers.wire_backends(request, monkeypatch, tmp_path, "wire-peers") as wire,
+        CuttingProxy(_address(wire.mongo_url)) as proxy,
+        running_receiver() as receiver,
+    ):
+        proxy.cut()
+        env = {
+            **wire.env(),
+            "SCHEDULER_STORE_URL": proxy.url_for(wire.mongo_url),
+            "SCHEDULER_POLL_INTERVAL_SECONDS": "0.2",
+            "SCHEDULER_ALLOWED_NETWORKS": "127.0.0.0/8",
+            "SCHEDULER_LOG_FORMAT": "json",
+        }
+        names = ("processor", "poller", "executor")
+        processes = [Process([name], env, tmp_path / f"{name}.log") for name in names]
+        try:
+            for process in processes:
+                process.wait_for_output("backend_unavailable", timeout=60)
+            time.sleep(4.0)  # a server selection or two more
+            assert [process.popen.poll() for process in processes] == [None] * len(names)
+            proxy.restore()
+            for process in processes:
+                process.wait_for_output(rf"{process.args[0]} started", timeout=30)
+            backends = wire.open(sqlite_settings(tmp_path))
+            try:
+                now = datetime.now(UTC)
+                due = now.replace(microsecond=0) + timedelta(seconds=2)
+                backends.store.apply_definition(
+                    "default", "after-the-cut", 1, _one_time(f"{receiver.url}/back", due), due, now
+                )
+            finally:
+                backends.close()
+            [call] = receiver.wait_for(1, timeout=30)
+            assert call.headers["idempotency-key"] == f"after-the-cut:{iso_z(due)}"
+        finally:
+            for process in processes:
+                process.kill()
