@@ -2,10 +2,11 @@
 
 Four ``scheduler`` processes (api, processor, poller, executor, default settings unless told)
 reach MongoDB through a proxy that can cut it off (``tests/support/cutting_proxy.py``: every
-connection reset, new ones refused, then listening again), the queues on SQS. ``--count``
-one-time schedules fall due over ``--spread`` seconds; ``--cut-after`` seconds after the first is
-due the store is cut off for ``--cut-seconds``. The receiver (``bench.receiver``, its own
-process) records each arrival by its own clock.
+connection reset, new ones refused, then listening again), the queues on SQS. Once they have
+started, ``--count`` one-time schedules are stored, falling due over ``--spread`` seconds from
+``--lead`` seconds later; ``--cut-after`` seconds after the first is due the store is cut off
+for ``--cut-seconds``. The receiver (``bench.receiver``, its own process) records each arrival
+by its own clock.
 
 Reported: lateness (arrival - scheduled) p50/p95/p99/max over all occurrences; from the restore
 to the first arrival after it, and to the last arrival of those due before the restore; missing
@@ -99,6 +100,18 @@ def wire_peers(directory: Path) -> Iterator[tuple[str, str]]:
         mongo.stop()
 
 
+def wait_until_started(components: list[Component], timeout: float = 120.0) -> None:
+    """Until each process logged that it started (under load that takes a while): the cut must
+    not land on their start."""
+    deadline = time.monotonic() + timeout
+    for component in components:
+        word = "Listening at" if component.command == "api" else f"{component.command} started"
+        while word not in component.log_path.read_text(errors="replace"):
+            if component.popen.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{component.command} did not start:\n{component.output_tail()}")
+            time.sleep(0.1)
+
+
 def run(
     store_url: str,
     queue_url: str,
@@ -118,14 +131,6 @@ def run(
         components: list[Component] = []
         restored: float | None = None
         try:
-            accepted = datetime.now(UTC)
-            start = accepted + timedelta(seconds=args.lead)
-            per_second = args.count / args.spread
-            rows = list(
-                one_time_rows(f"{receiver.url}/hook", spaced(start, args.count, per_second), "cut")
-            )
-            seed(backends.store, rows, accepted)
-            expected = {f"{schedule_id}:{iso_z(at)}" for schedule_id, _, at in rows}
             env = {
                 **where.settings_env(**args.settings),
                 "SCHEDULER_STORE_URL": proxy.url_for(store_url),
@@ -134,6 +139,15 @@ def run(
                 "SCHEDULER_API_WORKERS": "1",
             }
             components = [Component(name, env, log_dir) for name in COMPONENTS]
+            wait_until_started(components)
+            accepted = datetime.now(UTC)
+            start = accepted + timedelta(seconds=args.lead)
+            per_second = args.count / args.spread
+            rows = list(
+                one_time_rows(f"{receiver.url}/hook", spaced(start, args.count, per_second), "cut")
+            )
+            seed(backends.store, rows, accepted)
+            expected = {f"{schedule_id}:{iso_z(at)}" for schedule_id, _, at in rows}
             time.sleep(max(0.0, start.timestamp() + args.cut_after - time.time()))
             if args.cut_seconds > 0:
                 proxy.cut()
@@ -156,7 +170,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     common_arguments(parser)
     parser.add_argument("--count", type=int, default=1000, help="one-time schedules")
     parser.add_argument("--spread", type=float, default=5.0, help="seconds they fall due over")
-    parser.add_argument("--lead", type=float, default=10.0, help="seconds from seeding to due")
+    parser.add_argument("--lead", type=float, default=5.0, help="seconds from seeding to due")
     parser.add_argument("--cut-after", type=float, default=1.0, help="seconds after the first")
     parser.add_argument("--cut-seconds", type=float, default=15.0, help="how long it lasts")
     parser.add_argument("--no-cut", action="store_true", help="the same run without the cut")
