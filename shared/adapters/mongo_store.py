@@ -32,8 +32,7 @@ import re
 import uuid
 import zlib
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from operator import attrgetter
@@ -46,14 +45,13 @@ from pymongo import ASCENDING, DESCENDING, ReturnDocument, UpdateOne
 from pymongo.collection import Collection
 from pymongo.errors import (
     BulkWriteError,
-    ConnectionFailure,
     DuplicateKeyError,
-    ExecutionTimeout,
     PyMongoError,
-    WTimeoutError,
 )
 
 from shared.adapters.mongo.indexes import ensure_indexes, expire_executions
+from shared.adapters.mongo.signing_secrets import MongoSigningSecrets
+from shared.adapters.mongo.transient import transient as _transient
 from shared.errors import Transient
 from shared.model import (
     KEPT_ATTEMPTS,
@@ -209,22 +207,7 @@ class _ClaimCursor:
         return self.window * width, (self.window + 1) * width
 
 
-@contextmanager
-def _transient(action: str) -> Iterator[None]:
-    """Backend hiccups (no server, timeouts, failover) become ``Transient``: retry later."""
-    try:
-        yield
-    except (ConnectionFailure, ExecutionTimeout, WTimeoutError) as exc:
-        raise Transient(f"mongodb {action}: {exc}") from exc
-    except PyMongoError as exc:
-        if exc.has_error_label("RetryableWriteError") or exc.has_error_label(
-            "TransientTransactionError"
-        ):
-            raise Transient(f"mongodb {action}: {exc}") from exc
-        raise
-
-
-class MongoStore(Store):
+class MongoStore(MongoSigningSecrets, Store):
     def __init__(
         self,
         client: pymongo.MongoClient[Document],
@@ -248,6 +231,7 @@ class MongoStore(Store):
         self.api_keys: Collection[Document] = database["api_keys"]
         self.migrations: Collection[Document] = database["migrations"]
         self.schedule_slots: Collection[Document] = database["schedule_slots"]
+        self.signing_secrets: Collection[Document] = database["signing_secrets"]
         self._claim_cursors: dict[str, _ClaimCursor] = {}
 
     @classmethod

@@ -12,6 +12,7 @@ from operator import attrgetter
 from typing import Any
 
 from shared.adapters.sqlite.migrations import migrate
+from shared.adapters.sqlite.signing_secrets import SqliteSigningSecrets
 from shared.adapters.sqlite_db import SqliteDatabase
 from shared.errors import Transient
 from shared.model import (
@@ -72,7 +73,7 @@ _ORDER_COLUMNS = {
 }
 
 
-class SqliteStore(Store):
+class SqliteStore(SqliteSigningSecrets, Store):
     def __init__(self, database: SqliteDatabase, *, secrets: SecretBox) -> None:
         """``secrets`` seals each payload's secret parts in the ``definition`` column."""
         self.db = database

@@ -189,6 +189,18 @@ def _fill_search_columns(connection: sqlite3.Connection, target_of: TargetOf) ->
     )
 
 
+def _signing_secrets(connection: sqlite3.Connection, target_of: TargetOf) -> None:
+    # A tenant's signing secrets, whole (JSON: each sealed), changed by compare-and-set on
+    # ``version`` (shared.adapters.sqlite.signing_secrets).
+    connection.execute(
+        """CREATE TABLE IF NOT EXISTS signing_secrets (
+            tenant TEXT PRIMARY KEY,
+            version INTEGER NOT NULL,
+            secrets TEXT NOT NULL
+        ) WITHOUT ROWID"""
+    )
+
+
 @dataclass(frozen=True)
 class Migration:
     """One step of the schema: ``apply`` runs inside the write transaction that records it."""
@@ -200,6 +212,7 @@ class Migration:
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "the schema when versions began", _schema_when_versions_began),
+    Migration(2, "each tenant's signing secrets", _signing_secrets),
 )
 
 _RECORD_TABLE = """CREATE TABLE IF NOT EXISTS store_migrations (
