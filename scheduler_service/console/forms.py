@@ -18,7 +18,7 @@ from typing import Any
 import pendulum
 
 from scheduler_service.requests.patch import stored_body
-from scheduler_service.requests.timing import SEED_FIELDS
+from shared import notations
 from shared.definition_rules import METHODS
 from shared.model import MisfirePolicy, Schedule, Unit
 from shared.timeutil import load_zone, parse_iso
@@ -279,10 +279,7 @@ def _seed_date(text: str) -> str:
 def form_values(view: Mapping[str, Any]) -> dict[str, str]:
     """The form's inputs for a stored schedule, from its (masked) view."""
     raw = view["schedule"]
-    notation = "blueprint" if any(name in raw for name in SEED_FIELDS) else "cron"
-    for candidate in ("cron", "interval", "rrule", "at"):
-        if candidate in raw:
-            notation = candidate
+    notation = next((each.name for each in notations.NOTATIONS if each.form in raw), "cron")
     values = {"notation": notation}
 
     def flatten(document: Mapping[str, Any], prefix: str) -> None:

@@ -4,10 +4,11 @@ The stored definition is written back as the body a ``PUT`` would send, the patc
 onto it (objects merge member by member, ``null`` removes a member, anything else replaces),
 and the result takes the ``PUT`` path: the same validation, a new revision, queue 1.
 
-One exception to the member-by-member merge: a ``schedule`` that names its form (``at``,
-``interval``, ``cron``, ``rrule`` or the blueprint's ``start_date``) replaces the stored one
-whole, so a cron schedule can become an interval without removing ``cron`` by hand; one that
-does not (e.g. only ``end``) merges into it.
+One exception to the member-by-member merge: a ``schedule`` that names its form (the first
+member of a notation of ``shared.notations``: ``at``, ``interval``, ``cron``, ``rrule``, the
+blueprint's ``start_date``) replaces the stored one whole, so a cron schedule can become an
+interval without removing ``cron`` by hand; one that does not (e.g. only ``end``) merges into
+it.
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ from scheduler_service.presenting.problems import flatten
 from scheduler_service.requests.schedule import ScheduleBodySchema, ScheduleRequest
 from shared.errors import InvalidInput
 from shared.model import JSON, ScheduleDefinition
+from shared.notations import NOTATIONS
 
-TIMING_FORMS = frozenset({"at", "interval", "cron", "rrule", "start_date"})
+# The members that name a notation: a PATCH naming one replaces the stored schedule whole.
+TIMING_FORMS = tuple(notation.form for notation in NOTATIONS)
 
 
 class SchedulePatchSchema(Schema):
@@ -38,8 +41,8 @@ class SchedulePatchSchema(Schema):
     type = fields.Raw(allow_none=True)
     schedule = fields.Raw(
         metadata={
-            "description": "merged into the stored schedule; one that names its form (at, "
-            "interval, cron, rrule, start_date) replaces it whole"
+            "description": "merged into the stored schedule; one that names its form "
+            f"({', '.join(TIMING_FORMS)}) replaces it whole"
         }
     )
     payload = fields.Raw(metadata={"description": 'merged: e.g. {"url": …} changes the URL'})
@@ -89,7 +92,7 @@ def merge_patch(target: JSON, patch: JSON) -> JSON:
 def patched_body(stored: dict[str, JSON], patch: dict[str, JSON]) -> dict[str, JSON]:
     """``patch`` merged onto ``stored`` (see the module docstring)."""
     schedule = patch.get("schedule")
-    if isinstance(schedule, dict) and TIMING_FORMS & schedule.keys():
+    if isinstance(schedule, dict) and any(form in schedule for form in TIMING_FORMS):
         stored = {**stored, "schedule": {}}
     merged: dict[str, JSON] = merge_patch(stored, patch)
     return merged

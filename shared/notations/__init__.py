@@ -3,6 +3,7 @@
 ``NOTATIONS`` is the registry: one line per notation, the name of its module here, which
 defines ``NOTATION`` (``shared.notations.base``). Every list of notations reads it: the API's
 ``schedule`` members and answers, the PATCH forms, the console's form, the words, the engines.
+Its order is theirs (the API's members and messages, the console's choices).
 
 Here too, for a ``Timing`` whatever its notation: ``build_recurrence`` (its notation's engine,
 bounded by its start, end and max_occurrences), ``first_occurrence``, ``upcoming``,
@@ -32,6 +33,7 @@ NOTATIONS: tuple[Notation, ...] = tuple(
         "interval",
         "cron",
         "rrule",
+        "blueprint",
     )
 )
 # The notations a stored timing is in, by name (its ``kind``).

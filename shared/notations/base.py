@@ -29,18 +29,6 @@ from typing import Any, ClassVar
 from shared.recurrence import Recurrence
 from shared.timing import JSON, Timing
 
-# Times a schedule may name. Past 9000 a local time with its zone's offset no longer fits in a
-# datetime; before 1970 nothing can be scheduled. A schedule without an end simply omits it.
-FIRST_YEAR, LAST_YEAR = 1970, 9000
-
-
-def check_year(year: int) -> None:
-    """``ValueError`` for a year a schedule may not name."""
-    if not FIRST_YEAR <= year <= LAST_YEAR:
-        raise ValueError(
-            f"the year must be between {FIRST_YEAR} and {LAST_YEAR} (for no end, leave it out)"
-        )
-
 
 class MemberKind(StrEnum):
     """What a member of the ``schedule`` object holds, as the API reads it (and the console
@@ -97,6 +85,10 @@ class Notation(ABC):
     # the console offers ``fire_if_past`` with it.
     one_time_words: ClassVar[str] = ""
     console_fire_if_past: ClassVar[bool] = False
+    # How errors name it as a whole, if it is not ``bounded`` ("the {called} form", "give one
+    # of …, or {given_as}").
+    called: ClassVar[str] = ""
+    given_as: ClassVar[str] = ""
 
     @property
     def form(self) -> str:

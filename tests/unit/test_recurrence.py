@@ -20,11 +20,11 @@ import pytest
 from dateutil.rrule import rrulestr
 
 from scheduler_service.requests.schedule import as_sent
-from scheduler_service.requests.timing import SEED_NAMES
 from shared.describe import describe
 from shared.errors import InvalidInput
 from shared.model import Every, Timing, Unit
 from shared.notations import build_recurrence, first_occurrence, previous, upcoming
+from shared.notations.blueprint import NOTATION as BLUEPRINT
 from shared.recurrence import cron_recurrence, parse_duration, parse_rrule
 from shared.timeutil import UTC, iso_z, load_zone
 from shared.validation import check_timing
@@ -711,7 +711,7 @@ def test_the_minimum_interval_is_configurable() -> None:
 def test_seed_names_are_used_in_errors() -> None:
     """The domain names a field canonically; the API names it as the seed form does."""
     timing = Timing("UTC", interval=Every(1, Unit.SECOND), end=wall("2020-01-01"))
-    with pytest.raises(InvalidInput) as raised, as_sent(SEED_NAMES):
+    with pytest.raises(InvalidInput) as raised, as_sent(BLUEPRINT.names):
         check_timing(timing, NOW, timedelta(seconds=1))
     assert "schedule.end_date" in raised.value.fields
 
