@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from shared.model import Schedule, ScheduleDefinition, ScheduleStatus
+from shared.model import Payload, Schedule, ScheduleDefinition, ScheduleStatus, Timing
 
 
 def make_schedule(
@@ -28,3 +28,8 @@ def make_schedule(
         created_at=accepted_at,
         updated_at=accepted_at,
     )
+
+
+def one_time(url: str, at: datetime) -> ScheduleDefinition:
+    """A schedule that POSTs to ``url`` once, at ``at``."""
+    return ScheduleDefinition(timing=Timing(timezone="UTC", at=at), payload=Payload("POST", url))

@@ -25,6 +25,7 @@ from shared.model import (
 )
 from shared.ports import ReceivedMessage
 from shared.retry import Verdict, next_step
+from tests.support.factories import make_schedule
 
 NOON = datetime(2026, 3, 8, 12, 0, tzinfo=UTC)
 MESSAGE = ReceivedMessage("m", "{}", "receipt", 1)
@@ -39,18 +40,7 @@ def definition(grace: float | None = None) -> ScheduleDefinition:
 
 
 def schedule(status: ScheduleStatus = ScheduleStatus.ACTIVE, revision: int = 1) -> Schedule:
-    return Schedule(
-        tenant="t",
-        schedule_id="s",
-        revision=revision,
-        state_revision=0,
-        status=status,
-        definition=definition(),
-        next_schedule_time=None,
-        accepted_at=NOON,
-        created_at=NOON,
-        updated_at=NOON,
-    )
+    return make_schedule(definition(), NOON, None, status, revision)
 
 
 def occurrence(manual: bool = False, revision: int = 1) -> Occurrence:

@@ -68,119 +68,116 @@ def test_time_of_day_with_and_without_am_pm(
     assert first is not None and iso_z(first) == expected_utc
 
 
-def test_daily_keeps_local_wall_time_across_spring_forward() -> None:
-    timing = seed(
-        start_date="03/12/2027",
-        timeZone="America/New_York",
-        time_of_day="09:00",
-        am_pm="AM",
-        repeat_interval={"number": 1, "unit": "days"},
-    )
-    # New York springs forward on 2027-03-14: 09:00 EST is 14:00Z, 09:00 EDT is 13:00Z.
-    assert times(timing, 4) == [
-        "2027-03-12T14:00:00.000Z",
-        "2027-03-13T14:00:00.000Z",
-        "2027-03-14T13:00:00.000Z",
-        "2027-03-15T13:00:00.000Z",
-    ]
-
-
-def test_hours_are_elapsed_time_across_fall_back() -> None:
-    timing = seed(
-        start_date="11/07/2027",
-        timeZone="America/New_York",
-        time_of_day="12:00",
-        am_pm="AM",
-        repeat_interval={"number": 1, "unit": "Hours"},
-    )
-    # 2027-11-07 falls back at 02:00 EDT: every real hour fires once, none doubled or lost.
-    assert times(timing, 4) == [
-        "2027-11-07T04:00:00.000Z",
-        "2027-11-07T05:00:00.000Z",
-        "2027-11-07T06:00:00.000Z",
-        "2027-11-07T07:00:00.000Z",
-    ]
-
-
-def test_monthly_from_the_31st_clamps_to_month_end_without_drift() -> None:
-    timing = seed(
-        start_date="01/31/2028",
-        timeZone="Europe/Paris",
-        time_of_day="08:00",
-        repeat_interval={"number": 1, "unit": "month"},
-    )
-    # 2028 is a leap year; each month counts from the anchor, so March is the 31st again.
-    assert times(timing, 4) == [
-        "2028-01-31T07:00:00.000Z",
-        "2028-02-29T07:00:00.000Z",
-        "2028-03-31T06:00:00.000Z",
-        "2028-04-30T06:00:00.000Z",
-    ]
-
-
-def test_without_repeat_interval_it_fires_once() -> None:
-    timing = seed(start_date="06/01/2027", timeZone="Asia/Kolkata", time_of_day="09:00")
-    assert times(timing, 3) == ["2027-06-01T03:30:00.000Z"]
-
-
-def test_a_one_time_schedule_in_the_past_still_fires_right_away() -> None:
-    timing = seed(start_date="01/01/2020", timeZone="UTC", time_of_day="10:00")
-    first = first_occurrence(timing, ACCEPTED)
-    assert first is not None and iso_z(first) == "2020-01-01T10:00:00.000Z"
-
-
-def test_recurring_schedule_does_not_backfill_before_acceptance() -> None:
-    timing = seed(
-        start_date="11/20/2026",
-        timeZone="UTC",
-        time_of_day="10:00",
-        repeat_interval={"number": 1, "unit": "day"},
-    )
-    first = first_occurrence(timing, ACCEPTED)
-    assert first is not None and iso_z(first) == "2026-11-23T10:00:00.000Z"
+@pytest.mark.parametrize(
+    ("fields", "expected_utc"),
+    [
+        pytest.param(
+            {
+                "start_date": "03/12/2027",
+                "timeZone": "America/New_York",
+                "time_of_day": "09:00",
+                "am_pm": "AM",
+                "repeat_interval": {"number": 1, "unit": "days"},
+            },
+            # New York springs forward on 2027-03-14: 09:00 EST is 14:00Z, 09:00 EDT is 13:00Z.
+            [
+                "2027-03-12T14:00:00.000Z",
+                "2027-03-13T14:00:00.000Z",
+                "2027-03-14T13:00:00.000Z",
+                "2027-03-15T13:00:00.000Z",
+            ],
+            id="days keep the local wall time across spring forward",
+        ),
+        pytest.param(
+            {
+                "start_date": "11/07/2027",
+                "timeZone": "America/New_York",
+                "time_of_day": "12:00",
+                "am_pm": "AM",
+                "repeat_interval": {"number": 1, "unit": "Hours"},
+            },
+            # 2027-11-07 falls back at 02:00 EDT: every real hour fires once, none doubled or lost.
+            [
+                "2027-11-07T04:00:00.000Z",
+                "2027-11-07T05:00:00.000Z",
+                "2027-11-07T06:00:00.000Z",
+                "2027-11-07T07:00:00.000Z",
+            ],
+            id="hours are elapsed time across fall back",
+        ),
+        pytest.param(
+            {
+                "start_date": "01/31/2028",
+                "timeZone": "Europe/Paris",
+                "time_of_day": "08:00",
+                "repeat_interval": {"number": 1, "unit": "month"},
+            },
+            # 2028 is a leap year; each month counts from the anchor, so March is the 31st again.
+            [
+                "2028-01-31T07:00:00.000Z",
+                "2028-02-29T07:00:00.000Z",
+                "2028-03-31T06:00:00.000Z",
+                "2028-04-30T06:00:00.000Z",
+            ],
+            id="months from the 31st clamp to the month's end without drift",
+        ),
+        pytest.param(
+            {"start_date": "06/01/2027", "timeZone": "Asia/Kolkata", "time_of_day": "09:00"},
+            ["2027-06-01T03:30:00.000Z"],
+            id="without repeat_interval it fires once",
+        ),
+    ],
+)
+def test_the_times_a_seed_form_fires_at(fields: dict[str, object], expected_utc: list[str]) -> None:
+    assert times(seed(**fields), 4) == expected_utc
 
 
 @pytest.mark.parametrize(
-    ("fields", "bad_field"),
+    ("fields", "expected_utc"),
     [
-        ({"start_date": "2027-05-02", "timeZone": "UTC", "time_of_day": "10:00"}, "start_date"),
-        ({"start_date": "02/30/2027", "timeZone": "UTC", "time_of_day": "10:00"}, "start_date"),
-        ({"start_date": "05/02/2027", "timeZone": "Mars/Base", "time_of_day": "10:00"}, "timeZone"),
-        (
-            {"start_date": "05/02/2027", "timeZone": "UTC", "time_of_day": "13:00", "am_pm": "PM"},
-            "time_of_day",
+        pytest.param(
+            {"start_date": "01/01/2020", "timeZone": "UTC", "time_of_day": "10:00"},
+            "2020-01-01T10:00:00.000Z",
+            id="a one-time schedule in the past still fires right away",
         ),
-        (
+        pytest.param(
             {
-                "start_date": "05/02/2027",
-                "end_date": "05/01/2027",
+                "start_date": "11/20/2026",
                 "timeZone": "UTC",
                 "time_of_day": "10:00",
+                "repeat_interval": {"number": 1, "unit": "day"},
             },
-            "end_date",
+            "2026-11-23T10:00:00.000Z",
+            id="a recurring schedule does not backfill before its acceptance",
         ),
-        (
-            {
-                "start_date": "05/02/2027",
-                "timeZone": "UTC",
-                "time_of_day": "10:00",
-                "repeat_interval": {"number": 0, "unit": "minute"},
-            },
-            "repeat_interval",
-        ),
-        (
-            {
-                "start_date": "05/02/2027",
-                "timeZone": "UTC",
-                "time_of_day": "10:00",
-                "repeat_interval": {"number": 1, "unit": "fortnight"},
-            },
-            "repeat_interval",
-        ),
-        ({"timeZone": "UTC", "time_of_day": "10:00"}, "start_date"),
     ],
 )
-def test_bad_seed_fields_are_named(fields: dict[str, object], bad_field: str) -> None:
+def test_the_first_time_from_a_start_before_acceptance(
+    fields: dict[str, object], expected_utc: str
+) -> None:
+    first = first_occurrence(seed(**fields), ACCEPTED)
+    assert first is not None and iso_z(first) == expected_utc
+
+
+VALID = {"start_date": "05/02/2027", "timeZone": "UTC", "time_of_day": "10:00"}
+
+
+@pytest.mark.parametrize(
+    ("changes", "bad_field"),
+    [
+        ({"start_date": "2027-05-02"}, "start_date"),
+        ({"start_date": "02/30/2027"}, "start_date"),
+        ({"start_date": None}, "start_date"),
+        ({"timeZone": "Mars/Base"}, "timeZone"),
+        ({"time_of_day": "13:00", "am_pm": "PM"}, "time_of_day"),
+        ({"end_date": "05/01/2027"}, "end_date"),
+        ({"repeat_interval": {"number": 0, "unit": "minute"}}, "repeat_interval"),
+        ({"repeat_interval": {"number": 1, "unit": "fortnight"}}, "repeat_interval"),
+    ],
+)
+def test_bad_seed_fields_are_named(changes: dict[str, object], bad_field: str) -> None:
+    # None leaves the field out.
+    fields = {name: value for name, value in {**VALID, **changes}.items() if value is not None}
     with pytest.raises(ValidationError) as raised:
         ScheduleSpecSchema().load(fields)
     assert bad_field in raised.value.messages

@@ -26,11 +26,12 @@ from shared.backends import Backends, open_backends
 from shared.errors import Transient
 from shared.lifecycle import Shutdown
 from shared.messages import DefinitionMutation, decode_occurrence, encode_mutation
-from shared.model import Payload, ScheduleDefinition, Timing, occurrence_id
+from shared.model import occurrence_id
 from shared.ports import Advance, OutgoingMessage
 from shared.settings import Settings
 from shared.timeutil import utc_ms
 from tests.integration.store.test_store_contract import TENANT, definition
+from tests.support.factories import one_time
 from tests.support.harness import TEST_SECRETS, sqlite_settings
 from tests.support.peers import mongo_url_for
 from tests.support.receiver import running_receiver
@@ -91,10 +92,6 @@ def backends(tmp_path: Path) -> Iterator[Backends]:
     opened = open_backends(sqlite_settings(tmp_path))
     yield opened
     opened.close()
-
-
-def one_time(url: str, at: datetime) -> ScheduleDefinition:
-    return ScheduleDefinition(timing=Timing(timezone="UTC", at=at), payload=Payload("POST", url))
 
 
 def test_an_advance_that_fails_is_tried_again_while_the_lease_holds(backends: Backends) -> None:
