@@ -18,12 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.peers import ComponentBackends
-from tests.support.processes import (
-    Process,
-    create_every_second,
-    free_port,
-    wait_until_healthy,
-)
+from tests.support.processes import UNDER_FAULTS, create_every_second, started_components
 from tests.support.receiver import Call, running_receiver
 
 pytestmark = pytest.mark.slow
@@ -41,63 +36,45 @@ def slightly_slow(call: Call) -> tuple[int, dict[str, str]]:
 def test_kill_9_of_pollers_and_executors_loses_nothing(
     tmp_path: Path, component_backends: ComponentBackends
 ) -> None:
-    port = free_port()
     env = {
         **component_backends.env,
-        "SCHEDULER_PORT": str(port),
-        "SCHEDULER_API_WORKERS": "1",
-        "SCHEDULER_API_AUTH": "none",
-        "SCHEDULER_POLL_INTERVAL_SECONDS": "0.2",
-        "SCHEDULER_LOOKAHEAD_SECONDS": "10",
-        "SCHEDULER_DISPATCH_LEAD_SECONDS": "1",
+        **UNDER_FAULTS,
         "SCHEDULER_POLLER_LEASE_SECONDS": "2",
         "SCHEDULER_EXECUTION_LEASE_MARGIN_SECONDS": "2",
-        "SCHEDULER_ALLOWED_NETWORKS": "127.0.0.0/8",
-        "SCHEDULER_LOG_FORMAT": "json",
     }
+    victims = sorted(f"{kind}-{n}" for kind in ("poller", "executor") for n in (1, 2))
     rng = random.Random(20261122)
-    with running_receiver(slightly_slow) as receiver:
-        stable = [Process([name], env, tmp_path / f"{name}.log") for name in ("api", "processor")]
-        victims = {
-            f"{kind}-{n}": Process([kind], env, tmp_path / f"{kind}-{n}.log")
-            for kind in ("poller", "executor")
-            for n in (1, 2)
-        }
-        kills = Counter[str]()
-        try:
-            base = f"http://127.0.0.1:{port}"
-            wait_until_healthy(base)
-            _, end, expected = create_every_second(
-                base, receiver.url, "chaos", SCHEDULES, OCCURRENCES_EACH
-            )
+    kills = Counter[str]()
+    with (
+        running_receiver(slightly_slow) as receiver,
+        started_components(tmp_path, env, ["api", "processor", *victims]) as components,
+    ):
+        _, end, expected = create_every_second(
+            components.base_url, receiver.url, "chaos", SCHEDULES, OCCURRENCES_EACH
+        )
+        stop_killing = threading.Event()
 
-            stop_killing = threading.Event()
+        def killer() -> None:
+            while not stop_killing.wait(rng.uniform(*KILL_EVERY_SECONDS)):
+                name = rng.choice(victims)
+                components.processes[name].kill()
+                kills[name] += 1
+                time.sleep(rng.uniform(0.1, 0.8))
+                components.start(name)
 
-            def killer() -> None:
-                while not stop_killing.wait(rng.uniform(*KILL_EVERY_SECONDS)):
-                    name = rng.choice(sorted(victims))
-                    victims[name].kill()
-                    kills[name] += 1
-                    time.sleep(rng.uniform(0.1, 0.8))
-                    kind = name.split("-")[0]
-                    victims[name] = Process([kind], env, tmp_path / f"{name}.log")
+        chaos = threading.Thread(target=killer, daemon=True)
+        chaos.start()
+        time.sleep((end - datetime.now(UTC)).total_seconds() + 1)
+        stop_killing.set()
+        chaos.join()
 
-            chaos = threading.Thread(target=killer, daemon=True)
-            chaos.start()
-            time.sleep((end - datetime.now(UTC)).total_seconds() + 1)
-            stop_killing.set()
-            chaos.join()
-
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:
-                seen = {call.headers["idempotency-key"] for call in receiver.calls}
-                if expected <= seen:
-                    break
-                time.sleep(0.5)
-            time.sleep(1.0)
-        finally:
-            for process in [*stable, *victims.values()]:
-                process.kill()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            seen = {call.headers["idempotency-key"] for call in receiver.calls}
+            if expected <= seen:
+                break
+            time.sleep(0.5)
+        time.sleep(1.0)
 
     deliveries = Counter(call.headers["idempotency-key"] for call in receiver.calls)
     missing = expected - set(deliveries)

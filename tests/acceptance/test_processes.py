@@ -11,7 +11,7 @@ import pytest
 
 from tests.support.harness import API
 from tests.support.peers import ComponentBackends
-from tests.support.processes import Process, free_port, http_json, wait_until_healthy
+from tests.support.processes import Process, http_json, running_components
 from tests.support.receiver import running_receiver
 
 pytestmark = pytest.mark.slow
@@ -58,32 +58,10 @@ def test_the_four_components_as_separate_processes_share_their_backends(
     tmp_path: Path, component_backends: ComponentBackends
 ) -> None:
     # One SQLite file; or MongoDB and SQS over the wire (nx-27017 and LocalStack).
-    port = free_port()
-    env = {
-        **component_backends.env,
-        "SCHEDULER_PORT": str(port),
-        "SCHEDULER_API_WORKERS": "1",
-        "SCHEDULER_API_AUTH": "none",
-        "SCHEDULER_POLL_INTERVAL_SECONDS": "0.2",
-        "SCHEDULER_ALLOWED_NETWORKS": "127.0.0.0/8",
-        "SCHEDULER_WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
-    }
-    with running_receiver() as receiver:
-        processes = [
-            Process([name], env, tmp_path / f"{name}.log")
-            for name in ("api", "processor", "poller", "executor")
-        ]
-        try:
-            base = f"http://127.0.0.1:{port}"
-            wait_until_healthy(base)
-            # On a loaded machine the workers may still be starting when the API answers.
-            for process in processes[1:]:
-                process.wait_for_output(rf"{process.args[0]} started", timeout=30)
-            status, created = http_json("POST", f"{base}{API}/schedule", one_shot_in(receiver.url))
-            assert status == 202
-            calls = receiver.wait_for(1, timeout=10)
-            assert calls and calls[0].json() == {"ok": True}
-            assert calls[0].headers["idempotency-key"].startswith(created["id"])
-        finally:
-            codes = {process.args[0]: process.terminate() for process in processes}
-        assert set(codes.values()) == {0}, {p.args[0]: p.output()[-2000:] for p in processes}
+    env = {**component_backends.env, "SCHEDULER_API_AUTH": "none"}
+    with running_receiver() as receiver, running_components(tmp_path, env) as base:
+        status, created = http_json("POST", f"{base}{API}/schedule", one_shot_in(receiver.url))
+        assert status == 202
+        calls = receiver.wait_for(1, timeout=10)
+        assert calls and calls[0].json() == {"ok": True}
+        assert calls[0].headers["idempotency-key"].startswith(created["id"])

@@ -28,12 +28,12 @@ from urllib.parse import urlsplit
 import pytest
 
 from shared.adapters.sqlite_db import sqlite_path
-from shared.model import Payload, ScheduleDefinition, Timing
 from shared.timeutil import iso_z
 from tests.support import peers
 from tests.support.cutting_proxy import CuttingProxy
+from tests.support.factories import one_time
 from tests.support.harness import API, sqlite_settings
-from tests.support.processes import Process, free_port, http_json, wait_until_healthy
+from tests.support.processes import UNDER_FAULTS, Components, http_json, started_components
 from tests.support.receiver import running_receiver
 
 pytestmark = pytest.mark.slow
@@ -96,48 +96,29 @@ def _check_outage(
 ) -> None:
     """The four processes on ``backends``; ``outage`` from ``after`` seconds after the first
     occurrence is due, as they fall due."""
-    port = free_port()
-    env = {
-        **backends,
-        "SCHEDULER_PORT": str(port),
-        "SCHEDULER_API_WORKERS": "1",
-        "SCHEDULER_API_AUTH": "none",
-        "SCHEDULER_POLL_INTERVAL_SECONDS": "0.2",
-        # Claimed 2 s ahead: the later occurrences are claimed only after the store is back.
-        "SCHEDULER_LOOKAHEAD_SECONDS": "2",
-        "SCHEDULER_DISPATCH_LEAD_SECONDS": "1",
-        "SCHEDULER_ALLOWED_NETWORKS": "127.0.0.0/8",
-        "SCHEDULER_LOG_FORMAT": "json",
-    }
-    with running_receiver() as receiver:
-        processes = [
-            Process([name], env, tmp_path / f"{name}.log")
-            for name in ("api", "processor", "poller", "executor")
-        ]
-        try:
-            base = f"http://127.0.0.1:{port}"
-            wait_until_healthy(base, timeout=60)
-            for process in processes[1:]:
-                process.wait_for_output(rf"{process.args[0]} started", timeout=60)
-            first = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=5)
-            step = timedelta(seconds=SPREAD_SECONDS / OCCURRENCES)
-            expected = {
-                _create(base, f"{receiver.url}/outage/{n}", first + n * step)
-                for n in range(OCCURRENCES)
-            }
-            time.sleep(max(0.0, first.timestamp() + after - time.time()))
-            went = time.time()
-            outage()
-            back = time.time()
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:
-                if expected <= {call.headers["idempotency-key"] for call in receiver.calls}:
-                    break
-                time.sleep(0.2)
-            time.sleep(2.0)  # room for a late duplicate to show
-        finally:
-            for process in processes:
-                process.kill()
+    # Claimed 2 s ahead: the later occurrences are claimed only after the store is back.
+    env = {**backends, **UNDER_FAULTS, "SCHEDULER_LOOKAHEAD_SECONDS": "2"}
+    with (
+        running_receiver() as receiver,
+        started_components(tmp_path, env, timeout=60) as components,
+    ):
+        base = components.base_url
+        first = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=5)
+        step = timedelta(seconds=SPREAD_SECONDS / OCCURRENCES)
+        expected = {
+            _create(base, f"{receiver.url}/outage/{n}", first + n * step)
+            for n in range(OCCURRENCES)
+        }
+        time.sleep(max(0.0, first.timestamp() + after - time.time()))
+        went = time.time()
+        outage()
+        back = time.time()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if expected <= {call.headers["idempotency-key"] for call in receiver.calls}:
+                break
+            time.sleep(0.2)
+        time.sleep(2.0)  # room for a late duplicate to show
 
     deliveries = Counter(call.headers["idempotency-key"] for call in receiver.calls)
     arrived: dict[str, float] = {}  # the first call of each, by the receiver's clock
@@ -178,10 +159,6 @@ def _create(base: str, url: str, at: datetime) -> str:
     return f"{created['id']}:{iso_z(at)}"
 
 
-def _one_time(url: str, at: datetime) -> ScheduleDefinition:
-    return ScheduleDefinition(timing=Timing(timezone="UTC", at=at), payload=Payload("POST", url))
-
-
 def _due(occurrence_id: str) -> float:
     return datetime.fromisoformat(occurrence_id.split(":", 1)[1]).timestamp()
 
@@ -199,15 +176,11 @@ def test_workers_started_while_mongodb_is_cut_off_start_when_it_is_back(
         running_receiver() as receiver,
     ):
         proxy.cut()
-        env = {
-            **wire.env(),
-            "SCHEDULER_STORE_URL": proxy.url_for(wire.mongo_url),
-            "SCHEDULER_POLL_INTERVAL_SECONDS": "0.2",
-            "SCHEDULER_ALLOWED_NETWORKS": "127.0.0.0/8",
-            "SCHEDULER_LOG_FORMAT": "json",
-        }
+        store_url = proxy.url_for(wire.mongo_url)
+        env = {**wire.env(), "SCHEDULER_STORE_URL": store_url, "SCHEDULER_LOG_FORMAT": "json"}
+        components = Components(tmp_path, env)
         names = ("processor", "poller", "executor")
-        processes = [Process([name], env, tmp_path / f"{name}.log") for name in names]
+        processes = [components.start(name) for name in names]
         try:
             for process in processes:
                 process.wait_for_output("backend_unavailable", timeout=60)
@@ -221,12 +194,11 @@ def test_workers_started_while_mongodb_is_cut_off_start_when_it_is_back(
                 now = datetime.now(UTC)
                 due = now.replace(microsecond=0) + timedelta(seconds=2)
                 backends.store.apply_definition(
-                    "default", "after-the-cut", 1, _one_time(f"{receiver.url}/back", due), due, now
+                    "default", "after-the-cut", 1, one_time(f"{receiver.url}/back", due), due, now
                 )
             finally:
                 backends.close()
             [call] = receiver.wait_for(1, timeout=30)
             assert call.headers["idempotency-key"] == f"after-the-cut:{iso_z(due)}"
         finally:
-            for process in processes:
-                process.kill()
+            components.kill()

@@ -20,12 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import peers
-from tests.support.processes import (
-    Process,
-    create_every_second,
-    free_port,
-    wait_until_healthy,
-)
+from tests.support.processes import UNDER_FAULTS, create_every_second, started_components
 from tests.support.receiver import running_receiver
 
 pytestmark = pytest.mark.slow
@@ -47,29 +42,14 @@ def test_a_frozen_mongodb_loses_nothing_and_calls_no_success_twice(
     region = peers.aws_for(monkeypatch, tmp_path, "wire-peers")
     suffix = uuid.uuid4().hex[:12]
     wire = peers.WireBackends(mongo.url, sqs_endpoint, region, f"scheduler_test_{suffix}", suffix)
-    port = free_port()
-    env = {
-        **wire.env(),
-        "SCHEDULER_PORT": str(port),
-        "SCHEDULER_API_WORKERS": "1",
-        "SCHEDULER_API_AUTH": "none",
-        "SCHEDULER_POLL_INTERVAL_SECONDS": "0.2",
-        "SCHEDULER_LOOKAHEAD_SECONDS": "10",
-        "SCHEDULER_DISPATCH_LEAD_SECONDS": "1",
-        "SCHEDULER_ALLOWED_NETWORKS": "127.0.0.0/8",
-        "SCHEDULER_LOG_FORMAT": "json",
-    }
     frozen = False
-    with running_receiver() as receiver:
-        processes = [
-            Process([name], env, tmp_path / f"{name}.log")
-            for name in ("api", "processor", "poller", "executor")
-        ]
-        try:
-            base = f"http://127.0.0.1:{port}"
-            wait_until_healthy(base)
+    try:
+        with (
+            running_receiver() as receiver,
+            started_components(tmp_path, {**wire.env(), **UNDER_FAULTS}) as components,
+        ):
             start, end, expected = create_every_second(
-                base, receiver.url, "freeze", SCHEDULES, OCCURRENCES_EACH
+                components.base_url, receiver.url, "freeze", SCHEDULES, OCCURRENCES_EACH
             )
             time.sleep(max(0.0, (start - datetime.now(UTC)).total_seconds()) + FREEZE_AFTER_SECONDS)
             # The whole process group: nx-27017 and anything it started.
@@ -86,13 +66,11 @@ def test_a_frozen_mongodb_loses_nothing_and_calls_no_success_twice(
                     break
                 time.sleep(0.5)
             time.sleep(2.0)  # room for a late duplicate to show
-        finally:
-            if frozen:
-                os.killpg(mongo.process.pid, signal.SIGCONT)
-            for process in processes:
-                process.kill()
-            wire.drop()
-            mongo.stop()
+    finally:
+        if frozen:
+            os.killpg(mongo.process.pid, signal.SIGCONT)
+        wire.drop()
+        mongo.stop()
 
     deliveries = Counter(call.headers["idempotency-key"] for call in receiver.calls)
     missing = expected - set(deliveries)

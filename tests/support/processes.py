@@ -12,7 +12,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -101,32 +101,90 @@ def wait_until_healthy(base_url: str, timeout: float = 20.0) -> None:
 
 
 COMPONENTS = ("api", "processor", "poller", "executor")
+# What every test that starts the components sets (its own env comes on top): one API worker,
+# quick polling, calls to loopback allowed, a fixed signing secret.
+QUICK = {
+    "SCHEDULER_API_WORKERS": "1",
+    "SCHEDULER_POLL_INTERVAL_SECONDS": "0.2",
+    "SCHEDULER_ALLOWED_NETWORKS": "127.0.0.0/8",
+    "SCHEDULER_WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+}
+# How the tests that kill, freeze or cut something run them: no API keys, occurrences claimed
+# 10 s ahead and sent 1 s before their time, JSON logs.
+UNDER_FAULTS = {
+    "SCHEDULER_API_AUTH": "none",
+    "SCHEDULER_LOOKAHEAD_SECONDS": "10",
+    "SCHEDULER_DISPATCH_LEAD_SECONDS": "1",
+    "SCHEDULER_LOG_FORMAT": "json",
+}
+
+
+class Components:
+    """``scheduler`` processes sharing one environment (so one set of backends and one API
+    port), each by name, logging to ``{directory}/{name}.log``."""
+
+    def __init__(self, directory: Path, env: Mapping[str, str]) -> None:
+        self.directory = directory
+        port = free_port()
+        self.env = {**QUICK, "SCHEDULER_PORT": str(port), **env}
+        self.base_url = f"http://127.0.0.1:{port}"
+        self.processes: dict[str, Process] = {}
+
+    def start(self, name: str) -> Process:
+        """Start the process ``name``, or start it again after a kill (its log goes on): the
+        subcommand is the name up to a ``-``, so ``executor-2`` is a second executor."""
+        process = Process([name.split("-")[0]], self.env, self.directory / f"{name}.log")
+        self.processes[name] = process
+        return process
+
+    def wait_until_started(self, timeout: float = 30.0) -> None:
+        """Until the API answers and each worker has said it started (on a loaded machine the
+        workers may still be starting when the API answers)."""
+        wait_until_healthy(self.base_url, timeout)
+        for process in self.processes.values():
+            if process.args[0] != "api":
+                process.wait_for_output(rf"{process.args[0]} started", timeout)
+
+    def terminate(self) -> dict[str, int]:
+        """Stop each with SIGTERM: its exit code by name."""
+        return {name: process.terminate() for name, process in self.processes.items()}
+
+    def kill(self) -> None:
+        for process in self.processes.values():
+            process.kill()
 
 
 @contextmanager
-def running_components(directory: Path, env: dict[str, str]) -> Iterator[str]:
+def started_components(
+    directory: Path,
+    env: Mapping[str, str],
+    names: Iterable[str] = COMPONENTS,
+    timeout: float = 30.0,
+) -> Iterator[Components]:
+    """The processes ``names`` on ``env`` (the backends, the keys, the test's settings), once
+    started; killed on the way out, whatever still runs (``Components.terminate`` first to
+    check that they stop cleanly)."""
+    components = Components(directory, env)
+    try:
+        for name in names:
+            components.start(name)
+        components.wait_until_started(timeout)
+        yield components
+    finally:
+        components.kill()
+
+
+@contextmanager
+def running_components(directory: Path, env: Mapping[str, str]) -> Iterator[str]:
     """The four components as processes, with fast loops and loopback webhooks allowed, plus
     ``env`` (the backends, the keys); yields the API's base URL. Each must stop cleanly."""
-    port = free_port()
-    env = {
-        "SCHEDULER_PORT": str(port),
-        "SCHEDULER_API_WORKERS": "1",
-        "SCHEDULER_POLL_INTERVAL_SECONDS": "0.2",
-        "SCHEDULER_ALLOWED_NETWORKS": "127.0.0.0/8",
-        "SCHEDULER_WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
-        **env,
-    }
-    processes = [Process([name], env, directory / f"{name}.log") for name in COMPONENTS]
-    base = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_healthy(base)
-        # On a loaded machine the workers may still be starting when the API answers.
-        for process in processes[1:]:
-            process.wait_for_output(rf"{process.args[0]} started", timeout=30)
-        yield base
-    finally:
-        codes = {process.args[0]: process.terminate() for process in processes}
-    assert set(codes.values()) == {0}, {p.args[0]: p.output()[-2000:] for p in processes}
+    with started_components(directory, env) as components:
+        try:
+            yield components.base_url
+        finally:
+            codes = components.terminate()
+    outputs = {name: process.output()[-2000:] for name, process in components.processes.items()}
+    assert set(codes.values()) == {0}, outputs
 
 
 def create_every_second(
