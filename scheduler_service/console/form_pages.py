@@ -22,6 +22,7 @@ from scheduler_service.requests.schedule import (
 from scheduler_service.service.creating import QuotaExceeded
 from shared.errors import InvalidInput
 from shared.model import Schedule
+from shared.notations import NOTATIONS
 
 
 def form_page(
@@ -34,8 +35,9 @@ def form_page(
         values={**forms.DEFAULTS, **values} if editing is None else dict(values),
         errors=forms.place_errors(errors),
         editing=view_of(editing) if editing is not None else None,
-        notations=forms.NOTATIONS,
-        notation_inputs=forms.NOTATION_INPUTS,
+        notations=NOTATIONS,
+        rows=forms.rows,
+        member_inputs=forms.member_inputs,
         units=forms.UNITS,
         policies=forms.POLICIES,
         methods=forms.HTTP_METHODS,

@@ -18,39 +18,65 @@ from typing import Any
 import pendulum
 
 from scheduler_service.requests.patch import stored_body
-from shared import notations
 from shared.definition_rules import METHODS
 from shared.model import MisfirePolicy, Schedule, Unit
+from shared.notations import NOTATIONS, Member, MemberKind, Notation
 from shared.timeutil import load_zone, parse_iso
 
-# The notations the form offers, in this order: the one place that lists them.
-NOTATIONS = {
-    "cron": "Cron line",
-    "interval": "Every N units",
-    "rrule": "RRULE (RFC 5545)",
-    "at": "Once, at a time",
-    "blueprint": "Start date, time of day, repeat interval",
-}
 UNITS = [unit.value for unit in Unit]
 POLICIES = [policy.value for policy in MisfirePolicy]
 HTTP_METHODS = list(METHODS)
 
+
+def member_inputs(member: Member) -> tuple[str, ...]:
+    """The inputs of a member of the ``schedule`` object: an interval's number and unit, else
+    one."""
+    name = f"schedule.{member.name}"
+    if member.kind is MemberKind.INTERVAL:
+        return (f"{name}.number", f"{name}.unit")
+    return (name,)
+
+
+def rows(notation: Notation) -> list[tuple[Member, ...]]:
+    """How the form lays out a notation's members: an interval on a row of its own (number,
+    unit), the others two by two."""
+    laid: list[tuple[Member, ...]] = []
+    pending: list[Member] = []
+    for member in _console_members(notation):
+        if member.kind is MemberKind.INTERVAL:
+            laid.extend([tuple(pending)] if pending else [])
+            laid.append((member,))
+            pending = []
+        else:
+            pending.append(member)
+            if len(pending) == 2:
+                laid.append(tuple(pending))
+                pending = []
+    return laid + ([tuple(pending)] if pending else [])
+
+
+def _console_members(notation: Notation) -> list[Member]:
+    return [member for member in notation.members if member.in_console]
+
+
+def _of_kind(*kinds: MemberKind) -> tuple[str, ...]:
+    return tuple(
+        f"schedule.{member.name}"
+        for notation in NOTATIONS
+        for member in _console_members(notation)
+        if member.kind in kinds
+    )
+
+
 # The inputs of each notation; the others are left out of the body.
 NOTATION_INPUTS = {
-    "cron": ("schedule.cron",),
-    "interval": ("schedule.interval.number", "schedule.interval.unit"),
-    "rrule": ("schedule.rrule",),
-    "at": ("schedule.at", "schedule.fire_if_past"),
-    "blueprint": (
-        "schedule.start_date",
-        "schedule.end_date",
-        "schedule.timeZone",
-        "schedule.time_of_day",
-        "schedule.repeat_interval.number",
-        "schedule.repeat_interval.unit",
-        "schedule.fire_if_past",
-    ),
+    notation.name: (
+        *(name for member in _console_members(notation) for name in member_inputs(member)),
+        *(("schedule.fire_if_past",) if notation.console_fire_if_past else ()),
+    )
+    for notation in NOTATIONS
 }
+BOUNDED = frozenset(notation.name for notation in NOTATIONS if notation.bounded)
 CANONICAL_INPUTS = (
     "schedule.timezone",
     "schedule.start",
@@ -103,8 +129,7 @@ NUMBER_INPUTS = frozenset(
         "jitter_seconds",
         "pause_after_failures",
         "schedule.max_occurrences",
-        "schedule.interval.number",
-        "schedule.repeat_interval.number",
+        *(f"{name}.number" for name in _of_kind(MemberKind.INTERVAL)),
     }
 )
 # Left empty, these are null (never, however late, the executor's setting); other inputs left
@@ -112,9 +137,8 @@ NUMBER_INPUTS = frozenset(
 NULLABLE_INPUTS = frozenset(
     {"payload.calls_per_host", "misfire.grace_seconds", "pause_after_failures", "payload.body"}
 )
-INSTANT_INPUTS = ("schedule.at", "schedule.start", "schedule.end")
-DATE_INPUTS = ("schedule.start_date", "schedule.end_date")
-ZONE_INPUTS = ("schedule.timezone", "schedule.timeZone")
+INSTANT_INPUTS = (*_of_kind(MemberKind.DATE_TIME), "schedule.start", "schedule.end")
+DATE_INPUTS = _of_kind(MemberKind.DATE)
 # Checkboxes: ticked, the body says true; not, it leaves the field out.
 BOOLEAN_INPUTS = frozenset({"schedule.fire_if_past"})
 
@@ -201,7 +225,7 @@ def schedule_part(values: Mapping[str, str]) -> dict[str, Any]:
     """The ``schedule`` object the form describes."""
     notation = values.get("notation", "cron")
     names = NOTATION_INPUTS.get(notation, ())
-    if notation != "blueprint":
+    if notation in BOUNDED:
         names = (*names, *CANONICAL_INPUTS)
     document: dict[str, Any] = {}
     for name in names:
@@ -279,7 +303,7 @@ def _seed_date(text: str) -> str:
 def form_values(view: Mapping[str, Any]) -> dict[str, str]:
     """The form's inputs for a stored schedule, from its (masked) view."""
     raw = view["schedule"]
-    notation = next((each.name for each in notations.NOTATIONS if each.form in raw), "cron")
+    notation = next((each.name for each in NOTATIONS if each.form in raw), "cron")
     values = {"notation": notation}
 
     def flatten(document: Mapping[str, Any], prefix: str) -> None:

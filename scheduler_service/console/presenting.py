@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from shared.notations import TIMING_NOTATIONS, MemberKind, TimingNotation
 from shared.timeutil import parse_iso
 
 # How much of a body the summary shows.
@@ -105,18 +106,23 @@ def _seconds(value: float) -> str:
     return f"{value:g} s"
 
 
+def _notation_row(notation: TimingNotation, value: Any) -> Row:
+    """A timing's own notation's value, as its ``view_kind`` shows it."""
+    if notation.view_kind is MemberKind.INTERVAL:
+        return Row(notation.view_label, f"{value['number']} {value['unit']}")
+    if notation.view_kind is MemberKind.DATE_TIME:
+        return Row(notation.view_label, value, "time")
+    return Row(notation.view_label, value, "code")
+
+
 def when_rows(view: Mapping[str, Any]) -> list[Row]:
     timing = view["timing"]
     rows = [Row("fires", view["schedule_description"])]
-    if timing.get("cron"):
-        rows.append(Row("cron line", timing["cron"], "code"))
-    elif timing.get("rrule"):
-        rows.append(Row("RRULE", timing["rrule"], "code"))
-    elif timing.get("interval"):
-        every = timing["interval"]
-        rows.append(Row("every", f"{every['number']} {every['unit']}"))
-    elif timing.get("at"):
-        rows.append(Row("once, at", timing["at"], "time"))
+    rows.extend(
+        _notation_row(notation, timing[name])
+        for name, notation in TIMING_NOTATIONS.items()
+        if timing.get(name)
+    )
     rows.append(Row("time zone", timing["timezone"]))
     for name, label in (("start", "from"), ("end", "until")):
         if timing.get(name):

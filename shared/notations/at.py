@@ -16,6 +16,7 @@ from shared.timing import JSON, Timing
 class At(TimingNotation):
     name = "at"
     label = "Once, at a time"
+    view_label = "once, at"
     members: ClassVar[tuple[Member, ...]] = (
         Member(
             "at",

@@ -117,6 +117,8 @@ class TimingNotation(Notation):
     # How an answer shows its value (TEXT, an instant: DATE_TIME, INTERVAL), and says what it is.
     view_kind: ClassVar[MemberKind] = MemberKind.TEXT
     view_description: ClassVar[str] = ""
+    # How the console's page of a schedule labels its value.
+    view_label: ClassVar[str]
 
     def timing(self, members: Mapping[str, Any]) -> Timing:
         bounds = {name: members.get(name) for name in ("start", "end", "max_occurrences")}

@@ -31,6 +31,7 @@ from shared.timing import Timing
 class Cron(TimingNotation):
     name = "cron"
     label = "Cron line"
+    view_label = "cron line"
     members: ClassVar[tuple[Member, ...]] = (
         Member(
             "cron",

@@ -18,6 +18,7 @@ from shared.timing import JSON, Every, Timing, Unit
 class Interval(TimingNotation):
     name = "interval"
     label = "Every N units"
+    view_label = "every"
     members: ClassVar[tuple[Member, ...]] = (
         Member("interval", MemberKind.INTERVAL, label="Every", example="10"),
     )

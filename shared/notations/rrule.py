@@ -52,6 +52,7 @@ _ORDINALS = {1: "first", 2: "second", 3: "third", 4: "fourth", 5: "fifth", -1: "
 class RRule(TimingNotation):
     name = "rrule"
     label = "RRULE (RFC 5545)"
+    view_label = "RRULE"
     members: ClassVar[tuple[Member, ...]] = (
         Member(
             "rrule",
