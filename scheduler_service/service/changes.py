@@ -30,28 +30,14 @@ class StateChanges:
         """Tombstone the schedule now. An unknown id is still tombstoned (a create may be in
         flight on queue 1 and must not land), then reported as not found."""
         existing = self.store.get_schedule(tenant, schedule_id)
-        self.store.apply_state(
-            tenant,
-            schedule_id,
-            self.revisions.next(),
-            ScheduleStatus.DELETED,
-            None,
-            self.clock.now(),
-        )
+        self._apply(tenant, schedule_id, ScheduleStatus.DELETED, None, self.clock.now())
         if existing is None or existing.status is ScheduleStatus.DELETED:
             raise NotFound(schedule_id)
 
     def pause(self, tenant: str, schedule_id: str) -> Schedule:
         schedule = self.reads.get(tenant, schedule_id)
         if schedule.status is ScheduleStatus.ACTIVE:
-            self.store.apply_state(
-                tenant,
-                schedule_id,
-                self.revisions.next(),
-                ScheduleStatus.PAUSED,
-                None,
-                self.clock.now(),
-            )
+            self._apply(tenant, schedule_id, ScheduleStatus.PAUSED, None, self.clock.now())
         return self.reads.get(tenant, schedule_id)
 
     def resume(self, tenant: str, schedule_id: str) -> Schedule:
@@ -75,7 +61,16 @@ class StateChanges:
                             f"computed ({exc}); replace the schedule"
                         }
                     ) from None
-            self.store.apply_state(
-                tenant, schedule_id, self.revisions.next(), ScheduleStatus.ACTIVE, next_time, now
-            )
+            self._apply(tenant, schedule_id, ScheduleStatus.ACTIVE, next_time, now)
         return self.reads.get(tenant, schedule_id)
+
+    def _apply(
+        self,
+        tenant: str,
+        schedule_id: str,
+        status: ScheduleStatus,
+        next_time: datetime | None,
+        now: datetime,
+    ) -> None:
+        """Set the schedule's status (and next time) under a new state revision."""
+        self.store.apply_state(tenant, schedule_id, self.revisions.next(), status, next_time, now)
