@@ -1,8 +1,8 @@
 """``scheduler schedules …``, ``scheduler executions …`` and ``scheduler dead-letters …``: the
 API from a terminal.
 
-A thin HTTP client of a running API (``--url``, ``SCHEDULER_API_URL``), printing readable tables
-or, with ``--json``, the API's answers as they are.
+``scheduler_client`` calling a running API (``--url``, ``SCHEDULER_API_URL``), printing readable
+tables or, with ``--json``, the API's answers as they are.
 """
 
 from __future__ import annotations
@@ -10,61 +10,19 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import urllib.error
-import urllib.parse
-import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from scheduler_client import api_base
-
-API_PREFIX = "/scheduler-service/v1"
+from scheduler_client import ApiError, ConnectionFailed, SchedulerClient
 
 
-class ApiError(Exception):
-    def __init__(self, status: int, problem: dict[str, Any]) -> None:
-        self.status = status
-        self.problem = problem
-        super().__init__(status)
-
-    def describe(self) -> str:
-        title = self.problem.get("title", "error")
-        lines = [f"{self.status} {title}: {self.problem.get('detail', '')}".rstrip(": ")]
-        for error in self.problem.get("errors") or []:
-            lines.append(f"  {error.get('field')}: {error.get('message')}")
-        return "\n".join(lines)
-
-
-class Client:
-    def __init__(self, base_url: str, api_key: str | None, timeout: float = 10.0) -> None:
-        self.base_url = api_base(base_url)
-        self.api_key = api_key
-        self.timeout = timeout
-
-    def call(
-        self, method: str, path: str, body: Any = None, query: dict[str, Any] | None = None
-    ) -> Any:
-        url = f"{self.base_url}{API_PREFIX}{path}"
-        if query:
-            url += "?" + urllib.parse.urlencode({k: v for k, v in query.items() if v is not None})
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(url, data=data, method=method)
-        if data is not None:
-            request.add_header("Content-Type", "application/json")
-        if self.api_key:
-            request.add_header("Authorization", f"Bearer {self.api_key}")
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                return json.loads(response.read() or b"null")
-        except urllib.error.HTTPError as error:
-            with error:
-                raw = error.read()
-            try:
-                problem = json.loads(raw) if raw else {}
-            except ValueError:
-                problem = {"detail": raw.decode(errors="replace")[:200]}
-            raise ApiError(error.code, problem if isinstance(problem, dict) else {}) from None
+def describe(error: ApiError) -> str:
+    """An error answer as the terminal shows it: status, title and detail, then each bad
+    field on a line of its own."""
+    lines = [f"{error.status} {error.title or 'error'}: {error.detail or ''}".rstrip(": ")]
+    lines.extend(f"  {item.field}: {item.message}" for item in error.errors)
+    return "\n".join(lines)
 
 
 def shown(key: str, value: Any) -> str:
@@ -231,21 +189,25 @@ def paging(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, environ: dict[str, str], out: TextIO | None = None) -> int:
     out = out or sys.stdout
-    client = Client(
+    # No retries: a person at a terminal sees a failure at once and decides.
+    client = SchedulerClient(
         args.url or environ.get("SCHEDULER_API_URL", "http://127.0.0.1:8080"),
-        args.api_key or environ.get("SCHEDULER_API_KEY"),
+        args.api_key or environ.get("SCHEDULER_API_KEY") or None,
+        retries=0,
     )
     try:
         answer, rows, columns = _request(client, args)
     except ApiError as error:
-        print(error.describe(), file=sys.stderr)
+        print(describe(error), file=sys.stderr)
         return 1
-    except urllib.error.URLError as error:
+    except ConnectionFailed as error:
         print(f"cannot reach {client.base_url}: {error.reason}", file=sys.stderr)
         return 1
     except (OSError, ValueError) as error:
         print(f"scheduler: {error}", file=sys.stderr)
         return 1
+    finally:
+        client.close()
     if args.json:
         out.write(json.dumps(answer, indent=2) + "\n")
     elif rows is not None:
@@ -266,55 +228,60 @@ def run(args: argparse.Namespace, environ: dict[str, str], out: TextIO | None = 
 
 
 def _request(
-    client: Client, args: argparse.Namespace
+    client: SchedulerClient, args: argparse.Namespace
 ) -> tuple[Any, list[dict[str, Any]] | None, Sequence[tuple[str, str]]]:
     if args.command == "executions" and args.occurrence:
-        path = f"/schedule/{_quote(args.id)}/executions/{_quote(args.occurrence)}"
-        answer = client.call("GET", path)
+        answer: Any = client.execution(args.id, args.occurrence)
         return answer, [_attempt_row(item) for item in answer["attempt_log"]], ATTEMPT_COLUMNS
     if args.command == "executions":
-        query = {"limit": args.limit, "status": args.status}
-        answer = _pages(client, f"/schedule/{_quote(args.id)}/executions", query, args)
+
+        def history(cursor: str | None) -> Any:
+            return client.executions_page(
+                args.id, status=args.status, limit=args.limit, cursor=cursor
+            )
+
+        answer = _pages(history, args)
         return answer, answer["items"], EXECUTION_COLUMNS
     action = args.action
     if args.command == "dead-letters":
         if action == "list":
-            answer = client.call("GET", "/dead-letters", query={"limit": args.limit})
+            answer = client.dead_letters_page(limit=args.limit)
             return answer, answer["items"], DEAD_LETTER_COLUMNS
-        path = f"/dead-letters/{_quote(args.id)}"
         if action == "replay":
-            return client.call("POST", f"{path}/replay"), None, ()
-        return client.call("DELETE", path), None, ()
+            return client.replay(args.id), None, ()
+        return client.discard(args.id), None, ()
     if action == "list":
-        query = {"status": args.status, "name": args.name, "tag": args.tag, "limit": args.limit}
-        answer = _pages(client, "/schedules", query, args)
+
+        def schedules(cursor: str | None) -> Any:
+            return client.list_page(
+                status=args.status, name=args.name, tag=args.tag, limit=args.limit, cursor=cursor
+            )
+
+        answer = _pages(schedules, args)
         return answer, answer["items"], SCHEDULE_COLUMNS
     if action == "create":
         body = _body_file(args.file)
-        if args.id:
-            return client.call("PUT", f"/schedule/{_quote(args.id)}", body), None, ()
-        return client.call("POST", "/schedule", body), None, ()
-    path = f"/schedule/{_quote(args.id)}"
+        return (client.replace(args.id, body) if args.id else client.create(body)), None, ()
     if action == "backfill":
-        body = {"from": args.start, "to": args.end, "policy": args.policy}
-        return client.call("POST", f"{path}/backfill", body), None, ()
+        return client.backfill(args.id, args.start, args.end, policy=args.policy), None, ()
     if action == "update":
-        return client.call("PATCH", path, _body_file(args.file)), None, ()
-    if action == "get":
-        return client.call("GET", path), None, ()
-    if action == "delete":
-        return client.call("DELETE", path), None, ()
-    return client.call("POST", f"{path}/{action}"), None, ()
+        return client.update(args.id, _body_file(args.file)), None, ()
+    by_id: dict[str, Callable[[str], Any]] = {
+        "get": client.get,
+        "pause": client.pause,
+        "resume": client.resume,
+        "trigger": client.trigger,
+        "delete": client.delete,
+    }
+    return by_id[action](args.id), None, ()
 
 
-def _pages(
-    client: Client, path: str, query: dict[str, Any], args: argparse.Namespace
-) -> dict[str, Any]:
+def _pages(page: Callable[[str | None], Any], args: argparse.Namespace) -> dict[str, Any]:
     """One page from ``--cursor`` (or the first), or with ``--all`` every page as one."""
-    answer: dict[str, Any] = client.call("GET", path, query={**query, "cursor": args.cursor})
+    answer: dict[str, Any] = page(args.cursor)
     items = list(answer["items"])
     while args.all and answer.get("next_cursor"):
-        answer = client.call("GET", path, query={**query, "cursor": answer["next_cursor"]})
+        answer = page(answer["next_cursor"])
         items.extend(answer["items"])
     return {**answer, "items": items}
 
@@ -355,7 +322,3 @@ def _attempt_row(attempt: dict[str, Any]) -> dict[str, Any]:
     if len(answer) > ANSWER_WIDTH:
         answer = answer[: ANSWER_WIDTH - 1] + "…"
     return {**attempt, "answer": answer or None}
-
-
-def _quote(schedule_id: str) -> str:
-    return urllib.parse.quote(schedule_id, safe="")

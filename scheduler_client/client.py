@@ -19,7 +19,7 @@ from typing import Any, cast
 from urllib.parse import quote
 
 import urllib3
-from urllib3.exceptions import HTTPError
+from urllib3.exceptions import HTTPError, MaxRetryError
 from urllib3.util import Retry, Timeout
 
 from scheduler_client.errors import ConnectionFailed, api_error
@@ -115,11 +115,7 @@ class SchedulerClient:
         idempotency_key: str | None = None,
     ) -> Accepted:
         """Create or replace the schedule with this id."""
-        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
-        answer = self._call(
-            "PUT", self._path(schedule_id), body=body, headers=headers, idempotent=True
-        )
-        return cast(Accepted, answer)
+        return self._write("PUT", schedule_id, body, idempotency_key)
 
     def update(
         self,
@@ -131,9 +127,16 @@ class SchedulerClient:
         """Change some fields of the schedule (a PATCH: a JSON merge patch onto the stored
         body; ``None`` removes a member). Applying the same changes twice gives the same
         schedule, so it is retried like ``replace``."""
+        return self._write("PATCH", schedule_id, changes, idempotency_key)
+
+    def _write(
+        self, method: str, schedule_id: str, body: Mapping[str, Any], idempotency_key: str | None
+    ) -> Accepted:
+        """A PUT or PATCH of the schedule: the same request gives the same schedule, so it is
+        retried; with ``idempotency_key``, under that key."""
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
         answer = self._call(
-            "PATCH", self._path(schedule_id), body=changes, headers=headers, idempotent=True
+            method, self._path(schedule_id), body=body, headers=headers, idempotent=True
         )
         return cast(Accepted, answer)
 
@@ -333,7 +336,7 @@ class SchedulerClient:
                 retries=self._retry(idempotent),
             )
         except HTTPError as exc:
-            raise ConnectionFailed(f"{method} {url}: {exc}") from exc
+            raise ConnectionFailed(f"{method} {url}: {exc}", _reason(exc)) from exc
         try:
             answer = json.loads(response.data) if response.data else None
         except ValueError:
@@ -342,3 +345,13 @@ class SchedulerClient:
             problem = answer if isinstance(answer, dict) else {"title": response.reason or ""}
             raise api_error(response.status, problem)
         return answer
+
+
+def _reason(error: HTTPError) -> str:
+    """Why a request got no answer, from the error urllib3 gave up on: the socket's own words
+    (``[Errno 111] Connection refused``, ``timed out``) where it has them."""
+    cause: BaseException = error
+    if isinstance(error, MaxRetryError) and error.reason is not None:
+        cause = error.reason
+    root = cause.__cause__ or cause.__context__
+    return str(root if isinstance(root, OSError) else cause)

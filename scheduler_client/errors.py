@@ -12,7 +12,12 @@ class SchedulerClientError(Exception):
 
 
 class ConnectionFailed(SchedulerClientError):
-    """No answer: the server could not be reached, or did not answer within the timeout."""
+    """No answer: the server could not be reached, or did not answer within the timeout.
+    ``reason`` says why in a few words (``[Errno 111] Connection refused``, ``timed out``)."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 @dataclass(frozen=True)
