@@ -2,7 +2,8 @@
 ``PREPARE_AHEAD`` go through the version check and get their execution records, a batch at a
 time.
 
-The check reads the batch's schedules in one ``get_schedules``: an occurrence of a schedule
+The check reads the batch's schedules in one ``get_schedules`` (a recurring schedule's
+definition opened once per revision: ``shared.definition_cache``): an occurrence of a schedule
 deleted, paused or changed since it was sent is superseded (recorded as a skip that is not a
 run), one too late for its grace is skipped. Each that goes takes a call slot of its
 destination (``HostLimits``; one over the limit parks until a call to it ends) and is begun in
@@ -27,6 +28,7 @@ from execution_worker.observer import ExecutorObserver
 from execution_worker.sending import HostLimits
 from execution_worker.timer import FIRE_SLACK, PREPARE_AHEAD, Held
 from shared.decisions import Superseded, grace_refusal, superseded
+from shared.definition_cache import DefinitionCache
 from shared.errors import Transient
 from shared.model import Execution, ExecutionStatus, Occurrence, Schedule
 from shared.ports import Clock, DeliveryTarget, MessageQueue, Store
@@ -85,6 +87,7 @@ class CheckAndBegin:
         self.owner = owner
         self.clock = clock
         self.observer = observer
+        self.definitions = DefinitionCache()
 
     def check_and_begin(self, batch: Sequence[Held]) -> Plan:
         """The version check of the batch in one read, then the records of those that go in
@@ -104,7 +107,8 @@ class CheckAndBegin:
                 (item.occurrence.tenant, item.occurrence.schedule_id)
                 for item in batch
                 if id(item) not in fresh
-            ]
+            ],
+            self.definitions,
         )
         # Read before any call slot is taken: a store that fails here fails the batch whole.
         retries = {id(item) for item in batch if self._is_retry(item)}

@@ -14,6 +14,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Generic, NamedTuple, TypeVar
 
+from shared.definition_cache import DefinitionCache
 from shared.errors import SchedulerError
 from shared.formats import execution_cursor
 from shared.formats import parse_execution_cursor as parse_execution_cursor
@@ -513,11 +514,15 @@ class Store(ScheduleStore, ExecutionStore, IdempotencyStore, ApiKeyStore, Signin
     do better (SQLite: one transaction for the batch).
     """
 
-    def get_schedules(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Schedule]:
+    def get_schedules(
+        self, keys: Sequence[tuple[str, str]], cache: DefinitionCache | None = None
+    ) -> dict[tuple[str, str], Schedule]:
         """``get_schedule`` for each ``(tenant, schedule_id)``: the version check of every
         occurrence due together, in one read where the backend allows it.
 
         Returns the stored schedules (tombstones included) by key; unknown keys are absent.
+        With ``cache``, the adapters open a definition only when the cache has no definition of
+        its revision (and then keep it there); this default reads and opens each one.
         """
         found = {}
         for tenant, schedule_id in dict.fromkeys(keys):

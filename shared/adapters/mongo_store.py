@@ -52,6 +52,7 @@ from pymongo.errors import (
 from shared.adapters.mongo.indexes import ensure_indexes, expire_executions
 from shared.adapters.mongo.signing_secrets import MongoSigningSecrets
 from shared.adapters.mongo.transient import transient as _transient
+from shared.definition_cache import DefinitionCache, open_definition
 from shared.errors import Transient
 from shared.model import (
     KEPT_ATTEMPTS,
@@ -302,13 +303,15 @@ class MongoStore(MongoSigningSecrets, Store):
             document = self.schedules.find_one({"_id": _key(tenant, schedule_id)})
         return None if document is None else _schedule(document, self.secrets)
 
-    def get_schedules(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Schedule]:
+    def get_schedules(
+        self, keys: Sequence[tuple[str, str]], cache: DefinitionCache | None = None
+    ) -> dict[tuple[str, str], Schedule]:
         if not keys:
             return {}
         ids = list(dict.fromkeys(_key(tenant, schedule_id) for tenant, schedule_id in keys))
         with _transient("get_schedules"):
             documents = list(self.schedules.find({"_id": {"$in": ids}}))
-        schedules = (_schedule(document, self.secrets) for document in documents)
+        schedules = (_schedule(document, self.secrets, cache) for document in documents)
         return {(schedule.tenant, schedule.schedule_id): schedule for schedule in schedules}
 
     def apply_definition(
@@ -1600,15 +1603,17 @@ def _required(value: datetime | None) -> datetime:
     return value
 
 
-def _schedule(document: Mapping[str, Any], secrets: SecretBox) -> Schedule:
-    definition = document.get("definition")
+def _schedule(
+    document: Mapping[str, Any], secrets: SecretBox, cache: DefinitionCache | None = None
+) -> Schedule:
+    key = (document["tenant"], document["schedule_id"], document["revision"])
     return Schedule(
-        tenant=document["tenant"],
-        schedule_id=document["schedule_id"],
-        revision=document["revision"],
+        tenant=key[0],
+        schedule_id=key[1],
+        revision=key[2],
         state_revision=document["state_revision"],
         status=ScheduleStatus(document["status"]),
-        definition=None if definition is None else secrets.open(json.loads(definition)),
+        definition=open_definition(secrets, document.get("definition"), key, cache),
         next_schedule_time=_instant(document.get("next_schedule_time")),
         accepted_at=_required(_instant(document.get("accepted_at"))),
         created_at=_required(_instant(document.get("created_at"))),

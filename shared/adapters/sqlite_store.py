@@ -14,6 +14,7 @@ from typing import Any
 from shared.adapters.sqlite.migrations import migrate
 from shared.adapters.sqlite.signing_secrets import SqliteSigningSecrets
 from shared.adapters.sqlite_db import SqliteDatabase
+from shared.definition_cache import DefinitionCache, open_definition
 from shared.errors import Transient
 from shared.model import (
     KEPT_ATTEMPTS,
@@ -107,7 +108,9 @@ class SqliteStore(SqliteSigningSecrets, Store):
         )
         return None if row is None else _schedule(row, self.secrets)
 
-    def get_schedules(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Schedule]:
+    def get_schedules(
+        self, keys: Sequence[tuple[str, str]], cache: DefinitionCache | None = None
+    ) -> dict[tuple[str, str], Schedule]:
         by_tenant: dict[str, list[str]] = {}
         for tenant, schedule_id in dict.fromkeys(keys):
             by_tenant.setdefault(tenant, []).append(schedule_id)
@@ -124,7 +127,7 @@ class SqliteStore(SqliteSigningSecrets, Store):
                     [tenant, *chunk],
                 ).fetchall()
                 for row in rows:
-                    found[(tenant, row["schedule_id"])] = _schedule(row, self.secrets)
+                    found[(tenant, row["schedule_id"])] = _schedule(row, self.secrets, cache)
         return found
 
     def apply_definition(
@@ -1074,15 +1077,17 @@ def _begun(
     )
 
 
-def _schedule(row: sqlite3.Row, secrets: SecretBox) -> Schedule:
-    definition = row["definition"]
+def _schedule(
+    row: sqlite3.Row, secrets: SecretBox, cache: DefinitionCache | None = None
+) -> Schedule:
+    key = (row["tenant"], row["schedule_id"], row["revision"])
     return Schedule(
-        tenant=row["tenant"],
-        schedule_id=row["schedule_id"],
-        revision=row["revision"],
+        tenant=key[0],
+        schedule_id=key[1],
+        revision=key[2],
         state_revision=row["state_revision"],
         status=ScheduleStatus(row["status"]),
-        definition=None if definition is None else secrets.open(json.loads(definition)),
+        definition=open_definition(secrets, row["definition"], key, cache),
         next_schedule_time=maybe(from_epoch_ms, row["next_ms"]),
         accepted_at=from_epoch_ms(row["accepted_ms"]),
         created_at=from_epoch_ms(row["created_ms"]),

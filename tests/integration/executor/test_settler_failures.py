@@ -14,6 +14,7 @@ from execution_worker.settler import Settled, Settler
 from shared.adapters.sqlite_db import SqliteDatabase
 from shared.adapters.sqlite_queue import SqliteQueue
 from shared.adapters.sqlite_store import SqliteStore
+from shared.definition_cache import DefinitionCache
 from shared.messages import encode_occurrence
 from shared.model import (
     AttemptOutcome,
@@ -39,9 +40,11 @@ class CountingStore(SqliteStore):
         super().__init__(database, secrets=TEST_SECRETS)
         self.reads = 0
 
-    def get_schedules(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Schedule]:
+    def get_schedules(
+        self, keys: Sequence[tuple[str, str]], cache: DefinitionCache | None = None
+    ) -> dict[tuple[str, str], Schedule]:
         self.reads += 1
-        return super().get_schedules(keys)
+        return super().get_schedules(keys, cache)
 
 
 def failures(

@@ -17,6 +17,7 @@ import pytest
 from shared.adapters.mongo_store import MongoStore
 from shared.adapters.sqlite_db import SqliteDatabase
 from shared.adapters.sqlite_store import SqliteStore
+from shared.definition_cache import DefinitionCache
 from shared.errors import InvalidInput, Transient
 from shared.model import (
     KEPT_ATTEMPTS,
@@ -311,6 +312,28 @@ def test_resume_without_next_time_completes(store: Store) -> None:
     schedule = store.get_schedule(TENANT, "s1")
     assert schedule is not None
     assert schedule.status is ScheduleStatus.COMPLETED
+
+
+def test_the_version_check_opens_a_recurring_definition_once_per_revision(store: Store) -> None:
+    create(store, "s1")
+    key = (TENANT, "s1")
+    cache = DefinitionCache()
+    first = store.get_schedules([key], cache)[key]
+    assert first.definition == definition()
+    # Read again, paused: the state is read anew, the definition is the one opened before.
+    assert store.apply_state(TENANT, "s1", 2, ScheduleStatus.PAUSED, None, T0)
+    again = store.get_schedules([key], cache)[key]
+    assert again.status is ScheduleStatus.PAUSED
+    assert again.definition is first.definition
+    # A new revision is opened anew.
+    assert create(store, "s1", revision=3, url="https://hooks.example.com/other")
+    changed = store.get_schedules([key], cache)[key]
+    assert changed.revision == 3 and changed.definition is not None
+    assert changed.definition.payload.url == "https://hooks.example.com/other"
+    assert len(cache) == 2
+    # Deleted: the state is read anew, whatever the cache holds.
+    assert store.apply_state(TENANT, "s1", 4, ScheduleStatus.DELETED, None, T0)
+    assert store.get_schedules([key], cache)[key].status is ScheduleStatus.DELETED
 
 
 def test_pause_or_resume_of_an_unknown_schedule_changes_nothing(store: Store) -> None:
