@@ -25,6 +25,10 @@ FIRE_SLACK = timedelta(seconds=FIRE_SLACK_SECONDS)
 # Occurrences due this soon are checked and begun together, then each is called at its
 # moment: the thread hop's latency is hidden, and the batches grow with the load.
 PREPARE_AHEAD = timedelta(milliseconds=20)
+# A batch goes when its earliest occurrence is this close to its moment (the most the hop to
+# the begin thread may take without making it late), with everything due within
+# ``PREPARE_AHEAD``: the occurrences of the 10 ms after the earliest go together, at every rate.
+CHECK_LEAD = timedelta(milliseconds=10)
 
 
 @dataclass(order=True)

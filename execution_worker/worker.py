@@ -1,8 +1,9 @@
 """The executor: long-polls queue 2, holds each occurrence until its exact moment, fires it.
 
 ``Executor`` is the event loop: it holds the occurrences by time (``execution_worker.timer``),
-wakes ``PREPARE_AHEAD`` (20 ms) before the earliest is due, and hands the work to one role per
-concurrency context, never one blocking call per fire:
+wakes ``CHECK_LEAD`` (10 ms) before the earliest is due, takes every occurrence due within
+``PREPARE_AHEAD`` (20 ms) as one batch, and hands the work to one role per concurrency
+context, never one blocking call per fire:
 - receiving (``execution_worker.receiving``, on the receive thread): batches from queue 2,
   while there is room (``max_held``: held, waiting, calling, and outcomes not yet recorded);
 - checking and beginning (``execution_worker.beginning``, on the begin thread): the version
@@ -30,6 +31,7 @@ import asyncio
 import time
 from collections import deque
 from collections.abc import Coroutine, Sequence
+from datetime import timedelta
 from typing import Any
 
 from execution_worker.beginning import Call, CheckAndBegin, Plan
@@ -41,7 +43,7 @@ from execution_worker.sending import HostLimits
 from execution_worker.settler import Settler
 from execution_worker.settling import Settling
 from execution_worker.threads import WorkThread
-from execution_worker.timer import PREPARE_AHEAD, Held, HeldOccurrences
+from execution_worker.timer import CHECK_LEAD, PREPARE_AHEAD, Held, HeldOccurrences
 from shared.adapters.http_target import HttpTarget
 from shared.backoff import Backoff
 from shared.errors import Transient
@@ -61,6 +63,11 @@ TICK_SECONDS = 0.2
 # After a receive that failed at once, the pause before the next (one that waited, e.g. for a
 # SQLite lock, tries again at once).
 RECEIVE_RETRY_SECONDS = 1.0
+# After a receive that drained the queue, of occurrences all due later than
+# ``RECEIVE_LINGER_LEAD``, the next waits this long (after one due sooner, a manual run, the
+# next goes at once).
+RECEIVE_LINGER_SECONDS = 0.05
+RECEIVE_LINGER_LEAD = timedelta(seconds=0.5)
 
 
 class Executor:
@@ -193,16 +200,27 @@ class Executor:
                 await asyncio.sleep(max(0.0, RECEIVE_RETRY_SECONDS - (time.monotonic() - started)))
                 continue
             self.hold(received)
+            if (
+                received.to_hold
+                and received.drained
+                and not received.soon(self.clock.now() + RECEIVE_LINGER_LEAD)
+            ):
+                # The queue had no more; occurrences come about two seconds ahead: letting
+                # more arrive before the next hop makes fewer, fuller receives at every rate.
+                await asyncio.sleep(RECEIVE_LINGER_SECONDS)
 
     async def _dispatch_loop(self, shutdown: Shutdown) -> None:
         while not shutdown.is_set():
             self.heartbeat.beat()
-            self._due.extend(self.held.pop_due(self.clock.now() + PREPARE_AHEAD))
+            now = self.clock.now()
+            next_due = self.held.next_due()
+            if next_due is not None and next_due - CHECK_LEAD <= now:
+                self._due.extend(self.held.pop_due(now + PREPARE_AHEAD))
             self._start_due()
             wait = TICK_SECONDS
             next_due = self.held.next_due()
             if next_due is not None:
-                ahead = next_due - PREPARE_AHEAD - self.clock.now()
+                ahead = next_due - CHECK_LEAD - self.clock.now()
                 wait = min(wait, ahead.total_seconds())
             store_again = self._store_again_at - time.monotonic()
             if self._due and store_again > 0:
