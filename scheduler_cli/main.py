@@ -17,7 +17,7 @@ from scheduler_cli.components import build_executor, build_poller, build_process
 from scheduler_cli.serving import ApiProcess, run_api
 from shared.backends import KEY_FILE, Backends, open_backends, opened_store
 from shared.errors import ConfigurationError, Transient
-from shared.lifecycle import Shutdown
+from shared.lifecycle import Shutdown, settle_heap
 from shared.logs import configure_logging
 from shared.metrics import Heartbeat, serve_worker_endpoint
 from shared.secrets import new_secret_key, write_private
@@ -156,6 +156,7 @@ def run_component(settings: Settings, build: Callable[[Settings, Backends], Work
             return 0
         raise
     worker = build(settings, backends)
+    settle_heap()
     endpoint = None
     if settings.metrics_port:
         endpoint = serve_worker_endpoint(

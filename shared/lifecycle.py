@@ -6,6 +6,7 @@ leave unfinished queue messages undeleted so they come back. Second signal: exit
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import signal
@@ -13,6 +14,23 @@ import threading
 from types import FrameType
 
 log = logging.getLogger(__name__)
+
+# Container allocations (net of those freed) between two collections of the youngest
+# generation: the default 700 made the executor collect hundreds of times a second at 2,000
+# fires a second, and the older generations' collections walked the whole heap.
+YOUNG_COLLECTION_THRESHOLD = 20_000
+
+
+def settle_heap() -> None:
+    """Once a worker is built, before its loop: what start-up allocated (modules, settings,
+    clients) stays for the process's life, so it leaves the collector's generations
+    (``gc.freeze``), and the youngest generation is collected less often. Almost all of a
+    worker's garbage is freed by reference counting; what the collector walked at every
+    collection was the start-up's 80,000 objects (a full collection took 80-150 ms on the loop:
+    3.8 s of a 30 s run at 2,000 fires a second)."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(YOUNG_COLLECTION_THRESHOLD)
 
 
 class Shutdown:
