@@ -91,16 +91,27 @@ DEAD_LETTER_COLUMNS = (
 )
 
 
-def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    def client_options(parser: argparse.ArgumentParser) -> None:
-        parser.add_argument(
-            "--url",
-            help="where the API listens, as scheduler dev prints it or without its path or "
-            "http:// (SCHEDULER_API_URL; http://127.0.0.1:8080)",
-        )
-        parser.add_argument("--api-key", help="API key (SCHEDULER_API_KEY); none for scheduler dev")
-        parser.add_argument("--json", action="store_true", help="print the API's JSON answer")
+def client_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--url",
+        help="where the API listens, as scheduler dev prints it or without its path or "
+        "http:// (SCHEDULER_API_URL; http://127.0.0.1:8080)",
+    )
+    parser.add_argument("--api-key", help="API key (SCHEDULER_API_KEY); none for scheduler dev")
+    parser.add_argument("--json", action="store_true", help="print the API's JSON answer")
 
+
+def client_of(args: argparse.Namespace, environ: dict[str, str]) -> SchedulerClient:
+    """The client of ``--url`` and ``--api-key`` (or their variables). No retries: a person at
+    a terminal sees a failure at once and decides."""
+    return SchedulerClient(
+        args.url or environ.get("SCHEDULER_API_URL", "http://127.0.0.1:8080"),
+        args.api_key or environ.get("SCHEDULER_API_KEY") or None,
+        retries=0,
+    )
+
+
+def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     schedules = commands.add_parser("schedules", help="list, show and change schedules via the API")
     actions = schedules.add_subparsers(dest="action", required=True)
     listing = actions.add_parser("list", help="schedules, one per line")
@@ -189,12 +200,7 @@ def paging(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, environ: dict[str, str], out: TextIO | None = None) -> int:
     out = out or sys.stdout
-    # No retries: a person at a terminal sees a failure at once and decides.
-    client = SchedulerClient(
-        args.url or environ.get("SCHEDULER_API_URL", "http://127.0.0.1:8080"),
-        args.api_key or environ.get("SCHEDULER_API_KEY") or None,
-        retries=0,
-    )
+    client = client_of(args, environ)
     try:
         answer, rows, columns = _request(client, args)
     except ApiError as error:

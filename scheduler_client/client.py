@@ -7,11 +7,13 @@ honours ``Retry-After``: reads, ``replace`` (a PUT), ``update`` (a PATCH), ``pau
 ``resume``, ``preview``, ``backfill``, and ``create``, which sends an ``Idempotency-Key`` so
 that a repeat answers the same schedule.
 ``trigger`` (each call is one more run), ``delete``, ``replay`` and ``discard`` (a repeat of
-one that was applied answers 404) are never repeated once sent.
+one that was applied answers 404) and ``rotate_signing_secret`` (each call makes one more
+secret) are never repeated once sent.
 """
 
 from __future__ import annotations
 
+import builtins
 import json
 import uuid
 from collections.abc import Iterator, Mapping
@@ -35,8 +37,11 @@ from scheduler_client.types import (
     Occurrence,
     Preview,
     Replayed,
+    Rotation,
     Schedule,
     SchedulePage,
+    SigningSecret,
+    SigningSecretList,
     Triggered,
 )
 
@@ -265,6 +270,23 @@ class SchedulerClient:
         """Take a dead letter off the list for good (its record stays in the history)."""
         path = f"/dead-letters/{quote(occurrence_id, safe='')}"
         return cast(Discarded, self._call("DELETE", path, idempotent=False))
+
+    # -- signing secrets ----------------------------------------------------------------------
+
+    def signing_secrets(self) -> builtins.list[SigningSecret]:
+        """The secrets that sign the tenant's calls now (ids, creation times, states), oldest
+        first; never a secret."""
+        listing = cast(SigningSecretList, self._call("GET", "/signing-secrets", idempotent=True))
+        return listing["items"]
+
+    def rotate_signing_secret(self, *, overlap_seconds: int | None = None) -> Rotation:
+        """Add a new signing secret; its ``secret`` is shown in this answer only. The secrets
+        that signed before keep signing for ``overlap_seconds`` (the server's default when
+        ``None``). Not repeated once sent: a repeat would make another secret."""
+        body = {} if overlap_seconds is None else {"overlap_seconds": overlap_seconds}
+        return cast(
+            Rotation, self._call("POST", "/signing-secrets/rotate", body=body, idempotent=False)
+        )
 
     # -- transport ----------------------------------------------------------------------------
 

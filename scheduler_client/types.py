@@ -190,3 +190,23 @@ class Occurrence(Execution):
     """One occurrence's record with the attempts it keeps, oldest first."""
 
     attempt_log: list[Attempt]
+
+
+class SigningSecret(TypedDict):
+    id: str
+    created_at: str | None
+    state: str
+    retires_at: str | None
+    current_from: str | None
+
+
+class SigningSecretList(TypedDict):
+    items: list[SigningSecret]
+
+
+class Rotation(TypedDict):
+    id: str
+    secret: str
+    created_at: str
+    current_from: str | None
+    items: list[SigningSecret]

@@ -113,6 +113,11 @@ class Settings:
     execution_lease_margin_seconds: float = 30.0
     shutdown_timeout_seconds: float = 30.0
     webhook_secret: str = field(default="", repr=False)
+    # Signing secrets per tenant (shared.signing): how long the secrets a rotation replaces keep
+    # signing beside the new one, unless the rotation says; and how long an executor keeps a
+    # tenant's secrets before reading them again (a rotation signs within that).
+    signing_overlap_seconds: float = 86_400.0
+    signing_cache_seconds: float = 10.0
     # How much of each webhook answer's body an attempt keeps (0: none; at most 65536).
     response_excerpt_bytes: int = 1024
     # Networks webhooks may target although private, loopback, link-local or reserved
@@ -183,6 +188,10 @@ class Settings:
             raise bad("schedule_counts_seconds", "must not be negative")
         if self.dispatch_lead_seconds < 0:
             raise bad("dispatch_lead_seconds", "must not be negative")
+        if not 0 <= self.signing_overlap_seconds <= 30 * 86_400:
+            raise bad("signing_overlap_seconds", "between 0 and 2592000 (30 days)")
+        if not 0 < self.signing_cache_seconds <= 300:
+            raise bad("signing_cache_seconds", "more than 0, at most 300")
         for name in (
             "claim_batch_size",
             "max_occurrences_per_claim",

@@ -15,6 +15,7 @@ from scheduler_service.service.creating import IdempotencyConflict, QuotaExceede
 from scheduler_service.service.running import NoDeadLetter, NotReplayable
 from shared.errors import InvalidInput, NotFound, Transient
 from shared.ports import MessageTooLarge
+from shared.signing import RotationConflict
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +119,10 @@ def register_error_handlers(app: Flask) -> None:
 
     @app.errorhandler(NotReplayable)
     def not_replayable(exc: NotReplayable) -> Response:
+        return problem(409, "Conflict", str(exc))
+
+    @app.errorhandler(RotationConflict)
+    def rotation_refused(exc: RotationConflict) -> Response:
         return problem(409, "Conflict", str(exc))
 
     @app.errorhandler(NoDeadLetter)

@@ -15,9 +15,10 @@ from scheduler_service.routes import (
     metrics,
     preview,
     schedules,
+    signing_secrets,
 )
 
 # The blueprints the OpenAPI document shows, in its order. (``docs`` serves Swagger UI's files.)
-BLUEPRINTS = (schedules.blp, dead_letters.blp, health.blp, metrics.blp)
+BLUEPRINTS = (schedules.blp, dead_letters.blp, signing_secrets.blp, health.blp, metrics.blp)
 
 __all__ = ["BLUEPRINTS", "actions", "history", "preview"]

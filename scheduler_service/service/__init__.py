@@ -9,12 +9,15 @@ does, as procrastinate's manager holds them):
 - ``changes`` (``StateChanges``): pause, resume and delete, applied to the store at once;
 - ``runs`` (``ManualRuns``): trigger, backfill, and a dead letter's replay or discard, straight
   onto queue 2;
-- ``reads`` (``Reads``): schedules, histories and dead letters as stored.
+- ``reads`` (``Reads``): schedules, histories and dead letters as stored;
+- ``signing`` (``shared.signing.SigningSecrets``): the tenant's signing secrets, rotated.
 
 Every operation takes the caller's tenant: a schedule of another tenant is ``NotFound``.
 """
 
 from __future__ import annotations
+
+from datetime import timedelta
 
 from scheduler_service.service.changes import StateChanges
 from scheduler_service.service.checks import DefinitionChecks
@@ -25,6 +28,7 @@ from scheduler_service.service.running import ManualRuns
 from shared.ports import Clock, Queues, Store
 from shared.secrets import SecretBox
 from shared.settings import Settings
+from shared.signing import SigningSecrets
 
 
 class ScheduleService:
@@ -44,3 +48,10 @@ class ScheduleService:
         self.creation = Creation(store, queues, settings, clock, secret_box, self.checks, revisions)
         self.changes = StateChanges(store, clock, revisions, self.reads)
         self.runs = ManualRuns(store, queues, clock, self.reads)
+        self.signing = SigningSecrets(
+            store,
+            secret_box,
+            clock,
+            deployment_signs=bool(settings.webhook_secret),
+            overlap=timedelta(seconds=settings.signing_overlap_seconds),
+        )

@@ -1,0 +1,22 @@
+"""The body of ``POST /signing-secrets/rotate`` (optional: no body rotates with the default
+overlap)."""
+
+from __future__ import annotations
+
+from marshmallow import RAISE, Schema, validate
+
+from scheduler_service.requests.fields import WholeNumber
+from shared.signing import MAX_OVERLAP
+
+
+class RotateSchema(Schema):
+    class Meta:
+        unknown = RAISE
+
+    overlap_seconds = WholeNumber(
+        validate=validate.Range(min=0, max=int(MAX_OVERLAP.total_seconds())),
+        metadata={
+            "description": "how long the secrets signing now keep signing beside the new one "
+            "(default SCHEDULER_SIGNING_OVERLAP_SECONDS, 86400); 0 retires them at once"
+        },
+    )

@@ -1,0 +1,55 @@
+"""``/scheduler-service/v1/signing-secrets``: the tenant's webhook signing secrets, listed and
+rotated (``shared.signing``). A tenant sees and rotates only its own."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from flask import g
+
+from scheduler_service.presenting.signing_schemas import (
+    RotationSchema,
+    SigningSecretListSchema,
+)
+from scheduler_service.requests.signing import RotateSchema
+from scheduler_service.routes.common import Blueprint, service
+from shared.signing import MAX_SIGNING, Rotation
+
+blp = Blueprint(
+    "signing_secrets",
+    __name__,
+    url_prefix="/scheduler-service/v1",
+    description="Signing secrets: the tenant's webhook signing secrets, and their rotation",
+)
+
+
+@blp.route("/signing-secrets", methods=["GET"])
+@blp.response(200, SigningSecretListSchema)
+@blp.doc(operationId="listSigningSecrets")
+@blp.problems()
+def list_signing_secrets() -> dict[str, Any]:
+    """The secrets that sign the tenant's calls and failure notifications now: ids, when each
+    was made, their states; never a secret."""
+    return {"items": service().signing.list(g.tenant)}
+
+
+@blp.route("/signing-secrets/rotate", methods=["POST"])
+@blp.arguments(RotateSchema, error_status_code=400)
+@blp.response(201, RotationSchema)
+@blp.doc(operationId="rotateSigningSecret")
+@blp.problem(
+    409, f"{MAX_SIGNING} secrets sign already (the most at once): rotate once the oldest retires"
+)
+@blp.problems(400, 413, 415)
+def rotate_signing_secret(body: dict[str, Any]) -> Rotation:
+    """Add a new signing secret, shown this once
+
+    From then on every call and failure notification of the tenant carries one signature per
+    secret that signs (Standard Webhooks: space-separated in `webhook-signature`): the new one
+    beside the ones before, until those retire at the end of the overlap (`overlap_seconds`,
+    default 24 hours). Executors take a rotation up within `SCHEDULER_SIGNING_CACHE_SECONDS`
+    (10 s). Give the new secret to your receivers during the overlap."""
+    seconds = body.get("overlap_seconds")
+    overlap = None if seconds is None else timedelta(seconds=seconds)
+    return service().signing.rotate(g.tenant, overlap)
