@@ -4,7 +4,8 @@ is dead-lettered or when it pauses itself (``pause_after_failures``).
 The settler finds them after the outcomes are recorded (``Settler._after_failures``) and hands
 them to the ``Notifier``, which sends them on the executor's event loop through its webhook
 sender (the SSRF guard at connection time, as for every call), signed as every call is
-(Standard Webhooks, the same secret). Best effort: each is one ``POST`` with a short timeout,
+(Standard Webhooks, with the secrets of the schedule's tenant). Best effort: each is one ``POST``
+with a short timeout,
 at most ``NOTIFY_CONCURRENCY`` in flight, at most ``NOTIFY_BACKLOG`` waiting (more are
 dropped); one that fails is reported to the observer (logged, and counted in
 ``scheduler_failure_notifications_total``), never retried. The settler never waits for them.
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from execution_worker.observer import ExecutorObserver
+from shared.adapters.http_target import SignerFor
 from shared.model import FailureHook
 from shared.ports import Clock, WebhookError, WebhookRequest, WebhookSender
 from shared.redaction import redact
@@ -92,14 +94,14 @@ class Notifier:
     def __init__(
         self,
         sender: WebhookSender,
-        signer: WebhookSigner | None,
+        signers: SignerFor,
         clock: Clock,
         concurrency: int = NOTIFY_CONCURRENCY,
         backlog: int = NOTIFY_BACKLOG,
         observer: ExecutorObserver | None = None,
     ) -> None:
         self.sender = sender
-        self.signer = signer
+        self.signers = signers
         self.clock = clock
         self.observer = observer or ExecutorObserver()
         self.backlog = backlog
@@ -130,7 +132,8 @@ class Notifier:
 
     async def _send(self, event: FailureEvent) -> None:
         async with self._slots:
-            request = notification_request(event, self.signer, self.clock.now())
+            signer = self.signers(event.tenant)
+            request = notification_request(event, signer, self.clock.now())
             problem: str | None = None
             try:
                 response = await self.sender.send(request)

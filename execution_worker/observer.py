@@ -65,7 +65,8 @@ class ExecutorObserver:
         log.info("executor started", extra={"event": "executor_started", "owner": self.owner})
         if not signed:
             log.warning(
-                "SCHEDULER_WEBHOOK_SECRET is not set: webhooks are sent unsigned",
+                "SCHEDULER_WEBHOOK_SECRET is not set: webhooks are sent unsigned, but those of "
+                "tenants with signing secrets of their own (POST /signing-secrets/rotate)",
                 extra={"event": "webhooks_unsigned"},
             )
 

@@ -42,16 +42,18 @@ from execution_worker.receiving import Received, Receiving
 from execution_worker.sending import HostLimits
 from execution_worker.settler import Settler
 from execution_worker.settling import Settling
+from execution_worker.signers import TenantSigners
 from execution_worker.threads import WorkThread
 from execution_worker.timer import CHECK_LEAD, PREPARE_AHEAD, Held, HeldOccurrences
 from shared.adapters.http_target import HttpTarget
+from shared.backends import secret_box
 from shared.backoff import Backoff
 from shared.errors import Transient
 from shared.lifecycle import Shutdown
 from shared.metrics import Heartbeat
 from shared.ports import Clock, MessageQueue, Store, SystemClock, WebhookSender
+from shared.secrets import SecretBox
 from shared.settings import Settings
-from shared.webhooks import WebhookSigner
 
 # Check-and-begin batches on their way at once when behind: the next is checked while the loop
 # starts the calls of the one before. A second starts only with this many due: on time, what
@@ -79,17 +81,26 @@ class Executor:
         sender: WebhookSender,
         settings: Settings,
         clock: Clock | None = None,
+        box: SecretBox | None = None,
     ) -> None:
+        """``box`` opens the tenants' signing secrets (by default the one the settings name,
+        as the store's)."""
         self.settings = settings
         self.clock = clock or SystemClock()
         self.owner = f"executor:{settings.worker_id}"
-        self.signer = WebhookSigner(settings.webhook_secret) if settings.webhook_secret else None
+        self.signers = TenantSigners(
+            store,
+            box or secret_box(settings),
+            settings.webhook_secret,
+            self.clock,
+            settings.signing_cache_seconds,
+        )
         self.max_held = max(1000, settings.executor_concurrency * 4)
         self.heartbeat = Heartbeat(30.0)
         self.observer = ExecutorObserver(self.owner)
         self.held = HeldOccurrences()
         self.hosts: HostLimits[Held] = HostLimits()
-        self.target = HttpTarget(sender, self.signer, self.clock)
+        self.target = HttpTarget(sender, self.signers.signer, self.clock)
         self.receiving = Receiving(occurrences, dead_letters, settings, self.clock)
         self.checking = CheckAndBegin(
             store,
@@ -102,7 +113,7 @@ class Executor:
             observer=self.observer,
         )
         self.delivery = Delivery(self.target, self.clock, settings.max_receives)
-        self.notifier = Notifier(sender, self.signer, self.clock, observer=self.observer)
+        self.notifier = Notifier(sender, self.signers.signer, self.clock, observer=self.observer)
         self.settler = Settler(
             store,
             occurrences,
@@ -150,7 +161,7 @@ class Executor:
         asyncio.run(self.serve(shutdown))
 
     async def serve(self, shutdown: Shutdown) -> None:
-        self.observer.started(signed=self.signer is not None)
+        self.observer.started(signed=bool(self.settings.webhook_secret))
         self.notifier.attach(asyncio.get_running_loop())
         settled = asyncio.Event()
         settling = asyncio.create_task(self.settling.run(settled, self._threads["settle"].run))
@@ -262,7 +273,7 @@ class Executor:
     async def _start_batch(self, batch: list[Held]) -> None:
         started = time.monotonic()
         try:
-            plan = await self._threads["begin"].run(self.checking.check_and_begin, batch)
+            plan = await self._threads["begin"].run(self._check_and_begin, batch)
         except Transient as exc:
             self._wait_for_store(exc, started, batch)
             return
@@ -279,6 +290,12 @@ class Executor:
             self.backoff.succeeded()
             self._store_again_at = 0.0
         self.start_calls(plan)
+
+    def _check_and_begin(self, batch: list[Held]) -> Plan:
+        """On the begin thread: the signing secrets of the batch's tenants read again if older
+        than their bound (one read at most), then the batch checked and begun."""
+        self.signers.refresh({item.occurrence.tenant for item in batch})
+        return self.checking.check_and_begin(batch)
 
     def _wait_for_store(self, error: Transient, started: float, items: list[Held]) -> None:
         """The store did not answer: the items are due again, first, after the backoff's pause.

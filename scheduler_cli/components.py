@@ -42,4 +42,5 @@ def build_executor(settings: Settings, backends: Backends, clock: Clock | None =
         ),
         settings,
         clock,
+        backends.secrets,
     )

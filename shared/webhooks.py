@@ -1,7 +1,8 @@
 """Turning an occurrence into its HTTP request: URL, headers, JSON body, signature.
 
 Every delivery of one occurrence carries the same ``Idempotency-Key`` and ``webhook-id`` (the
-occurrence id), signed as Standard Webhooks specifies (``webhook-signature: v1,<base64 HMAC>``).
+occurrence id), signed as Standard Webhooks specifies (``webhook-signature: v1,<base64 HMAC>``;
+with several secrets, one signature each, separated by spaces).
 """
 
 from __future__ import annotations
@@ -28,12 +29,16 @@ def new_webhook_secret() -> str:
 
 
 class WebhookSigner:
-    def __init__(self, secret: str) -> None:
-        self._webhook = Webhook(secret)
+    """Signs with every secret it is given (a tenant's current one and, while a rotation
+    overlaps, the next): a receiver that knows either verifies."""
+
+    def __init__(self, *secrets: str) -> None:
+        if not secrets:
+            raise ValueError("a signer needs a secret")
+        self._webhooks = [Webhook(secret) for secret in secrets]
 
     def sign(self, message_id: str, timestamp: datetime, body: str) -> str:
-        signature: str = self._webhook.sign(message_id, timestamp, body)
-        return signature
+        return " ".join(webhook.sign(message_id, timestamp, body) for webhook in self._webhooks)
 
 
 def url_with_query(url: str, query: dict[str, str | list[str]]) -> str:

@@ -1,7 +1,8 @@
 """The HTTP delivery target: an occurrence becomes a webhook call.
 
 The request is built and signed (``shared.webhooks.build_request``: the payload's method, URL
-and query, headers, ``Idempotency-Key``, ``X-Scheduler-*``, the Standard Webhooks signature),
+and query, headers, ``Idempotency-Key``, ``X-Scheduler-*``, the Standard Webhooks signature with
+the tenant's secrets),
 sent through a ``WebhookSender`` (``shared.adapters.http_sender``: one deadline, no redirects,
 the SSRF guard at connection time), and its answer judged (``shared.retry.judge_response``:
 2xx succeeds; 5xx, 408 and 429 are worth retrying, honouring ``Retry-After``).
@@ -9,6 +10,7 @@ the SSRF guard at connection time), and its answer judged (``shared.retry.judge_
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from urllib.parse import urlsplit
 
@@ -24,6 +26,9 @@ from shared.ports import (
 from shared.retry import Verdict, judge_response
 from shared.webhooks import WebhookSigner, build_request
 
+# The signer of a tenant's calls (its signing secrets), or None to send them unsigned.
+SignerFor = Callable[[str], WebhookSigner | None]
+
 
 def destination(url: str) -> str:
     """The host (and port, when the URL names one) calls are counted by."""
@@ -36,10 +41,15 @@ def destination(url: str) -> str:
     return host if port is None else f"{host}:{port}"
 
 
+def one_signer(signer: WebhookSigner | None) -> SignerFor:
+    """Every tenant's calls signed by ``signer``."""
+    return lambda tenant: signer
+
+
 class HttpTarget(DeliveryTarget):
-    def __init__(self, sender: WebhookSender, signer: WebhookSigner | None, clock: Clock) -> None:
+    def __init__(self, sender: WebhookSender, signers: SignerFor, clock: Clock) -> None:
         self.sender = sender
-        self.signer = signer
+        self.signers = signers
         self.clock = clock
 
     def destination(self, payload: Payload) -> str:
@@ -48,7 +58,8 @@ class HttpTarget(DeliveryTarget):
     async def deliver(
         self, occurrence: Occurrence, payload: Payload, attempt: int, now: datetime
     ) -> Delivered:
-        request = build_request(occurrence, payload, attempt, self.signer, now)
+        signer = self.signers(occurrence.tenant)
+        request = build_request(occurrence, payload, attempt, signer, now)
         try:
             response = await self.sender.send(request)
         except WebhookError as exc:

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from standardwebhooks.webhooks import Webhook
 
 from shared.adapters.http_sender import HttpSender
-from shared.adapters.http_target import HttpTarget
+from shared.adapters.http_target import HttpTarget, one_signer
 from shared.model import Occurrence, Payload
 from shared.ports import Delivered, SystemClock
 from shared.ssrf import TargetPolicy
@@ -23,7 +23,9 @@ LOOPBACK = TargetPolicy(("127.0.0.0/8",))
 
 def deliver(payload: Payload, attempt: int = 1, policy: TargetPolicy = LOOPBACK) -> Delivered:
     target = HttpTarget(
-        HttpSender(policy=policy, excerpt_bytes=16), WebhookSigner(SECRET), SystemClock()
+        HttpSender(policy=policy, excerpt_bytes=16),
+        one_signer(WebhookSigner(SECRET)),
+        SystemClock(),
     )
     occurrence = Occurrence("default", "s-1", 7, datetime(2030, 1, 1, tzinfo=UTC))
 
@@ -77,7 +79,7 @@ def test_a_refused_target_is_a_final_verdict_without_a_call() -> None:
 
 
 def test_calls_are_counted_by_host_and_port() -> None:
-    target = HttpTarget(HttpSender(), None, SystemClock())
+    target = HttpTarget(HttpSender(), one_signer(None), SystemClock())
     assert target.destination(Payload("GET", "https://Hooks.Example.com/a?b=1")) == (
         "hooks.example.com"
     )
