@@ -151,6 +151,7 @@ TimingViewSchema = type(
     "TimingViewSchema",
     (Open,),
     {
+        "__module__": __name__,
         "__doc__": "Dumps a ``views.TimingView``: the canonical form of when "
         "it fires, exactly one notation set.",
         "timezone": fields.String(required=True),

@@ -25,6 +25,14 @@ from shared.notations import NOTATIONS
 
 # The members that name a notation: a PATCH naming one replaces the stored schedule whole.
 TIMING_FORMS = tuple(notation.form for notation in NOTATIONS)
+# What the document says of the operation, below its summary.
+PATCH_DESCRIPTION = (
+    "A JSON merge patch (RFC 7396) onto the stored schedule (objects merge, `null`\n"
+    "removes a member), then validated and accepted as a `PUT` of the result: a new\n"
+    "revision, the same answers. Secret values not sent stay as stored. A `schedule`\n"
+    f"naming its form ({', '.join(f'`{form}`' for form in TIMING_FORMS)}) replaces the\n"
+    "stored one whole."
+)
 
 
 class SchedulePatchSchema(Schema):

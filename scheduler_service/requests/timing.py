@@ -133,6 +133,7 @@ ScheduleSpecSchema = type(
     "ScheduleSpecSchema",
     (_ScheduleSpec,),
     {
+        "__module__": __name__,
         **_members(bounded=False),
         "timezone": fields.String(validate=zone_name, metadata={"description": "IANA zone"}),
         **_members(bounded=True),

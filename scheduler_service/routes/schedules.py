@@ -23,7 +23,11 @@ from scheduler_service.presenting.schemas import (
 )
 from scheduler_service.presenting.views import PageView, json_answer
 from scheduler_service.requests.headers import IdempotencyHeader, idempotent_request
-from scheduler_service.requests.patch import SchedulePatchSchema, patched_request
+from scheduler_service.requests.patch import (
+    PATCH_DESCRIPTION,
+    SchedulePatchSchema,
+    patched_request,
+)
 from scheduler_service.requests.paths import check_id
 from scheduler_service.requests.queries import ListSchedulesQuery, encode_cursor
 from scheduler_service.requests.schedule import ScheduleBodySchema, ScheduleRequest, as_sent
@@ -140,16 +144,12 @@ class ScheduleResource(MethodView):
     @blp.arguments(SchedulePatchSchema, error_status_code=400)
     @blp.arguments(IdempotencyHeader, location="headers", error_status_code=400)
     @blp.response(202, AcceptedSchema, headers=ACCEPTED_HEADERS)
-    @blp.doc(operationId="patchSchedule")
+    @blp.doc(operationId="patchSchedule", description=PATCH_DESCRIPTION)
     @blp.problems(400, 404, 409, 413, 415)
     def patch(self, patch: dict[str, Any], headers: dict[str, Any], schedule_id: str) -> Response:
         """Change some fields without resending the rest
 
-        A JSON merge patch (RFC 7396) onto the stored schedule (objects merge, `null`
-        removes a member), then validated and accepted as a `PUT` of the result: a new
-        revision, the same answers. Secret values not sent stay as stored. A `schedule`
-        naming its form (`at`, `interval`, `cron`, `rrule`, `start_date`) replaces the
-        stored one whole."""
+        The document's description is ``PATCH_DESCRIPTION`` (it names the registry's forms)."""
         check_id(schedule_id)
         if patch.get("id") not in (None, schedule_id):
             raise InvalidInput({"id": f"does not match the id in the path ({schedule_id!r})"})

@@ -30,8 +30,17 @@ def named_code(text: str) -> list[str]:
 
 
 def named_files(text: str) -> list[str]:
-    """The ``.py`` paths in backquotes, relative to the repository."""
-    return [name for name in CODE.findall(text) if name.endswith(".py")]
+    """The ``.py`` paths in backquotes, relative to the repository (a pattern such as
+    ``shared/notations/<name>.py`` aside: its section's test reads it)."""
+    return [name for name in CODE.findall(text) if name.endswith(".py") and "<" not in name]
+
+
+def section(title: str) -> str:
+    """The text of the section headed ``## {title}``."""
+    text = DOC.read_text()
+    start = text.index(f"\n## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end != -1 else len(text)]
 
 
 def links(text: str) -> list[tuple[str, str]]:
@@ -108,3 +117,26 @@ def test_the_checks_catch_a_name_that_moved_or_went() -> None:
         resolve("shared.no_such_module.anything")
     # Imported into the worker, defined in shared/messages.py.
     assert defined_in("processor_worker.worker.decode_mutation") == ROOT / "shared" / "messages.py"
+
+
+def test_adding_a_notation_is_a_short_list_of_files_true_to_the_code() -> None:
+    from shared.notations import NOTATIONS
+
+    text = section("Adding a notation")
+    steps = re.findall(r"^\d+\. (.+?)(?=^\d+\. |^$)", text, re.M | re.S)
+    assert 3 <= len(steps) <= 5, steps
+    # The first step is the notation's module: each registered notation is one.
+    [pattern] = [name for name in CODE.findall(steps[0]) if "<name>" in name]
+    for notation in NOTATIONS:
+        assert (ROOT / pattern.replace("<name>", notation.name)).is_file(), notation.name
+        assert resolve(f"shared.notations.{notation.name}.NOTATION")[0] is notation
+    # Each other step links the files it changes, and they exist.
+    for step in steps[1:]:
+        linked = [DOC.parent / target for _, target in links(step)]
+        assert linked, step
+        assert [path for path in linked if not path.resolve().exists()] == []
+    # The list of what reads the registry names code that does.
+    for label, target in links(text.partition("\n1. ")[0]):
+        source = (DOC.parent / target).resolve().read_text()
+        if target.endswith(".py") and "notations/" not in target:
+            assert "NOTATIONS" in source or "notation_of" in source, label

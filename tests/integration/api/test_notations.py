@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 
 import shared.notations
+from scheduler_client.types import Timing as ClientTiming
+from scheduler_service.presenting.schemas import TimingViewSchema
 from shared.notations import NOTATIONS
 from tests.support.api import ApiUnderTest, api_under_test
 from tests.support.harness import API
@@ -56,6 +58,14 @@ def test_every_notation_module_is_registered_and_has_an_example_here() -> None:
     defined = {module.NOTATION.name for module in modules if hasattr(module, "NOTATION")}
     assert {notation.name for notation in NOTATIONS} == defined == EXAMPLES.keys()
     assert len({notation.form for notation in NOTATIONS}) == len(NOTATIONS)
+
+
+def test_the_docs_and_the_client_know_every_notation() -> None:
+    """What cannot read the registry names each notation: the time semantics (prose) and the
+    client's type of an answer's ``timing`` (a package of its own)."""
+    semantics = (Path(__file__).parents[3] / "docs" / "time-semantics.md").read_text()
+    assert [n.form for n in NOTATIONS if f"`{n.form}`" not in semantics] == []
+    assert set(ClientTiming.__annotations__) == set(TimingViewSchema().fields)
 
 
 @pytest.mark.parametrize("target", [notation.name for notation in NOTATIONS])
