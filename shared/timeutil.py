@@ -66,8 +66,9 @@ def iso_z(moment: datetime) -> str:
 
 
 def iso_local(moment: datetime, zone: tzinfo) -> str:
-    """The local wall time with its offset, e.g. ``2026-03-08T03:30:00-04:00``."""
-    return moment.astimezone(zone).isoformat(timespec="seconds")
+    """The local wall time with its offset, to the millisecond as ``iso_z`` writes the same
+    instant, e.g. ``2026-03-08T03:30:00.000-04:00``."""
+    return moment.astimezone(zone).isoformat(timespec="milliseconds")
 
 
 def load_zone(name: str) -> tzinfo:

@@ -34,12 +34,12 @@ def absolute(text: str | None) -> str:
 
 
 def wall(local: str | None) -> str:
-    """A local time with its offset (``2026-05-01T09:00:00+02:00``) as the page writes times:
+    """A local time with its offset (``2026-05-01T09:00:00.000+02:00``) as the page writes times:
     ``2026-05-01 09:00:00 +02:00`` (``UTC`` for no offset), as console.js writes the viewer's."""
     moment = instant(local)
     if moment is None:
         return ""
-    offset = moment.isoformat()[19:]
+    offset = moment.isoformat(timespec="seconds")[19:]
     return f"{moment:%Y-%m-%d %H:%M:%S} {'UTC' if offset in ('', '+00:00') else offset}"
 
 

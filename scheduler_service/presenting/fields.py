@@ -87,7 +87,7 @@ class Again(fields.String):
 
 class LocalTime(Again):
     """The instant the dumped object holds in ``source``, as the wall time with its offset in
-    the zone it names in ``zone`` (``2026-05-01T09:00:00+02:00``)."""
+    the zone it names in ``zone`` (``2026-05-01T09:00:00.000+02:00``)."""
 
     def __init__(self, *, source: str, zone: str, **kwargs: Any) -> None:
         super().__init__(source=source, **kwargs)

@@ -173,9 +173,9 @@ def test_preview_gives_utc_and_local_times_across_fall_back(client: FlaskClient)
     )
     # 01:30 on 11-01 happens twice; it fires once, the first time (EDT).
     assert answer["occurrences"] == [
-        {"utc": "2026-10-31T05:30:00.000Z", "local": "2026-10-31T01:30:00-04:00"},
-        {"utc": "2026-11-01T05:30:00.000Z", "local": "2026-11-01T01:30:00-04:00"},
-        {"utc": "2026-11-02T06:30:00.000Z", "local": "2026-11-02T01:30:00-05:00"},
+        {"utc": "2026-10-31T05:30:00.000Z", "local": "2026-10-31T01:30:00.000-04:00"},
+        {"utc": "2026-11-01T05:30:00.000Z", "local": "2026-11-01T01:30:00.000-04:00"},
+        {"utc": "2026-11-02T06:30:00.000Z", "local": "2026-11-02T01:30:00.000-05:00"},
     ]
 
 

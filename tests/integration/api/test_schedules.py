@@ -78,7 +78,7 @@ def test_the_blueprints_body_is_accepted_as_it_is(
     answer = response.get_json()
     assert answer["status"] == "accepted"
     assert answer["next_schedule_time"] == "2027-05-02T06:23:00.000Z"
-    assert answer["next_schedule_time_local"] == "2027-05-02T11:53:00+05:30"
+    assert answer["next_schedule_time_local"] == "2027-05-02T11:53:00.000+05:30"
     assert response.headers["Location"] == f"{API}/schedule/{answer['id']}"
     assert queued(backends) == 1
 
@@ -111,6 +111,28 @@ def test_the_blueprints_body_is_accepted_as_it_is(
     times = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
     for name in ("next_schedule_time", "dispatch_cursor", "created_at", "updated_at"):
         assert times.match(stored[name]), (name, stored[name])
+
+
+def test_the_local_time_names_the_same_instant_to_the_millisecond(
+    client: FlaskClient, processor: Processor
+) -> None:
+    # An interval counts from the moment it was accepted, milliseconds included: its local time
+    # once dropped them ("07:53:31+00:00" beside "07:53:31.903Z"), naming another instant.
+    body = {
+        "id": "to-the-ms",
+        "schedule": {"at": "2027-05-02T06:23:00.123Z", "timezone": "Asia/Kolkata"},
+        "payload": SEED_BODY["payload"],
+    }
+    answer = client.post(f"{API}/schedule", json=body).get_json()
+    assert answer["next_schedule_time"] == "2027-05-02T06:23:00.123Z"
+    assert answer["next_schedule_time_local"] == "2027-05-02T11:53:00.123+05:30"
+    processor.process_batch()
+    stored = client.get(f"{API}/schedule/to-the-ms").get_json()
+    assert stored["next_schedule_time_local"] == "2027-05-02T11:53:00.123+05:30"
+    preview = client.post(f"{API}/schedule/preview", json={"schedule": body["schedule"]})
+    assert preview.get_json()["occurrences"] == [
+        {"utc": "2027-05-02T06:23:00.123Z", "local": "2027-05-02T11:53:00.123+05:30"}
+    ]
 
 
 def test_put_creates_then_replaces_with_a_newer_revision(

@@ -304,6 +304,8 @@ def test_times_are_given_with_how_far_they_are_in_one_format() -> None:
     assert relative("2026-05-01T07:00:42.000Z", now) == "in 42 s"
     assert wall("2026-05-01T12:30:00+05:30") == "2026-05-01 12:30:00 +05:30"
     assert wall("2026-05-01T07:00:00+00:00") == "2026-05-01 07:00:00 UTC"
+    assert wall("2026-05-01T12:30:00.250+05:30") == "2026-05-01 12:30:00 +05:30"
+    assert wall("2026-05-01T07:00:00.250+00:00") == "2026-05-01 07:00:00 UTC"
 
 
 def test_pages_show_each_time_in_utc_with_how_far_it_is(api: ApiUnderTest) -> None:
