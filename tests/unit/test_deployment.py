@@ -1,10 +1,15 @@
 """docker-compose.yml, the Dockerfile and deploy/, checked without Docker (CI has no engine):
 images and versions are the ones the tests run, queues and settings match, every command
-exists, healthchecks can fail. tests/integration/deploy/test_compose_without_docker.py runs the SQS
-image's runtime, init hook and healthcheck without Docker."""
+exists, healthchecks can fail, and what ``docker compose config`` checks: the variables
+interpolate, the result is valid under the Compose Specification's schema, and what services
+name (networks, volumes, services they depend on) is declared.
+tests/integration/deploy/test_compose_without_docker.py runs the SQS image's runtime, init hook
+and healthcheck without Docker."""
 
 from __future__ import annotations
 
+import ipaddress
+import json
 import re
 import sys
 import tomllib
@@ -12,6 +17,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 import yaml
 
@@ -21,11 +27,115 @@ from shared.settings import PREFIX, Settings
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy" / "localstack"
 COMPONENTS = ("api", "processor", "poller", "executor")
+# The Compose Specification's JSON schema, as docker compose validates a file with it:
+# compose-spec/compose-spec schema/compose-spec.json at 170098ba07d9 (2026-06-23), Apache-2.0.
+COMPOSE_SCHEMA = ROOT / "tests" / "support" / "compose-spec.json"
+# What the README's .env holds (tests/acceptance/test_readme.py runs its lines as written).
+DOT_ENV = {"SCHEDULER_WEBHOOK_SECRET": "whsec_c2VjcmV0", "SCHEDULER_SECRET_KEYS": "a2V5"}
+# Compose's interpolation: $$, $NAME, ${NAME}, ${NAME:-default}, ${NAME-default},
+# ${NAME:?error}, ${NAME?error}, ${NAME:+other}, ${NAME+other}.
+INTERPOLATION = re.compile(
+    r"\$(?:(?P<escaped>\$)|(?P<bare>[A-Za-z_]\w*)"
+    r"|\{(?P<name>[A-Za-z_]\w*)(?:(?P<op>:?[-?+])(?P<arg>[^}]*))?\}|(?P<invalid>))"
+)
 
 
 def compose() -> dict[str, Any]:
     loaded: dict[str, Any] = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
     return loaded
+
+
+def interpolate(value: Any, environment: dict[str, str]) -> Any:
+    """``value`` with its variables replaced as docker compose does (each string of the parsed
+    file); ``ValueError`` where compose refuses: a malformed ``$``, a ``?`` variable unset."""
+    if isinstance(value, dict):
+        return {key: interpolate(item, environment) for key, item in value.items()}
+    if isinstance(value, list):
+        return [interpolate(item, environment) for item in value]
+    if not isinstance(value, str):
+        return value
+
+    def replace(found: re.Match[str]) -> str:
+        if found["escaped"]:
+            return "$"
+        if found["bare"]:
+            return environment.get(found["bare"], "")
+        if found["name"] is None:
+            raise ValueError(f"invalid interpolation format in {value!r}")
+        name, op, arg = found["name"], found["op"] or "", found["arg"] or ""
+        set_, empty = name in environment, not environment.get(name)
+        missing = empty if op.startswith(":") else not set_
+        if op.endswith("-"):
+            return arg if missing else environment[name]
+        if op.endswith("?"):
+            if missing:
+                raise ValueError(f"required variable {name} is missing a value: {arg}")
+            return environment[name]
+        if op.endswith("+"):
+            return "" if missing else arg
+        return environment.get(name, "")
+
+    return INTERPOLATION.sub(replace, value)
+
+
+def test_compose_config_accepts_the_file_with_the_readmes_env() -> None:
+    configured = interpolate(compose(), DOT_ENV)
+    schema = json.loads(COMPOSE_SCHEMA.read_text())
+    errors = [
+        f"{'/'.join(map(str, error.absolute_path))}: {error.message}"
+        for error in jsonschema.Draft7Validator(schema).iter_errors(configured)
+    ]
+    assert errors == []
+    services = configured["services"]
+    assert services["api"]["environment"]["SCHEDULER_SECRET_KEYS"] == "a2V5"
+    assert services["executor"]["environment"]["SCHEDULER_WEBHOOK_SECRET"] == "whsec_c2VjcmV0"
+    assert services["executor"]["environment"]["SCHEDULER_ALLOWED_NETWORKS"] == "172.31.99.10/32"
+    # What services name is declared: networks, named volumes, the services they wait for.
+    networks = {"default", *configured.get("networks", {})}
+    volumes = set(configured.get("volumes", {}))
+    for name, service in services.items():
+        named = service.get("networks", [])
+        assert set(named) <= networks, name
+        assert set(service.get("depends_on", [])) <= set(services) - {name}, name
+        for volume in service.get("volumes", []):
+            source = volume.split(":")[0]
+            assert source.startswith((".", "/")) or source in volumes, (name, volume)
+    # A fixed address is one of its network's subnet.
+    subnets = {
+        name: [ipaddress.ip_network(pool["subnet"]) for pool in network["ipam"]["config"]]
+        for name, network in configured["networks"].items()
+        if "ipam" in network
+    }
+    for name, service in services.items():
+        named = service.get("networks", [])
+        for network, settings in named.items() if isinstance(named, dict) else []:
+            address = ipaddress.ip_address(settings["ipv4_address"])
+            assert any(address in subnet for subnet in subnets[network]), (name, network)
+
+
+def test_compose_config_refuses_without_the_sealing_key_and_says_how_to_make_one() -> None:
+    with pytest.raises(ValueError, match="SCHEDULER_SECRET_KEYS is missing a value: make one with"):
+        interpolate(compose(), {"SCHEDULER_WEBHOOK_SECRET": "whsec_c2VjcmV0"})
+    # Without a signing secret it starts, unsigned (the executor says so).
+    unsigned = interpolate(compose(), {"SCHEDULER_SECRET_KEYS": "a2V5"})
+    assert unsigned["services"]["executor"]["environment"]["SCHEDULER_WEBHOOK_SECRET"] == ""
+
+
+def test_the_compose_checks_catch_what_compose_refuses() -> None:
+    with pytest.raises(ValueError, match="invalid interpolation"):
+        interpolate({"a": "price: $5 ${"}, {})
+    assert interpolate(
+        {"a": ["$$HOME", "${X:-d}", "${X-d}", "${Y:+on}", "$Y"]}, {"X": "", "Y": "y"}
+    ) == {"a": ["$HOME", "d", "", "on", "y"]}
+    schema = json.loads(COMPOSE_SCHEMA.read_text())
+    broken = interpolate(compose(), DOT_ENV)
+    broken["services"]["poller"]["healtcheck"] = broken["services"]["poller"].pop("healthcheck")
+    broken["services"]["api"]["depends_on"]["mongo"]["condition"] = "service_healty"
+    paths = {
+        "/".join(map(str, error.absolute_path))
+        for error in jsonschema.Draft7Validator(schema).iter_errors(broken)
+    }
+    assert paths == {"services/poller", "services/api/depends_on"}
 
 
 def test_compose_runs_mongodb_localstack_and_the_four_components_with_healthchecks() -> None:
