@@ -18,7 +18,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from shared.errors import InvalidInput
-from shared.notations import build_recurrence, notation_of
+from shared.notations import Anchors, build_recurrence, notation_of
 from shared.recurrence import (
     SEARCH_HORIZON,
     Bounded,
@@ -77,7 +77,7 @@ def _check_timing(
     inner: Recurrence | None = None
     try:
         # Read once, as build_recurrence reads it, and reused.
-        inner = notation.recurrence(timing, zone, start, utc_ms(now), schedule_id)
+        inner = notation.recurrence(timing, Anchors(zone, start, utc_ms(now), schedule_id))
     except TooMuchWork:
         raise
     except (ValueError, TypeError, OverflowError) as exc:

@@ -16,6 +16,7 @@ from datetime import datetime
 from importlib import import_module
 
 from shared.notations.base import (
+    Anchors,
     InvalidMembers,
     Member,
     MemberKind,
@@ -75,9 +76,8 @@ def build_recurrence(
     start = instant_in(timing.start, zone) if timing.start is not None else None
     end = instant_in(timing.end, zone) if timing.end is not None else None
     if inner is None:
-        inner = notation_of(timing).recurrence(
-            timing, zone, start, utc_ms(accepted_at), schedule_id
-        )
+        anchors = Anchors(zone, start, utc_ms(accepted_at), schedule_id)
+        inner = notation_of(timing).recurrence(timing, anchors)
     return Bounded(inner, start, end, timing.max_occurrences)
 
 
@@ -137,6 +137,7 @@ __all__ = [
     "NOTATIONS",
     "PAGE_BUDGET_SECONDS",
     "TIMING_NOTATIONS",
+    "Anchors",
     "InvalidMembers",
     "Member",
     "MemberKind",

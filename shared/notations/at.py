@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime, tzinfo
 from typing import Any, ClassVar
 
-from shared.notations.base import Member, MemberKind, TimingNotation
+from shared.notations.base import Anchors, Member, MemberKind, TimingNotation
 from shared.notations.words import local
 from shared.recurrence import OneTime, Recurrence, instant_in
 from shared.timeutil import parse_iso
@@ -42,15 +42,8 @@ class At(TimingNotation):
     def view(self, value: Any, zone: tzinfo) -> Any:
         return instant_in(_moment(value), zone)
 
-    def recurrence(
-        self,
-        timing: Timing,
-        zone: tzinfo,
-        start: datetime | None,
-        accepted_at: datetime,
-        schedule_id: str | None,
-    ) -> Recurrence:
-        return OneTime(instant_in(_moment(timing.value), zone))
+    def recurrence(self, timing: Timing, anchors: Anchors) -> Recurrence:
+        return OneTime(instant_in(_moment(timing.value), anchors.zone))
 
     def describe(self, timing: Timing) -> str:
         return f"Once, at {local(_moment(timing.value), timing.timezone)}"

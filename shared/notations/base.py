@@ -58,6 +58,18 @@ class Member:
     in_console: bool = True
 
 
+@dataclass(frozen=True)
+class Anchors:
+    """What a notation's engine starts from besides its value: the timing's zone, its start as
+    an instant, when the schedule was accepted (forms without a start count from it), and the
+    schedule's id (a cron line's ``H`` spreads by it)."""
+
+    zone: tzinfo
+    start: datetime | None
+    accepted_at: datetime
+    schedule_id: str | None
+
+
 class InvalidMembers(ValueError):
     """Members of a body that make no timing: the messages by member name."""
 
@@ -142,18 +154,10 @@ class TimingNotation(Notation):
         return value
 
     @abstractmethod
-    def recurrence(
-        self,
-        timing: Timing,
-        zone: tzinfo,
-        start: datetime | None,
-        accepted_at: datetime,
-        schedule_id: str | None,
-    ) -> Recurrence:
-        """The engine of ``timing`` (not yet bounded by its start, end and max_occurrences),
-        for a schedule accepted at ``accepted_at``; ``start`` is the timing's start as an
-        instant. ``ValueError``, ``TypeError`` or ``OverflowError`` if its value cannot be read
-        (``unreadable`` says why); a cron line's ``H`` spreads by ``schedule_id``."""
+    def recurrence(self, timing: Timing, anchors: Anchors) -> Recurrence:
+        """The engine of ``timing`` (not yet bounded by its start, end and max_occurrences).
+        ``ValueError``, ``TypeError`` or ``OverflowError`` if its value cannot be read
+        (``unreadable`` says why)."""
 
     def unreadable(self, error: Exception) -> str:
         """What is wrong with a value ``recurrence`` could not read."""

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import contextlib
 import re
-from datetime import datetime, tzinfo
+from datetime import datetime
 from typing import Any, ClassVar
 
 from cronsim import CronSim, CronSimError
 
-from shared.notations.base import Member, MemberKind, TimingNotation
+from shared.notations.base import Anchors, Member, MemberKind, TimingNotation
 from shared.notations.words import duration, join, local
 from shared.recurrence import (
     Recurrence,
@@ -46,18 +46,12 @@ class Cron(TimingNotation):
     def is_one_time(self, members: Any) -> bool:
         return str(members.get("cron", "")).strip().lower().startswith("at(")
 
-    def recurrence(
-        self,
-        timing: Timing,
-        zone: tzinfo,
-        start: datetime | None,
-        accepted_at: datetime,
-        schedule_id: str | None,
-    ) -> Recurrence:
+    def recurrence(self, timing: Timing, anchors: Anchors) -> Recurrence:
         # @every and rate(…) count from the start, else from the acceptance.
-        anchor = start if start is not None else accepted_at
+        start = anchors.start
+        anchor = start if start is not None else anchors.accepted_at
         return cron_recurrence(
-            _line(timing.value), zone, anchor, start is not None, schedule_id=schedule_id
+            _line(timing.value), anchors.zone, anchor, start is not None, anchors.schedule_id
         )
 
     def describe(self, timing: Timing) -> str:

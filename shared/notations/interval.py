@@ -4,10 +4,10 @@ one interval after the schedule is accepted)."""
 
 from __future__ import annotations
 
-from datetime import datetime, tzinfo
+from datetime import tzinfo
 from typing import Any, ClassVar
 
-from shared.notations.base import Member, MemberKind, TimingNotation
+from shared.notations.base import Anchors, Member, MemberKind, TimingNotation
 from shared.notations.words import every, local
 from shared.recurrence import Recurrence, wall_in
 from shared.recurrence.intervals import interval_recurrence
@@ -38,16 +38,12 @@ class Interval(TimingNotation):
     def view(self, value: Any, zone: tzinfo) -> Any:
         return self.encode(value)
 
-    def recurrence(
-        self,
-        timing: Timing,
-        zone: tzinfo,
-        start: datetime | None,
-        accepted_at: datetime,
-        schedule_id: str | None,
-    ) -> Recurrence:
+    def recurrence(self, timing: Timing, anchors: Anchors) -> Recurrence:
+        zone, start = anchors.zone, anchors.start
         start_wall = None if timing.start is None else wall_in(timing.start, zone)
-        return interval_recurrence(_every(timing.value), zone, start, start_wall, accepted_at)
+        return interval_recurrence(
+            _every(timing.value), zone, start, start_wall, anchors.accepted_at
+        )
 
     def describe(self, timing: Timing) -> str:
         step = _every(timing.value)

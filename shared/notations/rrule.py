@@ -4,10 +4,10 @@ without one). The engine is ``shared.recurrence.rrule``."""
 
 from __future__ import annotations
 
-from datetime import datetime, tzinfo
+from datetime import datetime
 from typing import Any, ClassVar
 
-from shared.notations.base import Member, MemberKind, TimingNotation
+from shared.notations.base import Anchors, Member, MemberKind, TimingNotation
 from shared.notations.words import every, join, local, plural, times
 from shared.recurrence import Recurrence, RulePart, parse_rrule, wall_in
 from shared.recurrence.rrule import rrule_recurrence
@@ -67,16 +67,10 @@ class RRule(TimingNotation):
         "it is accepted; max_occurrences counts from acceptance)"
     )
 
-    def recurrence(
-        self,
-        timing: Timing,
-        zone: tzinfo,
-        start: datetime | None,
-        accepted_at: datetime,
-        schedule_id: str | None,
-    ) -> Recurrence:
+    def recurrence(self, timing: Timing, anchors: Anchors) -> Recurrence:
+        zone = anchors.zone
         start_wall = None if timing.start is None else wall_in(timing.start, zone)
-        return rrule_recurrence(_text(timing.value), zone, start_wall, accepted_at)
+        return rrule_recurrence(_text(timing.value), zone, start_wall, anchors.accepted_at)
 
     def unreadable(self, error: Exception) -> str:
         # dateutil also raises TypeError (BYSECOND=61) and OverflowError (a huge INTERVAL).
