@@ -131,8 +131,14 @@ def when_rows(view: Mapping[str, Any]) -> list[Row]:
         rows.append(Row("at most", f"{timing['max_occurrences']} runs"))
     misfire = view["misfire"]
     grace = misfire.get("grace_seconds")
-    late = "however late" if grace is None else f"if at most {_seconds(grace)} late"
-    rows.append(Row("missed runs", f"{_MISSED.get(misfire['policy'], misfire['policy'])}, {late}"))
+    # The grace is its own rule, whatever the policy: "skipped, if at most 30 s late" read as if
+    # only the runs less late were skipped.
+    late = (
+        "a call runs however late"
+        if grace is None
+        else f"a call more than {_seconds(grace)} late is skipped"
+    )
+    rows.append(Row("missed runs", f"{_MISSED.get(misfire['policy'], misfire['policy'])}; {late}"))
     if view["jitter_seconds"]:
         rows.append(Row("jitter", f"each call up to {_seconds(view['jitter_seconds'])} late"))
     return rows

@@ -270,7 +270,7 @@ def test_the_definition_reads_as_words_with_the_raw_json_a_click_away(api: ApiUn
         "fires At 02:00 every day, Europe/Paris",
         "cron line 0 2 * * *",
         "time zone Europe/Paris",
-        "missed runs one run fires for all that were missed, if at most 60 s late",
+        "missed runs one run fires for all that were missed; a call more than 60 s late is skipped",
         "jitter each call up to 30 s late",
         "request POST https://example.com/report",
         "query parameters token: ********, day: mon",
