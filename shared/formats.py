@@ -22,7 +22,9 @@ from datetime import datetime
 from shared.timeutil import UTC, iso_z, parse_iso, to_epoch_ms
 
 # \Z, not $: "$" also matches before a final newline.
-SCHEDULE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._~-]{0,127}\Z")
+# A schedule id, for patterns that hold one.
+SCHEDULE_ID_TEXT = r"[A-Za-z0-9][A-Za-z0-9._~-]{0,127}"
+SCHEDULE_ID = re.compile(rf"^{SCHEDULE_ID_TEXT}\Z")
 SCHEDULE_ID_RULE = "1 to 128 characters: letters, digits, . _ ~ -, starting with a letter or digit"
 
 MANUAL = "manual"

@@ -21,17 +21,36 @@ either; a search matches that.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from urllib.parse import urlsplit
 
 from shared.errors import InvalidInput
+from shared.formats import SCHEDULE_ID_TEXT
 from shared.model import Schedule
 from shared.ports import Page, ScheduleFilter, ScheduleOrder
 from shared.timeutil import from_epoch_ms, to_epoch_ms
 
 SortKey = str | datetime | None
+# The orders a listing is asked for (?sort= of the API and the console): the store's order, and
+# whether descending (a leading -).
+SORTS: dict[str, tuple[ScheduleOrder, bool]] = {
+    "id": (ScheduleOrder.ID, False),
+    "name": (ScheduleOrder.NAME, False),
+    "-name": (ScheduleOrder.NAME, True),
+    "next": (ScheduleOrder.NEXT_TIME, False),
+    "-next": (ScheduleOrder.NEXT_TIME, True),
+    "created": (ScheduleOrder.CREATED, False),
+    "-created": (ScheduleOrder.CREATED, True),
+}
+# The longest text a listing searches for.
+SEARCH_LENGTH = 200
+# What ``encode_cursor`` writes, in any order (``decode_cursor`` checks it against the order).
+CURSOR = re.compile(
+    rf"^(?:{SCHEDULE_ID_TEXT}|(?:{'|'.join(ScheduleOrder)})[+-]\|.+\|{SCHEDULE_ID_TEXT})\Z"
+)
 # The orders whose key a schedule may lack.
 KEYLESS_LAST = frozenset({ScheduleOrder.NEXT_TIME})
 _NOT_A_CURSOR = {"cursor": "not a cursor of this listing: start again from its first page"}

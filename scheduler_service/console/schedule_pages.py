@@ -29,26 +29,31 @@ from shared.errors import InvalidInput, NotFound
 from shared.model import LISTED_STATUSES, Schedule, ScheduleStatus
 from shared.notations import upcoming_for_a_page
 from shared.ports import ScheduleFilter, ScheduleOrder
+from shared.schedule_listing import SEARCH_LENGTH
+from shared.schedule_listing import SORTS as LISTING_SORTS
 from shared.timeutil import UTC, parse_iso, utc_ms
 
 RUNS_SHOWN = 25
 NEXT_TIMES = 10
-# The list's orders: its ?sort= value → the store's order, descending, and the words.
+# The list's orders, as the menu shows them: its ?sort= value (shared.schedule_listing.SORTS)
+# → the store's order, descending, and the words.
 SORTS: dict[str, tuple[ScheduleOrder, bool, str]] = {
-    "name": (ScheduleOrder.NAME, False, "Name, A to Z"),
-    "-name": (ScheduleOrder.NAME, True, "Name, Z to A"),
-    "next": (ScheduleOrder.NEXT_TIME, False, "Next fire, soonest first"),
-    "-next": (ScheduleOrder.NEXT_TIME, True, "Next fire, latest first"),
-    "-created": (ScheduleOrder.CREATED, True, "Newest first"),
-    "created": (ScheduleOrder.CREATED, False, "Oldest first"),
-    "id": (ScheduleOrder.ID, False, "Id"),
+    value: (*LISTING_SORTS[value], words)
+    for value, words in (
+        ("name", "Name, A to Z"),
+        ("-name", "Name, Z to A"),
+        ("next", "Next fire, soonest first"),
+        ("-next", "Next fire, latest first"),
+        ("-created", "Newest first"),
+        ("created", "Oldest first"),
+        ("id", "Id"),
+    )
 }
 PAGE_SIZES = (25, 50, 100, 200)
 DEFAULT_PAGE_SIZE = 50
 # What a bulk action takes at most: the largest page.
 BULK_MOST = max(PAGE_SIZES)
 LIST_PARAMETERS = ("q", "status", "tag", "sort", "per_page", "next_after", "next_before")
-SEARCH_LENGTH = 200
 
 
 def view_of(schedule: Schedule) -> dict[str, Any]:

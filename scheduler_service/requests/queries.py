@@ -16,8 +16,9 @@ from typing import Any, ClassVar
 from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validate
 
 from scheduler_service.requests.fields import ISO_TEXT
-from shared.formats import EXECUTION_CURSOR, SCHEDULE_ID
+from shared.formats import EXECUTION_CURSOR
 from shared.model import LISTED_STATUSES, ExecutionStatus
+from shared.schedule_listing import CURSOR, SEARCH_LENGTH, SORTS
 from shared.timeutil import UTC, parse_iso, utc_ms
 
 
@@ -91,8 +92,28 @@ class Paged(Query):
 
 class ListSchedulesQuery(Paged):
     cursor_kind = "s"
-    cursor_position = SCHEDULE_ID
+    cursor_position = CURSOR
 
+    q = fields.String(
+        validate=[
+            validate.Length(min=1, max=SEARCH_LENGTH),
+            validate.Regexp(r"[\s\S]*\S", error="must not be blank"),
+        ],
+        metadata={
+            "description": "search: schedules whose name contains this text (letter case "
+            "ignored), one of whose tags is this text, or whose URL's host contains the host "
+            "this text names (a URL's path and query are sealed at rest, so not searched)"
+        },
+    )
+    sort = fields.String(
+        validate=validate.OneOf(list(SORTS)),
+        metadata={
+            "description": "the order: id (the default), name (letter case ignored), next "
+            "(dispatch_cursor; schedules without one last) or created, each then by id; "
+            "-name, -next and -created the other way round. A cursor is valid only in the order "
+            "that gave it"
+        },
+    )
     status = fields.String(validate=validate.OneOf(LISTED_STATUSES))
     name = fields.String(
         validate=validate.Length(min=1, max=200),

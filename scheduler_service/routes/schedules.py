@@ -42,6 +42,7 @@ from scheduler_service.service.creating import Accepted
 from shared.errors import InvalidInput
 from shared.model import ScheduleStatus
 from shared.ports import ScheduleFilter
+from shared.schedule_listing import SORTS
 
 blp = Blueprint(
     "schedules",
@@ -103,14 +104,19 @@ def create_schedule(body: ScheduleRequest, headers: dict[str, Any]) -> Response:
 @blp.doc(operationId="listSchedules")
 @blp.problems(400)
 def list_schedules(query: dict[str, Any]) -> Response:
-    """The tenant's schedules (never deleted ones), by id, a page at a time."""
+    """The tenant's schedules (never deleted ones), by id unless ?sort= says otherwise, a page
+    at a time; ?q= searches their names, tags and URL hosts."""
     status = query.get("status")
+    order, descending = SORTS[query.get("sort", "id")]
     selection = ScheduleFilter(
         status=ScheduleStatus(status) if status else None,
         name_prefix=query.get("name"),
         tag=query.get("tag"),
         next_after=query.get("next_after"),
         next_before=query.get("next_before"),
+        search=query["q"].strip() if "q" in query else None,
+        order=order,
+        descending=descending,
     )
     found = service().reads.list_schedules(
         g.tenant, selection, page_size(query), query.get("cursor")

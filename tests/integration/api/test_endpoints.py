@@ -105,10 +105,71 @@ def test_list_pages_in_a_stable_order_with_an_opaque_cursor(api: ApiUnderTest) -
     assert pages == 3
 
 
+def test_list_searches_names_tags_and_hosts_and_sorts_either_way_page_by_page(
+    api: ApiUnderTest,
+) -> None:
+    create(api, "a1", name="Nightly report", tags=["billing"])
+    create(api, "b2", name="cleanup", tags=["ops"], schedule={"cron": "0 3 * * *"})
+    create(
+        api,
+        "c3",
+        name="nightly export",
+        tags=["exports"],
+        payload={"method": "GET", "url": "https://Exports.example.org:8443/run?token=t0p"},
+    )
+    create(api, "d4", name="Zeta", schedule={"at": "2020-01-01T00:00:00Z", "fire_if_past": True})
+    api.apply()
+
+    def ids(query: str) -> list[str]:
+        """Every page of the listing, three at a time, each page's cursor passed on."""
+        seen: list[str] = []
+        cursor = ""
+        while True:
+            response = api.client.get(f"{API}/schedules?limit=3&{query}{cursor}")
+            assert response.status_code == 200, response.get_json()
+            answer = response.get_json()
+            seen += [item["id"] for item in answer["items"]]
+            if answer["next_cursor"] is None:
+                return seen
+            cursor = f"&cursor={answer['next_cursor']}"
+
+    assert ids("q=NIGHTLY") == ["a1", "c3"]
+    assert ids("q=ops") == ["b2"]
+    assert ids("q=exports.example") == ["c3"]
+    assert ids("q=https://exports.example.org:8443/other") == ["c3"]
+    assert ids("q=t0p") == []  # a URL's query is sealed, not searched
+    assert ids("q=%20nightly%20&tag=billing") == ["a1"]
+    assert ids("sort=name") == ["b2", "c3", "a1", "d4"]
+    assert ids("sort=-name") == ["d4", "a1", "c3", "b2"]
+    # By dispatch_cursor (ISO instants, so in the order of their text); none come last.
+    listed = api.client.get(f"{API}/schedules").get_json()["items"]
+    cursors = {item["id"]: item["dispatch_cursor"] for item in listed}
+    timed = sorted((cursor, key) for key, cursor in cursors.items() if cursor)
+    untimed = sorted(key for key, cursor in cursors.items() if not cursor)
+    assert ids("sort=next") == [key for _, key in timed] + untimed
+    assert ids("sort=-next") == [key for _, key in timed[::-1]] + untimed[::-1]
+    assert ids("sort=created") == ["a1", "b2", "c3", "d4"]
+    assert ids("sort=-created") == ["d4", "c3", "b2", "a1"]
+    assert ids("sort=name&q=nightly") == ["c3", "a1"]
+    assert ids("sort=id") == ids("") == ["a1", "b2", "c3", "d4"]
+    # A cursor is read only in the order that gave it.
+    page = api.client.get(f"{API}/schedules?limit=1&sort=name").get_json()
+    for other in ("", "sort=-name&", "sort=created&"):
+        response = api.client.get(f"{API}/schedules?{other}cursor={page['next_cursor']}")
+        assert response.status_code == 400
+        assert problem_fields(response) == ["cursor"]
+
+
 @pytest.mark.parametrize(
     ("query", "field"),
     [
         ("limit=0", "limit"),
+        ("sort=newest", "sort"),
+        ("sort=", "sort"),
+        ("sort=-id", "sort"),
+        ("q=", "q"),
+        ("q=%20%20", "q"),
+        ("q=" + "x" * 201, "q"),
         ("limit=201", "limit"),
         ("limit=ten", "limit"),
         ("status=deleted", "status"),
