@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from scheduler_client import ApiError, ConnectionFailed, SchedulerClient
+from shared.schedule_listing import SORTS
 
 
 def describe(error: ApiError) -> str:
@@ -118,6 +119,15 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     listing.add_argument("--status", choices=["active", "paused", "completed"])
     listing.add_argument("--name", help="name prefix")
     listing.add_argument("--tag")
+    listing.add_argument(
+        "--search", help="a text to find in names, tags and URL hosts (letter case ignored)"
+    )
+    listing.add_argument(
+        "--sort",
+        choices=list(SORTS),
+        help="the order (id): by name, next fire or creation; -name, -next, -created the other "
+        "way round (write --sort=-name)",
+    )
     listing.add_argument("--limit", type=int, default=50, help="schedules per page (50)")
     paging(listing)
     client_options(listing)
@@ -260,7 +270,13 @@ def _request(
 
         def schedules(cursor: str | None) -> Any:
             return client.list_page(
-                status=args.status, name=args.name, tag=args.tag, limit=args.limit, cursor=cursor
+                status=args.status,
+                name=args.name,
+                tag=args.tag,
+                search=args.search,
+                sort=args.sort,
+                limit=args.limit,
+                cursor=cursor,
             )
 
         answer = _pages(schedules, args)

@@ -17,7 +17,7 @@ import builtins
 import json
 import uuid
 from collections.abc import Iterator, Mapping
-from typing import Any, cast
+from typing import Any, Unpack, cast
 from urllib.parse import quote
 
 import urllib3
@@ -39,6 +39,7 @@ from scheduler_client.types import (
     Replayed,
     Rotation,
     Schedule,
+    ScheduleFilters,
     SchedulePage,
     SigningSecret,
     SigningSecretList,
@@ -185,39 +186,20 @@ class SchedulerClient:
             body["after"] = after
         return cast(Preview, self._call("POST", "/schedule/preview", body=body, idempotent=True))
 
-    def list(
-        self,
-        *,
-        status: str | None = None,
-        name: str | None = None,
-        tag: str | None = None,
-        next_after: str | None = None,
-        next_before: str | None = None,
-        limit: int | None = None,
-    ) -> Iterator[Schedule]:
-        """Every schedule that matches, by id, fetching a page (of ``limit``) at a time as it
-        is consumed; ``list_page`` gives one page and its cursor."""
-        filters = {"next_after": next_after, "next_before": next_before}
-        query = {"status": status, "name": name, "tag": tag, **filters, "limit": limit}
-        for item in self._pages("/schedules", query):
+    def list(self, **filters: Unpack[ScheduleFilters]) -> Iterator[Schedule]:
+        """Every schedule that matches ``filters``, by id (or in the order ``sort`` names:
+        ``name``, ``next``, ``created``, ``-`` before one for the other way round), fetching a
+        page (of ``limit``) at a time as it is consumed; ``search`` looks for a text in names,
+        tags and URL hosts. ``list_page`` gives one page and its cursor."""
+        for item in self._pages("/schedules", _schedule_query(filters)):
             yield cast(Schedule, item)
 
     def list_page(
-        self,
-        *,
-        status: str | None = None,
-        name: str | None = None,
-        tag: str | None = None,
-        next_after: str | None = None,
-        next_before: str | None = None,
-        limit: int | None = None,
-        cursor: str | None = None,
+        self, *, cursor: str | None = None, **filters: Unpack[ScheduleFilters]
     ) -> SchedulePage:
         """One page of ``list``: its ``items`` and the ``next_cursor`` to pass for the next
-        (``None`` on the last)."""
-        filters = {"next_after": next_after, "next_before": next_before}
-        query = {"status": status, "name": name, "tag": tag, **filters, "limit": limit}
-        return cast(SchedulePage, self._page("/schedules", query, cursor))
+        (``None`` on the last), with the same ``sort``."""
+        return cast(SchedulePage, self._page("/schedules", _schedule_query(filters), cursor))
 
     def executions(
         self, schedule_id: str, *, status: str | None = None, limit: int | None = None
@@ -377,3 +359,8 @@ def _reason(error: HTTPError) -> str:
         cause = error.reason
     root = cause.__cause__ or cause.__context__
     return str(root if isinstance(root, OSError) else cause)
+
+
+def _schedule_query(filters: ScheduleFilters) -> dict[str, Any]:
+    """The query of ``GET /schedules``: ``search`` is its ``q``."""
+    return {"q" if name == "search" else name: value for name, value in filters.items()}

@@ -8,6 +8,20 @@ from __future__ import annotations
 from typing import Any, TypedDict
 
 
+class ScheduleFilters(TypedDict, total=False):
+    """What ``list`` and ``list_page`` select, as ``GET /schedules`` names it (``search``: its
+    ``?q=``); ``None`` leaves one out."""
+
+    status: str | None
+    name: str | None
+    tag: str | None
+    next_after: str | None
+    next_before: str | None
+    search: str | None
+    sort: str | None
+    limit: int | None
+
+
 class TimePair(TypedDict):
     utc: str
     local: str

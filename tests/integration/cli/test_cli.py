@@ -13,6 +13,7 @@ import pytest
 from werkzeug.serving import make_server
 
 from scheduler_cli.main import main
+from scheduler_client import InvalidRequest, SchedulerClient
 from shared.model import AttemptOutcome, ExecutionStatus, Occurrence
 from tests.support.api import ApiUnderTest, api_under_test
 from tests.support.harness import API
@@ -63,6 +64,38 @@ def test_list_says_when_more_exist_and_pages_through_them(
 
     code, out, err = run(capfd, "schedules", "list", "--url", url, "--all")
     assert (code, len(out.splitlines()), err) == (0, 1 + 60, "")
+
+
+def test_list_searches_and_sorts_in_the_cli_and_the_client(
+    served: tuple[ApiUnderTest, str], capfd: pytest.CaptureFixture[str]
+) -> None:
+    api, url = served
+    for schedule_id, name in (
+        ("a1", "Nightly report"),
+        ("b2", "cleanup"),
+        ("c3", "nightly export"),
+    ):
+        body = {**BODY, "name": name}
+        assert api.client.put(f"{API}/schedule/{schedule_id}", json=body).status_code == 202
+    api.apply()
+
+    def listed(*options: str) -> list[str]:
+        code, out, err = run(capfd, "schedules", "list", "--url", url, *options)
+        assert code == 0, err
+        return [line.split()[0] for line in out.splitlines()[1:]]
+
+    assert listed("--search", "NIGHTLY", "--sort=-name") == ["a1", "c3"]
+    assert listed("--sort=name", "--limit", "1", "--all") == ["b2", "c3", "a1"]
+    with pytest.raises(SystemExit):
+        run(capfd, "schedules", "list", "--url", url, "--sort", "newest")
+    assert "invalid choice: 'newest'" in capfd.readouterr().err
+
+    with SchedulerClient(url) as client:
+        assert [item["id"] for item in client.list(sort="-created", limit=1)] == ["c3", "b2", "a1"]
+        assert [item["id"] for item in client.list(search="cleanup")] == ["b2"]
+        with pytest.raises(InvalidRequest) as refused:
+            client.list_page(sort="newest")
+        assert refused.value.messages_for("sort")
 
 
 def test_list_shows_who_paused_a_paused_schedule(

@@ -75,15 +75,17 @@ def silent_server() -> Iterator[str]:
 def test_a_call_that_gets_no_answer_times_out(silent_server: str) -> None:
     client = SchedulerClient(silent_server, timeout=0.2, retries=0)
     started = time.monotonic()
-    with pytest.raises(ConnectionFailed):
+    with pytest.raises(ConnectionFailed) as raised:
         client.get("a")
     assert time.monotonic() - started < 3
+    assert raised.value.reason == "timed out"
 
 
 def test_a_server_that_is_not_there_is_a_connection_failure() -> None:
     client = SchedulerClient(f"http://127.0.0.1:{free_port()}", retries=1, backoff_seconds=0.01)
-    with pytest.raises(ConnectionFailed):
+    with pytest.raises(ConnectionFailed) as raised:
         client.trigger("a")
+    assert raised.value.reason.endswith("Connection refused")
 
 
 @pytest.mark.parametrize(
