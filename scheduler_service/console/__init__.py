@@ -1,5 +1,5 @@
 """The web console at ``/console``: overview, schedules, one schedule and its history, dead
-letters, create and edit. Importing the page modules registers their routes."""
+letters, create and edit, the signing secrets. Importing the page modules registers their routes."""
 
 from scheduler_service.console import (
     backfill_page,
@@ -8,6 +8,7 @@ from scheduler_service.console import (
     history,
     overview,
     schedule_pages,
+    signing_page,
 )
 from scheduler_service.console.pages import PREFIX, blp
 
@@ -20,4 +21,5 @@ __all__ = [
     "history",
     "overview",
     "schedule_pages",
+    "signing_page",
 ]

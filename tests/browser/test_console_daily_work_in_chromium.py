@@ -209,6 +209,7 @@ def test_every_page_fits_a_phone(browser: webdriver.Chrome, site: Site, artifact
         "new-schedule": ("/console/schedules/new", ["#f-schedule\\.timezone", "#save"]),
         "edit-schedule": ("/console/schedules/phone/edit", ["#f-payload\\.url", "#save"]),
         "backfill": ("/console/schedules/phone/backfill", ["#b-from", "#run-backfill"]),
+        "signing-secrets": ("/console/signing-secrets", ["tr.signing-secret"]),
     }
     for name, (path, controls) in pages.items():
         browser.get(f"{url}{path}")
@@ -222,6 +223,7 @@ def test_every_page_fits_a_phone(browser: webdriver.Chrome, site: Site, artifact
             "Schedules",
             "New schedule",
             "Dead letters",
+            "Signing secrets",
             "API docs",
         ]
         for link in links:  # the whole navigation on the first screen

@@ -490,3 +490,22 @@ def test_each_recent_run_links_to_its_occurrence_and_a_failed_one_offers_replay(
     refreshed = text(api.client.get("/console/schedules/report/runs"))
     assert 'data-status="retrying"' in refreshed and 'class="replay"' not in refreshed
     assert api.client.get("/console/runs/report:nonsense").status_code == 404
+
+
+def test_the_signing_secrets_page_shows_ids_and_times_never_a_secret(api: ApiUnderTest) -> None:
+    rotation = api.client.post(f"{API}/signing-secrets/rotate", headers=KEY_HEADER).get_json()
+    client = api.app.test_client()
+    log_in(client, ACME_KEY)
+    html = text(client.get("/console/signing-secrets"))
+    rows = re.findall(r'data-id="([^"]+)" data-state="([^"]+)"', html)
+    assert rows == [("deployment", "retiring"), (rotation["id"], "next")]
+    assert f'datetime="{rotation["created_at"]}"' in html
+    assert rotation["secret"] not in html and rotation["secret"][6:] not in html
+    # Another tenant sees its own: the deployment's, current.
+    other = api.app.test_client()
+    log_in(other, GLOBEX_KEY)
+    html = text(other.get("/console/signing-secrets"))
+    assert re.findall(r'data-id="([^"]+)" data-state="([^"]+)"', html) == [
+        ("deployment", "current")
+    ]
+    assert rotation["id"] not in html
