@@ -28,7 +28,7 @@ def test_every_line_of_the_api_process_is_json(tmp_path: Path) -> None:
     process = Process(["api"], env, tmp_path / "api.log")
     try:
         base = f"http://127.0.0.1:{port}"
-        wait_until_healthy(base)
+        wait_until_healthy(base, process)
         assert http_json("GET", f"{base}{API}/schedule/nope")[0] == 404
     finally:
         assert process.terminate() == 0
@@ -63,7 +63,7 @@ def test_the_quota_holds_exactly_across_two_api_processes(tmp_path: Path) -> Non
         "payload": {"method": "POST", "url": "https://hooks.example.com/crowd"},
     }
     try:
-        wait_until_healthy(base)
+        wait_until_healthy(base, process)
         # No processor runs: every accepted create stays on queue 1, where neither API process
         # can count it by looking at the schedules.
         with ThreadPoolExecutor(50) as pool:
@@ -75,3 +75,21 @@ def test_the_quota_holds_exactly_across_two_api_processes(tmp_path: Path) -> Non
         assert process.terminate() == 0
     assert pids == 2
     assert sorted(statuses) == [202] * 5 + [403] * 45, statuses
+
+
+def test_waiting_for_an_api_that_exits_fails_at_once_with_its_log(tmp_path: Path) -> None:
+    port = free_port()
+    env = {
+        "SCHEDULER_STORE_URL": "nosuch://store",
+        "SCHEDULER_QUEUE_URL": "nosuch://queue",
+        "SCHEDULER_PORT": str(port),
+    }
+    process = Process(["api"], env, tmp_path / "api.log")
+    try:
+        with pytest.raises(AssertionError) as failure:
+            wait_until_healthy(f"http://127.0.0.1:{port}", process)
+    finally:
+        process.terminate()
+    # Not the deadline's message: the exit, and why, from the process's own output.
+    assert "exited (2) before" in str(failure.value)
+    assert "unsupported backend URL 'nosuch://store'" in str(failure.value)

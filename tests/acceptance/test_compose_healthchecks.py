@@ -45,7 +45,7 @@ def test_the_receiver_and_worker_healthchecks_pass_on_a_live_one_and_fail_withou
     executor = Process(["executor"], environment, tmp_path / "executor.log")
     try:
         receiver.wait_for_output("listening on")
-        executor.wait_for_output("executor started", timeout=30)
+        executor.wait_for_output("executor started")
         assert compose_check("receiver", receiver_port).returncode == 0
         deadline = time.monotonic() + 30
         while (check := compose_check("executor", metrics_port)).returncode != 0:

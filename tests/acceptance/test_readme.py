@@ -321,7 +321,7 @@ def test_the_production_block_runs_on_mongodb_and_sqs(
                     stdout=log,
                     stderr=subprocess.STDOUT,
                 )
-        wait_until_healthy(f"http://127.0.0.1:{port}", timeout=60)
+        wait_until_healthy(f"http://127.0.0.1:{port}")
         status, ready = http_json("GET", f"http://127.0.0.1:{port}/readyz")
         assert status == 200, ready
         # Keys are the default outside scheduler dev: no key, no schedules.

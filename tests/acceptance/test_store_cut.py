@@ -100,7 +100,7 @@ def _check_outage(
     env = {**backends, **UNDER_FAULTS, "SCHEDULER_LOOKAHEAD_SECONDS": "2"}
     with (
         running_receiver() as receiver,
-        started_components(tmp_path, env, timeout=60) as components,
+        started_components(tmp_path, env) as components,
     ):
         base = components.base_url
         first = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=5)
@@ -188,7 +188,7 @@ def test_workers_started_while_mongodb_is_cut_off_start_when_it_is_back(
             assert [process.popen.poll() for process in processes] == [None] * len(names)
             proxy.restore()
             for process in processes:
-                process.wait_for_output(rf"{process.args[0]} started", timeout=30)
+                process.wait_for_output(rf"{process.args[0]} started")
             backends = wire.open(sqlite_settings(tmp_path))
             try:
                 now = datetime.now(UTC)

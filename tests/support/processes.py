@@ -23,6 +23,11 @@ from tests.support.harness import API
 
 SCHEDULER = [sys.executable, "-m", "scheduler_cli.main"]
 
+# How long a process may take to start: generous, for a loaded two-core CI machine, where a
+# start (imports, then the first round trips to the backends) can take tens of seconds; a
+# process that exits meanwhile fails the wait at once.
+START_SECONDS = 120.0
+
 
 def free_port() -> int:
     with socket.socket() as probe:
@@ -49,7 +54,11 @@ class Process:
     def output(self) -> str:
         return self.log_path.read_text(errors="replace")
 
-    def wait_for_output(self, pattern: str, timeout: float = 15.0) -> re.Match[str]:
+    def tail(self, lines: int = 40) -> str:
+        """The last ``lines`` lines of its output (stdout and stderr)."""
+        return "\n".join(self.output().splitlines()[-lines:])
+
+    def wait_for_output(self, pattern: str, timeout: float = START_SECONDS) -> re.Match[str]:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             found = re.search(pattern, self.output())
@@ -58,7 +67,7 @@ class Process:
             if self.popen.poll() is not None:
                 break
             time.sleep(0.05)
-        raise AssertionError(f"{self.args} did not print {pattern!r}:\n{self.output()[-3000:]}")
+        raise AssertionError(f"{self.args} did not print {pattern!r}:\n{self.tail()}")
 
     def terminate(self, timeout: float = 20.0) -> int:
         if self.popen.poll() is None:
@@ -88,7 +97,11 @@ def http_json(method: str, url: str, body: Any = None, timeout: float = 5.0) -> 
             return error.code, json.loads(error.read() or b"null")
 
 
-def wait_until_healthy(base_url: str, timeout: float = 20.0) -> None:
+def wait_until_healthy(
+    base_url: str, process: Process | None = None, timeout: float = START_SECONDS
+) -> None:
+    """Until ``base_url``/healthz answers 200. With the ``process`` that serves it: fails as
+    soon as it exits, and the failure shows the last lines of its log."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -96,8 +109,16 @@ def wait_until_healthy(base_url: str, timeout: float = 20.0) -> None:
                 return
         except (urllib.error.URLError, ConnectionError, TimeoutError):
             pass
+        if process is not None and process.popen.poll() is not None:
+            raise AssertionError(
+                f"{process.args} exited ({process.popen.returncode}) before {base_url} became"
+                f" healthy; the end of its log:\n{process.tail()}"
+            )
         time.sleep(0.05)
-    raise AssertionError(f"{base_url} did not become healthy within {timeout}s")
+    raise AssertionError(
+        f"{base_url} did not become healthy within {timeout:g} s"
+        + (f"; the end of {process.args}'s log:\n{process.tail()}" if process else "")
+    )
 
 
 COMPONENTS = ("api", "processor", "poller", "executor")
@@ -137,10 +158,10 @@ class Components:
         self.processes[name] = process
         return process
 
-    def wait_until_started(self, timeout: float = 30.0) -> None:
+    def wait_until_started(self, timeout: float = START_SECONDS) -> None:
         """Until the API answers and each worker has said it started (on a loaded machine the
-        workers may still be starting when the API answers)."""
-        wait_until_healthy(self.base_url, timeout)
+        workers may still be starting when the API answers); fails at once if one exits."""
+        wait_until_healthy(self.base_url, self.processes.get("api"), timeout)
         for process in self.processes.values():
             if process.args[0] != "api":
                 process.wait_for_output(rf"{process.args[0]} started", timeout)
@@ -159,7 +180,7 @@ def started_components(
     directory: Path,
     env: Mapping[str, str],
     names: Iterable[str] = COMPONENTS,
-    timeout: float = 30.0,
+    timeout: float = START_SECONDS,
 ) -> Iterator[Components]:
     """The processes ``names`` on ``env`` (the backends, the keys, the test's settings), once
     started; killed on the way out, whatever still runs (``Components.terminate`` first to
