@@ -128,6 +128,13 @@ def run_api(settings: Settings) -> int:
             self.cfg.set("keepalive", 5)
             self.cfg.set("accesslog", None)
             self.cfg.set("logger_class", SharedLogger)
+            # gunicorn's control socket (``gunicornc``: reload, shutdown, add or kill workers) is
+            # one path per user ($XDG_RUNTIME_DIR or ~/.gunicorn/gunicorn.ctl): every instance
+            # on a machine would bind the same file, each taking it from the last (a command
+            # then drives whichever bound last, and the first to stop deletes the others'). It
+            # is also stopped and restarted around each worker's fork. Signals manage the
+            # arbiter (docs/operations.md).
+            self.cfg.set("control_socket_disable", True)
 
         def load(self) -> Any:
             # Each worker opens its own connections after the fork.

@@ -93,3 +93,43 @@ def test_waiting_for_an_api_that_exits_fails_at_once_with_its_log(tmp_path: Path
     # Not the deadline's message: the exit, and why, from the process's own output.
     assert "exited (2) before" in str(failure.value)
     assert "unsupported backend URL 'nosuch://store'" in str(failure.value)
+
+
+def test_two_api_processes_at_once_share_no_control_socket(tmp_path: Path) -> None:
+    # gunicorn's control socket would be $XDG_RUNTIME_DIR/gunicorn.ctl, else
+    # $HOME/.gunicorn/gunicorn.ctl: one path for every instance of a user.
+    home = tmp_path / "home"
+    runtime = tmp_path / "runtime"
+    home.mkdir()
+    runtime.mkdir()
+    processes: list[tuple[Process, str]] = []
+    try:
+        for name in ("first", "second"):
+            url = f"sqlite:///{tmp_path / f'{name}.db'}"
+            port = free_port()
+            env = {
+                "HOME": str(home),
+                "XDG_RUNTIME_DIR": str(runtime),
+                "SCHEDULER_STORE_URL": url,
+                "SCHEDULER_QUEUE_URL": url,
+                "SCHEDULER_PORT": str(port),
+                "SCHEDULER_API_WORKERS": "2",
+                "SCHEDULER_API_AUTH": "none",
+            }
+            processes.append(
+                (Process(["api"], env, tmp_path / f"{name}.log"), f"http://127.0.0.1:{port}")
+            )
+        for process, base in processes:
+            wait_until_healthy(base, process)
+        for _, base in processes:
+            assert http_json("GET", f"{base}{API}/schedule/nope")[0] == 404
+        # No socket file of either, at the shared path or anywhere else under these folders.
+        assert list(home.rglob("*")) == list(runtime.rglob("*")) == []
+        # One stopping leaves the other serving.
+        assert processes[0][0].terminate() == 0
+        assert http_json("GET", f"{processes[1][1]}/healthz")[0] == 200
+    finally:
+        codes = [process.terminate() for process, _ in processes]
+    assert codes == [0, 0]
+    for process, _ in processes:
+        assert "Control socket" not in process.output(), process.output()
