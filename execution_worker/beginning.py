@@ -33,6 +33,7 @@ from shared.errors import Transient
 from shared.model import Execution, ExecutionStatus, Occurrence, Schedule
 from shared.ports import Clock, DeliveryTarget, MessageQueue, Store
 from shared.settings import Settings
+from shared.targets import DeliveryPayload
 from shared.timeutil import utc_ms
 
 
@@ -71,7 +72,7 @@ class CheckAndBegin:
         self,
         store: Store,
         occurrences: MessageQueue,
-        target: DeliveryTarget,
+        target: DeliveryTarget[DeliveryPayload],
         hosts: HostLimits[Held],
         settings: Settings,
         owner: str,

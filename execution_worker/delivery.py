@@ -1,7 +1,7 @@
 """Delivery, on the executor's event loop: each begun occurrence waits for its exact moment, goes
-to its target through the ``DeliveryTarget`` port (``shared.adapters.http_target``: a webhook
-call), and the target's verdict decides the next step (``shared.retry.next_step``: succeeded,
-retry after a backoff, or failed)."""
+to its target through the ``DeliveryTarget`` port (``shared.adapters.targets``: a webhook call,
+a message on an SQS queue, a publish to an SNS topic), and the target's verdict decides the
+next step (``shared.retry.next_step``: succeeded, retry after a backoff, or failed)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,13 @@ from execution_worker.settler import Settled
 from shared.model import AttemptOutcome
 from shared.ports import Clock, DeliveryTarget
 from shared.retry import next_step
+from shared.targets import DeliveryPayload
 
 
 class Delivery:
-    def __init__(self, target: DeliveryTarget, clock: Clock, max_receives: int) -> None:
+    def __init__(
+        self, target: DeliveryTarget[DeliveryPayload], clock: Clock, max_receives: int
+    ) -> None:
         self.target = target
         self.clock = clock
         self.max_receives = max_receives
@@ -32,7 +35,7 @@ class Delivery:
         call.started = now
         definition = call.schedule.live_definition
         delivered = await self.target.deliver(
-            item.occurrence, definition.payload, execution.attempts, call.started
+            item.occurrence, definition.payload, execution.attempts, call.started, definition.name
         )
         # The queue dead-letters a message delivered max_receives times: then this is the last.
         deliveries_left = item.message.receive_count < self.max_receives

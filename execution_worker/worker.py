@@ -45,7 +45,7 @@ from execution_worker.settling import Settling
 from execution_worker.signers import TenantSigners
 from execution_worker.threads import WorkThread
 from execution_worker.timer import CHECK_LEAD, PREPARE_AHEAD, Held, HeldOccurrences
-from shared.adapters.http_target import HttpTarget
+from shared.adapters.targets import TargetContext, Targets
 from shared.backends import secret_box
 from shared.backoff import Backoff
 from shared.errors import Transient
@@ -100,7 +100,7 @@ class Executor:
         self.observer = ExecutorObserver(self.owner)
         self.held = HeldOccurrences()
         self.hosts: HostLimits[Held] = HostLimits()
-        self.target = HttpTarget(sender, self.signers.signer, self.clock)
+        self.target = Targets.of(TargetContext(sender, self.signers.signer, self.clock, settings))
         self.receiving = Receiving(occurrences, dead_letters, settings, self.clock)
         self.checking = CheckAndBegin(
             store,

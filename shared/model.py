@@ -19,6 +19,9 @@ from shared.executions import ExecutionStatus as ExecutionStatus
 from shared.executions import nominal_time as nominal_time
 from shared.executions import tenths as tenths
 from shared.formats import occurrence_id
+from shared.jsonvalues import optional_int
+from shared.targets import DeliveryPayload, payload_from_document
+from shared.targets.http import Payload as Payload
 from shared.timeutil import to_epoch_ms, utc_ms
 
 # A schedule's timing has its own module; the records here hold it, and name it for callers.
@@ -26,45 +29,6 @@ from shared.timing import JSON as JSON
 from shared.timing import Every as Every
 from shared.timing import Timing as Timing
 from shared.timing import Unit as Unit
-
-
-@dataclass(frozen=True)
-class Payload:
-    """The HTTP call an occurrence makes."""
-
-    method: str
-    url: str
-    headers: Mapping[str, str] = field(default_factory=dict)
-    query: Mapping[str, str | list[str]] = field(default_factory=dict)
-    body: JSON = None
-    timeout_seconds: float = 10.0
-    # At most this many calls in flight to the URL's host (None: the executor's setting).
-    calls_per_host: int | None = None
-
-    def to_document(self) -> dict[str, JSON]:
-        document: dict[str, JSON] = {
-            "method": self.method,
-            "url": self.url,
-            "headers": dict(self.headers),
-            "queryParameters": dict(self.query),
-            "body": self.body,
-            "timeout_seconds": self.timeout_seconds,
-        }
-        if self.calls_per_host is not None:
-            document["calls_per_host"] = self.calls_per_host
-        return document
-
-    @classmethod
-    def from_document(cls, document: Mapping[str, JSON]) -> Payload:
-        return cls(
-            method=document["method"],
-            url=document["url"],
-            headers=dict(document.get("headers") or {}),
-            query=dict(document.get("queryParameters") or {}),
-            body=document.get("body"),
-            timeout_seconds=float(document.get("timeout_seconds", 10.0)),
-            calls_per_host=_optional_int(document.get("calls_per_host")),
-        )
 
 
 @dataclass(frozen=True)
@@ -133,7 +97,8 @@ class ScheduleDefinition:
     """What a client asked for, validated. ``request`` keeps the body as the client sent it."""
 
     timing: Timing
-    payload: Payload
+    # The delivery target: an HTTP call (``Payload``), or a message for an AWS queue or topic.
+    payload: DeliveryPayload
     name: str = ""
     description: str = ""
     type: str = "API"
@@ -171,7 +136,7 @@ class ScheduleDefinition:
     def from_document(cls, document: Mapping[str, JSON]) -> ScheduleDefinition:
         return cls(
             timing=Timing.from_document(document["timing"]),
-            payload=Payload.from_document(document["payload"]),
+            payload=payload_from_document(document["payload"]),
             name=document.get("name", ""),
             description=document.get("description", ""),
             type=document.get("type", "API"),
@@ -182,7 +147,7 @@ class ScheduleDefinition:
             metadata=dict(document.get("metadata") or {}),
             request=dict(document.get("request") or {}),
             jitter_seconds=float(document.get("jitter_seconds", 0.0)),
-            pause_after_failures=_optional_int(document.get("pause_after_failures")),
+            pause_after_failures=optional_int(document.get("pause_after_failures")),
             on_failure=FailureHook.from_document(hook)
             if (hook := document.get("on_failure"))
             else None,
@@ -290,7 +255,3 @@ class Occurrence:
             object.__setattr__(
                 self, "occurrence_id", occurrence_id(self.schedule_id, self.scheduled_time)
             )
-
-
-def _optional_int(value: JSON) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -23,12 +23,12 @@ from shared.model import (
     Execution,
     ExecutionStatus,
     Occurrence,
-    Payload,
     Schedule,
     ScheduleDefinition,
     ScheduleStatus,
 )
 from shared.retry import Verdict
+from shared.targets import DeliveryPayload
 from shared.timeutil import UTC, utc_ms
 
 
@@ -673,6 +673,9 @@ class WebhookRequest:
     headers: Mapping[str, str]
     body: bytes | None
     timeout_seconds: float
+    # How much of the answer's body to give back whole in ``WebhookResponse.body`` (a token
+    # endpoint's answer, a body a check reads); at most the sender's ``MAX_BODY_BYTES``.
+    body_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -686,6 +689,9 @@ class WebhookResponse:
     # body was longer.
     body_excerpt: bytes = b""
     body_truncated: bool = False
+    # The first ``WebhookRequest.body_bytes`` of the body, and whether that was all of it.
+    body: bytes = b""
+    body_complete: bool = True
 
 
 class WebhookSender(ABC):
@@ -723,21 +729,28 @@ class Delivered:
     truncated: bool = False
 
 
-class DeliveryTarget(ABC):
-    """Delivers occurrences to one kind of target (an HTTP webhook), on an event loop, many at
-    once. One module per kind implements it (``shared.adapters.http_target``)."""
+P = TypeVar("P", bound=DeliveryPayload)
+
+
+class DeliveryTarget(ABC, Generic[P]):
+    """Delivers occurrences to one kind of target (``shared.targets``: an HTTP webhook, an SQS
+    queue, an SNS topic), on an event loop, many at once. One module per kind implements it
+    (``shared.adapters.http_target``, ``sqs_target``, ``sns_target``);
+    ``shared.adapters.targets.Targets`` hands each payload to the one of its kind."""
 
     @abstractmethod
-    def destination(self, payload: Payload) -> str:
-        """What deliveries in flight are counted by (``executor_calls_per_host``)."""
+    def destination(self, payload: P) -> str:
+        """What deliveries in flight are counted by (``executor_calls_per_host``): a host, a
+        queue, a topic."""
 
     @abstractmethod
     async def deliver(
-        self, occurrence: Occurrence, payload: Payload, attempt: int, now: datetime
+        self, occurrence: Occurrence, payload: P, attempt: int, now: datetime, schedule_name: str
     ) -> Delivered:
-        """Make attempt number ``attempt`` of ``occurrence``, starting at ``now``. A failure of
-        the target (no answer, a refused target, an answer that is not a success) is a verdict,
-        never an exception."""
+        """Make attempt number ``attempt`` of ``occurrence`` (of the schedule named
+        ``schedule_name``, for its placeholders), starting at ``now``. A failure of the target
+        (no answer, a refused target, an answer that is not a success) is a verdict, never an
+        exception."""
 
     @abstractmethod
     async def close(self) -> None:

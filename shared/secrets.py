@@ -26,6 +26,7 @@ import hashlib
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -36,10 +37,12 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from shared.errors import ConfigurationError, InvalidInput
 from shared.model import JSON, FailureHook, Payload, ScheduleDefinition
 from shared.redaction import MASK, is_secret_name, looks_secret, redact
+from shared.targets import DeliveryPayload
+from shared.targets.sqs import QueuePayload
 
-# The payload fields sealed together into its "sealed" field.
-SEALED_FIELDS = ("url", "headers", "queryParameters", "body")
+# A payload's secret fields (each kind's ``sealed_fields``) are sealed together into this one.
 SEALED = "sealed"
+UNREADABLE = "is masked: send the value itself, or the stored schedule's masked value as shown"
 KEY_BYTES = 32
 NONCE_BYTES = 12
 
@@ -88,14 +91,19 @@ def mask_body(body: JSON, patterns: Iterable[str]) -> JSON:
     return body
 
 
-def masked_payload(payload: Payload, patterns: Iterable[str]) -> dict[str, JSON]:
-    """The payload as an answer shows it."""
+def masked_payload(payload: DeliveryPayload, patterns: Iterable[str]) -> dict[str, JSON]:
+    """The payload as an answer shows it (an OAuth client secret always masked)."""
     patterns = tuple(patterns)
     document = payload.to_document()
-    document["url"] = mask_url(payload.url, patterns)
-    document["headers"] = mask_pairs(payload.headers, patterns)
-    document["queryParameters"] = mask_pairs(payload.query, patterns)
     document["body"] = mask_body(payload.body, patterns)
+    if isinstance(payload, Payload):
+        document["url"] = mask_url(payload.url, patterns)
+        document["headers"] = mask_pairs(payload.headers, patterns)
+        document["queryParameters"] = mask_pairs(payload.query, patterns)
+        if payload.auth is not None:
+            document["auth"]["client_secret"] = MASK
+    elif isinstance(payload, QueuePayload):
+        document["queue_url"] = mask_url(payload.queue_url, patterns)
     return document
 
 
@@ -130,27 +138,69 @@ def _contains_mask(value: Any) -> bool:
     return isinstance(value, str) and MASK in value
 
 
-def carries_mask(part: Payload | FailureHook) -> bool:
-    """Whether a value of the payload's URL, headers, query parameters or body, or of the
-    ``on_failure`` hook's URL or headers, holds ``MASK``."""
+def carries_mask(part: DeliveryPayload | FailureHook) -> bool:
+    """Whether a value of the payload's URL, headers, query parameters, body or OAuth client
+    secret (of a queue's URL or a message's body), or of the ``on_failure`` hook's URL or
+    headers, holds ``MASK``."""
     if isinstance(part, FailureHook):
         return _contains_mask(part.to_document())
-    values = [part.url, *part.headers.values(), *part.query.values(), part.body]
+    if isinstance(part, Payload):
+        values = [part.url, *part.headers.values(), *part.query.values(), part.body]
+        if part.auth is not None:
+            values.append(part.auth.client_secret)
+    elif isinstance(part, QueuePayload):
+        values = [part.queue_url, part.body]
+    else:
+        values = [part.body]
     return any(_contains_mask(value) for value in values)
 
 
 def keep_masked_secrets(
-    payload: Payload, stored: Payload | None, patterns: Iterable[str]
-) -> Payload:
+    payload: DeliveryPayload, stored: DeliveryPayload | None, patterns: Iterable[str]
+) -> DeliveryPayload:
     """``payload`` with each value sent back masked, exactly as an answer showed the stored
     one, replaced by the stored value: a replace can keep a secret it cannot read.
 
     A mask that matches nothing stored is refused (``InvalidInput`` naming the field): it would
-    otherwise be sent to the webhook as the literal ``********``.
+    otherwise be sent to the target as the literal ``********``.
     """
     patterns = tuple(patterns)
     errors: dict[str, str] = {}
-    unreadable = "is masked: send the value itself, or the stored schedule's masked value as shown"
+    same_kind = stored if stored is not None and stored.kind == payload.kind else None
+    body = payload.body
+    if _contains_mask(body):
+        if same_kind is not None and mask_body(same_kind.body, patterns) == body:
+            body = same_kind.body
+        else:
+            errors["payload.body"] = UNREADABLE
+    if isinstance(payload, Payload):
+        kept = _keep_http(payload, same_kind if isinstance(same_kind, Payload) else None, patterns)
+        errors.update(kept[1])
+        result: DeliveryPayload = replace(kept[0], body=body, templated=None)
+    elif isinstance(payload, QueuePayload):
+        queue_url = payload.queue_url
+        if MASK in queue_url:
+            if isinstance(same_kind, QueuePayload) and (
+                mask_url(same_kind.queue_url, patterns) == queue_url
+            ):
+                queue_url = same_kind.queue_url
+            else:
+                errors["payload.queue_url"] = UNREADABLE
+        result = replace(payload, queue_url=queue_url, body=body, templated=None)
+    else:
+        result = replace(payload, body=body, templated=None)
+    if errors:
+        raise InvalidInput(errors)
+    # Whether it holds placeholders is worked out anew, from the values kept.
+    return result
+
+
+def _keep_http(
+    payload: Payload, stored: Payload | None, patterns: tuple[str, ...]
+) -> tuple[Payload, dict[str, str]]:
+    """The HTTP payload's URL, headers, query parameters and OAuth client secret, each kept
+    as stored where it came back masked; and the fields whose mask matches nothing stored."""
+    errors: dict[str, str] = {}
 
     def kept(field: str, name: str, value: Any, stored_pairs: Mapping[str, Any]) -> Any:
         if not _contains_mask(value):
@@ -160,7 +210,7 @@ def keep_masked_secrets(
             same = stored_name.lower() == name.lower() if fold else stored_name == name
             if same and mask_value(stored_name, stored_value, patterns) == value:
                 return stored_value
-        errors[f"payload.{field}.{name}"] = unreadable
+        errors[f"payload.{field}.{name}"] = UNREADABLE
         return value
 
     url = payload.url
@@ -168,13 +218,7 @@ def keep_masked_secrets(
         if stored is not None and mask_url(stored.url, patterns) == url:
             url = stored.url
         else:
-            errors["payload.url"] = unreadable
-    body = payload.body
-    if _contains_mask(body):
-        if stored is not None and mask_body(stored.body, patterns) == body:
-            body = stored.body
-        else:
-            errors["payload.body"] = unreadable
+            errors["payload.url"] = UNREADABLE
     headers = {
         name: kept("headers", name, value, stored.headers if stored else {})
         for name, value in payload.headers.items()
@@ -183,17 +227,23 @@ def keep_masked_secrets(
         name: kept("queryParameters", name, value, stored.query if stored else {})
         for name, value in payload.query.items()
     }
-    if errors:
-        raise InvalidInput(errors)
+    auth = payload.auth
+    if auth is not None and auth.client_secret == MASK:
+        if stored is not None and stored.auth is not None:
+            auth = replace(auth, client_secret=stored.auth.client_secret)
+        else:
+            errors["payload.auth.client_secret"] = UNREADABLE
     return Payload(
         method=payload.method,
         url=url,
         headers=headers,
         query=query,
-        body=body,
+        body=payload.body,
         timeout_seconds=payload.timeout_seconds,
         calls_per_host=payload.calls_per_host,
-    )
+        auth=auth,
+        expect=payload.expect,
+    ), errors
 
 
 class SecretBox:
@@ -216,7 +266,8 @@ class SecretBox:
         ``on_failure`` hook (URL and headers) sealed whole."""
         document = definition.to_document()
         payload = document["payload"]
-        secret = {name: payload.pop(name) for name in SEALED_FIELDS}
+        fields = definition.payload.sealed_fields
+        secret = {name: payload.pop(name) for name in fields if name in payload}
         payload[SEALED] = self._seal(secret)
         if document.get("on_failure") is not None:
             document["on_failure"] = {SEALED: self._seal(document["on_failure"])}

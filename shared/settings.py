@@ -123,6 +123,10 @@ class Settings:
     # Networks webhooks may target although private, loopback, link-local or reserved
     # (comma-separated CIDRs); scheduler dev allows loopback. Everything else non-public is refused.
     allowed_networks: tuple[str, ...] = ()
+    # Where sqs and sns delivery targets are sent (and role_arn assumed): AWS's regional
+    # endpoints when empty; an endpoint of your own, such as LocalStack's, when set (then a
+    # queue URL need not be an AWS one: its host is never contacted either way).
+    target_aws_endpoint_url: str = ""
 
     # Retention: finished execution records, and completed or deleted schedules, are deleted
     # this long after they finished (keep deletes' tombstones longer than queue 1 keeps a
@@ -267,6 +271,12 @@ class Settings:
                 ipaddress.ip_network(network, strict=False)
             except ValueError:
                 raise bad("allowed_networks", f"{network!r} is not a CIDR network") from None
+        if self.target_aws_endpoint_url and not re.match(
+            r"^https?://[^/?#\s]+/?$", self.target_aws_endpoint_url
+        ):
+            raise bad(
+                "target_aws_endpoint_url", "an http(s) URL of a host, such as http://127.0.0.1:4566"
+            )
         if not all(pattern.strip() for pattern in self.secret_headers):
             raise bad("secret_headers", "empty pattern")
         if self.secret_keys:
@@ -277,6 +287,11 @@ class Settings:
                 "required with a MongoDB store (it seals webhook secrets); make one with "
                 "`scheduler secret-key`",
             )
+
+    @property
+    def own_queue_names(self) -> frozenset[str]:
+        """The scheduler's own queues, which no schedule may target."""
+        return frozenset({self.mutations_queue, self.occurrences_queue, self.dead_letter_queue})
 
     def require_backends(self, *names: str) -> None:
         """Every backend URL of ``names`` (the store's and the queues' by default) is set:

@@ -2,7 +2,9 @@
 
 Every delivery of one occurrence carries the same ``Idempotency-Key`` and ``webhook-id`` (the
 occurrence id), signed as Standard Webhooks specifies (``webhook-signature: v1,<base64 HMAC>``;
-with several secrets, one signature each, separated by spaces).
+with several secrets, one signature each, separated by spaces). A payload with placeholders is
+filled in first (``shared.templating``: the URL's query values, header values, query
+parameters and the body's strings), so what is signed and sent is the filled-in request.
 """
 
 from __future__ import annotations
@@ -10,13 +12,17 @@ from __future__ import annotations
 import base64
 import json
 import secrets
+from collections.abc import Mapping
+from dataclasses import replace
 from datetime import datetime
-from urllib.parse import urlencode, urlsplit, urlunsplit
+from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
 from standardwebhooks.webhooks import Webhook
 
 from shared.model import Occurrence, Payload
 from shared.ports import WebhookRequest
+from shared.targets.http import CHECKED_BODY_BYTES
+from shared.templating import TemplateValues, header_value, render_json, render_text
 from shared.timeutil import iso_z
 
 USER_AGENT = "scheduler-service/0.1"
@@ -56,13 +62,49 @@ def url_with_query(url: str, query: dict[str, str | list[str]]) -> str:
     return urlunsplit(parts._replace(query=combined))
 
 
+def filled_in(payload: Payload, values: Mapping[str, str]) -> Payload:
+    """The payload with its placeholders filled in: the URL's query values (percent-encoded),
+    header values (control characters made spaces), query parameters and the body's strings."""
+    url, mark, rest = payload.url.partition("?")
+    if mark:
+        query, hash_mark, fragment = rest.partition("#")
+        url = url + mark + render_text(query, values, _query_value) + hash_mark + fragment
+    return replace(
+        payload,
+        url=url,
+        headers={
+            name: render_text(value, values, header_value)
+            for name, value in payload.headers.items()
+        },
+        query={
+            name: [render_text(item, values, None) for item in value]
+            if isinstance(value, list)
+            else render_text(value, values, None)
+            for name, value in payload.query.items()
+        },
+        body=render_json(payload.body, values),
+        templated=False,
+    )
+
+
+def _query_value(value: str) -> str:
+    return quote(value, safe="")
+
+
 def build_request(
     occurrence: Occurrence,
     payload: Payload,
     attempt: int,
     signer: WebhookSigner | None,
     now: datetime,
+    schedule_name: str = "",
+    authorization: str | None = None,
 ) -> WebhookRequest:
+    """The signed request of attempt ``attempt``; ``authorization`` (a bearer token's
+    header value) replaces any ``Authorization`` header of the payload's."""
+    if payload.templated:
+        values = TemplateValues.of(occurrence, attempt, schedule_name).by_name()
+        payload = filled_in(payload, values)
     method = payload.method.upper()
     body_text = ""
     if payload.body is not None and method not in METHODS_WITHOUT_BODY:
@@ -79,6 +121,10 @@ def build_request(
     )
     if body_text:
         headers.setdefault("Content-Type", "application/json")
+    if authorization is not None:
+        for name in [name for name in headers if name.lower() == "authorization"]:
+            del headers[name]
+        headers["Authorization"] = authorization
     if signer is not None:
         headers["webhook-id"] = occurrence.occurrence_id
         headers["webhook-timestamp"] = str(int(now.timestamp()))
@@ -89,4 +135,5 @@ def build_request(
         headers=headers,
         body=body_text.encode() if body_text else None,
         timeout_seconds=payload.timeout_seconds,
+        body_bytes=CHECKED_BODY_BYTES if payload.expect and payload.expect.reads_body else 0,
     )

@@ -24,7 +24,7 @@ def nx_27017(tmp_path_factory: pytest.TempPathFactory) -> Iterator[peers.Peer]:
 
 @pytest.fixture(scope="session")
 def localstack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[peers.Peer]:
-    """LocalStack (SQS only), started on first use and stopped at the session's end."""
+    """LocalStack (SQS, SNS and STS), started on first use and stopped at the session's end."""
     if not peers.ENABLED:
         pytest.skip(peers.DISABLED_REASON)
     peer = peers.start_localstack(tmp_path_factory.mktemp("localstack"))

@@ -177,12 +177,13 @@ class HttpSender(WebhookSender):
             ) from None
         except aiohttp.ClientError as exc:
             raise WebhookError(f"{type(exc).__name__}: {exc}") from None
-        body = _Body(self.excerpt_bytes)
+        body = _Body(self.excerpt_bytes, min(request.body_bytes, MAX_BODY_BYTES))
         try:
             async with asyncio.timeout_at(deadline):
                 await body.finish(response)
         except (TimeoutError, aiohttp.ClientError):
             # The status is the webhook's answer; the rest of its body is not waited for.
+            body.complete = False
             response.close()
         finally:
             response.release()
@@ -194,8 +195,10 @@ class HttpSender(WebhookSender):
             headers=dict(response.headers.items()),
             duration_ms=duration_ms,
             status_line=f"{status_line} {response.reason}" if response.reason else status_line,
-            body_excerpt=body.excerpt,
+            body_excerpt=bytes(body.excerpt),
             body_truncated=body.truncated,
+            body=bytes(body.whole),
+            body_complete=body.complete,
         )
 
     def _literal_refusal(self, host: str) -> str | None:
@@ -229,12 +232,16 @@ def _why(error: OSError) -> str:
 
 
 class _Body:
-    """An answer's body as it is read: its first ``keep`` bytes, and whether there was more."""
+    """An answer's body as it is read: its first ``keep`` bytes, and whether there was more;
+    and its first ``read`` bytes, and whether that was all of it (``complete``)."""
 
-    def __init__(self, keep: int) -> None:
+    def __init__(self, keep: int, read: int = 0) -> None:
         self.keep = keep
-        self.excerpt = b""
+        self.read = read
+        self.excerpt = bytearray()
         self.truncated = False
+        self.whole = bytearray()
+        self.complete = True
 
     async def finish(self, response: aiohttp.ClientResponse) -> None:
         """Read the body (up to ``MAX_BODY_BYTES``) within the call's deadline, keeping its
@@ -247,6 +254,10 @@ class _Body:
                 return
             if received < self.keep:
                 self.excerpt += chunk[: self.keep - received]
+            if received < self.read:
+                self.whole += chunk[: self.read - received]
             received += len(chunk)
             self.truncated = received > self.keep
+            self.complete = received <= self.read
+        self.complete = False
         response.close()

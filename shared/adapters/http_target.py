@@ -1,29 +1,39 @@
 """The HTTP delivery target: an occurrence becomes a webhook call.
 
 The request is built and signed (``shared.webhooks.build_request``: the payload's method, URL
-and query, headers, ``Idempotency-Key``, ``X-Scheduler-*``, the Standard Webhooks signature with
-the tenant's secrets),
-sent through a ``WebhookSender`` (``shared.adapters.http_sender``: one deadline, no redirects,
-the SSRF guard at connection time), and its answer judged (``shared.retry.judge_response``:
-2xx succeeds; 5xx, 408 and 429 are worth retrying, honouring ``Retry-After``).
+and query, headers, ``Idempotency-Key``, ``X-Scheduler-*``, placeholders filled in, the Standard
+Webhooks signature with the tenant's secrets), sent through a ``WebhookSender``
+(``shared.adapters.http_sender``: one deadline, no redirects, the SSRF guard at connection
+time), and its answer judged (``shared.answer_checks.judge_answer``: 2xx succeeds unless the
+payload's ``expect`` says otherwise; 5xx, 408 and 429 are worth retrying, honouring
+``Retry-After``).
+
+A payload with ``auth`` (OAuth 2.0 client credentials) gets a bearer token first
+(``shared.adapters.oauth_tokens``); a 401 to a token kept from before drops it, and the call is
+made once more with a new one. Token and call share the payload's one deadline.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 from urllib.parse import urlsplit
 
+from shared.adapters.oauth_tokens import TokenError, TokenSource
+from shared.answer_checks import judge_answer
 from shared.model import Occurrence, Payload
 from shared.ports import (
     Clock,
     Delivered,
     DeliveryTarget,
     WebhookError,
+    WebhookRequest,
     WebhookResponse,
     WebhookSender,
 )
-from shared.retry import Verdict, judge_response
+from shared.retry import Verdict
 from shared.webhooks import WebhookSigner, build_request
 
 # The signer of a tenant's calls (its signing secrets), or None to send them unsigned.
@@ -46,32 +56,80 @@ def one_signer(signer: WebhookSigner | None) -> SignerFor:
     return lambda tenant: signer
 
 
-class HttpTarget(DeliveryTarget):
-    def __init__(self, sender: WebhookSender, signers: SignerFor, clock: Clock) -> None:
+class HttpTarget(DeliveryTarget[Payload]):
+    def __init__(
+        self,
+        sender: WebhookSender,
+        signers: SignerFor,
+        clock: Clock,
+        tokens: TokenSource | None = None,
+    ) -> None:
         self.sender = sender
         self.signers = signers
         self.clock = clock
+        self.tokens = tokens or TokenSource(sender, clock)
 
     def destination(self, payload: Payload) -> str:
         return destination(payload.url)
 
     async def deliver(
-        self, occurrence: Occurrence, payload: Payload, attempt: int, now: datetime
+        self,
+        occurrence: Occurrence,
+        payload: Payload,
+        attempt: int,
+        now: datetime,
+        schedule_name: str,
     ) -> Delivered:
         signer = self.signers(occurrence.tenant)
-        request = build_request(occurrence, payload, attempt, signer, now)
+        if payload.auth is None:
+            request = build_request(occurrence, payload, attempt, signer, now, schedule_name)
+            return await self._call(request, payload, now)
+        deadline = time.monotonic() + payload.timeout_seconds
+        try:
+            token, kept = await self.tokens.token(
+                occurrence.tenant, payload.auth, payload.timeout_seconds
+            )
+            request = build_request(
+                occurrence, payload, attempt, signer, now, schedule_name, f"Bearer {token}"
+            )
+            response = await self.sender.send(_within(request, deadline))
+            if response.status == 401 and kept:
+                self.tokens.forget(occurrence.tenant, payload.auth, token)
+                token, _ = await self.tokens.token(occurrence.tenant, payload.auth, _left(deadline))
+                request = build_request(
+                    occurrence, payload, attempt, signer, now, schedule_name, f"Bearer {token}"
+                )
+                response = await self.sender.send(_within(request, deadline))
+        except (TokenError, WebhookError) as exc:
+            return self._no_answer(exc.retryable, str(exc), now)
+        return self._answered(response, payload)
+
+    async def _call(self, request: WebhookRequest, payload: Payload, now: datetime) -> Delivered:
         try:
             response = await self.sender.send(request)
         except WebhookError as exc:
-            finished = self.clock.now()
-            return Delivered(
-                Verdict(succeeded=False, retryable=exc.retryable, reason=str(exc)),
-                finished,
-                (finished - now).total_seconds() * 1000.0,
-            )
+            return self._no_answer(exc.retryable, str(exc), now)
+        return self._answered(response, payload)
+
+    def _no_answer(self, retryable: bool, reason: str, now: datetime) -> Delivered:
         finished = self.clock.now()
         return Delivered(
-            judge_response(response.status, response.headers, finished),
+            Verdict(succeeded=False, retryable=retryable, reason=reason),
+            finished,
+            (finished - now).total_seconds() * 1000.0,
+        )
+
+    def _answered(self, response: WebhookResponse, payload: Payload) -> Delivered:
+        finished = self.clock.now()
+        return Delivered(
+            judge_answer(
+                payload.expect,
+                response.status,
+                response.headers,
+                response.body,
+                response.body_complete,
+                finished,
+            ),
             finished,
             response.duration_ms,
             response.status,
@@ -80,6 +138,18 @@ class HttpTarget(DeliveryTarget):
 
     async def close(self) -> None:
         await self.sender.close()
+
+
+def _left(deadline: float) -> float:
+    """What is left of an attempt's deadline (``WebhookError`` when nothing is)."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise WebhookError("timed out: no answer within the payload's timeout")
+    return left
+
+
+def _within(request: WebhookRequest, deadline: float) -> WebhookRequest:
+    return replace(request, timeout_seconds=_left(deadline))
 
 
 def _answer(response: WebhookResponse) -> tuple[str | None, str | None, bool]:

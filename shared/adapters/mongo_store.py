@@ -286,7 +286,7 @@ class MongoStore(MongoSigningSecrets, Store):
                 )
 
     def _target_of(self, definition: str) -> str:
-        return target_of(self.secrets.open(json.loads(definition)).payload.url)
+        return target_of(self.secrets.open(json.loads(definition)).payload.location)
 
     def close(self) -> None:
         if self.owns_client:
@@ -411,7 +411,7 @@ class MongoStore(MongoSigningSecrets, Store):
             "definition": json.dumps(self.secrets.seal(definition), separators=(",", ":")),
             "name": definition.name,
             "tags": list(definition.tags),
-            "target": target_of(definition.payload.url),
+            "target": target_of(definition.payload.location),
             "name_key": name_key(definition.name),
             "next_schedule_time": maybe(utc_ms, next_schedule_time),
             "slice": schedule_slice(key),

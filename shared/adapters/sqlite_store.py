@@ -84,7 +84,7 @@ class SqliteStore(SqliteSigningSecrets, Store):
         migrate(self.db, self._target_of)
 
     def _target_of(self, definition: str) -> str:
-        return target_of(self.secrets.open(json.loads(definition)).payload.url)
+        return target_of(self.secrets.open(json.loads(definition)).payload.location)
 
     def close(self) -> None:
         self.db.close()
@@ -825,7 +825,7 @@ def _apply_definition(
     """``apply_definition`` in the transaction of ``connection``; ``document``: the sealed
     definition's JSON text."""
     tags = json.dumps(list(definition.tags))
-    target, key = target_of(definition.payload.url), name_key(definition.name)
+    target, key = target_of(definition.payload.location), name_key(definition.name)
     accepted = to_epoch_ms(accepted_at)
     next_ms = maybe(to_epoch_ms, next_schedule_time)
     row = connection.execute(

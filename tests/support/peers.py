@@ -1,4 +1,5 @@
-"""The wire peers: LocalStack (SQS) and nx-27017 (MongoDB), started without Docker.
+"""The wire peers: LocalStack (SQS; SNS and STS for the delivery targets) and nx-27017
+(MongoDB), started without Docker.
 
 ``scripts/peers install`` puts each in its own virtual environment under ``.peers/``;
 ``tests/conftest.py`` starts each once per test session, on a free port of 127.0.0.1 with its
@@ -172,9 +173,9 @@ def start_nx_27017(directory: Path, timeout: float = 30.0) -> Peer:
 def start_localstack(
     directory: Path, timeout: float = 90.0, settings: Mapping[str, str] | None = None
 ) -> Peer:
-    """LocalStack's runtime, SQS only, on 127.0.0.1, reaching nothing beyond loopback; with
-    ``settings`` (its environment variables: docker compose's image's, say) too, save where
-    it listens and keeps its files."""
+    """LocalStack's runtime, SQS (and SNS and STS, for the delivery targets), on 127.0.0.1,
+    reaching nothing beyond loopback; with ``settings`` (its environment variables: docker
+    compose's image's, say) too, save where it listens and keeps its files."""
     python = _executable("localstack/bin/python")
     port = free_port()
     listen = f"127.0.0.1:{port}"
@@ -182,7 +183,7 @@ def start_localstack(
         **(settings or {}),
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(directory),
-        "SERVICES": "sqs",
+        "SERVICES": "sqs,sns,sts",
         "GATEWAY_LISTEN": listen,
         "LOCALSTACK_HOST": listen,
         # Hypercorn binds the host it is given; the default (twisted) server binds 0.0.0.0.
