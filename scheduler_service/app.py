@@ -16,6 +16,7 @@ from scheduler_service.presenting.problems import problem, register_error_handle
 from scheduler_service.presenting.schemas import ProblemSchema
 from scheduler_service.ratelimit import TenantRateLimiter
 from scheduler_service.requests.bodies import ApiRequest, body_problem
+from scheduler_service.requests.targets import document_targets
 from scheduler_service.routes import BLUEPRINTS
 from scheduler_service.routes.docs import SWAGGER_UI_URL
 from scheduler_service.routes.docs import blp as docs_blueprint
@@ -103,6 +104,7 @@ def create_app(
 
     api = ProblemApi(app)
     document_fields(api)
+    document_targets(api)
     for blueprint in BLUEPRINTS:
         api.register_blueprint(blueprint)
     app.register_blueprint(docs_blueprint)

@@ -54,6 +54,9 @@ RESERVED_HEADERS = frozenset(
     }
 )
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+# A placeholder in a URL's query (``shared.templating``): the spaces inside its braces are its
+# own, not the URL's.
+_PLACEHOLDER = re.compile(r"\{\{[ \t]{0,8}[A-Za-z0-9_.]{1,64}[ \t]{0,8}\}\}")
 
 
 def check_year(year: int) -> None:
@@ -85,8 +88,9 @@ def check_zone_name(value: str) -> None:
 
 
 def check_http_url(value: str) -> None:
-    """An ``http://`` or ``https://`` URL with a host, no credentials, nothing to encode."""
-    if _CONTROL.search(value) or " " in value:
+    """An ``http://`` or ``https://`` URL with a host, no credentials, nothing to encode (but
+    the spaces inside a placeholder's braces)."""
+    if _CONTROL.search(value) or " " in _PLACEHOLDER.sub("", value):
         raise ValueError("the URL has spaces or control characters; percent-encode them")
     try:
         parts = urlsplit(value)
@@ -99,6 +103,11 @@ def check_http_url(value: str) -> None:
         raise ValueError("the URL has no host")
     if parts.username or parts.password:
         raise ValueError("credentials in the URL are not allowed; use headers")
+
+
+def check_single_line(value: str) -> None:
+    if _CONTROL.search(value):
+        raise ValueError("control characters are not allowed")
 
 
 def check_method(value: str) -> None:

@@ -37,7 +37,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from shared.errors import ConfigurationError, InvalidInput
 from shared.model import JSON, FailureHook, Payload, ScheduleDefinition
 from shared.redaction import MASK, is_secret_name, looks_secret, redact
-from shared.targets import DeliveryPayload
+from shared.targets import DeliveryPayload, payload_body
 from shared.targets.sqs import QueuePayload
 
 # A payload's secret fields (each kind's ``sealed_fields``) are sealed together into this one.
@@ -94,7 +94,7 @@ def mask_body(body: JSON, patterns: Iterable[str]) -> JSON:
 def masked_payload(payload: DeliveryPayload, patterns: Iterable[str]) -> dict[str, JSON]:
     """The payload as an answer shows it (an OAuth client secret always masked)."""
     patterns = tuple(patterns)
-    document = payload.to_document()
+    document = payload_body(payload)
     document["body"] = mask_body(payload.body, patterns)
     if isinstance(payload, Payload):
         document["url"] = mask_url(payload.url, patterns)

@@ -1,6 +1,7 @@
-"""The call a schedule makes and what happens when it fails: ``payload``, ``on_failure``,
-``retry`` and ``misfire`` of a body, loaded as domain objects; the call's limits are the
-domain's (``shared.definition_rules``)."""
+"""What happens when a schedule's call fails: ``on_failure``, ``retry`` and ``misfire`` of a
+body, loaded as domain objects (the call itself, ``payload``, by its kind:
+``scheduler_service.requests.targets``); the call's limits are the domain's
+(``shared.definition_rules``)."""
 
 from __future__ import annotations
 
@@ -9,62 +10,11 @@ from typing import Any
 from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validate
 
 from scheduler_service.requests.fields import JsonNumber, WholeNumber, domain
-from shared.definition_rules import (
-    MAX_URL_LENGTH,
-    check_headers,
-    check_http_url,
-    check_method,
-    check_query,
-)
-from shared.model import FailureHook, Misfire, MisfirePolicy, Payload, RetryPolicy
+from shared.definition_rules import MAX_URL_LENGTH, check_headers, check_http_url
+from shared.model import FailureHook, Misfire, MisfirePolicy, RetryPolicy
 
 http_url = domain(check_http_url)
 headers_rule = domain(check_headers)
-
-
-class PayloadSchema(Schema):
-    class Meta:
-        unknown = RAISE
-
-    method = fields.String(required=True, validate=domain(check_method))
-    url = fields.String(
-        required=True, validate=[validate.Length(min=1, max=MAX_URL_LENGTH), http_url]
-    )
-    headers = fields.Dict(
-        keys=fields.String(), values=fields.Raw(), load_default=dict, validate=headers_rule
-    )
-    queryParameters = fields.Dict(
-        keys=fields.String(), values=fields.Raw(), load_default=dict, validate=domain(check_query)
-    )
-    body = fields.Raw(allow_none=True, load_default=None)
-    timeout_seconds = JsonNumber(
-        load_default=10.0, validate=validate.Range(min=0.001, max=300, min_inclusive=True)
-    )
-    calls_per_host = WholeNumber(
-        load_default=None,
-        allow_none=True,
-        validate=validate.Range(1, 1000),
-        metadata={
-            "description": "At most this many calls in flight to the URL's host "
-            "(default: the executor's SCHEDULER_EXECUTOR_CALLS_PER_HOST)."
-        },
-    )
-
-    @post_load
-    def to_payload(self, data: dict[str, Any], **_: Any) -> Payload:
-        query = {
-            name: [str(v) for v in value] if isinstance(value, list) else str(value)
-            for name, value in data["queryParameters"].items()
-        }
-        return Payload(
-            method=data["method"].upper(),
-            url=data["url"],
-            headers=dict(data["headers"]),
-            query=query,
-            body=data["body"],
-            timeout_seconds=data["timeout_seconds"],
-            calls_per_host=data["calls_per_host"],
-        )
 
 
 class FailureHookSchema(Schema):

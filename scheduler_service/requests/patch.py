@@ -4,11 +4,12 @@ The stored definition is written back as the body a ``PUT`` would send, the patc
 onto it (objects merge member by member, ``null`` removes a member, anything else replaces),
 and the result takes the ``PUT`` path: the same validation, a new revision, queue 1.
 
-One exception to the member-by-member merge: a ``schedule`` that names its form (the first
+Two exceptions to the member-by-member merge: a ``schedule`` that names its form (the first
 member of a notation of ``shared.notations``: ``at``, ``interval``, ``cron``, ``rrule``, the
 blueprint's ``start_date``) replaces the stored one whole, so a cron schedule can become an
 interval without removing ``cron`` by hand; one that does not (e.g. only ``end``) merges into
-it.
+it. And a ``payload`` that names another ``kind`` than the stored one's (``sqs`` for an
+``http`` call) replaces it whole.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from scheduler_service.requests.schedule import ScheduleBodySchema, ScheduleRequ
 from shared.errors import InvalidInput
 from shared.model import JSON, ScheduleDefinition
 from shared.notations import NOTATIONS
+from shared.targets import payload_body
 
 # The members that name a notation: a PATCH naming one replaces the stored schedule whole.
 TIMING_FORMS = tuple(notation.form for notation in NOTATIONS)
@@ -53,7 +55,12 @@ class SchedulePatchSchema(Schema):
             f"({', '.join(TIMING_FORMS)}) replaces it whole"
         }
     )
-    payload = fields.Raw(metadata={"description": 'merged: e.g. {"url": …} changes the URL'})
+    payload = fields.Raw(
+        metadata={
+            "description": 'merged: e.g. {"url": …} changes the URL; one that names another '
+            "kind replaces it whole"
+        }
+    )
     metadata = fields.Raw(allow_none=True)
     tags = fields.Raw(allow_none=True)
     priority = fields.Raw(allow_none=True)
@@ -72,7 +79,7 @@ def stored_body(definition: ScheduleDefinition) -> dict[str, JSON]:
         "description": definition.description,
         "type": definition.type,
         "schedule": dict(schedule),
-        "payload": definition.payload.to_document(),
+        "payload": payload_body(definition.payload),
         "metadata": dict(definition.metadata),
         "tags": list(definition.tags),
         "priority": definition.priority,
@@ -102,6 +109,13 @@ def patched_body(stored: dict[str, JSON], patch: dict[str, JSON]) -> dict[str, J
     schedule = patch.get("schedule")
     if isinstance(schedule, dict) and any(form in schedule for form in TIMING_FORMS):
         stored = {**stored, "schedule": {}}
+    payload, stored_payload = patch.get("payload"), stored.get("payload")
+    if (
+        isinstance(payload, dict)
+        and isinstance(stored_payload, dict)
+        and payload.get("kind", stored_payload.get("kind")) != stored_payload.get("kind")
+    ):
+        stored = {**stored, "payload": {}}
     merged: dict[str, JSON] = merge_patch(stored, patch)
     return merged
 

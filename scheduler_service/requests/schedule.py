@@ -1,8 +1,8 @@
 """A create or replace body, a preview's and a backfill's, loaded into the domain: nothing past
-them sees the JSON. The parts are read by ``timing`` (the ``schedule`` object), ``call``
-(``payload``, ``on_failure``, ``retry``, ``misfire``) and ``fields``; the domain checks of the
-parts read run even when another field is bad, so that one answer names every bad field
-(``DomainChecked``).
+them sees the JSON. The parts are read by ``timing`` (the ``schedule`` object), ``targets``
+(``payload``, by its kind), ``call`` (``on_failure``, ``retry``, ``misfire``) and ``fields``;
+the domain checks of the parts read run even when another field is bad, so that one answer
+names every bad field (``DomainChecked``).
 """
 
 from __future__ import annotations
@@ -15,12 +15,7 @@ from typing import Any
 from flask import current_app, has_app_context
 from marshmallow import EXCLUDE, RAISE, Schema, ValidationError, fields, post_load, validate
 
-from scheduler_service.requests.call import (
-    FailureHookField,
-    MisfireSchema,
-    PayloadSchema,
-    RetrySchema,
-)
+from scheduler_service.requests.call import FailureHookField, MisfireSchema, RetrySchema
 from scheduler_service.requests.fields import (
     DateTimeText,
     InstantText,
@@ -29,6 +24,7 @@ from scheduler_service.requests.fields import (
     WholeNumber,
     domain,
 )
+from scheduler_service.requests.targets import PayloadField
 from scheduler_service.requests.timing import ScheduleSpecSchema
 from shared.definition_rules import (
     MAX_JITTER_SECONDS,
@@ -111,7 +107,7 @@ class ScheduleBodySchema(DomainChecked):
     description = fields.String(load_default="", validate=validate.Length(max=2000))
     type = fields.String(load_default="API", validate=OneOfAnyCase(["API"]))
     schedule = fields.Nested(ScheduleSpecSchema, required=True)
-    payload = fields.Nested(PayloadSchema, required=True)
+    payload = PayloadField(required=True)
     metadata = fields.Dict(
         keys=fields.String(),
         values=fields.Raw(),

@@ -1,7 +1,8 @@
 """The checks a definition passes before it is accepted, and a preview of a timing's times.
 
-The domain's checks (``shared.validation``, ``shared.ssrf``) with this deployment's settings:
-the minimum interval, the networks a target may be in, the deliveries a message gets. Each
+The domain's checks (``shared.validation``, ``shared.ssrf``, each payload kind's ``problems``)
+with this deployment's settings: the minimum interval, the networks a target may be in, where
+AWS targets are sent, the deliveries a message gets. Each
 names the field it refuses by its canonical name (``schedule.cron``, ``payload.url``); the
 routes name it as the body did (``scheduler_service.requests.schedule.as_sent``).
 """
@@ -20,6 +21,9 @@ from shared.ports import Clock
 from shared.recurrence import SEARCH_HORIZON, Bounded, OneTime, TooMuchWork, cpu_budget, instant_in
 from shared.settings import Settings
 from shared.ssrf import TargetPolicy, TargetRefused
+from shared.targets.rules import TargetRules
+from shared.targets.sns import TopicPayload
+from shared.targets.sqs import QueuePayload
 from shared.timeutil import iso_z, load_zone
 from shared.validation import check_timing
 
@@ -38,6 +42,11 @@ class DefinitionChecks:
         self.settings = settings
         self.clock = clock
         self.targets = TargetPolicy(settings.allowed_networks)
+        self.rules = TargetRules(
+            self.targets,
+            own_aws_endpoint=bool(settings.target_aws_endpoint_url),
+            own_queue_names=settings.own_queue_names,
+        )
 
     def check(self, timing: Timing, now: datetime, schedule_id: str | None = None) -> Bounded:
         """The recurrence of a parsed timing, its domain checks passed (``shared.validation``);
@@ -95,8 +104,9 @@ class DefinitionChecks:
             except InvalidInput as exc:
                 errors.update(exc.fields)
         checks: list[Callable[[], object]] = []
-        if isinstance(parts.get("payload"), Payload):
-            checks.append(lambda: self.check_target(parts["payload"].url))
+        if isinstance(parts.get("payload"), Payload | QueuePayload | TopicPayload):
+            for name, message in parts["payload"].problems(self.rules).items():
+                errors[name] = [message]
         if isinstance(parts.get("on_failure"), FailureHook):
             checks.append(lambda: self.check_target(parts["on_failure"].url, "on_failure.url"))
         if isinstance(parts.get("retry"), RetryPolicy):

@@ -33,3 +33,11 @@ KINDS: dict[str, Callable[[Mapping[str, JSON]], DeliveryPayload]] = {
 def payload_from_document(document: Mapping[str, JSON]) -> DeliveryPayload:
     """The payload a stored document describes (``http`` when it names no kind)."""
     return KINDS[document.get("kind", HTTP)](document)
+
+
+def payload_body(payload: DeliveryPayload) -> dict[str, JSON]:
+    """The payload as a request body gives it (what the API shows, masked, and a ``PATCH``
+    merges onto): its document without what the service works out itself."""
+    document = payload.to_document()
+    document.pop("templated", None)
+    return document

@@ -186,3 +186,48 @@ def test_the_enums_listed_once_still_accept_any_letter_case(api: tuple[Pipeline,
     refused = pipeline.client.post("/scheduler-service/v1/schedule", json=wrong)
     assert refused.status_code == 400
     assert [error["field"] for error in refused.get_json()["errors"]] == ["schedule.am_pm"]
+
+
+def test_a_generated_client_creates_every_kind_of_target(
+    api: tuple[Pipeline, str], tmp_path: Path
+) -> None:
+    pipeline, url = api
+    package = generate(url, tmp_path)
+    create = importlib.import_module(f"{PACKAGE}.api.schedules.create_schedule")
+    models = importlib.import_module(f"{PACKAGE}.models")
+    client = package.Client(base_url=url)
+    payloads = {
+        "http": {
+            "method": "POST",
+            "url": "https://example.com/hook?run={{ occurrence.id }}",
+            "auth": {
+                "type": "oauth2_client_credentials",
+                "token_url": "https://auth.example.com/token",
+                "client_id": "c",
+                "client_secret": "s",
+                "scopes": ["a"],
+            },
+            "expect": {"status": ["2xx", 304], "json": {"pointer": "/ok", "equals": True}},
+        },
+        "sqs": {
+            "kind": "sqs",
+            "queue_url": "https://sqs.eu-west-1.amazonaws.com/123456789012/q.fifo",
+            "message_group_id": "g",
+            "body": {"at": "{{ occurrence.scheduled_time }}"},
+        },
+        "sns": {
+            "kind": "sns",
+            "topic_arn": "arn:aws:sns:eu-west-1:123456789012:t",
+            "role_arn": "arn:aws:iam::123456789012:role/r",
+        },
+    }
+    types = {"http": models.HttpPayload, "sqs": models.QueuePayload, "sns": models.TopicPayload}
+    for kind, payload in payloads.items():
+        body = models.ScheduleBody.from_dict(
+            {"name": kind, "schedule": {"cron": "0 9 * * *"}, "payload": payload}
+        )
+        assert isinstance(body.payload, types[kind])
+        accepted = create.sync(client=client, body=body)
+        assert isinstance(accepted, models.Accepted), accepted
+        stored = pipeline.wait_until_stored(accepted.id)
+        assert stored["payload"]["kind"] == kind
