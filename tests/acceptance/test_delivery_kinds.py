@@ -1,0 +1,254 @@
+"""Every kind of delivery target, end to end, as a user runs the service: ``scheduler dev``, and
+the four components on the wire peers (MongoDB on nx-27017, SQS on LocalStack). The user's
+queue and topic are on LocalStack too (``SCHEDULER_TARGET_AWS_ENDPOINT_URL``); what arrived is
+read from them, and the webhook's calls from a local receiver.
+
+One run covers: an HTTP call with placeholders, an OAuth token and an answer check; a message on
+a standard queue, on a FIFO queue, and a publish to a topic delivering to a queue; an answer
+that fails its check (retried, then dead-lettered with the reason); and a queue that does not
+exist (dead-lettered, the schedule paused after one failure, ``on_failure`` told).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from shared.timeutil import iso_z
+from tests.support.harness import API
+from tests.support.peers import Peer, component_backends
+from tests.support.processes import Process, http_json, running_components
+from tests.support.receiver import Call, Receiver, running_receiver
+from tests.support.user_aws import UserAws, user_aws
+
+pytestmark = pytest.mark.slow
+
+
+class Webhook:
+    """The user's webhook (answers with the JSON its check wants, to the right token only),
+    their token endpoint, and their failure hook."""
+
+    def __init__(self) -> None:
+        self.tokens_issued = 0
+
+    def answer(self, call: Call) -> tuple[int, dict[str, str]]:
+        if call.path == "/oauth/token":
+            return 200, {"Content-Type": "application/json"}
+        if call.path.startswith("/hook") and call.headers.get("authorization") != "Bearer tok-1":
+            return 401, {}
+        return 200, {"Content-Type": "application/json"}
+
+    def body(self, call: Call) -> bytes:
+        if call.path == "/oauth/token":
+            self.tokens_issued += 1
+            return json.dumps(
+                {
+                    "access_token": f"tok-{self.tokens_issued}",
+                    "token_type": "bearer",
+                    "expires_in": 3600,
+                }
+            ).encode()
+        if call.path == "/picky":
+            return b"NOPE"
+        return b'{"state": "done"}'
+
+
+def schedules(receiver: str, aws: UserAws) -> dict[str, tuple[dict[str, Any], str | None]]:
+    """Each schedule's payload and extra fields, and the queue its messages arrive on. All
+    fire at one time (``at``, or the ``start`` of a recurring ``schedule``)."""
+    standard, fifo, subscriber = aws.queue(), aws.queue(fifo=True), aws.queue()
+    topic = aws.topic(subscriber)
+    missing = standard.rsplit("/", 1)[0] + "/nobody-made-this-queue"
+    template = {
+        "run": "{{ occurrence.id }}",
+        "name": "{{ schedule.name }}",
+        "try": "{{ occurrence.attempt }}",
+    }
+    return {
+        "http": (
+            {
+                "payload": {
+                    "method": "POST",
+                    "url": f"{receiver}/hook?at={{{{ occurrence.scheduled_time }}}}",
+                    "body": template,
+                    "auth": {
+                        "type": "oauth2_client_credentials",
+                        "token_url": f"{receiver}/oauth/token",
+                        "client_id": "me",
+                        "client_secret": "my-client-secret",
+                    },
+                    "expect": {"json": {"pointer": "/state", "equals": "done"}},
+                }
+            },
+            None,
+        ),
+        "sqs": ({"payload": {"kind": "sqs", "queue_url": standard, "body": template}}, standard),
+        "fifo": ({"payload": {"kind": "sqs", "queue_url": fifo, "body": template}}, fifo),
+        "sns": ({"payload": {"kind": "sns", "topic_arn": topic, "body": template}}, subscriber),
+        "picky": (
+            {
+                "payload": {
+                    "method": "GET",
+                    "url": f"{receiver}/picky",
+                    "expect": {"body_contains": "OK"},
+                },
+                "retry": {"max_attempts": 2, "backoff_seconds": 0.1},
+            },
+            None,
+        ),
+        "missing": (
+            {
+                # Recurring: a one-time schedule ends with its run, and only an active one pauses.
+                "schedule": {"interval": {"number": 1, "unit": "hour"}},
+                "payload": {"kind": "sqs", "queue_url": missing, "body": "lost"},
+                "pause_after_failures": 1,
+                "on_failure": f"{receiver}/failures",
+            },
+            None,
+        ),
+    }
+
+
+def history(base: str, schedule_id: str) -> list[dict[str, Any]]:
+    """A schedule's runs, newest first (none while its create is still queued: a 404)."""
+    status, page = http_json("GET", f"{base}{API}/schedule/{schedule_id}/executions")
+    if status == 404:
+        return []
+    assert status == 200, page
+    items: list[dict[str, Any]] = page["items"]
+    return items
+
+
+def wait_until_final(base: str, ids: dict[str, str], timeout: float = 45.0) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    runs: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        runs = {name: history(base, schedule_id) for name, schedule_id in ids.items()}
+        if all(items and items[0]["status"] in ("succeeded", "failed") for items in runs.values()):
+            return runs
+        time.sleep(0.3)
+    raise AssertionError(f"not all final in {timeout}s: {runs}")
+
+
+def every_kind_fires(base: str, receiver: Receiver, aws: UserAws) -> None:
+    made = schedules(receiver.url, aws)
+    # A few seconds after the user's queues and topic are made, to create six schedules in.
+    at = iso_z(datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=5))
+    ids: dict[str, str] = {}
+    arrives_on: dict[str, str] = {}
+    for name, (fields, queue) in made.items():
+        timing = {**fields["schedule"], "start": at} if "schedule" in fields else {"at": at}
+        body = {"name": f"Kind {name}", **fields, "schedule": timing}
+        status, created = http_json("POST", f"{base}{API}/schedule", body)
+        assert status == 202, created
+        ids[name] = created["id"]
+        if queue is not None:
+            arrives_on[name] = queue
+    runs = wait_until_final(base, ids)
+
+    assert {name: items[0]["status"] for name, items in runs.items()} == {
+        "http": "succeeded",
+        "sqs": "succeeded",
+        "fifo": "succeeded",
+        "sns": "succeeded",
+        "picky": "failed",
+        "missing": "failed",
+    }
+    occurrence = {name: f"{schedule_id}:{at}" for name, schedule_id in ids.items()}
+    for name, queue in arrives_on.items():
+        [message] = aws.arrived(queue, 1)
+        assert message.json() == {"run": occurrence[name], "name": f"Kind {name}", "try": "1"}
+        assert message.attributes["Scheduler-Occurrence-Id"] == occurrence[name]
+        assert message.attributes["Scheduler-Schedule-Id"] == ids[name]
+        if name == "fifo":
+            assert (message.group_id, message.deduplication_id) == (ids[name], occurrence[name])
+    hooks = [call for call in receiver.calls if call.path == "/hook"]
+    assert [call.json() for call in hooks] == [
+        {"run": occurrence["http"], "name": "Kind http", "try": "1"}
+    ]
+    assert hooks[0].query["at"] == [at]
+    assert [call.path for call in receiver.calls].count("/oauth/token") == 1
+    # The answer that failed its check: retried, each attempt's reason recorded.
+    status, picky = http_json(
+        "GET", f"{base}{API}/schedule/{ids['picky']}/executions/{occurrence['picky']}"
+    )
+    assert status == 200, picky
+    assert [attempt["error"] for attempt in picky["attempt_log"]] == [
+        'HTTP 200: the body does not contain "OK"'
+    ] * 2
+    # The queue nobody made: dead-lettered, the schedule paused, on_failure told of both.
+    assert "NonExistentQueue" in runs["missing"][0]["error"]
+    status, letters = http_json("GET", f"{base}{API}/dead-letters")
+    assert {item["occurrence_id"] for item in letters["items"]} == {
+        occurrence["picky"],
+        occurrence["missing"],
+    }
+    status, paused = http_json("GET", f"{base}{API}/schedule/{ids['missing']}")
+    assert paused["paused_by"] == "failures"
+    told: list[str] = []
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        told = [call.json()["type"] for call in receiver.calls if call.path == "/failures"]
+        if len(told) >= 2:
+            break
+        time.sleep(0.1)
+    assert sorted(told) == ["occurrence.dead_lettered", "schedule.paused"]
+
+
+@contextmanager
+def users_aws(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> Iterator[tuple[UserAws, str]]:
+    localstack: Peer = request.getfixturevalue("localstack")
+    with user_aws(localstack, monkeypatch, tmp_path) as aws:
+        yield aws, localstack.url
+
+
+def test_every_kind_fires_end_to_end_on_scheduler_dev(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    webhook = Webhook()
+    with (
+        users_aws(request, monkeypatch, tmp_path) as (aws, endpoint),
+        running_receiver(webhook.answer, webhook.body) as receiver,
+    ):
+        dev = Process(
+            ["dev", "--port", "0", "--data-dir", str(tmp_path / "data")],
+            {"SCHEDULER_TARGET_AWS_ENDPOINT_URL": endpoint},
+            tmp_path / "dev.log",
+        )
+        try:
+            base = dev.wait_for_output(r"API on (http://127\.0\.0\.1:\d+)").group(1)
+            every_kind_fires(base, receiver, aws)
+        finally:
+            assert dev.terminate() == 0, dev.output()[-3000:]
+    assert "Traceback" not in dev.output()
+    assert "my-client-secret" not in dev.output() and "tok-1" not in dev.output()
+
+
+def test_every_kind_fires_end_to_end_on_the_wire_peers(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    webhook = Webhook()
+    with (
+        component_backends(request, monkeypatch, tmp_path, "wire-peers") as backends,
+        users_aws(request, monkeypatch, tmp_path) as (aws, endpoint),
+        running_receiver(webhook.answer, webhook.body) as receiver,
+    ):
+        env = {
+            **backends.env,
+            "SCHEDULER_API_AUTH": "none",
+            "SCHEDULER_TARGET_AWS_ENDPOINT_URL": endpoint,
+        }
+        with running_components(tmp_path, env) as base:
+            every_kind_fires(base, receiver, aws)
+    for name in ("api", "executor"):
+        log = (tmp_path / f"{name}.log").read_text()
+        assert "my-client-secret" not in log and "tok-1" not in log
