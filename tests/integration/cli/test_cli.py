@@ -4,19 +4,19 @@ that go to the database the API reads, or nowhere."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from werkzeug.serving import make_server
 
 from scheduler_cli.main import main
 from scheduler_client import InvalidRequest, SchedulerClient
-from shared.model import AttemptOutcome, ExecutionStatus, Occurrence
+from shared.model import AttemptOutcome, ExecutionStatus, Occurrence, Schedule
 from tests.support.api import ApiUnderTest, api_under_test
+from tests.support.cli import run
 from tests.support.harness import API
+from tests.support.serving import serving
 
 BODY: dict[str, Any] = {
     "name": "report",
@@ -27,21 +27,17 @@ BODY: dict[str, Any] = {
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[ApiUnderTest, str]]:
-    with api_under_test(tmp_path) as api:
-        server = make_server("127.0.0.1", 0, api.app, threaded=True)
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        try:
-            yield api, f"http://127.0.0.1:{server.server_port}"
-        finally:
-            server.shutdown()
-            thread.join()
+    with api_under_test(tmp_path) as api, serving(api.app) as url:
+        yield api, url
 
 
-def run(capfd: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capfd.readouterr()
-    return code, captured.out, captured.err
+def create_daily(api: ApiUnderTest) -> Schedule:
+    """Schedule ``daily`` (``BODY``) created and stored: as the store holds it."""
+    assert api.client.put(f"{API}/schedule/daily", json=BODY).status_code == 202
+    api.apply()
+    stored = api.backends.store.get_schedule("default", "daily")
+    assert stored is not None
+    return stored
 
 
 def test_list_says_when_more_exist_and_pages_through_them(
@@ -120,16 +116,13 @@ def test_get_and_history_print_readable_values(
     served: tuple[ApiUnderTest, str], capfd: pytest.CaptureFixture[str]
 ) -> None:
     api, url = served
-    api.client.put(f"{API}/schedule/daily", json=BODY)
-    api.apply()
+    stored = create_daily(api)
     code, out, _ = run(capfd, "schedules", "get", "daily", "--url", url)
     assert code == 0
     assert "None" not in out
     assert any(line.split() == ["last_run_at:", "-"] for line in out.splitlines())
 
     store = api.backends.store
-    stored = store.get_schedule("default", "daily")
-    assert stored is not None
     now = api.clock.now()
     execution = store.begin_attempt(
         Occurrence("default", "daily", stored.revision, now), "x", now, now
@@ -151,11 +144,8 @@ def test_executions_with_an_occurrence_id_print_each_attempt(
     served: tuple[ApiUnderTest, str], capfd: pytest.CaptureFixture[str]
 ) -> None:
     api, url = served
-    api.client.put(f"{API}/schedule/daily", json=BODY)
-    api.apply()
+    stored = create_daily(api)
     store = api.backends.store
-    stored = store.get_schedule("default", "daily")
-    assert stored is not None
     now = api.clock.now()
     occurrence = Occurrence("default", "daily", stored.revision, now)
     outcomes = [
@@ -195,8 +185,7 @@ def test_the_url_may_be_given_as_dev_prints_it_or_without_its_scheme(
     served: tuple[ApiUnderTest, str], capfd: pytest.CaptureFixture[str]
 ) -> None:
     api, url = served
-    api.client.put(f"{API}/schedule/daily", json=BODY)
-    api.apply()
+    create_daily(api)
     host_port = url.removeprefix("http://")
     for given in (url, f"{url}/", f"{url}/scheduler-service/v1", host_port):
         code, out, err = run(capfd, "schedules", "list", "--url", given)
@@ -208,8 +197,7 @@ def test_pause_and_resume_print_one_line(
     served: tuple[ApiUnderTest, str], capfd: pytest.CaptureFixture[str]
 ) -> None:
     api, url = served
-    api.client.put(f"{API}/schedule/daily", json=BODY)
-    api.apply()
+    create_daily(api)
     code, out, _ = run(capfd, "schedules", "pause", "daily", "--url", url)
     assert (code, out) == (0, "daily (report): paused by user\n")
     code, out, _ = run(capfd, "schedules", "resume", "daily", "--url", url)
@@ -239,11 +227,8 @@ def test_history_by_status(
     served: tuple[ApiUnderTest, str], capfd: pytest.CaptureFixture[str]
 ) -> None:
     api, url = served
-    api.client.put(f"{API}/schedule/daily", json=BODY)
-    api.apply()
+    create_daily(api)
     store = api.backends.store
-    stored = store.get_schedule("default", "daily")
-    assert stored is not None
     now = api.clock.now()
     store.record_skips([(Occurrence("default", "daily", 1, now), "schedule paused")], now)
     code, out, _ = run(capfd, "executions", "daily", "--url", url, "--status", "skipped")

@@ -4,34 +4,20 @@ and creation times, never a secret."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from werkzeug.serving import make_server
 
-from scheduler_cli.main import main
 from tests.support.api import api_under_test
+from tests.support.cli import run
+from tests.support.serving import serving
 
 
 @pytest.fixture
 def url(tmp_path: Path) -> Iterator[str]:
-    with api_under_test(tmp_path) as api:
-        server = make_server("127.0.0.1", 0, api.app, threaded=True)
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        try:
-            yield f"http://127.0.0.1:{server.server_port}"
-        finally:
-            server.shutdown()
-            thread.join()
-
-
-def run(capfd: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capfd.readouterr()
-    return code, captured.out, captured.err
+    with api_under_test(tmp_path) as api, serving(api.app) as served:
+        yield served
 
 
 def test_a_rotation_prints_its_secret_once(url: str, capfd: pytest.CaptureFixture[str]) -> None:
