@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import peers
+from tests.support.api import ApiUnderTest, api_under_test
 
 
 @pytest.fixture(scope="session")
@@ -41,3 +42,11 @@ def component_backends(
     """The backends of ``scheduler`` processes: one SQLite file, or MongoDB and SQS on the wire."""
     with peers.component_backends(request, monkeypatch, tmp_path, request.param) as backends:
         yield backends
+
+
+@pytest.fixture
+def api(tmp_path: Path) -> Iterator[ApiUnderTest]:
+    """The API over embedded backends in this process (``tests.support.api``); a module that
+    wants other settings defines an ``api`` of its own."""
+    with api_under_test(tmp_path) as under_test:
+        yield under_test

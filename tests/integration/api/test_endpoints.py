@@ -4,7 +4,6 @@ secret masking, limits and the OpenAPI document, over the embedded backends."""
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +25,6 @@ BODY: dict[str, Any] = {
     },
     "tags": ["billing"],
 }
-
-
-@pytest.fixture
-def api(tmp_path: Path) -> Iterator[ApiUnderTest]:
-    with api_under_test(tmp_path) as under_test:
-        yield under_test
 
 
 def create(api: ApiUnderTest, schedule_id: str, **changes: Any) -> dict[str, Any]:

@@ -3,7 +3,6 @@ embedded backends through the API."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,7 @@ from shared.errors import Transient
 from shared.messages import decode_occurrence
 from shared.model import AttemptOutcome, ExecutionStatus, Occurrence
 from shared.timeutil import UTC, iso_z, parse_iso
-from tests.support.api import ApiUnderTest, api_under_test
+from tests.support.api import ApiUnderTest
 from tests.support.harness import API, running_pipeline, sqlite_settings
 from tests.support.receiver import running_receiver
 from tests.support.waiting import eventually
@@ -31,12 +30,6 @@ BODY: dict[str, Any] = {
     "tags": ["billing"],
     "retry": {"max_attempts": 3},
 }
-
-
-@pytest.fixture
-def api(tmp_path: Path) -> Iterator[ApiUnderTest]:
-    with api_under_test(tmp_path) as under_test:
-        yield under_test
 
 
 def create(api: ApiUnderTest, schedule_id: str, **changes: Any) -> None:

@@ -49,16 +49,10 @@ from shared.model import (
 from shared.ports import Clock
 from shared.recurrence import Bounded
 from shared.timeutil import UTC
-from tests.support.api import ApiUnderTest, api_under_test
+from tests.support.api import ApiUnderTest
 from tests.support.harness import API, sqlite_settings
 
 PAYLOAD = {"method": "POST", "url": "https://hooks.example.com/run"}
-
-
-@pytest.fixture
-def api(tmp_path: Path) -> Iterator[ApiUnderTest]:
-    with api_under_test(tmp_path) as under_test:
-        yield under_test
 
 
 READERS_CALLED_FROM = (

@@ -3,15 +3,13 @@ characters, JSON numbers where numbers are expected, IANA region zones, bounded 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from shared.timeutil import iso_z
-from tests.support.api import ApiUnderTest, api_under_test
+from tests.support.api import ApiUnderTest
 from tests.support.harness import API
 
 BODY: dict[str, Any] = {
@@ -19,12 +17,6 @@ BODY: dict[str, Any] = {
     "schedule": {"cron": "0 9 * * *", "timezone": "Europe/Paris"},
     "payload": {"method": "POST", "url": "https://hooks.example.com/run"},
 }
-
-
-@pytest.fixture
-def api(tmp_path: Path) -> Iterator[ApiUnderTest]:
-    with api_under_test(tmp_path) as under_test:
-        yield under_test
 
 
 def bad_fields(api: ApiUnderTest, body: dict[str, Any], path: str = "/schedule") -> set[str]:

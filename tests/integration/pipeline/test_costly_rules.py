@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,7 +24,7 @@ from shared.model import Payload, ScheduleDefinition, Timing
 from shared.ports import Advance, OutgoingMessage
 from shared.recurrence import CPU_BUDGET_SECONDS
 from shared.timeutil import UTC, iso_z, parse_iso
-from tests.support.api import ApiUnderTest, api_under_test
+from tests.support.api import ApiUnderTest
 from tests.support.harness import API
 
 # What a refusal may cost beyond the budget: parsing, the last steps before the clock is read.
@@ -41,12 +39,6 @@ FAILS_LATER = "FREQ=DAILY;BYEASTER=" + ",".join(map(str, [*range(50), 265]))
 NOT_IN_JUNE = "RRULE:FREQ=MINUTELY\nEXRULE:FREQ=MINUTELY;BYMONTH=6"
 PAYLOAD = {"method": "GET", "url": "https://hooks.example.com/tick"}
 MINUTE = timedelta(minutes=1)
-
-
-@pytest.fixture
-def api(tmp_path: Path) -> Iterator[ApiUnderTest]:
-    with api_under_test(tmp_path) as under_test:
-        yield under_test
 
 
 def at(api: ApiUnderTest, moment: datetime) -> None:

@@ -17,7 +17,7 @@ from standardwebhooks.webhooks import Webhook
 from shared.adapters.sqlite_store import SqliteStore
 from shared.model import AttemptOutcome, ExecutionStatus, Occurrence
 from shared.settings import Settings
-from tests.support.api import ApiUnderTest, api_under_test
+from tests.support.api import ApiUnderTest
 from tests.support.harness import API, FAST, Pipeline, running_pipeline, sqlite_settings
 from tests.support.peers import WIRE_VARIANTS, wire_backends
 from tests.support.receiver import Call, running_receiver
@@ -28,12 +28,6 @@ BODY: dict[str, Any] = {
     "schedule": {"cron": "0 9 * * *", "timezone": "Europe/Paris"},
     "payload": {"method": "POST", "url": "https://hooks.example.com/run"},
 }
-
-
-@pytest.fixture
-def api(tmp_path: Path) -> Iterator[ApiUnderTest]:
-    with api_under_test(tmp_path) as under_test:
-        yield under_test
 
 
 def problem_fields(response: Any) -> list[str]:

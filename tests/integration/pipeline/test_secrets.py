@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,7 @@ import pytest
 
 from scheduler_cli.main import dev_settings
 from shared.backends import open_backends
-from tests.support.api import ApiUnderTest, api_under_test
+from tests.support.api import ApiUnderTest
 from tests.support.harness import API, running_pipeline, sqlite_settings
 from tests.support.receiver import running_receiver
 
@@ -47,12 +46,6 @@ BODY: dict[str, Any] = {
     "payload": PAYLOAD,
 }
 SECRET_VALUES = [*SECRETS.values(), JWT, "in-url-key-5", "ZmRhc3R2aGphc2Jj"]
-
-
-@pytest.fixture
-def api(tmp_path: Path) -> Iterator[ApiUnderTest]:
-    with api_under_test(tmp_path) as under_test:
-        yield under_test
 
 
 def put(api: ApiUnderTest, schedule_id: str, body: dict[str, Any]) -> Any:
