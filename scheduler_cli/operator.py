@@ -12,10 +12,12 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 from scheduler_client import ApiError, ConnectionFailed, SchedulerClient
 from shared.schedule_listing import SORTS
+
+T = TypeVar("T")
 
 
 def describe(error: ApiError) -> str:
@@ -208,22 +210,31 @@ def paging(parser: argparse.ArgumentParser) -> None:
     pages.add_argument("--all", action="store_true", help="every page, one after the other")
 
 
-def run(args: argparse.Namespace, environ: dict[str, str], out: TextIO | None = None) -> int:
-    out = out or sys.stdout
+def call_api(
+    args: argparse.Namespace, environ: dict[str, str], request: Callable[[SchedulerClient], T]
+) -> T | None:
+    """``request`` made with the client of ``args``; ``None`` once its failure is printed (an
+    error answer, no answer, a file that cannot be read)."""
     client = client_of(args, environ)
     try:
-        answer, rows, columns = _request(client, args)
+        return request(client)
     except ApiError as error:
         print(describe(error), file=sys.stderr)
-        return 1
     except ConnectionFailed as error:
         print(f"cannot reach {client.base_url}: {error.reason}", file=sys.stderr)
-        return 1
     except (OSError, ValueError) as error:
         print(f"scheduler: {error}", file=sys.stderr)
-        return 1
     finally:
         client.close()
+    return None
+
+
+def run(args: argparse.Namespace, environ: dict[str, str], out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    called = call_api(args, environ, lambda client: _request(client, args))
+    if called is None:
+        return 1
+    answer, rows, columns = called
     if args.json:
         out.write(json.dumps(answer, indent=2) + "\n")
     elif rows is not None:

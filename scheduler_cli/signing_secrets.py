@@ -12,8 +12,8 @@ import json
 import sys
 from typing import Any, TextIO
 
-from scheduler_cli.operator import client_of, client_options, describe, table
-from scheduler_client import ApiError, ConnectionFailed
+from scheduler_cli.operator import call_api, client_options, table
+from scheduler_client import SchedulerClient
 
 SECRET_COLUMNS = (
     ("id", "ID"),
@@ -47,21 +47,15 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 def run(args: argparse.Namespace, environ: dict[str, str], out: TextIO | None = None) -> int:
     out = out or sys.stdout
-    client = client_of(args, environ)
-    try:
-        answer: Any
+
+    def request(client: SchedulerClient) -> Any:
         if args.action == "list":
-            answer = {"items": client.signing_secrets()}
-        else:
-            answer = client.rotate_signing_secret(overlap_seconds=args.overlap_seconds)
-    except ApiError as error:
-        print(describe(error), file=sys.stderr)
+            return {"items": client.signing_secrets()}
+        return client.rotate_signing_secret(overlap_seconds=args.overlap_seconds)
+
+    answer = call_api(args, environ, request)
+    if answer is None:
         return 1
-    except ConnectionFailed as error:
-        print(f"cannot reach {client.base_url}: {error.reason}", file=sys.stderr)
-        return 1
-    finally:
-        client.close()
     if args.json:
         out.write(json.dumps(answer, indent=2) + "\n")
         return 0
