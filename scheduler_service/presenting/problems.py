@@ -114,15 +114,9 @@ def register_error_handlers(app: Flask) -> None:
         return problem(403, "Quota exceeded", str(exc))
 
     @app.errorhandler(IdempotencyConflict)
-    def conflict(exc: IdempotencyConflict) -> Response:
-        return problem(409, "Conflict", str(exc))
-
     @app.errorhandler(NotReplayable)
-    def not_replayable(exc: NotReplayable) -> Response:
-        return problem(409, "Conflict", str(exc))
-
     @app.errorhandler(RotationConflict)
-    def rotation_refused(exc: RotationConflict) -> Response:
+    def conflict(exc: IdempotencyConflict | NotReplayable | RotationConflict) -> Response:
         return problem(409, "Conflict", str(exc))
 
     @app.errorhandler(NoDeadLetter)
