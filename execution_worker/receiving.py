@@ -35,12 +35,6 @@ class Received:
 
     to_hold: list[ToHold] = field(default_factory=list)
     poisoned: list[str] = field(default_factory=list)
-    # Whether the queue gave less than a full batch: it had no more to give just then.
-    drained: bool = False
-
-    def soon(self, before: datetime) -> bool:
-        """Whether one of the occurrences is due before ``before``."""
-        return any(occurrence.scheduled_time < before for occurrence, _, _ in self.to_hold)
 
 
 class Receiving:
@@ -70,13 +64,11 @@ class Receiving:
         received = self.receive_batch(wait_seconds)
         for _ in range(RECEIVES_PER_HOP - 1):
             held = len(received.to_hold)
-            received.drained = held % self.batch_size != 0
-            if received.drained or held + self.batch_size > room:
+            if held % self.batch_size or held + self.batch_size > room:
                 break
             more = self.receive_batch(0.0)
             received.poisoned += more.poisoned
-            received.drained = not more.to_hold
-            if received.drained:
+            if not more.to_hold:
                 break
             received.to_hold += more.to_hold
         return received

@@ -31,7 +31,6 @@ import asyncio
 import time
 from collections import deque
 from collections.abc import Coroutine, Sequence
-from datetime import timedelta
 from typing import Any
 
 from execution_worker.beginning import Call, CheckAndBegin, Plan
@@ -65,11 +64,6 @@ TICK_SECONDS = 0.2
 # After a receive that failed at once, the pause before the next (one that waited, e.g. for a
 # SQLite lock, tries again at once).
 RECEIVE_RETRY_SECONDS = 1.0
-# After a receive that drained the queue, of occurrences all due later than
-# ``RECEIVE_LINGER_LEAD``, the next waits this long (after one due sooner, a manual run, the
-# next goes at once).
-RECEIVE_LINGER_SECONDS = 0.05
-RECEIVE_LINGER_LEAD = timedelta(seconds=0.5)
 
 
 class Executor:
@@ -211,14 +205,6 @@ class Executor:
                 await asyncio.sleep(max(0.0, RECEIVE_RETRY_SECONDS - (time.monotonic() - started)))
                 continue
             self.hold(received)
-            if (
-                received.to_hold
-                and received.drained
-                and not received.soon(self.clock.now() + RECEIVE_LINGER_LEAD)
-            ):
-                # The queue had no more; occurrences come about two seconds ahead: letting
-                # more arrive before the next hop makes fewer, fuller receives at every rate.
-                await asyncio.sleep(RECEIVE_LINGER_SECONDS)
 
     async def _dispatch_loop(self, shutdown: Shutdown) -> None:
         while not shutdown.is_set():
