@@ -5,7 +5,8 @@ an event loop per process holds the connections, a pool of threads runs the requ
 
 - ``scheduler api``: gunicorn starts ``SCHEDULER_API_WORKERS`` processes and restarts any that
   dies or stops answering its heartbeat (a SIGHUP replaces them one by one, a SIGTERM drains
-  them); each runs uvicorn on gunicorn's listening socket (``ApiWorker``).
+  them); each runs uvicorn on gunicorn's listening socket (``ApiWorker``), and stops once
+  gunicorn's process is gone.
 - ``scheduler dev``: uvicorn in a child process of its own (``ApiProcess``), so that a request
   that holds the CPU (or the interpreter's lock) never delays the processor, poller and executor
   of the parent; both open the same SQLite file.
@@ -120,6 +121,13 @@ def run_api(settings: Settings) -> int:
             # emptied.
             uvicorn_logs_as_ours()
 
+        def run(self) -> None:
+            # gunicorn's own workers leave once their arbiter is gone (``kill -9`` of it);
+            # uvicorn's never looks, and served on, holding the port, with nothing to restart
+            # it or stop it.
+            threading.Thread(target=_stop_with_parent, args=(self.ppid,), daemon=True).start()
+            super().run()
+
     class Server(BaseApplication):  # type: ignore[misc]
         def load_config(self) -> None:
             self.cfg.set("bind", f"{settings.host}:{settings.port}")
@@ -192,7 +200,8 @@ def _serve_in_child(
 
 
 def _stop_with_parent(parent: int) -> None:
-    """Stops this process (as SIGTERM would) once its parent is gone, even by ``kill -9``."""
+    """Stops this process (as SIGTERM would) once its parent is gone, even by ``kill -9``: the
+    API process of ``scheduler dev``, a worker of ``scheduler api``."""
     while os.getppid() == parent:
         threading.Event().wait(1.0)
     os.kill(os.getpid(), signal.SIGTERM)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -133,3 +135,48 @@ def test_two_api_processes_at_once_share_no_control_socket(tmp_path: Path) -> No
     assert codes == [0, 0]
     for process, _ in processes:
         assert "Control socket" not in process.output(), process.output()
+
+
+def gone(pid: int) -> bool:
+    """Whether ``pid`` has ended (exited, or a zombie no one reaped yet)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z")
+    except FileNotFoundError:
+        return True
+
+
+def test_workers_stop_when_their_master_is_killed_and_the_port_is_free_again(
+    tmp_path: Path,
+) -> None:
+    # uvicorn's gunicorn worker never looked at its parent: after a kill -9 of the master it
+    # served on, alone, holding the port, so that the next `scheduler api` could not start.
+    url = f"sqlite:///{tmp_path / 'scheduler.db'}"
+    port = free_port()
+    env = {
+        "SCHEDULER_STORE_URL": url,
+        "SCHEDULER_QUEUE_URL": url,
+        "SCHEDULER_PORT": str(port),
+        "SCHEDULER_API_WORKERS": "2",
+        "SCHEDULER_API_AUTH": "none",
+    }
+    first = Process(["api"], env, tmp_path / "first.log")
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_healthy(base, first)
+        workers = [
+            int(pid) for pid in re.findall(r"Booting worker with pid: (\d+)", first.output())
+        ]
+        assert len(workers) == 2, first.output()
+    finally:
+        first.kill()
+    deadline = time.monotonic() + 30.0
+    while not all(gone(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert [pid for pid in workers if not gone(pid)] == [], first.output()[-2000:]
+    second = Process(["api"], env, tmp_path / "second.log")
+    try:
+        # Bound by the new master (an orphan answering /healthz would pass for it).
+        second.wait_for_output(rf"Listening at: {base} \({second.popen.pid}\)")
+        wait_until_healthy(base, second)
+    finally:
+        assert second.terminate() == 0
