@@ -9,7 +9,8 @@ for ``--cut-seconds``. The receiver (``bench.receiver``, its own process) record
 by its own clock.
 
 Reported: lateness (arrival - scheduled) p50/p95/p99/max over all occurrences; from the restore
-to the first arrival after it, and to the last arrival of those due before the restore; missing
+to the first arrival after it, and to the last arrival of those due before the restore; the
+first arrivals in each second from the restore (without a cut, from the first time due); missing
 and doubled occurrences (by ``Idempotency-Key``).
 
     python -m bench.store_cut                        # nx-27017 and LocalStack from .peers/
@@ -79,6 +80,15 @@ def cut_figures(
         figures["restore_to_first_fire_s"] = min(after) - restored if after else None
         figures["restore_to_last_overdue_fire_s"] = max(waited) - restored if waited else None
         figures["fired_after_restore"] = len(after)
+    # How fast the backlog went: first fires in each second from the restore (without a cut,
+    # from the first time due), the first 30 seconds.
+    since = restored if restored is not None else min((due for _, due in first.values()), default=0)
+    per_second = [0] * 30
+    for arrived, _ in first.values():
+        second = int(arrived - since)
+        if 0 <= second < len(per_second):
+            per_second[second] += 1
+    figures["fires_per_second"] = per_second
     return figures
 
 
