@@ -89,7 +89,7 @@ def exercise(client: SchedulerClient, receiver: Receiver) -> None:
 
     preview = client.preview({"cron": "30 9 * * 1-5", "timezone": "Asia/Kolkata"}, count=3)
     assert len(preview["occurrences"]) == 3
-    assert preview["occurrences"][0]["local"].endswith("09:30:00+05:30")
+    assert preview["occurrences"][0]["local"].endswith("09:30:00.000+05:30")
     assert preview["description"]
 
     with pytest.raises(InvalidRequest) as raised:
