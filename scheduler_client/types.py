@@ -5,7 +5,7 @@ They are plain ``dict`` at run time: a field the API adds later is kept, not ref
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 
 class ScheduleFilters(TypedDict, total=False):
@@ -107,6 +107,75 @@ class Timing(TypedDict):
     max_occurrences: int | None
 
 
+class OAuthClientCredentials(TypedDict):
+    """An HTTP target's token: OAuth 2.0 client credentials."""
+
+    type: Literal["oauth2_client_credentials"]
+    token_url: str
+    client_id: str
+    client_secret: str  # masked in every answer
+    scopes: list[str]
+    client_auth: str  # basic or body
+
+
+class JsonCheck(TypedDict):
+    pointer: str  # RFC 6901, e.g. /status
+    equals: Any
+
+
+class Expect(TypedDict):
+    """What answer of an HTTP target is a success (others fail, and are retried)."""
+
+    status: list[int | str]  # statuses and classes, e.g. [200, "3xx"]
+    json: NotRequired[JsonCheck]
+    body_contains: NotRequired[str]
+
+
+class HttpPayload(TypedDict):
+    """A webhook call (``kind`` ``http``, the default)."""
+
+    kind: Literal["http"]
+    method: str
+    url: str
+    headers: dict[str, str]  # secret values masked
+    queryParameters: dict[str, str | list[str]]
+    body: Any
+    timeout_seconds: float
+    calls_per_host: NotRequired[int]
+    auth: NotRequired[OAuthClientCredentials]
+    expect: NotRequired[Expect]
+
+
+class QueuePayload(TypedDict):
+    """A message on the user's SQS queue (``kind`` ``sqs``)."""
+
+    kind: Literal["sqs"]
+    queue_url: str
+    body: Any  # None: the occurrence in JSON
+    timeout_seconds: float
+    message_group_id: NotRequired[str]  # FIFO; default: the schedule id
+    message_deduplication_id: NotRequired[str]  # FIFO; default: the occurrence id
+    role_arn: NotRequired[str]
+    calls_per_host: NotRequired[int]
+
+
+class TopicPayload(TypedDict):
+    """A publish to the user's SNS topic (``kind`` ``sns``)."""
+
+    kind: Literal["sns"]
+    topic_arn: str
+    body: Any  # None: the occurrence in JSON
+    timeout_seconds: float
+    message_group_id: NotRequired[str]
+    message_deduplication_id: NotRequired[str]
+    role_arn: NotRequired[str]
+    calls_per_host: NotRequired[int]
+
+
+# A schedule's delivery target, told apart by ``kind``.
+Payload = HttpPayload | QueuePayload | TopicPayload
+
+
 class FailureHook(TypedDict):
     url: str
     headers: dict[str, str]  # secret values masked
@@ -125,7 +194,7 @@ class Schedule(TypedDict):
     timezone: str
     next_schedule_time: str | None
     next_schedule_time_local: str | None
-    payload: dict[str, Any]
+    payload: Payload
     metadata: dict[str, Any]
     tags: list[str]
     priority: int

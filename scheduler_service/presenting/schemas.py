@@ -24,6 +24,7 @@ from scheduler_service.presenting.fields import (
     paused_by,
     paused_reason,
 )
+from scheduler_service.requests.targets import PAYLOAD_DOCUMENT
 from shared.model import LISTED_STATUSES, Unit
 from shared.notations import TIMING_NOTATIONS, MemberKind, TimingNotation
 
@@ -217,8 +218,12 @@ class ScheduleViewSchema(Open):
             "?next_before= filters of GET /schedules compare it"
         },
     )
-    payload = fields.Dict(
-        required=True, metadata={"description": "the call; secret values are masked"}
+    payload = fields.Raw(
+        required=True,
+        metadata={
+            **PAYLOAD_DOCUMENT,
+            "description": f"{PAYLOAD_DOCUMENT['description']}; secret values are masked",
+        },
     )
     metadata = fields.Dict(required=True, attribute="definition.metadata")
     tags = fields.List(fields.String(), required=True, attribute="definition.tags")

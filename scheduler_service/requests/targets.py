@@ -259,16 +259,19 @@ SCHEMAS: dict[str, tuple[type[Schema], str]] = {
 }
 
 
+# How the OpenAPI document shows a payload, in a request and in an answer (secrets masked).
+PAYLOAD_DOCUMENT: dict[str, Any] = {
+    "oneOf": [{"$ref": f"#/components/schemas/{name}"} for _, name in SCHEMAS.values()],
+    "description": "the delivery target: an HTTP call (kind http, the default), a message on "
+    "an SQS queue (kind sqs) or a publish to an SNS topic (kind sns)",
+}
+
+
 class PayloadField(fields.Field[DeliveryPayload]):
     """``payload``: loaded by the schema of its ``kind``."""
 
     def __init__(self, **kwargs: Any) -> None:
-        references = [{"$ref": f"#/components/schemas/{name}"} for _, name in SCHEMAS.values()]
-        description = (
-            "the delivery target: an HTTP call (kind http, the default), a message on an SQS "
-            "queue (kind sqs) or a publish to an SNS topic (kind sns)"
-        )
-        super().__init__(metadata={"oneOf": references, "description": description}, **kwargs)
+        super().__init__(metadata=PAYLOAD_DOCUMENT, **kwargs)
 
     def _deserialize(
         self, value: Any, attr: str | None, data: Any, **kwargs: Any

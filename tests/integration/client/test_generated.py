@@ -194,6 +194,7 @@ def test_a_generated_client_creates_every_kind_of_target(
     pipeline, url = api
     package = generate(url, tmp_path)
     create = importlib.import_module(f"{PACKAGE}.api.schedules.create_schedule")
+    get = importlib.import_module(f"{PACKAGE}.api.schedules.get_schedule")
     models = importlib.import_module(f"{PACKAGE}.models")
     client = package.Client(base_url=url)
     payloads = {
@@ -231,3 +232,13 @@ def test_a_generated_client_creates_every_kind_of_target(
         assert isinstance(accepted, models.Accepted), accepted
         stored = pipeline.wait_until_stored(accepted.id)
         assert stored["payload"]["kind"] == kind
+        # And reads it back as its kind's model, the OAuth client secret masked.
+        shown = get.sync(accepted.id, client=client)
+        assert isinstance(shown, models.ScheduleView)
+        assert isinstance(shown.payload, types[kind])
+        shown_payload = shown.payload.to_dict()
+        if kind == "http":
+            assert shown_payload["auth"]["client_id"] == "c"
+            assert shown_payload["auth"]["client_secret"] != "s"
+        if kind == "sns":
+            assert shown_payload["role_arn"] == payloads["sns"]["role_arn"]
