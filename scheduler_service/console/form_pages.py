@@ -8,7 +8,7 @@ from flask import g, redirect, request, url_for
 from marshmallow import ValidationError
 from werkzeug import Response
 
-from scheduler_service.console import forms
+from scheduler_service.console import forms, target_form
 from scheduler_service.console.pages import blp, page, service
 from scheduler_service.console.schedule_pages import NEXT_TIMES, view_of
 from scheduler_service.presenting.problems import flatten
@@ -41,6 +41,7 @@ def form_page(
         units=forms.UNITS,
         policies=forms.POLICIES,
         methods=forms.HTTP_METHODS,
+        kinds=target_form.KIND_LABELS,
         zones=forms.time_zones(),
         zone_names=forms.ZONE_NAMES,
     )

@@ -17,6 +17,7 @@ from typing import Any
 
 import pendulum
 
+from scheduler_service.console import target_form
 from scheduler_service.requests.patch import stored_body
 from shared.definition_rules import METHODS
 from shared.model import MisfirePolicy, Schedule, Unit
@@ -89,13 +90,7 @@ OTHER_INPUTS = (
     "description",
     "tags",
     "priority",
-    "payload.method",
-    "payload.url",
-    "payload.queryParameters",
-    "payload.headers",
-    "payload.body",
-    "payload.timeout_seconds",
-    "payload.calls_per_host",
+    *target_form.INPUTS,
     "retry.max_attempts",
     "retry.backoff_seconds",
     "retry.max_backoff_seconds",
@@ -114,9 +109,7 @@ INPUTS = frozenset(
         *(name for names in NOTATION_INPUTS.values() for name in names),
     ]
 )
-JSON_INPUTS = frozenset(
-    {"payload.queryParameters", "payload.headers", "payload.body", "on_failure.headers", "metadata"}
-)
+JSON_INPUTS = target_form.JSON_INPUTS | {"on_failure.headers", "metadata"}
 NUMBER_INPUTS = frozenset(
     {
         "priority",
@@ -149,6 +142,7 @@ DEFAULTS = {
     "schedule.timeZone": "UTC",
     "schedule.interval.unit": "minute",
     "schedule.repeat_interval.unit": "day",
+    "payload.kind": "http",
     "payload.method": "POST",
     "payload.headers": "{}",
     "payload.queryParameters": "{}",
@@ -248,14 +242,20 @@ def request_body(
     body: dict[str, Any] = stored_body(stored.live_definition) if stored is not None else {}
     errors: list[dict[str, str]] = []
     body["schedule"] = schedule_part(values)
+    kind = target_form.chosen_kind(values, body.get("payload"))
+    target_form.start_payload(body, kind)
     for name in OTHER_INPUTS:
-        if name not in values:
-            continue  # not sent: as stored (or the API's default)
+        if name not in values or name == "payload.kind" or not target_form.takes(name, kind):
+            continue  # not sent, or not of this kind: as stored (or the API's default)
         text = values[name].strip()
         if name == "id" and (stored is not None or not text):
             continue
         if name == "tags":
             body["tags"] = [tag.strip() for tag in text.split(",") if tag.strip()]
+        elif name == "payload.auth.scopes" and text:
+            _put(body, name, target_form.listed(text))
+        elif name == "payload.expect.status" and text:
+            _put(body, name, target_form.statuses(text))
         elif not text and name in NULLABLE_INPUTS:
             _put(body, name, None)
         elif not text:
@@ -269,6 +269,7 @@ def request_body(
             _put(body, name, _number(text))
         else:
             _put(body, name, text)
+    target_form.finish_payload(body)
     hook = body.get("on_failure")
     if isinstance(hook, dict) and "url" not in hook:
         body["on_failure"] = None  # no URL: no hook (headers alone say nothing)
@@ -325,7 +326,6 @@ def form_values(view: Mapping[str, Any]) -> dict[str, str]:
         values["schedule.time_of_day"] = _clock_24h(
             values["schedule.time_of_day"], values.pop("schedule.am_pm", None)
         )
-    payload = view["payload"]
     hook = view["on_failure"] or {}
 
     def number(value: Any) -> str:
@@ -337,13 +337,7 @@ def form_values(view: Mapping[str, Any]) -> dict[str, str]:
             "description": view["description"],
             "tags": ", ".join(view["tags"]),
             "priority": str(view["priority"]),
-            "payload.method": payload["method"],
-            "payload.url": payload["url"],
-            "payload.queryParameters": json.dumps(payload["queryParameters"]),
-            "payload.headers": json.dumps(payload["headers"]),
-            "payload.body": "" if payload["body"] is None else json.dumps(payload["body"]),
-            "payload.timeout_seconds": number(payload["timeout_seconds"]),
-            "payload.calls_per_host": number(payload.get("calls_per_host")),
+            **target_form.form_values(view["payload"], number),
             "retry.max_attempts": str(view["retry"]["max_attempts"]),
             "retry.backoff_seconds": number(view["retry"]["backoff_seconds"]),
             "retry.max_backoff_seconds": number(view["retry"]["max_backoff_seconds"]),

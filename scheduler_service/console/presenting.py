@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from shared.notations import TIMING_NOTATIONS, MemberKind, TimingNotation
+from shared.targets import summary as target_summary
 from shared.timeutil import parse_iso
 
 # How much of a body the summary shows.
@@ -145,20 +146,64 @@ def when_rows(view: Mapping[str, Any]) -> list[Row]:
 
 
 def call_rows(view: Mapping[str, Any]) -> list[Row]:
+    """The delivery target by its kind: an HTTP call (with its token and what answer
+    succeeds), a message on an SQS queue, or a publish to an SNS topic."""
     payload = view["payload"]
-    rows = [Row("request", f"{payload['method']} {payload['url']}", "code")]
-    if payload.get("queryParameters"):
-        rows.append(Row("query parameters", _pairs(payload["queryParameters"]), "code"))
-    if payload.get("headers"):
-        rows.append(Row("headers", _pairs(payload["headers"]), "code"))
+    kind = payload.get("kind", "http")
+    if kind == "http":
+        rows = [
+            Row("target", "HTTP call"),
+            Row("request", f"{payload['method']} {payload['url']}", "code"),
+        ]
+        if payload.get("queryParameters"):
+            rows.append(Row("query parameters", _pairs(payload["queryParameters"]), "code"))
+        if payload.get("headers"):
+            rows.append(Row("headers", _pairs(payload["headers"]), "code"))
+    else:
+        rows = (
+            [Row("target", "SQS message"), Row("queue", payload["queue_url"], "code")]
+            if kind == "sqs"
+            else [Row("target", "SNS publish"), Row("topic", payload["topic_arn"], "code")]
+        )
+        for name, label in _MESSAGE_IDS:
+            if payload.get(name):
+                rows.append(Row(label, payload[name], "code"))
+        if payload.get("role_arn"):
+            rows.append(Row("as role", payload["role_arn"], "code"))
     if payload.get("body") is not None:
         body = json.dumps(payload["body"], ensure_ascii=False)
         shown = body if len(body) <= BODY_SHOWN else f"{body[:BODY_SHOWN]}… ({len(body)} chars)"
         rows.append(Row("body", shown, "code"))
+    if payload.get("auth"):
+        rows.append(Row("token", _token(payload["auth"])))
+    if payload.get("expect"):
+        rows.append(Row("succeeds when", _expected(payload["expect"])))
     rows.append(Row("timeout", _seconds(payload["timeout_seconds"])))
     if payload.get("calls_per_host") is not None:
-        rows.append(Row("calls in flight", f"at most {payload['calls_per_host']} to this host"))
+        per = "to this host" if kind == "http" else f"to this {kind.upper()} endpoint"
+        rows.append(Row("calls in flight", f"at most {payload['calls_per_host']} {per}"))
     return rows
+
+
+_MESSAGE_IDS = (
+    ("message_group_id", "message group"),
+    ("message_deduplication_id", "deduplication id"),
+)
+
+
+def _token(auth: Mapping[str, Any]) -> str:
+    scopes = f", scopes {' '.join(auth['scopes'])}" if auth.get("scopes") else ""
+    return f"OAuth 2.0 client credentials from {auth['token_url']} as {auth['client_id']}{scopes}"
+
+
+def _expected(expect: Mapping[str, Any]) -> str:
+    parts = [f"status {', '.join(str(item) for item in expect['status'])}"]
+    if expect.get("json"):
+        value = json.dumps(expect["json"]["equals"], ensure_ascii=False)
+        parts.append(f"{expect['json']['pointer']} is {value}")
+    if expect.get("body_contains"):
+        parts.append(f"the body contains {json.dumps(expect['body_contains'])}")
+    return "; ".join(parts)
 
 
 def failure_rows(view: Mapping[str, Any]) -> list[Row]:
@@ -209,15 +254,10 @@ def summary(view: Mapping[str, Any]) -> list[tuple[str, list[Row]]]:
     ]
 
 
-def short_url(url: str) -> str:
-    """A (masked) URL without its scheme, for a column."""
-    return url.split("://", 1)[-1]
-
-
 TEMPLATE_HELPERS: dict[str, Any] = {
     "absolute": absolute,
     "relative": relative,
     "wall": wall,
     "status_word": status_word,
-    "short_url": short_url,
+    "target_summary": target_summary,
 }

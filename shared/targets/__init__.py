@@ -41,3 +41,15 @@ def payload_body(payload: DeliveryPayload) -> dict[str, JSON]:
     document = payload.to_document()
     document.pop("templated", None)
     return document
+
+
+def summary(document: Mapping[str, JSON]) -> str:
+    """A payload document (an answer's: secrets masked) in a few words, for a list or a
+    table: ``POST example.com/hook``, ``SQS orders.fifo``, ``SNS alerts``."""
+    kind = document.get("kind", HTTP)
+    if kind == SQS:
+        return f"SQS {str(document.get('queue_url', '')).rstrip('/').rpartition('/')[2]}"
+    if kind == SNS:
+        return f"SNS {str(document.get('topic_arn', '')).rpartition(':')[2]}"
+    url = str(document.get("url", "")).split("://", 1)[-1]
+    return f"{document.get('method', '')} {url}"

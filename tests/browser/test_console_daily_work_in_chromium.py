@@ -235,11 +235,11 @@ def test_every_page_fits_a_phone(browser: webdriver.Chrome, site: Site, artifact
         shoot_whole(browser, artifacts, f"phone-{name}")
     # A card's labels are shown beside its values, not lost with the table's head.
     browser.get(f"{url}/console/schedules")
-    card = browser.find_element(By.CSS_SELECTOR, "tr[data-id=phone] td[data-label=calls]")
+    card = browser.find_element(By.CSS_SELECTOR, "tr[data-id=phone] td[data-label=target]")
     label = browser.execute_script(
         "return getComputedStyle(arguments[0], '::before').content", card
     )
-    assert label == '"calls"'
+    assert label == '"target"'
 
 
 def test_times_in_the_viewers_zone_and_the_pages_without_javascript(

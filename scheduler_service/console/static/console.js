@@ -1,7 +1,7 @@
 // The console's only script. Every page works without it; with it:
 // - times are shown in the viewer's time zone, with how far they are from now, kept current;
 // - a button or form with data-confirm asks first (without it, the server asks on a page);
-// - "tick all" boxes; the schedule form shows the inputs of the chosen notation only.
+// - "tick all" boxes; the schedule form shows the inputs of the chosen notation and target only.
 "use strict";
 
 document.documentElement.classList.add("js");
@@ -57,10 +57,13 @@ function localize(root) {
   }
 }
 
-function showNotation(form) {
-  const chosen = form.querySelector("select[name=notation]").value;
-  for (const group of form.querySelectorAll("[data-notation]")) {
-    group.hidden = !group.dataset.notation.split(" ").includes(chosen);
+// The inputs of the chosen notation, and of the chosen kind of target, only.
+function showChosen(form) {
+  for (const [select, attribute] of [["notation", "notation"], ["payload.kind", "kind"]]) {
+    const chosen = form.querySelector(`select[name="${select}"]`).value;
+    for (const group of form.querySelectorAll(`[data-${attribute}]`)) {
+      group.hidden = !group.dataset[attribute].split(" ").includes(chosen);
+    }
   }
 }
 
@@ -101,8 +104,8 @@ document.addEventListener("DOMContentLoaded", () => {
   setInterval(() => localize(document), 15000);
   const form = document.getElementById("schedule-form");
   if (form) {
-    showNotation(form);
-    form.addEventListener("change", () => showNotation(form));
+    showChosen(form);
+    form.addEventListener("change", () => showChosen(form));
   }
 });
 
