@@ -16,6 +16,7 @@ from typing import Any, TextIO, TypeVar
 
 from scheduler_client import ApiError, ConnectionFailed, SchedulerClient
 from shared.schedule_listing import SORTS
+from shared.targets import summary
 
 T = TypeVar("T")
 
@@ -61,6 +62,7 @@ SCHEDULE_COLUMNS = (
     ("runs", "RUNS"),
     ("failures", "FAILURES"),
     ("last_status", "LAST"),
+    ("target", "TARGET"),
 )
 EXECUTION_COLUMNS = (
     ("scheduled_time", "SCHEDULED (UTC)"),
@@ -291,7 +293,8 @@ def _request(
             )
 
         answer = _pages(schedules, args)
-        return answer, answer["items"], SCHEDULE_COLUMNS
+        rows = [{**item, "target": summary(item["payload"])} for item in answer["items"]]
+        return answer, rows, SCHEDULE_COLUMNS
     if action == "create":
         body = _body_file(args.file)
         return (client.replace(args.id, body) if args.id else client.create(body)), None, ()

@@ -292,3 +292,57 @@ def test_keys_find_the_database_of_scheduler_dev(
         assert code == 0
         tenants = sorted(key.tenant for key in api.backends.store.list_api_keys(None))
         assert tenants == ["acme", "other"]
+
+
+def test_every_kind_of_target_through_the_client_and_the_cli(
+    served: tuple[ApiUnderTest, str], capfd: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Each kind created from a file by the CLI, listed with its target, and read back typed
+    by the client (the OAuth client secret masked)."""
+    api, url = served
+    payloads: dict[str, dict[str, Any]] = {
+        "call": {
+            "method": "POST",
+            "url": "https://hooks.example.com/run?at={{ occurrence.scheduled_time }}",
+            "auth": {
+                "type": "oauth2_client_credentials",
+                "token_url": "https://auth.example.com/token",
+                "client_id": "me",
+                "client_secret": "cli-s3cret",
+            },
+            "expect": {"status": [200], "body_contains": "ok"},
+        },
+        "orders": {
+            "kind": "sqs",
+            "queue_url": "https://sqs.eu-west-1.amazonaws.com/123456789012/orders.fifo",
+            "body": {"run": "{{ occurrence.id }}"},
+        },
+        "alerts": {"kind": "sns", "topic_arn": "arn:aws:sns:eu-west-1:123456789012:alerts"},
+    }
+    for schedule_id, payload in payloads.items():
+        body = tmp_path / f"{schedule_id}.json"
+        body.write_text(json.dumps({**BODY, "payload": payload}))
+        code, _, err = run(
+            capfd, "schedules", "create", "--id", schedule_id, "-f", str(body), "--url", url
+        )
+        assert code == 0, err
+    api.apply()
+    code, out, _ = run(capfd, "schedules", "list", "--url", url)
+    assert code == 0 and out.splitlines()[0].split()[-1] == "TARGET"
+    targets = {line.split()[0]: line.split("  ")[-1].strip() for line in out.splitlines()[1:]}
+    assert targets == {
+        "alerts": "SNS alerts",
+        "call": "POST hooks.example.com/run?at={{ occurrence.scheduled_time }}",
+        "orders": "SQS orders.fifo",
+    }
+    with SchedulerClient(url) as client:
+        kinds = {item["id"]: item["payload"]["kind"] for item in client.list()}
+        assert kinds == {"alerts": "sns", "call": "http", "orders": "sqs"}
+        call = client.get("call")["payload"]
+        assert call["kind"] == "http" and "auth" in call
+        assert call["auth"]["client_id"] == "me" and call["auth"]["client_secret"] != "cli-s3cret"
+        assert call.get("expect") == {"status": [200], "body_contains": "ok"}
+        orders = client.get("orders")["payload"]
+        assert orders["kind"] == "sqs" and orders["queue_url"].endswith("/orders.fifo")
+    code, out, _ = run(capfd, "schedules", "get", "call", "--url", url)
+    assert code == 0 and "cli-s3cret" not in out and '"kind": "http"' in out
