@@ -3,10 +3,11 @@ the four components on the wire peers (MongoDB on nx-27017, SQS on LocalStack). 
 queue and topic are on LocalStack too (``SCHEDULER_TARGET_AWS_ENDPOINT_URL``); what arrived is
 read from them, and the webhook's calls from a local receiver.
 
-One run covers: an HTTP call with placeholders, an OAuth token and an answer check; a message on
-a standard queue, on a FIFO queue, and a publish to a topic delivering to a queue; an answer
-that fails its check (retried, then dead-lettered with the reason); and a queue that does not
-exist (dead-lettered, the schedule paused after one failure, ``on_failure`` told).
+One run covers: an HTTP call with placeholders, an OAuth token and an answer check; a second
+call whose kept token is refused (a new token, the call once more); a message on a standard
+queue, on a FIFO queue, and a publish to a topic delivering to a queue; an answer that fails
+its check (retried, then dead-lettered with the reason); and a queue and a topic that do not
+exist (dead-lettered, each schedule paused after one failure, ``on_failure`` told).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -31,17 +33,22 @@ from tests.support.user_aws import UserAws, user_aws
 pytestmark = pytest.mark.slow
 
 
+# The token each path of the webhook takes.
+ACCEPTED_TOKENS = {"/hook": "Bearer tok-1", "/rotated": "Bearer tok-2"}
+
+
 class Webhook:
-    """The user's webhook (answers with the JSON its check wants, to the right token only),
-    their token endpoint, and their failure hook."""
+    """The user's webhook, their token endpoint (a new token at each request: tok-1, tok-2,
+    …), and their failure hook. ``/hook`` takes the first token only; ``/rotated`` the second
+    only, as after the endpoint rotated its tokens: a call with the kept first one is answered
+    401."""
 
     def __init__(self) -> None:
         self.tokens_issued = 0
 
     def answer(self, call: Call) -> tuple[int, dict[str, str]]:
-        if call.path == "/oauth/token":
-            return 200, {"Content-Type": "application/json"}
-        if call.path.startswith("/hook") and call.headers.get("authorization") != "Bearer tok-1":
+        wanted = ACCEPTED_TOKENS.get(call.path)
+        if wanted is not None and call.headers.get("authorization") != wanted:
             return 401, {}
         return 200, {"Content-Type": "application/json"}
 
@@ -60,16 +67,55 @@ class Webhook:
         return b'{"state": "done"}'
 
 
-def schedules(receiver: str, aws: UserAws) -> dict[str, tuple[dict[str, Any], str | None]]:
-    """Each schedule's payload and extra fields, and the queue its messages arrive on. All
-    fire at one time (``at``, or the ``start`` of a recurring ``schedule``)."""
-    standard, fifo, subscriber = aws.queue(), aws.queue(fifo=True), aws.queue()
-    topic = aws.topic(subscriber)
-    missing = standard.rsplit("/", 1)[0] + "/nobody-made-this-queue"
-    template = {
-        "run": "{{ occurrence.id }}",
-        "name": "{{ schedule.name }}",
-        "try": "{{ occurrence.attempt }}",
+@dataclass(frozen=True)
+class Resources:
+    """The user's queues and topic (``subscriber`` gets what ``topic`` publishes), and a
+    queue and a topic nobody made."""
+
+    standard: str
+    fifo: str
+    subscriber: str
+    topic: str
+    missing_queue: str
+    missing_topic: str
+
+    @classmethod
+    def made(cls, aws: UserAws) -> Resources:
+        standard, fifo, subscriber = aws.queue(), aws.queue(fifo=True), aws.queue()
+        topic = aws.topic(subscriber)
+        return cls(
+            standard,
+            fifo,
+            subscriber,
+            topic,
+            standard.rsplit("/", 1)[0] + "/nobody-made-this-queue",
+            topic.rsplit(":", 1)[0] + ":nobody-made-this-topic",
+        )
+
+
+TEMPLATE = {
+    "run": "{{ occurrence.id }}",
+    "name": "{{ schedule.name }}",
+    "try": "{{ occurrence.attempt }}",
+}
+
+
+def schedules(
+    receiver: str, made: Resources, at: str, later: str
+) -> dict[str, tuple[dict[str, Any], str | None]]:
+    """Each schedule's fields, and the queue its messages arrive on. All fire at ``at`` but
+    ``rotated``, at ``later``, once the token of ``http`` is kept."""
+    auth = {
+        "type": "oauth2_client_credentials",
+        "token_url": f"{receiver}/oauth/token",
+        "client_id": "me",
+        "client_secret": "my-client-secret",
+    }
+    # Recurring: a one-time schedule ends with its run, and only an active one pauses.
+    failing = {
+        "schedule": {"interval": {"number": 1, "unit": "hour"}, "start": at},
+        "pause_after_failures": 1,
+        "on_failure": f"{receiver}/failures",
     }
     return {
         "http": (
@@ -77,21 +123,29 @@ def schedules(receiver: str, aws: UserAws) -> dict[str, tuple[dict[str, Any], st
                 "payload": {
                     "method": "POST",
                     "url": f"{receiver}/hook?at={{{{ occurrence.scheduled_time }}}}",
-                    "body": template,
-                    "auth": {
-                        "type": "oauth2_client_credentials",
-                        "token_url": f"{receiver}/oauth/token",
-                        "client_id": "me",
-                        "client_secret": "my-client-secret",
-                    },
+                    "body": TEMPLATE,
+                    "auth": auth,
                     "expect": {"json": {"pointer": "/state", "equals": "done"}},
                 }
             },
             None,
         ),
-        "sqs": ({"payload": {"kind": "sqs", "queue_url": standard, "body": template}}, standard),
-        "fifo": ({"payload": {"kind": "sqs", "queue_url": fifo, "body": template}}, fifo),
-        "sns": ({"payload": {"kind": "sns", "topic_arn": topic, "body": template}}, subscriber),
+        "rotated": (
+            {
+                "schedule": {"at": later},
+                "payload": {"method": "GET", "url": f"{receiver}/rotated", "auth": auth},
+            },
+            None,
+        ),
+        "sqs": (
+            {"payload": {"kind": "sqs", "queue_url": made.standard, "body": TEMPLATE}},
+            made.standard,
+        ),
+        "fifo": ({"payload": {"kind": "sqs", "queue_url": made.fifo, "body": TEMPLATE}}, made.fifo),
+        "sns": (
+            {"payload": {"kind": "sns", "topic_arn": made.topic, "body": TEMPLATE}},
+            made.subscriber,
+        ),
         "picky": (
             {
                 "payload": {
@@ -103,14 +157,12 @@ def schedules(receiver: str, aws: UserAws) -> dict[str, tuple[dict[str, Any], st
             },
             None,
         ),
-        "missing": (
-            {
-                # Recurring: a one-time schedule ends with its run, and only an active one pauses.
-                "schedule": {"interval": {"number": 1, "unit": "hour"}},
-                "payload": {"kind": "sqs", "queue_url": missing, "body": "lost"},
-                "pause_after_failures": 1,
-                "on_failure": f"{receiver}/failures",
-            },
+        "no_queue": (
+            {**failing, "payload": {"kind": "sqs", "queue_url": made.missing_queue, "body": "x"}},
+            None,
+        ),
+        "no_topic": (
+            {**failing, "payload": {"kind": "sns", "topic_arn": made.missing_topic}},
             None,
         ),
     }
@@ -138,14 +190,14 @@ def wait_until_final(base: str, ids: dict[str, str], timeout: float = 45.0) -> d
 
 
 def every_kind_fires(base: str, receiver: Receiver, aws: UserAws) -> None:
-    made = schedules(receiver.url, aws)
-    # A few seconds after the user's queues and topic are made, to create six schedules in.
-    at = iso_z(datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=5))
+    made = Resources.made(aws)
+    # A few seconds after the user's queues and topic are made, to create the schedules in.
+    first = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=5)
+    at, later = iso_z(first), iso_z(first + timedelta(seconds=3))
     ids: dict[str, str] = {}
     arrives_on: dict[str, str] = {}
-    for name, (fields, queue) in made.items():
-        timing = {**fields["schedule"], "start": at} if "schedule" in fields else {"at": at}
-        body = {"name": f"Kind {name}", **fields, "schedule": timing}
+    for name, (fields, queue) in schedules(receiver.url, made, at, later).items():
+        body = {"name": f"Kind {name}", "schedule": {"at": at}, **fields}
         status, created = http_json("POST", f"{base}{API}/schedule", body)
         assert status == 202, created
         ids[name] = created["id"]
@@ -155,18 +207,22 @@ def every_kind_fires(base: str, receiver: Receiver, aws: UserAws) -> None:
 
     assert {name: items[0]["status"] for name, items in runs.items()} == {
         "http": "succeeded",
+        "rotated": "succeeded",
         "sqs": "succeeded",
         "fifo": "succeeded",
         "sns": "succeeded",
         "picky": "failed",
-        "missing": "failed",
+        "no_queue": "failed",
+        "no_topic": "failed",
     }
     occurrence = {name: f"{schedule_id}:{at}" for name, schedule_id in ids.items()}
+    occurrence["rotated"] = f"{ids['rotated']}:{later}"
     for name, queue in arrives_on.items():
         [message] = aws.arrived(queue, 1)
         assert message.json() == {"run": occurrence[name], "name": f"Kind {name}", "try": "1"}
         assert message.attributes["Scheduler-Occurrence-Id"] == occurrence[name]
         assert message.attributes["Scheduler-Schedule-Id"] == ids[name]
+        assert message.attributes["Scheduler-Scheduled-Time"] == at
         if name == "fifo":
             assert (message.group_id, message.deduplication_id) == (ids[name], occurrence[name])
     hooks = [call for call in receiver.calls if call.path == "/hook"]
@@ -174,7 +230,12 @@ def every_kind_fires(base: str, receiver: Receiver, aws: UserAws) -> None:
         {"run": occurrence["http"], "name": "Kind http", "try": "1"}
     ]
     assert hooks[0].query["at"] == [at]
-    assert [call.path for call in receiver.calls].count("/oauth/token") == 1
+    # The token kept from the first call, refused: a new one, and the call once more, within
+    # one attempt. Two tokens in all.
+    rotated = [call.headers["authorization"] for call in receiver.calls if call.path == "/rotated"]
+    assert rotated == ["Bearer tok-1", "Bearer tok-2"]
+    assert [call.path for call in receiver.calls].count("/oauth/token") == 2
+    assert runs["rotated"][0]["attempts"] == 1
     # The answer that failed its check: retried, each attempt's reason recorded.
     status, picky = http_json(
         "GET", f"{base}{API}/schedule/{ids['picky']}/executions/{occurrence['picky']}"
@@ -183,23 +244,34 @@ def every_kind_fires(base: str, receiver: Receiver, aws: UserAws) -> None:
     assert [attempt["error"] for attempt in picky["attempt_log"]] == [
         'HTTP 200: the body does not contain "OK"'
     ] * 2
-    # The queue nobody made: dead-lettered, the schedule paused, on_failure told of both.
-    assert "NonExistentQueue" in runs["missing"][0]["error"]
+    # The queue and the topic nobody made: dead-lettered (not retried: a later send fails
+    # alike), each schedule paused, on_failure told of both.
+    assert "NonExistentQueue" in runs["no_queue"][0]["error"]
+    assert "Publish failed" in runs["no_topic"][0]["error"]
+    assert runs["no_queue"][0]["attempts"] == runs["no_topic"][0]["attempts"] == 1
     status, letters = http_json("GET", f"{base}{API}/dead-letters")
     assert {item["occurrence_id"] for item in letters["items"]} == {
-        occurrence["picky"],
-        occurrence["missing"],
+        occurrence[name] for name in ("picky", "no_queue", "no_topic")
     }
-    status, paused = http_json("GET", f"{base}{API}/schedule/{ids['missing']}")
-    assert paused["paused_by"] == "failures"
-    told: list[str] = []
+    for name in ("no_queue", "no_topic"):
+        status, paused = http_json("GET", f"{base}{API}/schedule/{ids[name]}")
+        assert paused["paused_by"] == "failures", name
+    told: list[tuple[str, str]] = []
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
-        told = [call.json()["type"] for call in receiver.calls if call.path == "/failures"]
-        if len(told) >= 2:
+        told = sorted(
+            (call.json()["schedule_id"], call.json()["type"])
+            for call in receiver.calls
+            if call.path == "/failures"
+        )
+        if len(told) >= 4:
             break
         time.sleep(0.1)
-    assert sorted(told) == ["occurrence.dead_lettered", "schedule.paused"]
+    assert told == sorted(
+        (ids[name], kind)
+        for name in ("no_queue", "no_topic")
+        for kind in ("occurrence.dead_lettered", "schedule.paused")
+    )
 
 
 @contextmanager
@@ -230,7 +302,7 @@ def test_every_kind_fires_end_to_end_on_scheduler_dev(
         finally:
             assert dev.terminate() == 0, dev.output()[-3000:]
     assert "Traceback" not in dev.output()
-    assert "my-client-secret" not in dev.output() and "tok-1" not in dev.output()
+    assert "my-client-secret" not in dev.output() and "tok-" not in dev.output()
 
 
 def test_every_kind_fires_end_to_end_on_the_wire_peers(
@@ -251,4 +323,4 @@ def test_every_kind_fires_end_to_end_on_the_wire_peers(
             every_kind_fires(base, receiver, aws)
     for name in ("api", "executor"):
         log = (tmp_path / f"{name}.log").read_text()
-        assert "my-client-secret" not in log and "tok-1" not in log
+        assert "my-client-secret" not in log and "tok-" not in log
