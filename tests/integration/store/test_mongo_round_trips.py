@@ -17,6 +17,7 @@ import pymongo
 import pytest
 from pymongo import monitoring
 
+from execution_worker.signers import TenantSigners
 from processor_worker.worker import Processor
 from shared.adapters.mongo_store import MongoStore
 from shared.adapters.sqlite_db import SqliteDatabase
@@ -24,6 +25,7 @@ from shared.adapters.sqlite_queue import SqliteQueue
 from shared.messages import DefinitionMutation, encode_mutation
 from shared.model import AttemptOutcome, ExecutionStatus, ScheduleStatus
 from shared.ports import Advance, OutgoingMessage
+from shared.signing import SigningSecrets
 from tests.integration.store.test_store_contract import (
     I0,
     MINUTE,
@@ -35,6 +37,7 @@ from tests.integration.store.test_store_contract import (
     idempotency,
     occurrence,
 )
+from tests.support.clocks import FixedClock
 from tests.support.harness import TEST_SECRETS
 from tests.support.peers import MONGO_URL, mongo_url_for
 
@@ -221,3 +224,23 @@ def test_the_processor_applies_a_batch_of_creates_in_one_command(
     assert {schedule.revision for schedule in stored.values()} == {1}
     assert len(stored) == 10
     database.close()
+
+
+def test_the_signing_secrets_of_a_batchs_tenants_are_one_command(
+    counted: tuple[MongoStore, Commands],
+) -> None:
+    """What an executor's refresh of a batch's tenants sends (``execution_worker.signers``),
+    however many tenants, with secrets stored or not."""
+    store, commands = counted
+    clock = FixedClock(T0)
+    for tenant in ("t0", "t1", "t2"):
+        SigningSecrets(store, TEST_SECRETS, clock, deployment_signs=True, overlap=MINUTE).rotate(
+            tenant
+        )
+    commands.take()
+    signers = TenantSigners(store, TEST_SECRETS, "", clock, 60.0)
+    signers.refresh([f"t{number}" for number in range(50)])
+    assert commands.take() == 1
+    signers.refresh([f"t{number}" for number in range(50)])
+    assert commands.take() == 0
+    assert signers.signer("t1") is not None and signers.signer("t9") is None
