@@ -83,7 +83,11 @@ class HttpTarget(DeliveryTarget[Payload]):
         signer = self.signers(occurrence.tenant)
         if payload.auth is None:
             request = build_request(occurrence, payload, attempt, signer, now, schedule_name)
-            return await self._call(request, payload, now)
+            try:
+                response = await self.sender.send(request)
+            except WebhookError as exc:
+                return self._no_answer(exc.retryable, str(exc), now)
+            return self._answered(response, payload)
         deadline = time.monotonic() + payload.timeout_seconds
         try:
             token, kept = await self.tokens.token(
@@ -101,13 +105,6 @@ class HttpTarget(DeliveryTarget[Payload]):
                 )
                 response = await self.sender.send(_within(request, deadline))
         except (TokenError, WebhookError) as exc:
-            return self._no_answer(exc.retryable, str(exc), now)
-        return self._answered(response, payload)
-
-    async def _call(self, request: WebhookRequest, payload: Payload, now: datetime) -> Delivered:
-        try:
-            response = await self.sender.send(request)
-        except WebhookError as exc:
             return self._no_answer(exc.retryable, str(exc), now)
         return self._answered(response, payload)
 

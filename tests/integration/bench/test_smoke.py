@@ -15,6 +15,7 @@ from bench import (
     console,
     costly_rules,
     creation,
+    delivery_cpu,
     dispatch,
     firing,
     slow_clients,
@@ -131,6 +132,11 @@ def test_store_rounds_counts_and_claims_with_two_pollers(nx_27017: Peer) -> None
     rate = store_rounds.claim_rate(nx_27017.url, 20, 10, 2, None)
     assert rate["claimed"] == 20, rate
     assert rate["left_unclaimed"] == 0, rate
+
+
+def test_delivery_cpu() -> None:
+    figures = delivery_cpu.main(["--rounds", "2", "--deliveries", "50"])
+    assert figures["succeeded"] == 100 and 0 < figures["best_us"] <= figures["median_us"]
 
 
 def test_dispatch() -> None:
