@@ -1,6 +1,7 @@
-"""The console and ``/docs`` in a real browser: log in, create a schedule through the form,
-see the preview (in the schedule's zone and the viewer's), pause it, trigger it and see the run
-appear; see a failing webhook's dead letter and replay it; a screenshot of each page."""
+"""The console and ``/docs`` in a real browser: log in, create a schedule through the form
+(its target's inputs by kind), see the preview (in the schedule's zone and the viewer's), pause
+it, trigger it and see the run appear; see a failing webhook's dead letter and replay it; a
+screenshot of each page."""
 
 from __future__ import annotations
 
@@ -50,6 +51,16 @@ def test_create_preview_pause_trigger_and_see_the_run(
     first = times[0].text
     assert " 09:30:00 +05:30" in first, first
     assert re.search(r"yours: \S+ (23|00):00:00 -0[45]:00 · in \d+ (h|d)$", first), first
+    # The target's kind shows its own inputs only: a queue's URL, or the call's.
+    kind = Select(browser.find_element(By.ID, "f-payload.kind"))
+    assert browser.find_element(By.ID, "f-payload.auth.token_url").is_displayed()
+    kind.select_by_value("sqs")
+    assert browser.find_element(By.ID, "f-payload.queue_url").is_displayed()
+    assert not browser.find_element(By.ID, "f-payload.url").is_displayed()
+    assert browser.find_element(By.ID, "f-payload.role_arn").is_displayed()
+    kind.select_by_value("http")
+    assert not browser.find_element(By.ID, "f-payload.queue_url").is_displayed()
+    assert not browser.find_element(By.ID, "f-payload.role_arn").is_displayed()
     browser.find_element(By.ID, "f-payload.url").send_keys(f"{receiver.url}/report")
     shoot(browser, artifacts, "create-form-with-preview")
 
