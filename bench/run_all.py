@@ -6,7 +6,8 @@
 
 Runs: firing (100, 500, 1,000, 2,000 per second, APScheduler 3 side by side), firing once more
 with the queues on moto's server (unless ``--no-moto`` or a queue URL is given), creation,
-dispatch, storage, request bodies, console pages and costly rules.
+dispatch, storage, request bodies, console pages, costly rules and what each kind of API
+request costs.
 """
 
 from __future__ import annotations
@@ -14,7 +15,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bench import bodies, console, costly_rules, creation, dispatch, firing, storage
+from bench import (
+    api_requests,
+    bodies,
+    console,
+    costly_rules,
+    creation,
+    dispatch,
+    firing,
+    storage,
+)
 from bench.common import ROOT, machine_line
 
 
@@ -58,6 +68,9 @@ def main(argv: list[str] | None = None) -> None:
     bodies.main([*out("bodies")] + (["--sizes", "20480,262144", "--repeat", "1"] if quick else []))
     console.main([*backends, *out("console")] + (["--repeat", "3"] if quick else []))
     costly_rules.main([*out("costly_rules")] + (["--reads", "1"] if quick else []))
+    api_requests.main(
+        [*out("api_requests")] + (["--requests", "50", "--rounds", "2"] if quick else [])
+    )
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from bench import (
+    api_requests,
     bodies,
     console,
     costly_rules,
@@ -159,6 +160,22 @@ def test_console_pages(nx_27017: Peer) -> None:
     pages = result["pages"]
     assert set(pages) == set(console.PAGES)
     assert all(page["store_commands"] <= 3 for page in pages.values()), pages
+
+
+def test_api_requests() -> None:
+    result = api_requests.main(["--requests", "3", "--rounds", "1"])
+    figures = result["cpu_us_per_request"]
+    assert set(figures) == {
+        "create (one-time)",
+        "replace (cron)",
+        "get",
+        "list (50)",
+        "history",
+        "patch",
+        "preview",
+        "invalid create (400)",
+    }
+    assert all(value > 0 for value in figures.values()), figures
 
 
 def test_bodies() -> None:
