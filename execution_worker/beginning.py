@@ -194,6 +194,7 @@ class CheckAndBegin:
         executions = self.store.begin_attempts(
             [item.occurrence for item, _, _ in group], self.owner, now, now + lease
         )
+        extend: list[tuple[str, float]] = []
         for (item, schedule, host), execution in zip(group, executions, strict=True):
             if execution is None:
                 execution = self._not_mine(item, now, timeout, plan)
@@ -204,9 +205,12 @@ class CheckAndBegin:
             lease_until = execution.lease_until or now + lease
             if lease_until > item.visible_at:
                 # It comes back only after the lease: then another executor may take over.
-                self.occurrences.change_visibility(
-                    item.message.receipt_handle, (lease_until - now + FIRE_SLACK).total_seconds()
+                extend.append(
+                    (item.message.receipt_handle, (lease_until - now + FIRE_SLACK).total_seconds())
                 )
+        # In batches: after an outage every overdue occurrence needs it, and one request each
+        # (on SQS) held the drain to the queue's round trips.
+        self.occurrences.change_visibilities(extend)
 
     def _give_back(self, host: str, plan: Plan) -> None:
         """Give a call slot back that will not be used; what waited for it is due again."""

@@ -641,6 +641,11 @@ class MessageQueue(ABC):
         """Make a received message visible again ``timeout_seconds`` from now."""
 
     @abstractmethod
+    def change_visibilities(self, changes: Sequence[tuple[str, float]]) -> None:
+        """``change_visibility`` for each ``(receipt_handle, timeout_seconds)``, in as few
+        requests as the backend allows. Unknown or stale receipts are ignored."""
+
+    @abstractmethod
     def create(self) -> None:
         """Create the queue, and its link to the dead-letter queue, if missing (idempotent)."""
 

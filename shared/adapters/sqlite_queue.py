@@ -152,6 +152,16 @@ class SqliteQueue(MessageQueue):
                 (_now_ms() + int(timeout_seconds * 1000), message_id, receipt),
             )
 
+    def change_visibilities(self, changes: Sequence[tuple[str, float]]) -> None:
+        if not changes:
+            return
+        now = _now_ms()
+        with self.db.write() as connection:
+            connection.executemany(
+                "UPDATE queue_messages SET visible_ms = ? WHERE id = ? AND receipt = ?",
+                [(now + int(seconds * 1000), *handle.split(":", 1)) for handle, seconds in changes],
+            )
+
     def depth(self) -> QueueDepth:
         now = _now_ms()
         row = (

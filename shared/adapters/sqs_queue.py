@@ -360,6 +360,33 @@ class SqsQueue(MessageQueue):
                 if _error_code(exc) not in _STALE_RECEIPT:
                     raise
 
+    def change_visibilities(self, changes: Sequence[tuple[str, float]]) -> None:
+        if not changes:
+            return
+        with self._calling("change_visibility") as url:
+            for batch in _chunks(changes, BATCH_SIZE):
+                response = self.client.change_message_visibility_batch(
+                    QueueUrl=url,
+                    Entries=[
+                        {
+                            "Id": str(index),
+                            "ReceiptHandle": handle,
+                            "VisibilityTimeout": _visibility(seconds),
+                        }
+                        for index, (handle, seconds) in enumerate(batch)
+                    ],
+                )
+                # As in ``delete``: a stale receipt means nothing is left to change (LocalStack
+                # answers it as a server fault, by code).
+                failed = [
+                    entry
+                    for entry in response.get("Failed", [])
+                    if not entry["SenderFault"]
+                    and entry["Code"].removesuffix("Exception") not in _STALE_RECEIPT
+                ]
+                if failed:
+                    raise _batch_error("change_visibility", self.name, failed)
+
     def depth(self) -> QueueDepth:
         with self._calling("depth") as url:
             attributes = self.client.get_queue_attributes(

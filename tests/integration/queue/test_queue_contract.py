@@ -147,6 +147,27 @@ def test_change_visibility(queues: QueuePair) -> None:
     queue.change_visibility(again.receipt_handle, 5)  # stale: ignored
 
 
+def test_change_visibilities_in_batches(queues: QueuePair) -> None:
+    queue = queues.queue
+    queue.send([OutgoingMessage(f"hold {number}") for number in range(13)])
+    received = sorted(receive_all(queue, 13, visibility=2), key=lambda message: message.body)
+    assert len(received) == 13
+    *kept, back, gone = received
+    queue.delete([gone.receipt_handle])
+    queue.change_visibilities(
+        [
+            *((message.receipt_handle, LONG) for message in kept),  # more than one SQS batch
+            (back.receipt_handle, 0),  # given back now
+            (gone.receipt_handle, 5),  # stale: ignored
+        ]
+    )
+    [again] = receive_all(queue, 1, within=5)
+    assert (again.body, again.receive_count) == (back.body, 2)
+    assert queue.receive(10, 3, LONG) == []  # the others' first 2 s timeout passed meanwhile
+    queue.change_visibilities([])
+    queue.delete([again.receipt_handle, *(message.receipt_handle for message in kept)])
+
+
 def test_a_delayed_message_is_invisible_until_its_delay(queues: QueuePair) -> None:
     queue = queues.queue
     started = time.monotonic()
