@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TextIO
 
 from scheduler_service.auth import hash_key, new_api_key
-from shared.adapters.sqlite_db import sqlite_path
+from shared.adapters.sqlite.db import sqlite_path
 from shared.backends import opened_store
 from shared.ports import ApiKey, SystemClock
 from shared.settings import PREFIX, TENANT_NAME, Settings

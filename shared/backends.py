@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from urllib.parse import parse_qs, urlsplit
 
-from shared.adapters.sqlite_db import SqliteDatabase, sqlite_path
+from shared.adapters.sqlite.db import SqliteDatabase, sqlite_path
 from shared.backoff import Backoff, Stop
 from shared.errors import ConfigurationError
 from shared.ports import MessageQueue, Queues, Store

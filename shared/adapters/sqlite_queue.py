@@ -7,7 +7,7 @@ import time
 import uuid
 from collections.abc import Sequence
 
-from shared.adapters.sqlite_db import SqliteDatabase
+from shared.adapters.sqlite.db import SqliteDatabase
 from shared.ports import MessageQueue, OutgoingMessage, QueueDepth, ReceivedMessage
 from shared.timeutil import from_epoch_ms
 

@@ -11,9 +11,9 @@ from datetime import datetime
 from operator import attrgetter
 from typing import Any
 
+from shared.adapters.sqlite.db import SqliteDatabase
 from shared.adapters.sqlite.migrations import migrate
 from shared.adapters.sqlite.signing_secrets import SqliteSigningSecrets
-from shared.adapters.sqlite_db import SqliteDatabase
 from shared.definition_cache import DefinitionCache, open_definition
 from shared.errors import Transient
 from shared.model import (

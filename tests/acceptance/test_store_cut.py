@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from shared.adapters.sqlite_db import sqlite_path
+from shared.adapters.sqlite.db import sqlite_path
 from shared.timeutil import iso_z
 from tests.support import peers
 from tests.support.cutting_proxy import CuttingProxy

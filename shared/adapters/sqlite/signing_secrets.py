@@ -7,7 +7,7 @@ import json
 import sqlite3
 from collections.abc import Collection
 
-from shared.adapters.sqlite_db import SqliteDatabase
+from shared.adapters.sqlite.db import SqliteDatabase
 from shared.ports import SigningSecretSet, SigningSecretStore, StoredSigningSecret
 from shared.timeutil import from_epoch_ms, maybe, to_epoch_ms
 

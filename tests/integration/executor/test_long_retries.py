@@ -10,7 +10,7 @@ from pathlib import Path
 from execution_worker.settler import defer
 from execution_worker.worker import Executor
 from shared.adapters.http_sender import HttpSender
-from shared.adapters.sqlite_db import SqliteDatabase
+from shared.adapters.sqlite.db import SqliteDatabase
 from shared.adapters.sqlite_store import SqliteStore
 from shared.messages import decode_occurrence, encode_occurrence
 from shared.model import Occurrence

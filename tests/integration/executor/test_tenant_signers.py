@@ -13,7 +13,7 @@ import pytest
 from standardwebhooks.webhooks import Webhook
 
 from execution_worker.signers import TenantSigners
-from shared.adapters.sqlite_db import SqliteDatabase
+from shared.adapters.sqlite.db import SqliteDatabase
 from shared.adapters.sqlite_store import SqliteStore
 from shared.ports import SigningSecretSet
 from shared.signing import SigningSecrets

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from moto import mock_aws
 
-from shared.adapters.sqlite_db import SqliteDatabase
+from shared.adapters.sqlite.db import SqliteDatabase
 from shared.adapters.sqlite_queue import SqliteQueue
 from shared.adapters.sqs_queue import SqsQueue, sqs_client
 from shared.errors import Transient

@@ -16,7 +16,7 @@ import mongomock_ng
 import pytest
 
 from shared.adapters.mongo_store import MongoStore
-from shared.adapters.sqlite_db import SqliteDatabase
+from shared.adapters.sqlite.db import SqliteDatabase
 from shared.adapters.sqlite_store import SqliteStore
 from shared.ports import SigningSecretSet, Store, StoredSigningSecret
 from shared.signing import DEPLOYMENT, RotationConflict, SecretState, SigningSecrets

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from shared.adapters.sqlite_db import SqliteDatabase
+from shared.adapters.sqlite.db import SqliteDatabase
 from shared.backends import open_backends
 from tests.support.harness import sqlite_settings
 

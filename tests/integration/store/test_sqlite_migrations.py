@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from shared.adapters.sqlite.db import SqliteDatabase
 from shared.adapters.sqlite.migrations import MIGRATIONS, Migration, migrate, schema_version
-from shared.adapters.sqlite_db import SqliteDatabase
 from shared.adapters.sqlite_store import SqliteStore
 from shared.errors import ConfigurationError, Transient
 from shared.model import AttemptOutcome, ExecutionStatus, ScheduleStatus

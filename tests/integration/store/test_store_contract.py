@@ -15,7 +15,7 @@ import mongomock_ng
 import pytest
 
 from shared.adapters.mongo_store import MongoStore
-from shared.adapters.sqlite_db import SqliteDatabase
+from shared.adapters.sqlite.db import SqliteDatabase
 from shared.adapters.sqlite_store import SqliteStore
 from shared.definition_cache import DefinitionCache
 from shared.errors import InvalidInput, Transient

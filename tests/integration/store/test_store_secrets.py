@@ -16,7 +16,7 @@ import pymongo
 import pytest
 
 from shared.adapters.mongo_store import MongoStore
-from shared.adapters.sqlite_db import SqliteDatabase
+from shared.adapters.sqlite.db import SqliteDatabase
 from shared.adapters.sqlite_store import SqliteStore
 from shared.errors import ConfigurationError
 from shared.model import Every, Payload, ScheduleDefinition, Timing, Unit
