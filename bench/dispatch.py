@@ -158,8 +158,8 @@ def claim_cost(
 
 def _plan(store: Any) -> str:
     """How the backend answers the claim's query (SQLite's EXPLAIN QUERY PLAN, MongoDB's)."""
-    from shared.adapters.mongo_store import MongoStore
-    from shared.adapters.sqlite_store import SqliteStore
+    from shared.adapters.mongo.store import MongoStore
+    from shared.adapters.sqlite.store import SqliteStore
 
     if isinstance(store, SqliteStore):
         rows = (

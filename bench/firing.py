@@ -234,7 +234,7 @@ def _iso(moment: datetime) -> str:
 
 def _not_succeeded(store: Any, rows: list[tuple[str, Any, datetime]]) -> int:
     """Occurrences whose execution record is missing or not ``succeeded``."""
-    from shared.adapters.mongo_store import MongoStore
+    from shared.adapters.mongo.store import MongoStore
 
     expected = [f"{schedule_id}:{_iso(moment)}" for schedule_id, _, moment in rows]
     if isinstance(store, MongoStore):

@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     common_arguments(parser)
     parser.add_argument("--count", type=int, default=10_000)
     args = parser.parse_args(argv)
-    from shared.adapters.mongo_store import MongoStore
+    from shared.adapters.mongo.store import MongoStore
 
     with backend(args.store_url, args.queue_url) as where:
         backends = open_backends(where.settings())

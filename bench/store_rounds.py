@@ -37,7 +37,7 @@ from pymongo import monitoring
 from bench.common import cpu_seconds, free_port, report, table
 from bench.delay_proxy import delaying_proxy
 from bench.seed import TENANT, one_time_definition
-from shared.adapters.mongo_store import MongoStore
+from shared.adapters.mongo.store import MongoStore
 from shared.model import AttemptOutcome, ExecutionStatus, Occurrence
 from shared.ports import Advance
 from shared.secrets import SecretBox, new_secret_key

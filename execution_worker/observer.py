@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from execution_worker.superseding import SupersededLog
 from shared.decisions import Superseded
 from shared.errors import Transient
+from shared.execution_rules import run_lateness_ms
 from shared.metrics import (
     EXECUTIONS,
     FAILURE_NOTIFICATIONS,
@@ -32,7 +33,6 @@ from shared.metrics import (
     count_responses,
 )
 from shared.model import ExecutionStatus, Occurrence, Schedule
-from shared.store_rules import run_lateness_ms
 
 if TYPE_CHECKING:
     from execution_worker.notifier import FailureEvent

@@ -108,11 +108,11 @@ def secret_box(settings: Settings) -> SecretBox:
 def _open_store(settings: Settings, database: DatabaseOpener, secrets: SecretBox) -> Store:
     url = settings.store_url
     if url.startswith("sqlite://"):
-        from shared.adapters.sqlite_store import SqliteStore
+        from shared.adapters.sqlite.store import SqliteStore
 
         return SqliteStore(database(url), secrets=secrets)
     if url.startswith(("mongodb://", "mongodb+srv://")):
-        from shared.adapters.mongo_store import MongoStore
+        from shared.adapters.mongo.store import MongoStore
 
         return MongoStore.from_url(
             url,

@@ -11,14 +11,18 @@ retries aside), so keeping it would only churn the cache and the collector's hea
 
 from __future__ import annotations
 
-import json
 from collections import OrderedDict
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from shared.model import ScheduleDefinition
 from shared.notations import notation_of
-from shared.secrets import SecretBox
 from shared.timing import Timing
+
+if TYPE_CHECKING:
+    # Only named: the codec (through shared.schedule_listing) imports the ports, which name
+    # this module.
+    from shared.definition_codec import DefinitionCodec
 
 # Definitions kept, the most recently used: the recurring schedules an executor fires often.
 DEFAULT_SIZE = 2048
@@ -58,12 +62,12 @@ def _fires_once(timing: Timing) -> bool:
 
 
 def open_definition(
-    secrets: SecretBox, stored: str | None, key: Key, cache: DefinitionCache | None
+    definitions: DefinitionCodec, stored: str | None, key: Key, cache: DefinitionCache | None
 ) -> ScheduleDefinition | None:
-    """A stored definition (its JSON text; ``None`` for a tombstone), opened, or taken from
+    """A stored definition (its text; ``None`` for a tombstone), opened, or taken from
     ``cache`` when it holds revision ``key``."""
     if stored is None:
         return None
     if cache is None:
-        return secrets.open(json.loads(stored))
-    return cache.opened(key, lambda: secrets.open(json.loads(stored)))
+        return definitions.decode(stored)
+    return cache.opened(key, lambda: definitions.decode(stored))

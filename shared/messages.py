@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from shared.definition_codec import DefinitionCodec
 from shared.errors import ConfigurationError, PoisonMessage
 from shared.model import Occurrence, ScheduleDefinition
 from shared.secrets import SecretBox
@@ -39,7 +40,7 @@ def encode_mutation(mutation: DefinitionMutation, secrets: SecretBox) -> str:
             "schedule_id": mutation.schedule_id,
             "revision": mutation.revision,
             "accepted_at": iso_z(mutation.accepted_at),
-            "definition": secrets.seal(mutation.definition),
+            "definition": DefinitionCodec(secrets).to_document(mutation.definition),
         },
         separators=(",", ":"),
     )
@@ -54,7 +55,7 @@ def decode_mutation(body: str, secrets: SecretBox) -> DefinitionMutation:
             schedule_id=data["schedule_id"],
             revision=int(data["revision"]),
             accepted_at=_instant(data["accepted_at"]),
-            definition=secrets.open(data["definition"]),
+            definition=DefinitionCodec(secrets).from_document(data["definition"]),
         )
     except PoisonMessage:
         raise

@@ -179,6 +179,17 @@ class ScheduleStore(ABC):
         """The stored schedule, tombstones included (``status == DELETED``); ``None`` if unknown."""
 
     @abstractmethod
+    def get_schedules(
+        self, keys: Sequence[tuple[str, str]], cache: DefinitionCache | None = None
+    ) -> dict[tuple[str, str], Schedule]:
+        """``get_schedule`` for each ``(tenant, schedule_id)``: the version check of every
+        occurrence due together, in one read where the backend allows it.
+
+        Returns the stored schedules (tombstones included) by key; unknown keys are absent.
+        With ``cache``, a definition is opened only when the cache has no definition of its
+        revision (and then kept there).
+        """
+
     def apply_definition(
         self,
         tenant: str,
@@ -188,21 +199,24 @@ class ScheduleStore(ABC):
         next_schedule_time: datetime | None,
         accepted_at: datetime,
     ) -> bool:
-        """Create or replace a schedule's definition, atomically, if ``revision`` is newer.
+        """``apply_definitions`` of one."""
+        return self.apply_definitions(
+            [(tenant, schedule_id, revision, definition, next_schedule_time, accepted_at)]
+        )[0]
+
+    @abstractmethod
+    def apply_definitions(self, definitions: Sequence[DefinitionToApply]) -> list[bool]:
+        """Create or replace each schedule's definition, atomically, if its revision is newer;
+        each ``(tenant, schedule_id, revision, definition, next_schedule_time, accepted_at)``
+        in order (a schedule named twice in one call: each in turn). Returns, in order,
+        whether each was applied.
 
         Applied only when ``revision`` is greater than the stored ``revision`` and, for a
         tombstone, greater than its ``state_revision`` (a create older than a delete never
         resurrects it). A replace keeps the pause state and the run counters, sets
         ``next_schedule_time`` (``None`` completes the schedule), empties ``sent_ahead`` (what
         was sent for the old revision does not fire) and drops any poller lease.
-        Returns whether it was applied.
         """
-
-    def apply_definitions(self, definitions: Sequence[DefinitionToApply]) -> list[bool]:
-        """``apply_definition`` for each ``(tenant, schedule_id, revision, definition,
-        next_schedule_time, accepted_at)``, with the same guards, in order (a schedule named
-        twice in one call: each in turn). Returns, in order, whether each was applied."""
-        return [self.apply_definition(*arguments) for arguments in definitions]
 
     @abstractmethod
     def apply_state(
@@ -238,7 +252,6 @@ class ScheduleStore(ABC):
         claimable again. Two concurrent callers never receive the same schedule.
         """
 
-    @abstractmethod
     def advance_schedule(
         self,
         claimed: Schedule,
@@ -248,13 +261,21 @@ class ScheduleStore(ABC):
         now: datetime,
         sent_ahead: Sequence[datetime] = (),
     ) -> bool:
-        """Move a claimed schedule on and release its lease.
+        """``advance_schedules`` of one."""
+        advance = Advance(claimed, next_schedule_time, occurrence_count, tuple(sent_ahead))
+        return self.advance_schedules([advance], owner, now)[0]
+
+    @abstractmethod
+    def advance_schedules(
+        self, advances: Sequence[Advance], owner: str, now: datetime
+    ) -> list[bool]:
+        """Move each claimed schedule on (``Advance``) and release its lease; returns, in
+        order, whether each was applied (a schedule named twice: by its first entry).
 
         Applied only if ``owner`` still holds the lease and neither revision changed since the
-        claim (a replace or pause that landed meanwhile wins). ``next_schedule_time=None``
+        claim (a replace or pause that landed meanwhile wins). A next time of ``None``
         completes the schedule. ``sent_ahead`` replaces the schedule's ``sent_ahead`` (a
-        definition applied later empties it; a pause or resume keeps it). Returns whether it
-        was applied.
+        definition applied later empties it; a pause or resume keeps it).
         """
 
     @abstractmethod
@@ -418,16 +439,23 @@ class SigningSecretStore(ABC):
 class ExecutionStore(ABC):
     """The lasting record of every occurrence, one record per ``(tenant, occurrence_id)``."""
 
-    @abstractmethod
     def begin_attempt(
         self, occurrence: Occurrence, owner: str, now: datetime, lease_until: datetime
     ) -> Execution | None:
-        """Atomically take the right to make the next attempt of an occurrence.
+        """``begin_attempts`` of one."""
+        return self.begin_attempts([occurrence], owner, now, lease_until)[0]
+
+    @abstractmethod
+    def begin_attempts(
+        self, occurrences: Sequence[Occurrence], owner: str, now: datetime, lease_until: datetime
+    ) -> list[Execution | None]:
+        """Atomically take the right to make the next attempt of each occurrence, in order.
 
         Creates the record (``RUNNING``, attempt 1) or moves a ``RETRYING``/``SKIPPED`` one, or a
         ``RUNNING`` one whose lease expired (its executor died), to ``RUNNING`` with one more
-        attempt. Returns ``None`` when the occurrence is final (``SUCCEEDED``/``FAILED``) or
-        another executor holds a live lease: the caller must not fire.
+        attempt. ``None`` at a position when the occurrence is final (``SUCCEEDED``/``FAILED``),
+        another executor holds a live lease, or an earlier position of the batch took it: the
+        caller must not fire it. One write for the batch where the backend allows it.
         """
 
     @abstractmethod
@@ -506,53 +534,9 @@ class ExecutionStore(ABC):
 
 
 class Store(ScheduleStore, ExecutionStore, IdempotencyStore, ApiKeyStore, SigningSecretStore):
-    """Every store port over one backend: every store adapter implements this.
+    """Every store port over one backend: every store adapter implements this."""
 
-    The batch methods below do what their one-at-a-time counterparts do, item by item with the
-    same guards, so a hot loop pays one round trip (or one transaction) per batch where the
-    backend allows it. Here they call the single methods; an adapter overrides them when it can
-    do better (SQLite: one transaction for the batch).
-    """
-
-    def get_schedules(
-        self, keys: Sequence[tuple[str, str]], cache: DefinitionCache | None = None
-    ) -> dict[tuple[str, str], Schedule]:
-        """``get_schedule`` for each ``(tenant, schedule_id)``: the version check of every
-        occurrence due together, in one read where the backend allows it.
-
-        Returns the stored schedules (tombstones included) by key; unknown keys are absent.
-        With ``cache``, the adapters open a definition only when the cache has no definition of
-        its revision (and then keep it there); this default reads and opens each one.
-        """
-        found = {}
-        for tenant, schedule_id in dict.fromkeys(keys):
-            schedule = self.get_schedule(tenant, schedule_id)
-            if schedule is not None:
-                found[(tenant, schedule_id)] = schedule
-        return found
-
-    def begin_attempts(
-        self, occurrences: Sequence[Occurrence], owner: str, now: datetime, lease_until: datetime
-    ) -> list[Execution | None]:
-        """``begin_attempt`` for each occurrence, with the same guards, in order.
-
-        One write for the batch where the backend allows it (duplicates sorted out after).
-        ``None`` at a position means that occurrence must not be fired.
-        """
-        return [self.begin_attempt(item, owner, now, lease_until) for item in occurrences]
-
-    def advance_schedules(
-        self, advances: Sequence[Advance], owner: str, now: datetime
-    ) -> list[bool]:
-        """``advance_schedule`` for each ``Advance``.
-
-        Returns, in order, whether each was applied.
-        """
-        return [
-            self.advance_schedule(claimed, owner, next_time, count, now, ahead)
-            for claimed, next_time, count, ahead in advances
-        ]
-
+    @abstractmethod
     def settle_attempts(
         self, settled: Sequence[tuple[Execution, AttemptOutcome]], owner: str
     ) -> list[bool]:
@@ -565,16 +549,6 @@ class Store(ScheduleStore, ExecutionStore, IdempotencyStore, ApiKeyStore, Signin
         failed part-way and is tried again records and counts each outcome once (an adapter
         that writes them apart says ``True`` for those its failed try recorded).
         """
-        recorded = []
-        for execution, outcome in settled:
-            done = self.finish_attempt(execution, owner, outcome)
-            if done and outcome.status.is_final:
-                succeeded = outcome.status is ExecutionStatus.SUCCEEDED
-                self.record_run(
-                    execution.tenant, execution.schedule_id, succeeded, outcome.finished_at
-                )
-            recorded.append(done)
-        return recorded
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,8 @@ value (AES-256-GCM, authenticated encryption from ``cryptography``) wherever a d
 written down: the store's row or document and queue 1's message. Queue 2 carries
 no payload. Several keys may be configured: the first seals, every one opens, so a key is
 rotated by putting a new one first, resealing what is stored (``Store.reseal_definitions``,
-``scheduler reseal``), and dropping the old one. Beside the sealed value the store keeps the
+``scheduler reseal``), and dropping the old one. ``shared.definition_codec`` is how a definition
+is written down and read back with them. Beside the sealed value the store keeps the
 URL's host and port, for search (``shared.schedule_listing.target_of``): no answer masks them.
 
 A definition written before sealing existed (a plain payload) is still read as it is, and is
@@ -25,7 +26,7 @@ import base64
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from shared.errors import ConfigurationError, InvalidInput
-from shared.model import JSON, FailureHook, Payload, ScheduleDefinition
+from shared.model import JSON, FailureHook, Payload
 from shared.redaction import MASK, is_secret_name, looks_secret, redact
 from shared.targets import DeliveryPayload, payload_body
 from shared.targets.sqs import QueuePayload
@@ -261,30 +262,38 @@ class SecretBox:
         self._ciphers = {_key_id(raw): AESGCM(raw) for raw in raw_keys}
         self._sealing_id = _key_id(raw_keys[0])
 
-    def seal(self, definition: ScheduleDefinition) -> dict[str, JSON]:
-        """The definition's document with its payload's secret parts sealed, and its
-        ``on_failure`` hook (URL and headers) sealed whole."""
-        document = definition.to_document()
-        payload = document["payload"]
-        fields = definition.payload.sealed_fields
+    def seal(self, document: Mapping[str, JSON], fields: Collection[str]) -> dict[str, JSON]:
+        """A definition's document (``ScheduleDefinition.to_document``) with its payload's
+        secret parts (``fields``: its kind's ``sealed_fields``) sealed, and its ``on_failure``
+        hook (URL and headers) sealed whole."""
+        sealed = dict(document)
+        payload = dict(sealed["payload"])
         secret = {name: payload.pop(name) for name in fields if name in payload}
         payload[SEALED] = self._seal(secret)
-        if document.get("on_failure") is not None:
-            document["on_failure"] = {SEALED: self._seal(document["on_failure"])}
-        return document
+        sealed["payload"] = payload
+        if sealed.get("on_failure") is not None:
+            sealed["on_failure"] = {SEALED: self._seal(sealed["on_failure"])}
+        return sealed
 
-    def open(self, document: Mapping[str, JSON]) -> ScheduleDefinition:
-        """The definition of a document written by ``seal``, or of a plain one written before
-        sealing existed. ``ConfigurationError`` when no configured key opens it."""
-        payload = document.get("payload")
+    def open(self, document: Mapping[str, JSON]) -> dict[str, JSON]:
+        """The plain document of one written by ``seal``; one written before sealing existed
+        is already plain. ``ConfigurationError`` when no configured key opens it."""
+        opened = dict(document)
+        payload = opened.get("payload")
         if isinstance(payload, Mapping) and SEALED in payload:
-            opened = {name: value for name, value in payload.items() if name != SEALED}
-            opened.update(json.loads(self._open(payload[SEALED])))
-            document = {**document, "payload": opened}
-        hook = document.get("on_failure")
+            plain = {name: value for name, value in payload.items() if name != SEALED}
+            plain.update(json.loads(self._open(payload[SEALED])))
+            opened["payload"] = plain
+        hook = opened.get("on_failure")
         if isinstance(hook, Mapping) and SEALED in hook:
-            document = {**document, "on_failure": json.loads(self._open(hook[SEALED]))}
-        return ScheduleDefinition.from_document(document)
+            opened["on_failure"] = json.loads(self._open(hook[SEALED]))
+        return opened
+
+    def sealed_by_first(self, document: Mapping[str, JSON]) -> bool:
+        """Whether ``document``'s payload is sealed with the first key (the one that seals)."""
+        payload = document.get("payload")
+        sealed = payload.get(SEALED) if isinstance(payload, Mapping) else None
+        return isinstance(sealed, str) and sealed.startswith(f"{self._sealing_id}.")
 
     def seal_text(self, text: str, purpose: str) -> str:
         """``text`` sealed for ``purpose`` (authenticated with it: it opens for no other)."""
@@ -306,15 +315,6 @@ class SecretBox:
         sealed = self._ciphers[self._sealing_id].encrypt(nonce, plain, associated)
         token = base64.urlsafe_b64encode(nonce + sealed).decode("ascii")
         return f"{self._sealing_id}.{token}"
-
-    def resealed(self, text: str) -> str | None:
-        """A stored definition's JSON ``text`` sealed with the first key, or ``None`` when it
-        already is."""
-        document = json.loads(text)
-        sealed = document.get("payload", {}).get(SEALED)
-        if isinstance(sealed, str) and sealed.startswith(f"{self._sealing_id}."):
-            return None
-        return json.dumps(self.seal(self.open(document)), separators=(",", ":"))
 
     def _open(self, sealed: str, associated: bytes | None = None) -> bytes:
         key_id, _, token = sealed.partition(".")

@@ -1,27 +1,368 @@
-"""The rules of stored schedules and execution records that hold whatever the backend.
+"""The rules of stored schedules and execution records that hold whatever the backend, each
+stated once.
 
-Each store adapter (``shared.adapters``) states these rules in its own terms (a guard of an
-update, a ``WHERE`` clause, a branch); the functions here are what they mean, so an adapter
-does not re-encode them, and the contract suite (``tests/integration/store/test_store_contract.py``)
-checks that every adapter keeps them.
+A guarded write is a ``shared.guards.Write``: the condition under which it applies to a stored
+record, and what it changes (a record it may make besides); a query's selection is a
+``shared.guards.Condition``. Each store adapter translates them thinly
+(``shared.adapters.sqlite.sql``, ``shared.adapters.mongo.filters``) and gives each its
+parameters through the functions beside it here; the contract suite
+(``tests/integration/store/test_store_contract.py``) checks that every adapter keeps them, and
+``tests/unit/test_guards.py`` that each translation means what ``shared.guards.holds`` does.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from shared.model import AttemptOutcome, Execution, ScheduleStatus, tenths
-from shared.timeutil import utc_ms
+from shared.guards import (
+    ALWAYS,
+    Field,
+    Inc,
+    Param,
+    Set,
+    Unless,
+    Write,
+    holds,
+)
+from shared.model import (
+    ExecutionStatus,
+    PausedBy,
+    ScheduleStatus,
+    revision_at,
+)
+from shared.ports import Advance
 
 # What ``delete_api_key`` accepts as a ``key_id``: hex digits of a SHA-256, at least eight.
 _KEY_ID = re.compile(r"^[0-9a-f]{8,64}$")
 
+ACTIVE = ScheduleStatus.ACTIVE.value
+PAUSED = ScheduleStatus.PAUSED.value
+COMPLETED = ScheduleStatus.COMPLETED.value
+DELETED = ScheduleStatus.DELETED.value
+RUNNING = ExecutionStatus.RUNNING.value
+RETRYING = ExecutionStatus.RETRYING.value
+SUCCEEDED = ExecutionStatus.SUCCEEDED.value
+FAILED = ExecutionStatus.FAILED.value
+SKIPPED = ExecutionStatus.SKIPPED.value
 
 # The schedules that count against a tenant's quota: those that can still fire.
 LIVE_STATUSES = (ScheduleStatus.ACTIVE, ScheduleStatus.PAUSED)
+
+SCHEDULE_KEY = ("tenant", "schedule_id")
+EXECUTION_KEY = ("tenant", "occurrence_id")
+IDEMPOTENCY_KEY = ("tenant", "key")
+
+STATUS = Field("status")
+REVISION = Field("revision")
+STATE_REVISION = Field("state_revision")
+NEXT_TIME = Field("next_schedule_time")
+LEASE_OWNER = Field("lease_owner")
+LEASE_UNTIL = Field("lease_until")
+RELEASED = (Set("lease_owner", None), Set("lease_until", None))
+# Live schedules: those that can still fire (what a tenant's quota counts).
+LIVE = STATUS.one_of(ACTIVE, PAUSED)
+# Every schedule but the tombstones: what listings and counts show.
+SHOWN = STATUS != DELETED
+
+# -- schedules -------------------------------------------------------------------------------
+
+# A definition lands on a stored schedule only if it is newer, and on a tombstone only if it is
+# newer than the delete too: a create older than a delete never resurrects it.
+DEFINITION_LANDS = (REVISION < Param("revision")) & ~(
+    (STATUS == DELETED) & (STATE_REVISION >= Param("revision"))
+)
+# What a store keeps of a definition (``shared.adapters.records.definition_fields``).
+DEFINITION_FIELDS = ("definition", "name", "tags", "target", "name_key", "pause_after_failures")
+
+LAND_DEFINITION = Write(
+    "schedules",
+    SCHEDULE_KEY,
+    DEFINITION_LANDS,
+    (
+        Set("revision", Param("revision")),
+        *(Set(name, Param(name)) for name in DEFINITION_FIELDS),
+        Set("next_schedule_time", Param("next_schedule_time")),
+        # A pause stays; otherwise active while there is a next time (``status_by_next_time``).
+        Set("status", Unless(STATUS == PAUSED, Param("status"))),
+        Set("accepted_at", Param("accepted_at")),
+        Set("updated_at", Param("accepted_at")),
+        Set("occurrence_count", 0),
+        # What was sent for an older revision does not fire.
+        Set("sent_ahead", ()),
+        *RELEASED,
+    ),
+    created=(
+        ("state_revision", 0),
+        ("created_at", Param("accepted_at")),
+        ("run_count", 0),
+        ("failure_count", 0),
+        ("consecutive_failures", 0),
+        ("superseded_count", 0),
+    ),
+)
+
+
+def status_by_next_time(next_schedule_time: datetime | None) -> ScheduleStatus:
+    """A live schedule is active while it has a next time, completed once it has none."""
+    return ScheduleStatus.ACTIVE if next_schedule_time is not None else ScheduleStatus.COMPLETED
+
+
+def definition_params(
+    tenant: str,
+    schedule_id: str,
+    revision: int,
+    stored: Mapping[str, Any],
+    next_schedule_time: datetime | None,
+    accepted_at: datetime,
+) -> dict[str, Any]:
+    """``LAND_DEFINITION``'s parameters; ``stored``: what a store keeps of the definition."""
+    return {
+        "tenant": tenant,
+        "schedule_id": schedule_id,
+        "revision": revision,
+        **stored,
+        "next_schedule_time": next_schedule_time,
+        "status": status_by_next_time(next_schedule_time).value,
+        "accepted_at": accepted_at,
+    }
+
+
+def takes_definition(
+    stored_revision: int, status: ScheduleStatus, state_revision: int, revision: int
+) -> bool:
+    """``DEFINITION_LANDS`` of a stored schedule and a definition of ``revision``."""
+    stored = {"revision": stored_revision, "status": status.value, "state_revision": state_revision}
+    return holds(DEFINITION_LANDS, stored, {"revision": revision})
+
+
+# Pause, resume and delete apply only if newer than the last of them applied.
+_NEWER_STATE = STATE_REVISION < Param("state_revision")
+_STATE_CHANGED = (
+    Set("state_revision", Param("state_revision")),
+    Set("updated_at", Param("now")),
+    *RELEASED,
+)
+# A pause applies to an active schedule and says who paused it, and when.
+PAUSE = Write(
+    "schedules",
+    SCHEDULE_KEY,
+    _NEWER_STATE & (STATUS == ACTIVE),
+    (
+        *_STATE_CHANGED,
+        Set("status", PAUSED),
+        Set("paused_by", PausedBy.USER.value),
+        Set("paused_at", Param("now")),
+    ),
+)
+# A resume applies to a paused one, sets its next time, and clears the pause and the failures
+# in a row.
+RESUME = Write(
+    "schedules",
+    SCHEDULE_KEY,
+    _NEWER_STATE & (STATUS == PAUSED),
+    (
+        *_STATE_CHANGED,
+        Set("status", Param("status")),
+        Set("next_schedule_time", Param("next_schedule_time")),
+        Set("paused_by", None),
+        Set("paused_at", None),
+        Set("consecutive_failures", 0),
+    ),
+)
+# A delete leaves a tombstone, made for an unknown id too, so that a create still on queue 1
+# cannot land.
+DELETE = Write(
+    "schedules",
+    SCHEDULE_KEY,
+    _NEWER_STATE & (STATUS != DELETED),
+    (
+        *_STATE_CHANGED,
+        Set("status", DELETED),
+        Set("next_schedule_time", None),
+        Set("paused_by", None),
+        Set("paused_at", None),
+    ),
+    created=(
+        ("revision", 0),
+        ("definition", None),
+        ("name", ""),
+        ("tags", ()),
+        ("target", ""),
+        ("name_key", ""),
+        ("accepted_at", Param("now")),
+        ("created_at", Param("now")),
+        ("occurrence_count", 0),
+        ("run_count", 0),
+        ("failure_count", 0),
+        ("consecutive_failures", 0),
+        ("superseded_count", 0),
+    ),
+)
+# A delete of a tombstone raises its revision: a create accepted since the first delete
+# cannot land either.
+RAISE_TOMBSTONE = Write(
+    "schedules",
+    SCHEDULE_KEY,
+    _NEWER_STATE & (STATUS == DELETED),
+    (Set("state_revision", Param("state_revision")), Set("updated_at", Param("now"))),
+)
+
+
+def state_params(
+    tenant: str,
+    schedule_id: str,
+    state_revision: int,
+    next_schedule_time: datetime | None,
+    now: datetime,
+) -> dict[str, Any]:
+    """The parameters of ``PAUSE``, ``RESUME``, ``DELETE`` and ``RAISE_TOMBSTONE``."""
+    return {
+        "tenant": tenant,
+        "schedule_id": schedule_id,
+        "state_revision": state_revision,
+        "next_schedule_time": next_schedule_time,
+        "status": status_by_next_time(next_schedule_time).value,
+        "now": now,
+    }
+
+
+# A poller claims an active schedule due by the horizon that no live lease holds (one whose
+# lease ran out: its poller died).
+DUE = (STATUS == ACTIVE) & (NEXT_TIME <= Param("horizon"))
+CLAIMABLE = DUE & ((LEASE_UNTIL == None) | (LEASE_UNTIL < Param("now")))
+CLAIM = Write(
+    "schedules",
+    SCHEDULE_KEY,
+    CLAIMABLE,
+    (Set("lease_owner", Param("owner")), Set("lease_until", Param("lease_until"))),
+)
+# Moved on only by the lease's owner, and only if neither revision changed since the claim (a
+# replace or a pause that landed meanwhile wins).
+ADVANCE = Write(
+    "schedules",
+    SCHEDULE_KEY,
+    (LEASE_OWNER == Param("owner"))
+    & (REVISION == Param("revision"))
+    & (STATE_REVISION == Param("state_revision"))
+    & (STATUS == ACTIVE),
+    (
+        Set("next_schedule_time", Param("next_schedule_time")),
+        Set("occurrence_count", Param("occurrence_count")),
+        Set("status", Param("status")),
+        Set("sent_ahead", Param("sent_ahead")),
+        Set("updated_at", Param("now")),
+        *RELEASED,
+    ),
+)
+
+
+def advance_params(advance: Advance, owner: str, now: datetime) -> dict[str, Any]:
+    """``ADVANCE``'s parameters."""
+    claimed, next_time, count, sent_ahead = advance
+    return {
+        "tenant": claimed.tenant,
+        "schedule_id": claimed.schedule_id,
+        "owner": owner,
+        "revision": claimed.revision,
+        "state_revision": claimed.state_revision,
+        "next_schedule_time": next_time,
+        "occurrence_count": count,
+        "status": status_by_next_time(next_time).value,
+        "sent_ahead": sent_ahead,
+        "now": now,
+    }
+
+
+# A finished occurrence counts on its schedule: a success resets the failures in a row, a
+# failure adds one.
+_RUN = (Inc("run_count", 1), Set("last_run_at", Param("at")), Set("last_status", Param("last")))
+COUNT_SUCCESS = Write("schedules", SCHEDULE_KEY, ALWAYS, (*_RUN, Set("consecutive_failures", 0)))
+COUNT_FAILURE = Write(
+    "schedules",
+    SCHEDULE_KEY,
+    ALWAYS,
+    (*_RUN, Inc("failure_count", 1), Inc("consecutive_failures", 1)),
+)
+# Then an active schedule whose failures in a row reached its pause_after_failures pauses
+# itself, unless a pause or resume newer than the failure landed first.
+PAUSE_AFTER = Field("pause_after_failures")
+PAUSE_ON_FAILURES = Write(
+    "schedules",
+    SCHEDULE_KEY,
+    (STATUS == ACTIVE)
+    & (PAUSE_AFTER >= 1)
+    & (Field("consecutive_failures") >= PAUSE_AFTER)
+    & (STATE_REVISION < Param("state_revision")),
+    (
+        Set("status", PAUSED),
+        Set("paused_by", PausedBy.FAILURES.value),
+        Set("paused_at", Param("at")),
+        Set("updated_at", Param("at")),
+        Set("state_revision", Param("state_revision")),
+        *RELEASED,
+    ),
+)
+
+
+def run_params(tenant: str, schedule_id: str, succeeded: bool, at: datetime) -> dict[str, Any]:
+    """The parameters of ``COUNT_SUCCESS``/``COUNT_FAILURE`` and then ``PAUSE_ON_FAILURES``:
+    a pause at ``at`` has the revision of a change made then (``revision_at``)."""
+    return {
+        "tenant": tenant,
+        "schedule_id": schedule_id,
+        "at": at,
+        "last": SUCCEEDED if succeeded else FAILED,
+        "state_revision": revision_at(at),
+    }
+
+
+class Run(NamedTuple):
+    """A finished occurrence counted on its schedule (``record_run``); its occurrence id where
+    a backend needs it to count the run once (a settle tried again)."""
+
+    tenant: str
+    schedule_id: str
+    succeeded: bool
+    at: datetime
+    occurrence_id: str | None = None
+
+
+def run_counts(
+    runs: Sequence[Run],
+) -> tuple[list[tuple[Run, Write, dict[str, Any]]], list[dict[str, Any]]]:
+    """What counting ``runs`` in order writes: each run's count (``COUNT_SUCCESS`` or
+    ``COUNT_FAILURE``, with its parameters), then ``PAUSE_ON_FAILURES``'s parameters for each
+    schedule whose last run failed."""
+    counts = []
+    last: dict[tuple[str, str], tuple[Write, dict[str, Any]]] = {}
+    for run in runs:
+        params = run_params(run.tenant, run.schedule_id, run.succeeded, run.at)
+        rule = COUNT_SUCCESS if run.succeeded else COUNT_FAILURE
+        counts.append((run, rule, params))
+        last[(run.tenant, run.schedule_id)] = (rule, params)
+    return counts, [params for rule, params in last.values() if rule is COUNT_FAILURE]
+
+
+# Superseded occurrences skipped, counted on their schedule.
+COUNT_SUPERSEDED = Write(
+    "schedules", SCHEDULE_KEY, ALWAYS, (Inc("superseded_count", Param("count")),)
+)
+# A definition sealed anew, unless it was replaced since it was read.
+RESEAL = Write(
+    "schedules",
+    SCHEDULE_KEY,
+    Field("definition") == Param("read"),
+    (Set("definition", Param("definition")),),
+)
+# What retention deletes: schedules that can no longer fire (``shared.execution_rules``: execution
+# records that are done).
+ENDED = (COMPLETED, DELETED)
+CHANGED_BEFORE = Field("updated_at") < Param("before")
+EXPIRED_SCHEDULE = STATUS.one_of(*ENDED) & CHANGED_BEFORE
+# -- quota -----------------------------------------------------------------------------------
 
 
 class StoredState(NamedTuple):
@@ -30,31 +371,6 @@ class StoredState(NamedTuple):
     status: ScheduleStatus
     revision: int
     state_revision: int
-
-
-def status_by_next_time(next_schedule_time: datetime | None) -> ScheduleStatus:
-    """A live schedule is active while it has a next time, completed once it has none."""
-    return ScheduleStatus.ACTIVE if next_schedule_time is not None else ScheduleStatus.COMPLETED
-
-
-def takes_definition(
-    stored_revision: int, status: ScheduleStatus, state_revision: int, revision: int
-) -> bool:
-    """Whether a stored schedule takes a definition of ``revision``: only a newer one and, on a
-    tombstone, only one newer than the delete too (a create older than a delete never
-    resurrects it)."""
-    if revision <= stored_revision:
-        return False
-    return status is not ScheduleStatus.DELETED or revision > state_revision
-
-
-def status_after_definition(
-    status: ScheduleStatus, next_schedule_time: datetime | None
-) -> ScheduleStatus:
-    """The status a replaced definition leaves: a pause stays; otherwise by the next time."""
-    if status is ScheduleStatus.PAUSED:
-        return status
-    return status_by_next_time(next_schedule_time)
 
 
 def pending_slot(
@@ -96,34 +412,6 @@ def admit_to_quota(
     if taken < quota:
         return True, taken + 1
     return False, taken
-
-
-def state_change_source(target: ScheduleStatus) -> ScheduleStatus:
-    """The only status a pause (``PAUSED``) or a resume (``ACTIVE``) applies to."""
-    if target is ScheduleStatus.PAUSED:
-        return ScheduleStatus.ACTIVE
-    if target is ScheduleStatus.ACTIVE:
-        return ScheduleStatus.PAUSED
-    raise ValueError(f"apply_state cannot set status {target.value!r}")
-
-
-def attempt_started(execution: Execution, outcome: AttemptOutcome) -> datetime | None:
-    """When the attempt that ended with ``outcome`` sent its request; for an outcome that does
-    not say, when it was begun."""
-    return outcome.started_at or execution.started_at
-
-
-def run_lateness_ms(execution: Execution, outcome: AttemptOutcome) -> float | None:
-    """The lateness a record keeps once ``outcome`` is recorded: its first attempt's, the
-    moment that attempt's request was sent minus the scheduled time (the time it fires, jitter
-    included), in milliseconds. A record that has one keeps it: a retry's delay is not
-    lateness (``Execution.retry_delay_ms``)."""
-    if execution.lateness_ms is not None:
-        return execution.lateness_ms
-    started = attempt_started(execution, outcome)
-    if started is None:
-        return None
-    return tenths((utc_ms(started) - execution.scheduled_time).total_seconds() * 1000.0)
 
 
 def is_key_id(text: str) -> bool:

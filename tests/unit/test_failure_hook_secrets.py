@@ -4,10 +4,9 @@ keeps all its other fields."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
+from shared.definition_codec import DefinitionCodec
 from shared.errors import InvalidInput
 from shared.model import Every, FailureHook, Payload, ScheduleDefinition, Timing, Unit
 from shared.redaction import MASK
@@ -32,12 +31,11 @@ def definition(hook: FailureHook | None) -> ScheduleDefinition:
 
 
 def test_the_hook_is_sealed_and_opens_back_whole() -> None:
-    box = SecretBox([new_secret_key()])
-    sealed = box.seal(definition(HOOK))
-    text = json.dumps(sealed)
+    codec = DefinitionCodec(SecretBox([new_secret_key()]))
+    text = codec.encode(definition(HOOK))
     assert "alerts.example.com" not in text and "Bearer k" not in text
-    assert box.open(json.loads(text)).on_failure == HOOK
-    assert box.open(box.seal(definition(None))).on_failure is None
+    assert codec.decode(text).on_failure == HOOK
+    assert codec.decode(codec.encode(definition(None))).on_failure is None
 
 
 def test_an_answer_masks_the_hook_and_a_replace_may_send_the_mask_back() -> None:

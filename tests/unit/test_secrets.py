@@ -156,7 +156,8 @@ def test_scheduler_secret_key_prints_a_new_key_the_settings_accept(
 
 def test_an_altered_sealed_payload_does_not_open() -> None:
     box = SecretBox([new_secret_key()])
-    document = box.seal(mutation().definition)
+    definition = mutation().definition
+    document = box.seal(definition.to_document(), definition.payload.sealed_fields)
     key_id, token = document["payload"]["sealed"].split(".")
     flipped = token[:20] + ("A" if token[20] != "A" else "B") + token[21:]
     document["payload"]["sealed"] = f"{key_id}.{flipped}"

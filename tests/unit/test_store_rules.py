@@ -7,12 +7,14 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from shared.execution_rules import run_lateness_ms
+from shared.guards import Set, Unless, holds
 from shared.model import AttemptOutcome, Execution, ExecutionStatus, ScheduleStatus
 from shared.store_rules import (
+    LAND_DEFINITION,
+    PAUSE,
+    RESUME,
     is_key_id,
-    run_lateness_ms,
-    state_change_source,
-    status_after_definition,
     status_by_next_time,
     takes_definition,
 )
@@ -45,17 +47,31 @@ def test_only_a_newer_definition_lands_and_a_tombstone_yields_only_to_one_newer_
 
 
 def test_a_replace_keeps_a_pause_and_otherwise_follows_the_next_time() -> None:
-    assert status_after_definition(ScheduleStatus.PAUSED, None) is ScheduleStatus.PAUSED
-    assert status_after_definition(ScheduleStatus.COMPLETED, NOON) is ScheduleStatus.ACTIVE
-    assert status_after_definition(ScheduleStatus.ACTIVE, None) is ScheduleStatus.COMPLETED
-    assert status_after_definition(ScheduleStatus.DELETED, NOON) is ScheduleStatus.ACTIVE
+    [status] = [
+        c.value for c in LAND_DEFINITION.changes if isinstance(c, Set) and c.field == "status"
+    ]
+    assert isinstance(status, Unless)
+    assert holds(status.condition, {"status": "paused"}, {})
+    for other in ("active", "completed", "deleted"):
+        assert not holds(status.condition, {"status": other}, {})
 
 
-def test_pause_applies_to_active_schedules_and_resume_to_paused_ones() -> None:
-    assert state_change_source(ScheduleStatus.PAUSED) is ScheduleStatus.ACTIVE
-    assert state_change_source(ScheduleStatus.ACTIVE) is ScheduleStatus.PAUSED
-    with pytest.raises(ValueError, match="completed"):
-        state_change_source(ScheduleStatus.COMPLETED)
+@pytest.mark.parametrize(
+    ("stored", "state_revision", "paused", "resumed"),
+    [
+        ("active", 1, True, False),
+        ("paused", 1, False, True),
+        ("active", 2, False, False),
+        ("completed", 1, False, False),
+        ("deleted", 1, False, False),
+    ],
+)
+def test_pause_applies_to_active_schedules_and_resume_to_paused_ones_if_newer(
+    stored: str, state_revision: int, paused: bool, resumed: bool
+) -> None:
+    record = {"status": stored, "state_revision": state_revision}
+    assert holds(PAUSE.guard, record, {"state_revision": 2}) is paused
+    assert holds(RESUME.guard, record, {"state_revision": 2}) is resumed
 
 
 def test_lateness_counts_from_the_scheduled_time_to_when_the_first_request_was_sent() -> None:

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from shared.definition_codec import DefinitionCodec
 from shared.errors import InvalidInput
 from shared.model import ScheduleDefinition, Timing
 from shared.redaction import MASK
@@ -62,13 +63,13 @@ def test_each_kind_comes_back_from_its_document_and_through_sealing(
     document = payload.to_document()
     assert document["kind"] == payload.kind
     assert payload_from_document(document) == payload
-    box = SecretBox([new_secret_key()])
+    codec = DefinitionCodec(SecretBox([new_secret_key()]))
     definition = ScheduleDefinition(Timing("UTC", at=datetime(2030, 1, 1, tzinfo=UTC)), payload)
-    sealed = box.seal(definition)
+    sealed = codec.to_document(definition)
     # What is secret of each kind is not readable at rest.
     for name in payload.sealed_fields:
         assert name not in sealed["payload"]
-    assert box.open(sealed) == definition
+    assert codec.from_document(sealed) == definition
 
 
 def test_a_payload_stored_before_kinds_existed_is_an_http_call() -> None:

@@ -7,7 +7,7 @@ import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -207,7 +207,9 @@ class SqliteDatabase:
             else:
                 connection.execute("COMMIT")
 
-    def write_one(self, sql: str, parameters: Sequence[Any] = ()) -> list[sqlite3.Row]:
+    def write_one(
+        self, sql: str, parameters: Sequence[Any] | Mapping[str, Any] = ()
+    ) -> list[sqlite3.Row]:
         """One writing statement as a transaction of its own; the rows it returns (RETURNING).
 
         SQLite takes the write lock when such a statement starts, as ``BEGIN IMMEDIATE`` would,

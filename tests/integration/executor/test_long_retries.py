@@ -11,7 +11,7 @@ from execution_worker.settler import defer
 from execution_worker.worker import Executor
 from shared.adapters.http_sender import HttpSender
 from shared.adapters.sqlite.db import SqliteDatabase
-from shared.adapters.sqlite_store import SqliteStore
+from shared.adapters.sqlite.store import SqliteStore
 from shared.messages import decode_occurrence, encode_occurrence
 from shared.model import Occurrence
 from shared.ports import OutgoingMessage

@@ -13,8 +13,8 @@ from execution_worker.settler import Settled, Settler
 from execution_worker.worker import Executor
 from shared.adapters.http_sender import HttpSender
 from shared.adapters.sqlite.db import SqliteDatabase
+from shared.adapters.sqlite.store import SqliteStore
 from shared.adapters.sqlite_queue import SqliteQueue
-from shared.adapters.sqlite_store import SqliteStore
 from shared.errors import Transient
 from shared.lifecycle import Shutdown
 from shared.messages import encode_occurrence

@@ -12,8 +12,8 @@ from pathlib import Path
 from execution_worker.notifier import FailureEvent
 from execution_worker.settler import Settled, Settler
 from shared.adapters.sqlite.db import SqliteDatabase
+from shared.adapters.sqlite.store import SqliteStore
 from shared.adapters.sqlite_queue import SqliteQueue
-from shared.adapters.sqlite_store import SqliteStore
 from shared.definition_cache import DefinitionCache
 from shared.messages import encode_occurrence
 from shared.model import (

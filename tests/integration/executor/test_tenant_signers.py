@@ -14,7 +14,7 @@ from standardwebhooks.webhooks import Webhook
 
 from execution_worker.signers import TenantSigners
 from shared.adapters.sqlite.db import SqliteDatabase
-from shared.adapters.sqlite_store import SqliteStore
+from shared.adapters.sqlite.store import SqliteStore
 from shared.ports import SigningSecretSet
 from shared.signing import SigningSecrets
 from shared.timeutil import UTC

@@ -14,8 +14,8 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
 from shared.adapters.sqlite.db import SqliteDatabase
+from shared.adapters.sqlite.store import SqliteStore
 from shared.adapters.sqlite_queue import SqliteQueue
-from shared.adapters.sqlite_store import SqliteStore
 from shared.logs import JsonFormatter
 from shared.metrics import BackendCollector
 from shared.model import Every, Payload, ScheduleDefinition, Timing, Unit

@@ -14,7 +14,7 @@ import pytest
 from prometheus_client import REGISTRY
 from standardwebhooks.webhooks import Webhook
 
-from shared.adapters.sqlite_store import SqliteStore
+from shared.adapters.sqlite.store import SqliteStore
 from shared.model import AttemptOutcome, ExecutionStatus, Occurrence
 from shared.settings import Settings
 from tests.support.api import ApiUnderTest

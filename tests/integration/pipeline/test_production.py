@@ -22,7 +22,7 @@ from moto import mock_aws
 
 from scheduler_cli.components import build_executor, build_poller, build_processor
 from scheduler_service.app import create_app
-from shared.adapters.mongo_store import MongoStore
+from shared.adapters.mongo.store import MongoStore
 from shared.adapters.sqs_queue import SqsQueue, sqs_client
 from shared.backends import Backends
 from shared.ports import Queues

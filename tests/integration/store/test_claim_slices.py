@@ -2,7 +2,7 @@
 
 Each schedule carries a slice (a hash of its key); a poller that is behind claims from one window
 of slices at a time and, every few claims, the most overdue of all (``shared/adapters/
-mongo_store.py``). What a user relies on: no schedule claimed twice, none left behind, and the
+mongo/claims.py``). What a user relies on: no schedule claimed twice, none left behind, and the
 most overdue still claimed within a bounded number of claims. On mongomock the three take turns
 (the claims interleave exactly); on nx-27017 (and ``SCHEDULER_TEST_MONGO_URL``) they run in
 threads, each on its own client, as pollers in their own processes do.
@@ -22,8 +22,8 @@ import pymongo
 import pytest
 from pymongo import monitoring
 
-from shared.adapters import mongo_store
-from shared.adapters.mongo_store import MongoStore
+from shared.adapters.mongo import claims as mongo_claims
+from shared.adapters.mongo.store import MongoStore
 from shared.ports import Advance
 from tests.integration.store.test_store_contract import MINUTE, T0, TENANT, definition
 from tests.support.harness import TEST_SECRETS
@@ -32,7 +32,7 @@ from tests.support.peers import MONGO_URL, mongo_url_for
 POLLERS = 3
 LIMIT = 10
 # Every poller claims from all slices, earliest first, at least once in this many claims.
-WHOLE_EVERY = mongo_store._WHOLE_EVERY
+WHOLE_EVERY = mongo_claims._WHOLE_EVERY
 
 
 def seed(store: MongoStore, count: int) -> list[str]:

@@ -24,7 +24,7 @@ from shared.adapters.mongo.indexes import (
     ensure_indexes,
     indexes_version,
 )
-from shared.adapters.mongo_store import MongoStore
+from shared.adapters.mongo.store import MongoStore
 from tests.support.harness import TEST_SECRETS
 from tests.support.peers import MONGO_URL, mongo_url_for
 

@@ -18,7 +18,7 @@ import pymongo
 import pytest
 from pymongo import monitoring
 
-from shared.adapters.mongo_store import MongoStore
+from shared.adapters.mongo.store import MongoStore
 from shared.model import AttemptOutcome, ExecutionStatus
 from tests.integration.store.test_store_contract import MINUTE, SECOND, T0, TENANT, occurrence
 from tests.support.harness import TEST_SECRETS

@@ -19,7 +19,7 @@ from pymongo import monitoring
 
 from execution_worker.signers import TenantSigners
 from processor_worker.worker import Processor
-from shared.adapters.mongo_store import MongoStore
+from shared.adapters.mongo.store import MongoStore
 from shared.adapters.sqlite.db import SqliteDatabase
 from shared.adapters.sqlite_queue import SqliteQueue
 from shared.messages import DefinitionMutation, encode_mutation

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pymongo import ReadPreference
 
-from shared.adapters.mongo_store import MongoStore
+from shared.adapters.mongo.store import MongoStore
 from tests.support.harness import TEST_SECRETS
 
 

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from pymongo.errors import AutoReconnect
 
-from shared.adapters import sqlite_store
-from shared.adapters.mongo_store import MongoStore
+from shared.adapters.mongo.store import MongoStore
+from shared.adapters.sqlite import executions as sqlite_executions
 from shared.errors import Transient
 from shared.model import AttemptOutcome, ExecutionStatus
 from shared.ports import Store
@@ -59,7 +59,7 @@ def fail_the_counts_once(store: Store, monkeypatch: pytest.MonkeyPatch, applied:
     if isinstance(store, MongoStore):
         monkeypatch.setattr(store, "schedules", CountsFailOnce(store.schedules, applied))
         return
-    real = sqlite_store._run_counts
+    real = sqlite_executions.count_runs
     calls = iter([True])
 
     def failing_once(*arguments: Any) -> Any:
@@ -67,7 +67,7 @@ def fail_the_counts_once(store: Store, monkeypatch: pytest.MonkeyPatch, applied:
             raise sqlite3.OperationalError("disk I/O error")
         return real(*arguments)
 
-    monkeypatch.setattr(sqlite_store, "_run_counts", failing_once)
+    monkeypatch.setattr(sqlite_executions, "count_runs", failing_once)
 
 
 @pytest.mark.parametrize("applied", [False, True], ids=["count-not-applied", "answer-lost"])

@@ -15,9 +15,9 @@ from typing import Any
 import mongomock_ng
 import pytest
 
-from shared.adapters.mongo_store import MongoStore
+from shared.adapters.mongo.store import MongoStore
 from shared.adapters.sqlite.db import SqliteDatabase
-from shared.adapters.sqlite_store import SqliteStore
+from shared.adapters.sqlite.store import SqliteStore
 from shared.ports import SigningSecretSet, Store, StoredSigningSecret
 from shared.signing import DEPLOYMENT, RotationConflict, SecretState, SigningSecrets
 from shared.timeutil import UTC

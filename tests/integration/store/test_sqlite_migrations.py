@@ -3,7 +3,6 @@ processes opening a file together migrate it once, and an up-to-date file costs 
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from multiprocessing import get_context
 from multiprocessing.synchronize import Barrier
@@ -13,7 +12,8 @@ import pytest
 
 from shared.adapters.sqlite.db import SqliteDatabase
 from shared.adapters.sqlite.migrations import MIGRATIONS, Migration, migrate, schema_version
-from shared.adapters.sqlite_store import SqliteStore
+from shared.adapters.sqlite.store import SqliteStore
+from shared.definition_codec import DefinitionCodec
 from shared.errors import ConfigurationError, Transient
 from shared.model import AttemptOutcome, ExecutionStatus, ScheduleStatus
 from shared.ports import ScheduleFilter, SlotReservation
@@ -36,7 +36,7 @@ def old_file(path: Path, schema: str) -> None:
     """A file as the earlier code made it, with a schedule and a running attempt in it."""
     connection = sqlite3.connect(path)
     connection.executescript(schema)
-    sealed = json.dumps(TEST_SECRETS.seal(definition(name="Legacy Job")), separators=(",", ":"))
+    sealed = DefinitionCodec(TEST_SECRETS).encode(definition(name="Legacy Job"))
     ms = to_epoch_ms(T0)
     connection.execute(
         "INSERT INTO schedules (tenant, schedule_id, revision, state_revision, status,"

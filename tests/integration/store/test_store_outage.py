@@ -21,7 +21,7 @@ from pymongo.errors import AutoReconnect
 from polling_worker.worker import Poller
 from processor_worker.worker import Processor
 from scheduler_cli.components import build_executor
-from shared.adapters.mongo_store import MongoStore
+from shared.adapters.mongo.store import MongoStore
 from shared.backends import Backends, open_backends
 from shared.errors import Transient
 from shared.lifecycle import Shutdown

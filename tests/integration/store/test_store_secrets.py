@@ -15,9 +15,9 @@ import mongomock_ng
 import pymongo
 import pytest
 
-from shared.adapters.mongo_store import MongoStore
+from shared.adapters.mongo.store import MongoStore
 from shared.adapters.sqlite.db import SqliteDatabase
-from shared.adapters.sqlite_store import SqliteStore
+from shared.adapters.sqlite.store import SqliteStore
 from shared.errors import ConfigurationError
 from shared.model import Every, Payload, ScheduleDefinition, Timing, Unit
 from shared.ports import Store

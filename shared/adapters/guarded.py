@@ -1,0 +1,128 @@
+"""The store's guarded writes of one record, once for every backend.
+
+Each port method here applies a rule of ``shared.store_rules`` with its parameters; a backend
+gives only the primitives that apply a rule to one record (``write``, ``write_back``,
+``remove``): an ``UPDATE`` and the ``INSERT`` of a record it makes on SQLite, a guarded update
+per case (an upsert for the first) on MongoDB. A backend's batch methods (``begin_attempts``,
+``settle_attempts``, …) apply the same rules to many records in one statement or command.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime
+from enum import Enum
+from typing import Any
+
+from shared.adapters.records import Fields, definition_fields, execution_of
+from shared.definition_codec import DefinitionCodec
+from shared.execution_rules import DISCARD, FORGET_IDEMPOTENCY, REOPEN, RESTORE
+from shared.guards import Remove, Write
+from shared.model import Execution, ScheduleStatus
+from shared.ports import DefinitionToApply
+from shared.store_rules import (
+    DELETE,
+    PAUSE,
+    RAISE_TOMBSTONE,
+    RESEAL,
+    RESUME,
+    definition_params,
+    state_params,
+)
+
+
+class Outcome(Enum):
+    CHANGED = "changed"  # the guard held on the stored record, which changed
+    MADE = "made"  # there was none: the write made it
+    REFUSED = "refused"
+
+
+class GuardedWrites(ABC):
+    definitions: DefinitionCodec
+
+    @abstractmethod
+    def write(self, rule: Write, params: Mapping[str, Any]) -> Outcome:
+        """Apply ``rule`` to the record its key parameters find: change it where the guard
+        holds, or make it where there is none and the rule makes one. Atomic."""
+
+    @abstractmethod
+    def write_back(self, rule: Write, params: Mapping[str, Any]) -> Fields | None:
+        """``write`` of a rule that makes no record; the record's fields as changed, or
+        ``None`` where the guard did not hold."""
+
+    @abstractmethod
+    def remove(self, rule: Remove, params: Mapping[str, Any]) -> bool:
+        """Delete the record found where the guard holds; whether one was deleted."""
+
+    @abstractmethod
+    def stored_definitions(self) -> Iterator[tuple[str, str, str]]:
+        """Each stored definition: its schedule's tenant and id, and its sealed text."""
+
+    def landings(self, definitions: Sequence[DefinitionToApply]) -> list[dict[str, Any]]:
+        """``LAND_DEFINITION``'s parameters of each definition (``apply_definitions``), sealed."""
+        return [
+            definition_params(
+                tenant,
+                schedule_id,
+                revision,
+                definition_fields(definition, self.definitions),
+                next_time,
+                accepted_at,
+            )
+            for tenant, schedule_id, revision, definition, next_time, accepted_at in definitions
+        ]
+
+    def reseal_definitions(self) -> int:
+        resealed = 0
+        for tenant, schedule_id, text in self.stored_definitions():
+            new = self.definitions.resealed(text)
+            if new is not None:
+                params = {"tenant": tenant, "schedule_id": schedule_id, "read": text}
+                written = self.write(RESEAL, {**params, "definition": new})
+                resealed += written is Outcome.CHANGED
+        return resealed
+
+    def apply_state(
+        self,
+        tenant: str,
+        schedule_id: str,
+        state_revision: int,
+        status: ScheduleStatus,
+        next_schedule_time: datetime | None,
+        now: datetime,
+    ) -> bool:
+        params = state_params(tenant, schedule_id, state_revision, next_schedule_time, now)
+        if status is ScheduleStatus.DELETED:
+            outcome = self.write(DELETE, params)
+            if outcome is Outcome.REFUSED:
+                self.write(RAISE_TOMBSTONE, params)
+            return outcome is Outcome.CHANGED
+        if status not in (ScheduleStatus.PAUSED, ScheduleStatus.ACTIVE):
+            raise ValueError(f"apply_state cannot set status {status.value!r}")
+        rule = PAUSE if status is ScheduleStatus.PAUSED else RESUME
+        return self.write(rule, params) is Outcome.CHANGED
+
+    def reopen_dead_letter(
+        self, tenant: str, occurrence_id: str, now: datetime
+    ) -> Execution | None:
+        params = {"tenant": tenant, "occurrence_id": occurrence_id, "now": now}
+        fields = self.write_back(REOPEN, params)
+        return None if fields is None else execution_of(fields)
+
+    def restore_dead_letter(self, reopened: Execution) -> bool:
+        params = {
+            "tenant": reopened.tenant,
+            "occurrence_id": reopened.occurrence_id,
+            "attempts": reopened.attempts,
+        }
+        return self.write(RESTORE, params) is Outcome.CHANGED
+
+    def discard_dead_letter(self, tenant: str, occurrence_id: str, now: datetime) -> bool:
+        params = {"tenant": tenant, "occurrence_id": occurrence_id, "now": now}
+        return self.write(DISCARD, params) is Outcome.CHANGED
+
+    def delete_idempotency_record(self, tenant: str, key: str, fingerprint: str) -> bool:
+        return self.remove(
+            FORGET_IDEMPOTENCY, {"tenant": tenant, "key": key, "fingerprint": fingerprint}
+        )

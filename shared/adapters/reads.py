@@ -1,0 +1,95 @@
+"""The store's reads of records, once for every backend: one record by its key, and the listings
+of ``shared.store_queries``; a backend gives only ``fields`` (a row or document read as its
+stored fields, ``shared.adapters.records``), ``read`` and ``select``."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Collection, Mapping
+from operator import attrgetter
+from typing import Any
+
+from shared.adapters.records import (
+    Fields,
+    api_key_of,
+    execution_of,
+    idempotency_of,
+    schedule_of,
+)
+from shared.definition_cache import DefinitionCache
+from shared.definition_codec import DefinitionCodec
+from shared.model import Execution, ExecutionStatus, Schedule
+from shared.ports import ApiKey, IdempotencyRecord, Page, ScheduleFilter, execution_page
+from shared.schedule_listing import Segment, ordered_page
+from shared.store_queries import Query, dead_letters_query, history_query, segment_query
+
+
+class Reads(ABC):
+    definitions: DefinitionCodec
+
+    @abstractmethod
+    def fields(self, table: str, stored: Any) -> Fields:
+        """The stored fields of a row or document of ``table``, as the backend read it."""
+
+    def schedule_from(self, stored: Any, cache: DefinitionCache | None = None) -> Schedule:
+        return schedule_of(self.fields("schedules", stored), self.definitions, cache)
+
+    def execution_from(self, stored: Any) -> Execution:
+        return execution_of(self.fields("executions", stored))
+
+    def idempotency_from(self, stored: Any) -> IdempotencyRecord:
+        return idempotency_of(self.fields("idempotency_keys", stored))
+
+    def api_key_from(self, stored: Any) -> ApiKey:
+        return api_key_of(self.fields("api_keys", stored))
+
+    @abstractmethod
+    def read(self, table: str, key: Mapping[str, Any]) -> Fields | None:
+        """The stored fields of the record of ``table`` its key's fields find."""
+
+    @abstractmethod
+    def select(self, query: Query) -> list[Fields]:
+        """The stored fields of the records ``query`` selects, in its order, its limit at most."""
+
+    def get_schedule(self, tenant: str, schedule_id: str) -> Schedule | None:
+        fields = self.read("schedules", {"tenant": tenant, "schedule_id": schedule_id})
+        return None if fields is None else schedule_of(fields, self.definitions)
+
+    def get_execution(self, tenant: str, occurrence_id: str) -> Execution | None:
+        fields = self.read("executions", {"tenant": tenant, "occurrence_id": occurrence_id})
+        return None if fields is None else execution_of(fields)
+
+    def list_schedules(
+        self, tenant: str, query: ScheduleFilter, limit: int, cursor: str | None
+    ) -> Page[Schedule]:
+        return ordered_page(query, limit, cursor, lambda segment: self._segment(tenant, segment))
+
+    def _segment(self, tenant: str, segment: Segment) -> list[Schedule]:
+        query = segment_query(tenant, segment)
+        if query is None:
+            return []
+        return [schedule_of(fields, self.definitions) for fields in self.select(query)]
+
+    def list_executions(
+        self,
+        tenant: str,
+        schedule_id: str,
+        limit: int,
+        cursor: str | None,
+        status: ExecutionStatus | None = None,
+    ) -> Page[Execution]:
+        return self._page(history_query(tenant, schedule_id, status, limit, cursor), limit)
+
+    def list_dead_letters(
+        self,
+        tenant: str,
+        limit: int,
+        cursor: str | None,
+        schedule_ids: Collection[str] | None = None,
+    ) -> Page[Execution]:
+        query = dead_letters_query(tenant, schedule_ids, limit, cursor)
+        return Page([]) if query is None else self._page(query, limit)
+
+    def _page(self, query: Query, limit: int) -> Page[Execution]:
+        found = [execution_of(fields) for fields in self.select(query)]
+        return execution_page(found, limit, attrgetter(query.moment))

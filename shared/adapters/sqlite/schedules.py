@@ -1,0 +1,177 @@
+"""The SQLite store's schedules: definitions, claims and advances, run counts, retention. Each
+guarded write is a rule of ``shared.store_rules`` (``shared.adapters.sqlite.sql``)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from shared.adapters.guarded import Outcome
+from shared.adapters.sqlite.base import SqliteBacked, statements, write_in
+from shared.adapters.sqlite.migrations import migrate
+from shared.adapters.sqlite.sql import Folded, Params, chunks, where
+from shared.definition_cache import DefinitionCache
+from shared.errors import Transient
+from shared.execution_rules import EXPIRED_EXECUTION
+from shared.guards import Write, folded
+from shared.model import Schedule
+from shared.ports import Advance, DefinitionToApply, ScheduleStore
+from shared.store_rules import (
+    ADVANCE,
+    CLAIM,
+    CLAIMABLE,
+    COUNT_FAILURE,
+    COUNT_SUCCESS,
+    EXPIRED_SCHEDULE,
+    LAND_DEFINITION,
+    PAUSE_ON_FAILURES,
+    SHOWN,
+    Run,
+    advance_params,
+    run_counts,
+)
+from shared.timeutil import utc_ms
+
+_KEYS_PER_READ = 500
+# Rows written by one statement: each statement lets other threads take the GIL, and a busy
+# event loop may keep it for milliseconds before this thread gets it back.
+ROWS_PER_STATEMENT = 400
+# A definition lands in one statement: an upsert, where its guard holds.
+_LAND, _LAND_ORDER = statements(LAND_DEFINITION).upsert(1, ("1",))
+_CLAIMABLE = (
+    f"SELECT * FROM schedules WHERE {where('schedules', CLAIMABLE)} ORDER BY next_ms LIMIT :limit"
+)
+_CLAIMABLE_PARAMS = Params(CLAIMABLE, "schedules")
+_COUNTS = Folded((COUNT_SUCCESS, COUNT_FAILURE))
+_EXPIRED = {
+    table: f"DELETE FROM {table} WHERE ({', '.join(key)}) IN (SELECT {', '.join(key)} FROM"
+    f" {table} WHERE {where(table, condition)} ORDER BY {order} LIMIT :limit)"
+    for table, key, condition, order in (
+        ("executions", ("tenant", "occurrence_id"), EXPIRED_EXECUTION, "finished_ms"),
+        ("schedules", ("tenant", "schedule_id"), EXPIRED_SCHEDULE, "updated_ms"),
+    )
+}
+_EXPIRED_PARAMS = Params(EXPIRED_SCHEDULE, "schedules")
+
+
+class SqliteSchedules(SqliteBacked, ScheduleStore):
+    def ensure_indexes(self) -> None:
+        migrate(self.db, self.definitions.target)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def ping(self) -> None:
+        try:
+            self.db.connection().execute("SELECT 1").fetchone()
+        except sqlite3.Error as exc:
+            raise Transient(f"sqlite unavailable: {exc}") from exc
+
+    def get_schedules(
+        self, keys: Sequence[tuple[str, str]], cache: DefinitionCache | None = None
+    ) -> dict[tuple[str, str], Schedule]:
+        by_tenant: dict[str, list[str]] = {}
+        for tenant, schedule_id in dict.fromkeys(keys):
+            by_tenant.setdefault(tenant, []).append(schedule_id)
+        found: dict[tuple[str, str], Schedule] = {}
+        connection = self.db.connection()
+        for tenant, ids in by_tenant.items():
+            for chunk in chunks(ids, _KEYS_PER_READ):
+                # One tenant and a list of ids: the primary key serves it.
+                marks = ", ".join("?" * len(chunk))
+                rows = connection.execute(
+                    f"SELECT * FROM schedules WHERE tenant = ? AND schedule_id IN ({marks})",
+                    [tenant, *chunk],
+                ).fetchall()
+                for row in rows:
+                    found[(tenant, row["schedule_id"])] = self.schedule_from(row, cache)
+        return found
+
+    def apply_definitions(self, definitions: Sequence[DefinitionToApply]) -> list[bool]:
+        # Sealed before the write lock is taken, which is then held for the statements only.
+        landings = self.landings(definitions)
+        rows = [statements(LAND_DEFINITION).params.row(_LAND_ORDER, one) for one in landings]
+        with self.db.write() as connection:
+            return [bool(connection.execute(_LAND, row).fetchall()) for row in rows]
+
+    def claim_due_schedules(
+        self, horizon: datetime, now: datetime, limit: int, owner: str, lease_until: datetime
+    ) -> list[Schedule]:
+        claim = {"horizon": horizon, "now": now, "owner": owner, "lease_until": lease_until}
+        with self.db.write() as connection:
+            # Under the write lock: the rows read are the rows leased, CLAIM's guard holds.
+            rows = connection.execute(
+                _CLAIMABLE, {**_CLAIMABLE_PARAMS.named(claim), "limit": limit}
+            ).fetchall()
+            connection.executemany(
+                statements(CLAIM).update,
+                [
+                    statements(CLAIM).params.named(
+                        {**claim, "tenant": row["tenant"], "schedule_id": row["schedule_id"]}
+                    )
+                    for row in rows
+                ],
+            )
+        leased_until = utc_ms(lease_until)
+        return [
+            self.schedule_from(row).evolve(lease_owner=owner, lease_until=leased_until)
+            for row in rows
+        ]
+
+    def advance_schedules(
+        self, advances: Sequence[Advance], owner: str, now: datetime
+    ) -> list[bool]:
+        with self.db.write() as connection:
+            return [
+                write_in(connection, ADVANCE, advance_params(advance, owner, now))
+                is Outcome.CHANGED
+                for advance in advances
+            ]
+
+    def record_run(self, tenant: str, schedule_id: str, succeeded: bool, at: datetime) -> None:
+        with self.db.write() as connection:
+            count_runs(connection, [Run(tenant, schedule_id, succeeded, at)])
+
+    def count_schedules(self) -> Mapping[str, int]:
+        rows = (
+            self.db.connection()
+            .execute(
+                f"SELECT status, count(*) AS n FROM schedules WHERE {where('schedules', SHOWN)}"
+                " GROUP BY status"
+            )
+            .fetchall()
+        )
+        return {row["status"]: row["n"] for row in rows}
+
+    def purge_expired(
+        self, executions_before: datetime, schedules_before: datetime, limit: int
+    ) -> tuple[int, int]:
+        deleted = []
+        with self.db.write() as connection:
+            for table, before in (
+                ("executions", executions_before),
+                ("schedules", schedules_before),
+            ):
+                bound = {**_EXPIRED_PARAMS.named({"before": before}), "limit": limit}
+                deleted.append(connection.execute(_EXPIRED[table], bound).rowcount)
+        return deleted[0], deleted[1]
+
+
+def count_runs(connection: sqlite3.Connection, runs: Sequence[Run]) -> None:
+    """``record_run`` of each run, in order, in two statements per ``ROWS_PER_STATEMENT``
+    schedules: the counts of each schedule's runs, folded; then ``run_counts``'s pauses."""
+    counts, pauses = run_counts(runs)
+    by_schedule: dict[tuple[str, str], list[tuple[Write, dict[str, Any]]]] = {}
+    for run, rule, params in counts:
+        by_schedule.setdefault((run.tenant, run.schedule_id), []).append((rule, params))
+    rows = [_COUNTS.row(key, folded(applied)) for key, applied in by_schedule.items()]
+    for chunk in chunks(rows, ROWS_PER_STATEMENT):
+        connection.execute(_COUNTS.statement(len(chunk)), [value for row in chunk for value in row])
+    pausing = statements(PAUSE_ON_FAILURES)
+    for chunk in chunks(pauses, ROWS_PER_STATEMENT):
+        statement, order = pausing.update_many(len(chunk))
+        connection.execute(
+            statement, [v for params in chunk for v in pausing.params.row(order, params)]
+        )
