@@ -1,6 +1,6 @@
 """The store's batch methods keep the guards of their one-at-a-time counterparts, per item.
 
-``advance_schedules`` and ``settle_attempts`` (``shared/ports.py``, ``Store``) run over every
+``advance_schedules`` and ``settle_attempts`` (``shared.ports.Store``) run over every
 store adapter, with the ``store`` fixture of the store contract.
 """
 

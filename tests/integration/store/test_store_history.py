@@ -1,7 +1,7 @@
 """A schedule's history lists its runs: superseded occurrences are counted, and listed only when
 asked for skipped records; ``?status=`` selects one status.
 
-``record_skips(..., superseded=True)`` and ``list_executions(..., status)`` (``shared/ports.py``)
+``record_skips(..., superseded=True)`` and ``list_executions(..., status)`` (``shared.ports``)
 over every store adapter, with the ``store`` fixture of the store contract.
 """
 

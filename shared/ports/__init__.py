@@ -1,0 +1,76 @@
+"""The ports: small interfaces between the domain and the outside world, one module per port.
+
+Every port has a production adapter (MongoDB, SQS, HTTP) and an embedded one (SQLite) in
+``shared.adapters``. One contract test suite runs over all adapters of a port, so the docstrings
+are the specification both must meet. Each name is importable from here too
+(``from shared.ports import Store``).
+"""
+
+from shared.ports.clock import Clock, SystemClock
+from shared.ports.delivery import (
+    Delivered,
+    DeliveryTarget,
+    WebhookError,
+    WebhookRequest,
+    WebhookResponse,
+    WebhookSender,
+)
+from shared.ports.executions import ExecutionStore
+from shared.ports.keys import ApiKey, ApiKeyStore, IdempotencyRecord, IdempotencyStore
+from shared.ports.pages import Page, execution_page
+from shared.ports.queues import (
+    MessageQueue,
+    MessageTooLarge,
+    OutgoingMessage,
+    QueueDepth,
+    Queues,
+    ReceivedMessage,
+)
+from shared.ports.schedules import (
+    Advance,
+    DefinitionToApply,
+    ScheduleFilter,
+    ScheduleOrder,
+    ScheduleStore,
+    SlotReservation,
+)
+from shared.ports.signing_secrets import (
+    SigningSecretSet,
+    SigningSecretStore,
+    StoredSigningSecret,
+)
+from shared.ports.store import Store
+
+__all__ = [
+    "Advance",
+    "ApiKey",
+    "ApiKeyStore",
+    "Clock",
+    "DefinitionToApply",
+    "Delivered",
+    "DeliveryTarget",
+    "ExecutionStore",
+    "IdempotencyRecord",
+    "IdempotencyStore",
+    "MessageQueue",
+    "MessageTooLarge",
+    "OutgoingMessage",
+    "Page",
+    "QueueDepth",
+    "Queues",
+    "ReceivedMessage",
+    "ScheduleFilter",
+    "ScheduleOrder",
+    "ScheduleStore",
+    "SigningSecretSet",
+    "SigningSecretStore",
+    "SlotReservation",
+    "Store",
+    "StoredSigningSecret",
+    "SystemClock",
+    "WebhookError",
+    "WebhookRequest",
+    "WebhookResponse",
+    "WebhookSender",
+    "execution_page",
+]

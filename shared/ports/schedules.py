@@ -1,0 +1,260 @@
+"""The schedules' port: durable schedules, their definitions, states, claims and quota."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import NamedTuple
+
+from shared.definition_cache import DefinitionCache
+from shared.model import Schedule, ScheduleDefinition, ScheduleStatus
+from shared.ports.pages import Page
+
+
+class ScheduleOrder(StrEnum):
+    """What ``list_schedules`` orders a listing by, then by id (``shared.schedule_listing``)."""
+
+    ID = "id"
+    NAME = "name"
+    # The dispatch cursor (``next_schedule_time``); schedules without one come last.
+    NEXT_TIME = "next_time"
+    CREATED = "created"
+
+
+@dataclass(frozen=True)
+class ScheduleFilter:
+    """What ``list_schedules`` selects, and in which order; empty fields select everything of
+    the tenant.
+
+    ``search`` finds a schedule whose name contains the text (case ignored), one tag of which
+    is the text, or whose target host (``shared.schedule_listing.target_of``) contains the host
+    the text names: the rest of the URL is sealed at rest, so it is not searched. By name is
+    in case-folded order (``shared.schedule_listing.name_key``).
+    """
+
+    status: ScheduleStatus | None = None
+    name_prefix: str | None = None
+    tag: str | None = None
+    next_before: datetime | None = None
+    next_after: datetime | None = None
+    search: str | None = None
+    order: ScheduleOrder = ScheduleOrder.ID
+    descending: bool = False
+
+
+# The arguments of ``apply_definition``: tenant, schedule id, revision, definition, next schedule
+# time, accepted at.
+DefinitionToApply = tuple[str, str, int, ScheduleDefinition, datetime | None, datetime]
+
+
+class Advance(NamedTuple):
+    """One schedule the poller moves on (``Store.advance_schedules``): the claimed schedule, its
+    new ``next_schedule_time`` and ``occurrence_count``, and its ``sent_ahead`` times."""
+
+    claimed: Schedule
+    next_schedule_time: datetime | None
+    occurrence_count: int
+    sent_ahead: tuple[datetime, ...] = ()
+
+
+@dataclass(frozen=True)
+class SlotReservation:
+    """Room held for one live schedule of ``tenant`` by a create (or replace) the API accepted:
+    it counts against the tenant's quota until the store holds that mutation (``revision``)
+    or one newer, or until ``expires_at`` (its message was lost, or its process died before
+    sending it)."""
+
+    tenant: str
+    schedule_id: str
+    revision: int
+    expires_at: datetime
+
+
+class ScheduleStore(ABC):
+    """Durable schedules, keyed by ``(tenant, schedule_id)``: tenants never share a key."""
+
+    @abstractmethod
+    def ensure_indexes(self) -> None:
+        """Create the tables/collections and indexes the other methods rely on (idempotent)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the clients this adapter created."""
+
+    @abstractmethod
+    def ping(self) -> None:
+        """Return if the backend answers; raise ``Transient`` otherwise."""
+
+    @abstractmethod
+    def get_schedule(self, tenant: str, schedule_id: str) -> Schedule | None:
+        """The stored schedule, tombstones included (``status == DELETED``); ``None`` if unknown."""
+
+    @abstractmethod
+    def get_schedules(
+        self, keys: Sequence[tuple[str, str]], cache: DefinitionCache | None = None
+    ) -> dict[tuple[str, str], Schedule]:
+        """``get_schedule`` for each ``(tenant, schedule_id)``: the version check of every
+        occurrence due together, in one read where the backend allows it.
+
+        Returns the stored schedules (tombstones included) by key; unknown keys are absent.
+        With ``cache``, a definition is opened only when the cache has no definition of its
+        revision (and then kept there).
+        """
+
+    def apply_definition(
+        self,
+        tenant: str,
+        schedule_id: str,
+        revision: int,
+        definition: ScheduleDefinition,
+        next_schedule_time: datetime | None,
+        accepted_at: datetime,
+    ) -> bool:
+        """``apply_definitions`` of one."""
+        return self.apply_definitions(
+            [(tenant, schedule_id, revision, definition, next_schedule_time, accepted_at)]
+        )[0]
+
+    @abstractmethod
+    def apply_definitions(self, definitions: Sequence[DefinitionToApply]) -> list[bool]:
+        """Create or replace each schedule's definition, atomically, if its revision is newer;
+        each ``(tenant, schedule_id, revision, definition, next_schedule_time, accepted_at)``
+        in order (a schedule named twice in one call: each in turn). Returns, in order,
+        whether each was applied.
+
+        Applied only when ``revision`` is greater than the stored ``revision`` and, for a
+        tombstone, greater than its ``state_revision`` (a create older than a delete never
+        resurrects it). A replace keeps the pause state and the run counters, sets
+        ``next_schedule_time`` (``None`` completes the schedule), empties ``sent_ahead`` (what
+        was sent for the old revision does not fire) and drops any poller lease.
+        """
+
+    @abstractmethod
+    def apply_state(
+        self,
+        tenant: str,
+        schedule_id: str,
+        state_revision: int,
+        status: ScheduleStatus,
+        next_schedule_time: datetime | None,
+        now: datetime,
+    ) -> bool:
+        """Pause, resume or delete, atomically, if ``state_revision`` is newer than the stored one.
+
+        ``DELETED`` on an unknown id stores a tombstone (so a create still in flight on queue 1
+        cannot land) and returns ``False``; on a tombstone it raises the tombstone's revision
+        (a create accepted since the first delete cannot land either) and returns ``False``.
+        Pausing or resuming an unknown or deleted schedule changes nothing and returns
+        ``False``. Resume sets ``next_schedule_time`` as given. A pause records who paused
+        (``PausedBy.USER``) and when; a resume clears that and the consecutive failures.
+        """
+
+    @abstractmethod
+    def claim_due_schedules(
+        self, horizon: datetime, now: datetime, limit: int, owner: str, lease_until: datetime
+    ) -> list[Schedule]:
+        """Claim at most ``limit`` active schedules with ``next_schedule_time <= horizon``.
+
+        Earliest first; except that a claim following a full one may take the earliest of a part
+        of the due schedules (MongoDB: a window of slices), so that concurrent callers take
+        disjoint work, as long as the most overdue is claimed within a bounded number of
+        claims. A claimed schedule is invisible to other claims until ``lease_until``
+        or until the owner advances it; schedules whose lease expired (their poller died) are
+        claimable again. Two concurrent callers never receive the same schedule.
+        """
+
+    def advance_schedule(
+        self,
+        claimed: Schedule,
+        owner: str,
+        next_schedule_time: datetime | None,
+        occurrence_count: int,
+        now: datetime,
+        sent_ahead: Sequence[datetime] = (),
+    ) -> bool:
+        """``advance_schedules`` of one."""
+        advance = Advance(claimed, next_schedule_time, occurrence_count, tuple(sent_ahead))
+        return self.advance_schedules([advance], owner, now)[0]
+
+    @abstractmethod
+    def advance_schedules(
+        self, advances: Sequence[Advance], owner: str, now: datetime
+    ) -> list[bool]:
+        """Move each claimed schedule on (``Advance``) and release its lease; returns, in
+        order, whether each was applied (a schedule named twice: by its first entry).
+
+        Applied only if ``owner`` still holds the lease and neither revision changed since the
+        claim (a replace or pause that landed meanwhile wins). A next time of ``None``
+        completes the schedule. ``sent_ahead`` replaces the schedule's ``sent_ahead`` (a
+        definition applied later empties it; a pause or resume keeps it).
+        """
+
+    @abstractmethod
+    def record_run(self, tenant: str, schedule_id: str, succeeded: bool, at: datetime) -> None:
+        """Count a finished occurrence: runs, failures, consecutive failures (reset on success).
+
+        A failure that brings an active schedule's consecutive failures to its definition's
+        ``pause_after_failures`` pauses it, in the same write: ``paused_by`` is
+        ``PausedBy.FAILURES``, ``paused_at`` is ``at``, and its ``state_revision`` becomes
+        ``revision_at(at)``; unless a pause or resume with a newer revision landed first (a
+        failure older than a resume never pauses the schedule again).
+        """
+
+    @abstractmethod
+    def list_schedules(
+        self, tenant: str, query: ScheduleFilter, limit: int, cursor: str | None
+    ) -> Page[Schedule]:
+        """Live schedules of a tenant (no tombstones) as ``query`` selects and orders them,
+        ``limit`` at most per page; ``cursor`` is a page's ``next_cursor`` for the same query
+        (``shared.schedule_listing``: ``InvalidInput`` naming ``cursor`` for another)."""
+
+    @abstractmethod
+    def count_schedules(self) -> Mapping[str, int]:
+        """Live schedules by status, over all tenants (for metrics)."""
+
+    @abstractmethod
+    def purge_expired(
+        self, executions_before: datetime, schedules_before: datetime, limit: int
+    ) -> tuple[int, int]:
+        """Delete what retention no longer keeps, at most ``limit`` of each per call.
+
+        Execution records that are final or skipped and finished before ``executions_before``;
+        completed schedules and tombstones last changed before ``schedules_before``. Records in
+        flight and schedules that can still fire are never touched. Returns how many execution
+        records and schedules were deleted; a caller loops while either equals ``limit``.
+
+        A backend that expires execution records by itself (MongoDB: a TTL index that follows
+        the retention setting) leaves them to it and returns ``0`` for them.
+        """
+
+    @abstractmethod
+    def count_tenant_schedules(self, tenant: str) -> int:
+        """How many of the tenant's schedules can still fire: ``ACTIVE`` plus ``PAUSED``."""
+
+    @abstractmethod
+    def reserve_schedule_slot(
+        self, reservation: SlotReservation, quota: int, now: datetime
+    ) -> int | None:
+        """Hold room for one more live schedule of the tenant, or say how many it has taken.
+
+        The slots taken are the tenant's live schedules (``ACTIVE`` and ``PAUSED``) plus its
+        reservations still pending (``shared.store_rules.pending_slot``) of schedules not
+        live, each schedule once. A reservation of a schedule that already takes a slot (a
+        replace) is always held; another one only while fewer than ``quota`` are taken.
+        Atomic against every other reservation of the tenant, from any process: of concurrent
+        reservations, no more are held than the quota has room for, and none is refused while
+        there is room. Returns ``None`` when held, else the slots taken.
+        """
+
+    @abstractmethod
+    def release_schedule_slot(self, reservation: SlotReservation) -> None:
+        """Give back a reservation whose create was not sent on queue 1 after all."""
+
+    @abstractmethod
+    def reseal_definitions(self) -> int:
+        """Seal anew, with the first configured key, every stored definition sealed with another
+        key or not sealed at all; returns how many were rewritten. A definition replaced
+        meanwhile is left as its writer sealed it (with the first key too)."""
