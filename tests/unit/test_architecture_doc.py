@@ -140,3 +140,32 @@ def test_adding_a_notation_is_a_short_list_of_files_true_to_the_code() -> None:
         source = (DOC.parent / target).resolve().read_text()
         if target.endswith(".py") and "notations/" not in target:
             assert "NOTATIONS" in source or "notation_of" in source, label
+
+
+def backend_steps(text: str) -> str:
+    """The document's "Adding a store backend" list."""
+    start = text.index("**Adding a store backend**")
+    return text[start : text.index("\n\n", start)]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "mongo"])
+def test_adding_a_store_backend_names_every_module_of_each_backend(backend: str) -> None:
+    # The list is the whole of a backend: a module added to one, or one that went, shows here.
+    package = ROOT / "shared" / "adapters" / backend
+    modules = {
+        path.relative_to(ROOT).as_posix()
+        for path in package.glob("*.py")
+        if path.name != "__init__.py"
+    }
+    named = {name for name in named_files(backend_steps(DOC.read_text())) if f"/{backend}/" in name}
+    assert named == modules
+
+
+def test_adding_a_store_backend_names_the_primitives_the_shared_code_needs() -> None:
+    # Each abstract method of the shared store code is one a new backend must give.
+    from shared.adapters.guarded import GuardedWrites
+    from shared.adapters.reads import Reads
+
+    steps = backend_steps(DOC.read_text())
+    needed = GuardedWrites.__abstractmethods__ | Reads.__abstractmethods__
+    assert {name for name in needed if f"`{name}`" not in steps} == set()
