@@ -9,6 +9,7 @@ anything but ``GET`` and ``HEAD``, which the executor takes for a failure.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TextIO
@@ -61,6 +62,11 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
             """The line ``answer`` prints is the log."""
 
     server = ThreadingHTTPServer((args.host, args.port), Handler)
+    # Ctrl-C and SIGTERM (docker stop) stop it cleanly, also when it was started with SIGINT
+    # ignored (a job a script puts in the background): Python then never raises
+    # KeyboardInterrupt by itself, and the receiver could only be killed.
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _interrupt)
     port = server.server_address[1]
     printed.write(f"scheduler receiver: listening on http://{args.host}:{port}/ (Ctrl-C stops)\n")
     printed.flush()
@@ -71,3 +77,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     finally:
         server.server_close()
     return 0
+
+
+def _interrupt(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
