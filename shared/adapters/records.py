@@ -28,7 +28,7 @@ from shared.model import (
     ScheduleDefinition,
     ScheduleStatus,
 )
-from shared.ports import ApiKey, IdempotencyRecord
+from shared.ports import ApiKey, IdempotencyRecord, Role
 from shared.schedule_listing import name_key, target_of
 from shared.timeutil import utc_ms
 
@@ -116,6 +116,7 @@ API_KEY: Mapping[str, Kind] = {
     "tenant": Kind.VALUE,
     "name": Kind.VALUE,
     "created_at": Kind.INSTANT,
+    "role": Kind.VALUE,
 }
 
 # Each table's (collection's) fields, by the name rules give it (``shared.guards.Write.table``).
@@ -240,11 +241,13 @@ def api_key_of(fields: Mapping[str, Any]) -> ApiKey:
         tenant=fields["tenant"],
         name=fields.get("name") or "",
         created_at=_required(fields, "created_at"),
+        # A key stored before roles could do everything: it is an admin key.
+        role=Role(fields.get("role") or Role.ADMIN),
     )
 
 
 def api_key_fields(key: ApiKey) -> Fields:
-    return {name: getattr(key, name) for name in API_KEY}
+    return {name: getattr(key, name) for name in API_KEY} | {"role": key.role.value}
 
 
 def _required(fields: Mapping[str, Any], name: str) -> datetime:

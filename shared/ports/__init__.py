@@ -16,7 +16,7 @@ from shared.ports.delivery import (
     WebhookSender,
 )
 from shared.ports.executions import ExecutionStore
-from shared.ports.keys import ApiKey, ApiKeyStore, IdempotencyRecord, IdempotencyStore
+from shared.ports.keys import ApiKey, ApiKeyStore, IdempotencyRecord, IdempotencyStore, Role
 from shared.ports.pages import Page, execution_page
 from shared.ports.queues import (
     MessageQueue,
@@ -59,6 +59,7 @@ __all__ = [
     "QueueDepth",
     "Queues",
     "ReceivedMessage",
+    "Role",
     "ScheduleFilter",
     "ScheduleOrder",
     "ScheduleStore",

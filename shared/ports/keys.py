@@ -5,6 +5,22 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
+
+
+class Role(StrEnum):
+    """What an API key may do, each role all the one before it may and more: ``read`` reads,
+    ``write`` also changes schedules and runs, ``admin`` also manages what the whole tenant
+    shares (signing secrets). Keys made before roles are ``admin``: they could do everything."""
+
+    READ = "read"
+    WRITE = "write"
+    ADMIN = "admin"
+
+    def grants(self, needed: Role) -> bool:
+        """Whether a key of this role may do what needs ``needed``."""
+        order = list(Role)
+        return order.index(self) >= order.index(needed)
 
 
 @dataclass(frozen=True)
@@ -18,6 +34,7 @@ class ApiKey:
     tenant: str
     name: str
     created_at: datetime
+    role: Role = Role.ADMIN
 
     @property
     def key_id(self) -> str:

@@ -201,6 +201,11 @@ def _signing_secrets(connection: sqlite3.Connection, target_of: TargetOf) -> Non
     )
 
 
+def _key_roles(connection: sqlite3.Connection, target_of: TargetOf) -> None:
+    # Each key's role (shared.ports.keys.Role); a key made before roles could do everything.
+    connection.execute("ALTER TABLE api_keys ADD COLUMN role TEXT NOT NULL DEFAULT 'admin'")
+
+
 @dataclass(frozen=True)
 class Migration:
     """One step of the schema: ``apply`` runs inside the write transaction that records it."""
@@ -213,6 +218,7 @@ class Migration:
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "the schema when versions began", _schema_when_versions_began),
     Migration(2, "each tenant's signing secrets", _signing_secrets),
+    Migration(3, "each API key's role", _key_roles),
 )
 
 _RECORD_TABLE = """CREATE TABLE IF NOT EXISTS store_migrations (

@@ -35,6 +35,7 @@ from shared.ports import (
     ApiKey,
     DefinitionToApply,
     IdempotencyRecord,
+    Role,
     ScheduleFilter,
     ScheduleOrder,
     SlotReservation,
@@ -1239,12 +1240,15 @@ def test_concurrent_saves_of_one_idempotency_key_have_one_winner(store: Store) -
     assert {record for record, _ in results} == {winners[0]}
 
 
-def api_key(key_hash: str, tenant: str = TENANT, minutes: int = 0) -> ApiKey:
+def api_key(
+    key_hash: str, tenant: str = TENANT, minutes: int = 0, role: Role = Role.ADMIN
+) -> ApiKey:
     return ApiKey(
         key_hash=key_hash,
         tenant=tenant,
         name=f"key {key_hash[:4]}",
         created_at=T0 + minutes * MINUTE,
+        role=role,
     )
 
 
@@ -1266,6 +1270,30 @@ def test_api_keys_are_added_found_listed_and_revoked(store: Store) -> None:
     assert store.delete_api_key("not hex!") == 0
     assert store.delete_api_key("") == 0  # never "every key"
     assert store.list_api_keys() == [second, other]
+
+
+def test_each_api_key_keeps_its_role(store: Store) -> None:
+    keys = [api_key(f"{n}d" * 32, minutes=n, role=role) for n, role in enumerate(Role)]
+    for key in keys:
+        assert store.add_api_key(key)
+    for key in keys:
+        found = store.find_api_key(key.key_hash)
+        assert found is not None and found.role is key.role
+    assert [key.role for key in store.list_api_keys(TENANT)] == [Role.READ, Role.WRITE, Role.ADMIN]
+
+
+def test_a_mongo_key_stored_before_roles_is_an_admin_key() -> None:
+    client: Any = mongomock_ng.MongoClient(tz_aware=True)
+    adapter = MongoStore(client, "scheduler_test", secrets=TEST_SECRETS)
+    try:
+        adapter.api_keys.insert_one(
+            {"_id": "ab" * 32, "tenant": TENANT, "name": "ci", "created_at": T0}
+        )
+        found = adapter.find_api_key("ab" * 32)
+        assert found is not None and found.role is Role.ADMIN
+    finally:
+        adapter.close()
+        client.close()
 
 
 # -- retention -------------------------------------------------------------------------
