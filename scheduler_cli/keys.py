@@ -1,8 +1,9 @@
 """``scheduler keys create|list|revoke``: API keys kept (hashed) in the store.
 
 A key is shown once, when it is created; the store keeps only its SHA-256. Keys can also be
-given in ``SCHEDULER_API_KEYS`` (``tenant:sha256:<hex>``): ``create --print-only`` makes a key
-and prints that line without storing anything.
+given in ``SCHEDULER_API_KEYS`` (``tenant/role:sha256:<hex>``): ``create --print-only`` makes a
+key and prints that line without storing anything. Each key has a role (``--role``): ``read``,
+``write`` or ``admin`` (``scheduler_service.roles``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import TextIO
 from scheduler_service.auth import hash_key, new_api_key
 from shared.adapters.sqlite.db import sqlite_path
 from shared.backends import opened_store
-from shared.ports import ApiKey, SystemClock
+from shared.ports import ApiKey, Role, SystemClock
 from shared.settings import PREFIX, TENANT_NAME, Settings
 
 
@@ -42,6 +43,13 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     create.add_argument("tenant")
     create.add_argument("--name", default="", help="what the key is for")
     create.add_argument(
+        "--role",
+        choices=[role.value for role in Role],
+        default=Role.ADMIN.value,
+        help="read: reads only; write: also changes schedules and runs; admin (the default, "
+        "as every key before roles): also signing secrets",
+    )
+    create.add_argument(
         "--print-only",
         action="store_true",
         help="store nothing; print the key and its SCHEDULER_API_KEYS entry",
@@ -65,7 +73,8 @@ def run(args: argparse.Namespace, settings: Settings, out: TextIO | None = None)
         return 2
     if args.action == "create" and args.print_only:
         key = new_api_key()
-        out.write(f"key: {key}\nSCHEDULER_API_KEYS entry: {args.tenant}:sha256:{hash_key(key)}\n")
+        entry = f"{args.tenant}/{args.role}:sha256:{hash_key(key)}"
+        out.write(f"key: {key}\nrole: {args.role}\nSCHEDULER_API_KEYS entry: {entry}\n")
         return 0
     if settings.store_url.startswith("sqlite:"):
         database = sqlite_path(settings.store_url).resolve()
@@ -81,14 +90,22 @@ def run(args: argparse.Namespace, settings: Settings, out: TextIO | None = None)
     with opened_store(settings) as store:
         if args.action == "create":
             key = new_api_key()
-            record = ApiKey(hash_key(key), args.tenant, args.name, SystemClock().now())
+            record = ApiKey(
+                hash_key(key), args.tenant, args.name, SystemClock().now(), Role(args.role)
+            )
             store.add_api_key(record)
-            out.write(f"key: {key}\nid: {record.key_id}  (the key is not shown again)\n")
+            out.write(
+                f"key: {key}\nid: {record.key_id}  role: {record.role.value}"
+                "  (the key is not shown again)\n"
+            )
             return 0
         if args.action == "list":
             for record in store.list_api_keys(args.tenant):
                 stamp = record.created_at.isoformat(timespec="seconds")
-                out.write(f"{record.key_id}  {record.tenant}  {stamp}  {record.name}\n")
+                out.write(
+                    f"{record.key_id}  {record.tenant}  {record.role.value:<5}  {stamp}"
+                    f"  {record.name}\n"
+                )
             return 0
         removed = store.delete_api_key(args.key_id.strip().lower())
         if not removed:

@@ -64,6 +64,15 @@ class QuotaExceeded(ApiError):
     """403: the tenant's quota of schedules is reached."""
 
 
+class Forbidden(ApiError):
+    """403: the API key's role may not do this; ``required_role`` (``write`` or ``admin``)
+    is the role it needs."""
+
+    def __init__(self, status: int, problem: dict[str, Any]) -> None:
+        super().__init__(status, problem)
+        self.required_role: str = str(problem["required_role"])
+
+
 class NotFound(ApiError):
     """404: no such schedule (unknown, deleted, or another tenant's)."""
 
@@ -87,4 +96,6 @@ ERRORS_BY_STATUS: dict[int, type[ApiError]] = {
 
 
 def api_error(status: int, problem: dict[str, Any]) -> ApiError:
+    if status == 403 and "required_role" in problem:
+        return Forbidden(status, problem)
     return ERRORS_BY_STATUS.get(status, ApiError)(status, problem)

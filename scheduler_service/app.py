@@ -17,6 +17,7 @@ from scheduler_service.presenting.schemas import ProblemSchema
 from scheduler_service.ratelimit import TenantRateLimiter
 from scheduler_service.requests.bodies import ApiRequest, body_problem
 from scheduler_service.requests.targets import document_targets
+from scheduler_service.roles import refusal, required_role
 from scheduler_service.routes import BLUEPRINTS
 from scheduler_service.routes.docs import SWAGGER_UI_URL
 from scheduler_service.routes.docs import blp as docs_blueprint
@@ -126,7 +127,8 @@ def create_app(
             g.tenant = None
         else:
             # AuthFailure, raised here, is answered 401 by the error handlers.
-            g.tenant = authenticator.tenant_for(request.headers)
+            caller = authenticator.caller_for(request.headers)
+            g.tenant = caller.tenant
             retry_after = rate_limiter.retry_after(g.tenant)
             if retry_after is not None:
                 return problem(
@@ -136,6 +138,12 @@ def create_app(
                     f"{retry_after} s",
                     headers={"Retry-After": str(retry_after)},
                 )
+            # The role before the body: a key that may not act learns nothing of its body.
+            if request.endpoint is not None:
+                needed = required_role(app, request.endpoint, request.method)
+                refused_role = refusal(caller.role, needed)
+                if refused_role is not None:
+                    return problem(403, "Forbidden", refused_role, required_role=needed.value)
         if request.method in ("POST", "PUT", "PATCH"):
             return body_problem(settings.max_body_bytes)
         return None

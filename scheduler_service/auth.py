@@ -1,9 +1,10 @@
-"""API keys → tenants.
+"""API keys → callers: a tenant and a role.
 
 A request names its key in ``X-API-Key`` or ``Authorization: Bearer <key>``. Keys come from
 ``SCHEDULER_API_KEYS`` or from the store (``scheduler keys create``); either way only their
 SHA-256 is kept (a key is 32 random bytes, so a fast hash is as good as a slow one here). Every
-read and write is then scoped to the key's tenant.
+read and write is then scoped to the key's tenant, and allowed by its role
+(``scheduler_service.roles``).
 
 ``SCHEDULER_API_AUTH`` says when a key is needed: ``keys`` always, ``none`` never (everyone is
 ``SCHEDULER_DEFAULT_TENANT``; ``scheduler dev``), ``auto`` as soon as a key exists anywhere.
@@ -16,10 +17,11 @@ import logging
 import secrets
 import threading
 import time
+from dataclasses import dataclass
 from typing import Protocol
 
-from shared.ports import ApiKeyStore
-from shared.settings import Settings
+from shared.ports import ApiKeyStore, Role
+from shared.settings import Settings, key_entry
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +43,15 @@ def hash_key(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+@dataclass(frozen=True)
+class Caller:
+    """Who a request comes from: the key's tenant and role. Without a key (where none is
+    needed) the default tenant, as an admin: such a server trusts whoever reaches it."""
+
+    tenant: str
+    role: Role
+
+
 class AuthFailure(Exception):
     """No key where one is needed, or a key nobody issued: the API answers 401."""
 
@@ -50,11 +61,14 @@ class Authenticator:
         self.mode = settings.api_auth
         self.default_tenant = settings.default_tenant
         self.store = store
-        self.configured: dict[str, str] = {}
+        self.configured: dict[str, Caller] = {}
         for entry in settings.api_keys:
-            tenant, _, key = entry.partition(":")
+            parsed = key_entry(entry)
+            if parsed is None:
+                continue  # Settings refused it already
+            tenant, role, key = parsed
             digest = key.removeprefix("sha256:") if key.startswith("sha256:") else hash_key(key)
-            self.configured[digest] = tenant
+            self.configured[digest] = Caller(tenant, role)
         self._keys_exist = bool(self.configured)
         self._checked_at = float("-inf")
         self._lock = threading.Lock()
@@ -85,25 +99,27 @@ class Authenticator:
                 self._keys_exist = True
         return exists
 
-    def tenant_for(self, headers: HeaderSource) -> str:
-        """The caller's tenant; ``AuthFailure`` when a key is needed and missing or unknown."""
+    def caller_for(self, headers: HeaderSource) -> Caller:
+        """The caller's tenant and role; ``AuthFailure`` when a key is needed and missing or
+        unknown."""
+        anyone = Caller(self.default_tenant, Role.ADMIN)
         if self.mode == "none":
-            return self.default_tenant
+            return anyone
         key = presented_key(headers)
         if key is None:
             if self.keys_required():
                 raise AuthFailure("send an API key in X-API-Key or Authorization: Bearer <key>")
-            return self.default_tenant
+            return anyone
         if len(key) > MAX_KEY_LENGTH:
             raise AuthFailure("unknown API key")
         digest = hash_key(key)
-        tenant = self.configured.get(digest)
-        if tenant is None:
+        caller = self.configured.get(digest)
+        if caller is None:
             stored = self.store.find_api_key(digest)
-            tenant = stored.tenant if stored is not None else None
-        if tenant is None:
+            caller = None if stored is None else Caller(stored.tenant, stored.role)
+        if caller is None:
             raise AuthFailure("unknown API key")
-        return tenant
+        return caller
 
 
 def presented_key(headers: HeaderSource) -> str | None:

@@ -16,6 +16,7 @@ from typing import Any, get_type_hints
 from limits import parse_many
 
 from shared.errors import ConfigurationError
+from shared.ports.keys import Role
 from shared.redaction import DEFAULT_SECRET_NAMES
 from shared.secrets import SecretBox
 
@@ -60,7 +61,8 @@ class Settings:
     # configured in api_keys or stored (scheduler keys create), "none" until then.
     api_auth: str = "keys"
     # API keys from the environment, each "tenant:sha256:<hex SHA-256 of the key>" or, less
-    # safely, "tenant:<key>" (hashed at start; only the hash is kept).
+    # safely, "tenant:<key>" (hashed at start; only the hash is kept). The tenant may be
+    # followed by "/read", "/write" or "/admin", the key's role (``key_entry``); without, admin.
     api_keys: tuple[str, ...] = ()
     # The tenant of requests without a key, where api_auth lets them in.
     default_tenant: str = "default"
@@ -247,9 +249,14 @@ class Settings:
         if not TENANT_NAME.match(self.default_tenant):
             raise bad("default_tenant", "1-64 characters: letters, digits, . _ ~ -")
         for entry in self.api_keys:
-            tenant, _, key = entry.partition(":")
-            if not TENANT_NAME.match(tenant):
-                raise bad("api_keys", "each entry is tenant:sha256:<hex> or tenant:<key>")
+            parsed = key_entry(entry)
+            if parsed is None:
+                raise bad(
+                    "api_keys",
+                    "each entry is tenant[/role]:sha256:<hex> or tenant[/role]:<key>, "
+                    "the role read, write or admin",
+                )
+            tenant, _, key = parsed
             digest = key.removeprefix("sha256:")
             if key.startswith("sha256:") and not re.fullmatch(r"[0-9a-f]{64}", digest):
                 raise bad("api_keys", f"the key hash of tenant {tenant!r} is not 64 hex digits")
@@ -330,3 +337,14 @@ def _convert(variable: str, raw: str, kind: Any) -> Any:
     except ValueError:
         name = getattr(kind, "__name__", str(kind))
         raise ConfigurationError(f"{variable}: {raw!r} is not a valid {name}") from None
+
+
+def key_entry(entry: str) -> tuple[str, Role, str] | None:
+    """The tenant, role and key (``sha256:<hex>`` or the key) of a ``SCHEDULER_API_KEYS``
+    entry, ``tenant[/role]:key``; a key without a role is ``admin``, as every key was before
+    roles. ``None`` for an entry that is not of that form."""
+    owner, _, key = entry.partition(":")
+    tenant, slash, role = owner.partition("/")
+    if not TENANT_NAME.match(tenant) or (slash and role not in {r.value for r in Role}):
+        return None
+    return tenant, Role(role) if role else Role.ADMIN, key

@@ -9,9 +9,11 @@ from flask import g, request
 from scheduler_service.console.forms import ZONE_NAMES, time_zones
 from scheduler_service.console.pages import blp, page, service
 from scheduler_service.console.schedule_pages import view_of
+from scheduler_service.roles import requires
 from shared.backfill import Backfill
 from shared.errors import InvalidInput
 from shared.model import MisfirePolicy
+from shared.ports import Role
 from shared.timeutil import load_zone, parse_iso, resolve_local
 
 POLICIES = {
@@ -34,6 +36,7 @@ def wall_instant(name: str, zone: str, errors: dict[str, list[str]]) -> datetime
 
 
 @blp.route("/schedules/<schedule_id>/backfill", methods=["GET", "POST"])
+@requires(Role.WRITE)
 def backfill(schedule_id: str) -> tuple[str, int]:
     """A range of past time in a zone (the schedule's unless another is picked), and which of
     its occurrences run: what ``POST /schedule/{id}/backfill`` takes; what it queued and what it

@@ -20,9 +20,10 @@ from scheduler_service.console.pages import (
 )
 from scheduler_service.console.schedule_pages import with_parameters
 from scheduler_service.presenting.views import dead_letter_view
+from scheduler_service.roles import requires
 from scheduler_service.service.running import NoDeadLetter, NotReplayable
 from shared.formats import is_execution_cursor
-from shared.ports import ScheduleFilter, ScheduleOrder
+from shared.ports import Role, ScheduleFilter, ScheduleOrder
 
 PAGE_SIZE = 50
 BULK_MOST = PAGE_SIZE
@@ -87,6 +88,7 @@ def dead_letters_page(problem: str | None, status: int) -> tuple[str, int]:
 
 
 @blp.route("/dead-letters")
+@requires(Role.READ)
 def dead_letters() -> tuple[str, int]:
     problem = next(
         (
@@ -120,6 +122,7 @@ def handle(action: str, occurrence_id: str) -> None:
 
 
 @blp.route("/dead-letters/<occurrence_id>/<any(replay, discard):action>", methods=["POST"])
+@requires(Role.WRITE)
 def dead_letter(occurrence_id: str, action: str) -> Response | tuple[str, int] | str:
     """Replay or discard one dead letter (a discard is confirmed first): 404 none by that
     id, 409 its schedule deleted."""
@@ -147,6 +150,7 @@ def refused(occurrence_id: str, why: str, status: int) -> Response | tuple[str, 
 
 
 @blp.route("/dead-letters/bulk", methods=["POST"])
+@requires(Role.WRITE)
 def bulk_dead_letters() -> Response | tuple[str, int] | str:
     """Replay or discard the ticked dead letters (a discard is confirmed first); the list then
     says how many were, and why the others were not."""

@@ -19,10 +19,12 @@ from scheduler_service.requests.schedule import (
     ScheduleRequest,
     as_sent,
 )
+from scheduler_service.roles import requires
 from scheduler_service.service.creating import QuotaExceeded
 from shared.errors import InvalidInput
 from shared.model import Schedule
 from shared.notations import NOTATIONS
+from shared.ports import Role
 
 
 def form_page(
@@ -75,6 +77,7 @@ def submit(values: Mapping[str, str], editing: Schedule | None) -> Response | tu
 
 
 @blp.route("/schedules/new", methods=["GET", "POST"])
+@requires(Role.WRITE)
 def create() -> Response | str | tuple[str, int]:
     if request.method == "GET":
         return form_page({}, [], None)
@@ -82,6 +85,7 @@ def create() -> Response | str | tuple[str, int]:
 
 
 @blp.route("/schedules/<schedule_id>/edit", methods=["GET", "POST"])
+@requires(Role.WRITE)
 def edit(schedule_id: str) -> Response | str | tuple[str, int]:
     stored = service().reads.get(g.tenant, schedule_id)
     if request.method == "GET":
@@ -90,6 +94,7 @@ def edit(schedule_id: str) -> Response | str | tuple[str, int]:
 
 
 @blp.route("/preview", methods=["POST"])
+@requires(Role.READ)
 def preview() -> str:
     """The next times and the description of the form's schedule, or why there are none."""
     schedule_part = forms.schedule_part(request.form)

@@ -8,8 +8,10 @@ from flask import g, request
 
 from scheduler_service.console.pages import blp, page, service
 from scheduler_service.presenting.views import execution_view, occurrence_view
+from scheduler_service.roles import requires
 from shared.formats import is_execution_cursor
 from shared.model import ExecutionStatus
+from shared.ports import Role
 
 HISTORY_PAGE = 50
 # The statuses the history filters by, as its select names them; all runs is no status.
@@ -24,6 +26,7 @@ STATUS_CHOICES = {
 
 
 @blp.route("/schedules/<schedule_id>/history")
+@requires(Role.READ)
 def history(schedule_id: str) -> tuple[str, int]:
     """Newest first; ``?status=`` one status (``skipped`` lists the occurrences a change
     superseded, which all runs leave out); ``?cursor=`` the page after the one that gave it."""
@@ -67,6 +70,7 @@ def history(schedule_id: str) -> tuple[str, int]:
 
 
 @blp.route("/runs/<occurrence_id>")
+@requires(Role.READ)
 def run(occurrence_id: str) -> str:
     """One occurrence's record, as its schedule's history shows it (the tenant's only)."""
     record = service().reads.execution(g.tenant, occurrence_id)

@@ -12,8 +12,9 @@ from flask import g
 
 from scheduler_service.console.pages import blp, page, service
 from scheduler_service.console.schedule_pages import view_of
+from scheduler_service.roles import requires
 from shared.model import Execution, ExecutionStatus, Schedule, ScheduleStatus
-from shared.ports import ScheduleFilter
+from shared.ports import Role, ScheduleFilter
 
 # The overview reads at most this many schedules, and the runs of at most RECENT_SCHEDULES of
 # them (those run most recently), each back to a day ago: it stays cheap for a large tenant and
@@ -119,6 +120,7 @@ def overview_of(tenant: str, now: datetime) -> Overview:
 
 
 @blp.route("/")
+@requires(Role.READ)
 def overview() -> str:
     now = service().clock.now()
     return page("console/overview.html", overview=overview_of(g.tenant, now), view=view_of)

@@ -35,8 +35,10 @@ from werkzeug import Response
 from scheduler_service.auth import Authenticator, AuthFailure
 from scheduler_service.console.presenting import TEMPLATE_HELPERS
 from scheduler_service.ratelimit import TenantRateLimiter
+from scheduler_service.roles import refusal, required_role, requires
 from scheduler_service.service import ScheduleService
 from shared.errors import NotFound, Transient
+from shared.ports import Role
 
 PREFIX = "/console"
 SESSION_COOKIE = "scheduler_console_session"
@@ -101,17 +103,30 @@ def authenticate() -> Response | None:
     if request.endpoint == "console.login":
         return None
     try:
-        g.tenant = authenticator().tenant_for(
+        caller = authenticator().caller_for(
             presented(session_key(request.cookies.get(SESSION_COOKIE)))
         )
     except AuthFailure:
         return to_login()
+    g.tenant, g.role = caller.tenant, caller.role
     g.needs_key = authenticator().mode != "none" and authenticator().keys_required()
     retry_after = rate_limiter().retry_after(g.tenant)
     if retry_after is not None:
         limited = page("console/limited.html", retry_after=retry_after)
         return Response(limited, 429, {"Retry-After": str(retry_after)}, mimetype="text/html")
+    # The pages hide what the key's role may not do; a request made anyway is refused here.
+    needed = required_role(current_app, request.endpoint or "", request.method)
+    why = refusal(caller.role, needed)
+    if why is not None:
+        refused = page("console/forbidden.html", why=why, needed=needed.value)
+        return Response(refused, 403, mimetype="text/html")
     return None
+
+
+def can(role: str) -> bool:
+    """Whether the signed-in key may do what needs ``role``: the pages show only that."""
+    held: Role = g.get("role", Role.READ)
+    return held.grants(Role(role))
 
 
 def to_login() -> Response:
@@ -154,6 +169,7 @@ def page(template: str, **context: Any) -> str:
     return render_template(
         template,
         needs_key=g.get("needs_key", False),
+        can=can,
         now=service().clock.now(),
         **TEMPLATE_HELPERS,
         **context,
@@ -198,7 +214,7 @@ def login() -> Response | str | tuple[str, int]:
         return page("console/login.html", target=target, error=None)
     key = request.form.get("api_key", "").strip()
     try:
-        authenticator().tenant_for(presented(key))
+        authenticator().caller_for(presented(key))
     except AuthFailure as exc:
         return page("console/login.html", target=target, error=str(exc)), 401
     response = redirect(target, 303)
@@ -214,6 +230,7 @@ def login() -> Response | str | tuple[str, int]:
 
 
 @blp.route("/logout", methods=["POST"])
+@requires(Role.READ)
 def logout() -> Response:
     response = redirect(url_for("console.login"), 303)
     response.delete_cookie(

@@ -25,10 +25,11 @@ from scheduler_service.console.pages import (
 )
 from scheduler_service.console.presenting import summary
 from scheduler_service.presenting.views import execution_view, schedule_view, time_pair
+from scheduler_service.roles import requires
 from shared.errors import InvalidInput, NotFound
 from shared.model import LISTED_STATUSES, Schedule, ScheduleStatus
 from shared.notations import upcoming_for_a_page
-from shared.ports import ScheduleFilter, ScheduleOrder
+from shared.ports import Role, ScheduleFilter, ScheduleOrder
 from shared.schedule_listing import SEARCH_LENGTH
 from shared.schedule_listing import SORTS as LISTING_SORTS
 from shared.timeutil import UTC, parse_iso, utc_ms
@@ -118,6 +119,7 @@ def list_selection(errors: dict[str, list[str]]) -> tuple[ScheduleFilter, int]:
 
 
 @blp.route("/schedules")
+@requires(Role.READ)
 def schedules() -> tuple[str, int]:
     errors: dict[str, list[str]] = {}
     selection, per_page = list_selection(errors)
@@ -175,6 +177,7 @@ def act_on(action: str, schedule_id: str) -> None:
 
 
 @blp.route("/schedules/bulk", methods=["POST"])
+@requires(Role.WRITE)
 def bulk() -> Response | tuple[str, int]:
     """Pause, resume or delete the schedules ticked in the list (the tenant's only: another's
     id is not found). A delete is confirmed first."""
@@ -259,6 +262,7 @@ def recent_runs(schedule_id: str) -> list[dict[str, Any]]:
 
 
 @blp.route("/schedules/<schedule_id>")
+@requires(Role.READ)
 def schedule(schedule_id: str) -> str | tuple[str, int]:
     try:
         found = service().reads.get(g.tenant, schedule_id)
@@ -281,6 +285,7 @@ def schedule(schedule_id: str) -> str | tuple[str, int]:
 
 
 @blp.route("/schedules/<schedule_id>/runs")
+@requires(Role.READ)
 def runs(schedule_id: str) -> str:
     service().reads.get(g.tenant, schedule_id)
     found = recent_runs(schedule_id)
@@ -295,6 +300,7 @@ def runs(schedule_id: str) -> str:
 @blp.route(
     "/schedules/<schedule_id>/<any(pause, resume, trigger, delete):action>", methods=["POST"]
 )
+@requires(Role.WRITE)
 def act(schedule_id: str, action: str) -> Response | str:
     """One schedule's action, from its page or its row in the list (which names where to go
     back to in ``next``). A delete is confirmed first."""

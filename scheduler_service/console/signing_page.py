@@ -6,10 +6,13 @@ from __future__ import annotations
 from flask import g
 
 from scheduler_service.console.pages import blp, page, service
+from scheduler_service.roles import requires
+from shared.ports import Role
 from shared.timeutil import iso_z, maybe
 
 
 @blp.route("/signing-secrets")
+@requires(Role.ADMIN)
 def signing_secrets() -> str:
     secrets = [
         {

@@ -31,12 +31,15 @@ def problem(
     detail: str | None = None,
     errors: list[dict[str, str]] | None = None,
     headers: Mapping[str, str] | None = None,
+    required_role: str | None = None,
 ) -> Response:
     body: dict[str, Any] = {"type": "about:blank", "title": title, "status": status}
     if detail:
         body["detail"] = detail
     if errors is not None:
         body["errors"] = errors
+    if required_role is not None:
+        body["required_role"] = required_role
     response = Response(
         json.dumps(PROBLEM.dump(body)), status=status, mimetype="application/problem+json"
     )

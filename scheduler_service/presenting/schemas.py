@@ -37,13 +37,20 @@ class FieldErrorSchema(Open):
 
 
 class ProblemSchema(Open):
-    """RFC 7807 problem details, with the bad fields of a ``400`` in ``errors``."""
+    """RFC 7807 problem details, with the bad fields of a ``400`` in ``errors`` and the role a
+    ``403`` refused for in ``required_role``."""
 
     type = fields.String(required=True)
     title = fields.String(required=True)
     status = fields.Integer(required=True)
     detail = fields.String()
     errors = fields.List(fields.Nested(FieldErrorSchema))
+    required_role = fields.String(
+        metadata={
+            "description": "A 403 for the API key's role: the role the request needs",
+            "enum": ["read", "write", "admin"],
+        }
+    )
 
 
 class AcceptedSchema(Open):

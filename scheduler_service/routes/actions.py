@@ -18,9 +18,11 @@ from scheduler_service.routes.common import schedule_answer, service
 from scheduler_service.routes.schedules import blp
 from shared.backfill import Backfill
 from shared.model import Occurrence
+from shared.ports import Role
 
 
 @blp.route("/schedule/<schedule_id>/pause", methods=["POST"])
+@blp.requires(Role.WRITE)
 @blp.response(202, ScheduleViewSchema)
 @blp.doc(operationId="pauseSchedule")
 @blp.problems(400, 404)
@@ -32,6 +34,7 @@ def pause_schedule(schedule_id: str) -> Response:
 
 
 @blp.route("/schedule/<schedule_id>/resume", methods=["POST"])
+@blp.requires(Role.WRITE)
 @blp.response(202, ScheduleViewSchema)
 @blp.doc(operationId="resumeSchedule")
 @blp.problems(400, 404)
@@ -42,6 +45,7 @@ def resume_schedule(schedule_id: str) -> Response:
 
 
 @blp.route("/schedule/<schedule_id>/trigger", methods=["POST"])
+@blp.requires(Role.WRITE)
 @blp.response(202, TriggeredSchema)
 @blp.doc(operationId="triggerSchedule")
 @blp.problems(400, 404)
@@ -55,6 +59,7 @@ def trigger_schedule(schedule_id: str) -> Occurrence:
 
 
 @blp.route("/schedule/<schedule_id>/backfill", methods=["POST"])
+@blp.requires(Role.WRITE)
 @blp.arguments(BackfillSchema, error_status_code=400)
 @blp.response(202, BackfillAnswerSchema)
 @blp.doc(operationId="backfillSchedule")

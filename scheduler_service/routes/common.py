@@ -17,9 +17,11 @@ from scheduler_service.presenting.views import (
     schedule_view_of,
 )
 from scheduler_service.requests.bodies import BodyParser
+from scheduler_service.roles import requires
 from scheduler_service.service import ScheduleService
 from shared.errors import InvalidInput
 from shared.model import Schedule
+from shared.ports import Role
 
 PROBLEM = "application/problem+json"
 # What each error answer a route declares means; 401, 429 and 503 apply to every route.
@@ -35,6 +37,8 @@ PROBLEMS = {
     503: "A backend is unavailable; retry",
 }
 EVERY_ROUTE = (401, 429, 503)
+# The attribute of a route holding the reasons its 403 was declared for.
+FORBIDDEN_REASONS = "forbidden_reasons"
 
 
 class Blueprint(flask_smorest.Blueprint):  # type: ignore[misc]
@@ -54,8 +58,41 @@ class Blueprint(flask_smorest.Blueprint):  # type: ignore[misc]
 
         def decorate(route: Any) -> Any:
             for status in sorted({*statuses, *EVERY_ROUTE}, reverse=True):
-                route = self.problem(status, PROBLEMS[status])(route)
+                if status == 403:
+                    route = self.forbidden(PROBLEMS[403])(route)
+                else:
+                    route = self.problem(status, PROBLEMS[status])(route)
             return route
+
+        return decorate
+
+    def forbidden(self, reason: str) -> Any:
+        """Declare one reason for a route's 403, beside those declared before: one answer
+        whose description lists them all (flask-smorest would keep each declaration and show
+        the first one's description only)."""
+
+        def decorate(route: Any) -> Any:
+            reasons = [*getattr(route, FORBIDDEN_REASONS, ()), reason]
+            route = self.problem(403, "; or ".join(reasons))(route)
+            responses = route._apidoc["response"]["responses"]
+            responses[403] = responses[403][-1:]
+            setattr(route, FORBIDDEN_REASONS, reasons)
+            return route
+
+        return decorate
+
+    def requires(self, role: Role) -> Any:
+        """Declare the role a route needs (``scheduler_service.roles``), in the OpenAPI
+        document as ``x-required-role`` and, above ``read``, as a 403. Put it right under
+        ``route``."""
+
+        def decorate(route: Any) -> Any:
+            route = self.doc(**{"x-required-role": role.value})(route)
+            if role is not Role.READ:
+                route = self.forbidden(
+                    f"The API key's role is below {role.value} (required_role names the role)"
+                )(route)
+            return requires(role)(route)
 
         return decorate
 

@@ -23,6 +23,7 @@ from scheduler_service.requests.paths import check_occurrence_id
 from scheduler_service.requests.queries import ListDeadLettersQuery, encode_cursor
 from scheduler_service.routes.common import Blueprint, page_size, service
 from shared.model import Execution
+from shared.ports import Role
 
 blp = Blueprint(
     "dead_letters",
@@ -35,6 +36,7 @@ NO_DEAD_LETTER = "No dead letter by that id (never failed, or replayed or discar
 
 
 @blp.route("/dead-letters", methods=["GET"])
+@blp.requires(Role.READ)
 @blp.arguments(ListDeadLettersQuery, location="query", unknown=RAISE, error_status_code=400)
 @blp.response(200, DeadLetterPageSchema)
 @blp.doc(operationId="listDeadLetters")
@@ -52,6 +54,7 @@ def list_dead_letters(query: dict[str, Any]) -> PageView[Execution]:
 
 
 @blp.route("/dead-letters/<occurrence_id>/replay", methods=["POST"])
+@blp.requires(Role.WRITE)
 @blp.response(202, ReplayedSchema)
 @blp.doc(operationId="replayDeadLetter")
 @blp.problem(409, "The schedule is deleted: a replay would not fire")
@@ -68,6 +71,7 @@ def replay_dead_letter(occurrence_id: str) -> Replayed:
 
 
 @blp.route("/dead-letters/<occurrence_id>", methods=["DELETE"])
+@blp.requires(Role.WRITE)
 @blp.response(200, DiscardedSchema)
 @blp.doc(operationId="discardDeadLetter")
 @blp.problem(404, NO_DEAD_LETTER)

@@ -20,9 +20,11 @@ from scheduler_service.requests.queries import ListExecutionsQuery, encode_curso
 from scheduler_service.routes.common import page_size, service
 from scheduler_service.routes.schedules import blp
 from shared.model import Execution, ScheduleStatus
+from shared.ports import Role
 
 
 @blp.route("/schedule/<schedule_id>/executions", methods=["GET"])
+@blp.requires(Role.READ)
 @blp.arguments(ListExecutionsQuery, location="query", unknown=RAISE, error_status_code=400)
 @blp.response(200, ExecutionPageSchema)
 @blp.doc(operationId="listExecutions")
@@ -50,6 +52,7 @@ def list_executions(query: dict[str, Any], schedule_id: str) -> PageView[Executi
 
 
 @blp.route("/schedule/<schedule_id>/executions/<occurrence_id>", methods=["GET"])
+@blp.requires(Role.READ)
 @blp.response(200, OccurrenceSchema)
 @blp.doc(operationId="getExecution")
 @blp.problems(400, 404)

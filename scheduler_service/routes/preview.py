@@ -10,9 +10,11 @@ from scheduler_service.presenting.views import PreviewView
 from scheduler_service.requests.schedule import PreviewSchema, as_sent
 from scheduler_service.routes.common import service
 from scheduler_service.routes.schedules import blp
+from shared.ports import Role
 
 
 @blp.route("/schedule/preview", methods=["POST"])
+@blp.requires(Role.READ)
 @blp.arguments(PreviewSchema, error_status_code=400)
 @blp.response(200, PreviewAnswerSchema)
 @blp.doc(operationId="previewSchedule")

@@ -41,7 +41,7 @@ from scheduler_service.routes.common import (
 from scheduler_service.service.creating import Accepted
 from shared.errors import InvalidInput
 from shared.model import ScheduleStatus
-from shared.ports import ScheduleFilter
+from shared.ports import Role, ScheduleFilter
 from shared.schedule_listing import SORTS
 
 blp = Blueprint(
@@ -84,6 +84,7 @@ def accepted_response(accepted: Accepted) -> Response:
 
 
 @blp.route("/schedule", methods=["POST"])
+@blp.requires(Role.WRITE)
 @blp.arguments(ScheduleBodySchema, error_status_code=400)
 @blp.arguments(IdempotencyHeader, location="headers", error_status_code=400)
 @blp.response(202, AcceptedSchema, headers=ACCEPTED_HEADERS)
@@ -99,6 +100,7 @@ def create_schedule(body: ScheduleRequest, headers: dict[str, Any]) -> Response:
 
 
 @blp.route("/schedules", methods=["GET"])
+@blp.requires(Role.READ)
 @blp.arguments(ListSchedulesQuery, location="query", unknown=RAISE, error_status_code=400)
 @blp.response(200, SchedulePageSchema)
 @blp.doc(operationId="listSchedules")
@@ -127,6 +129,7 @@ def list_schedules(query: dict[str, Any]) -> Response:
 
 @blp.route("/schedule/<schedule_id>")
 class ScheduleResource(MethodView):
+    @blp.requires(Role.READ)
     @blp.response(200, ScheduleViewSchema)
     @blp.doc(operationId="getSchedule")
     @blp.problems(400, 404)
@@ -135,6 +138,7 @@ class ScheduleResource(MethodView):
         check_id(schedule_id)
         return schedule_answer(service().reads.get(g.tenant, schedule_id), 200)
 
+    @blp.requires(Role.WRITE)
     @blp.arguments(ScheduleBodySchema, error_status_code=400)
     @blp.arguments(IdempotencyHeader, location="headers", error_status_code=400)
     @blp.response(202, AcceptedSchema, headers=ACCEPTED_HEADERS)
@@ -147,6 +151,7 @@ class ScheduleResource(MethodView):
         check_id(schedule_id)
         return accept(body, schedule_id, headers)
 
+    @blp.requires(Role.WRITE)
     @blp.arguments(SchedulePatchSchema, error_status_code=400)
     @blp.arguments(IdempotencyHeader, location="headers", error_status_code=400)
     @blp.response(202, AcceptedSchema, headers=ACCEPTED_HEADERS)
@@ -162,6 +167,7 @@ class ScheduleResource(MethodView):
         stored = service().reads.get(g.tenant, schedule_id)
         return accept(patched_request(stored.live_definition, patch), schedule_id, headers)
 
+    @blp.requires(Role.WRITE)
     @blp.response(202, DeletedSchema)
     @blp.doc(operationId="deleteSchedule")
     @blp.problems(400, 404)

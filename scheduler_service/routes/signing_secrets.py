@@ -14,6 +14,7 @@ from scheduler_service.presenting.signing_schemas import (
 )
 from scheduler_service.requests.signing import RotateSchema
 from scheduler_service.routes.common import Blueprint, service
+from shared.ports import Role
 from shared.signing import MAX_SIGNING, Rotation
 
 blp = Blueprint(
@@ -25,6 +26,7 @@ blp = Blueprint(
 
 
 @blp.route("/signing-secrets", methods=["GET"])
+@blp.requires(Role.ADMIN)
 @blp.response(200, SigningSecretListSchema)
 @blp.doc(operationId="listSigningSecrets")
 @blp.problems()
@@ -35,6 +37,7 @@ def list_signing_secrets() -> dict[str, Any]:
 
 
 @blp.route("/signing-secrets/rotate", methods=["POST"])
+@blp.requires(Role.ADMIN)
 @blp.arguments(RotateSchema, error_status_code=400)
 @blp.response(201, RotationSchema)
 @blp.doc(operationId="rotateSigningSecret")

@@ -244,4 +244,4 @@ def test_scheduler_keys_create_list_revoke(tmp_path: Path) -> None:
     assert run("revoke", key_id)[0] == 1
     assert run("create", "bad tenant!")[0] == 2
     status, printed = run("create", "acme", "--print-only")
-    assert status == 0 and "SCHEDULER_API_KEYS entry: acme:sha256:" in printed
+    assert status == 0 and "SCHEDULER_API_KEYS entry: acme/admin:sha256:" in printed
