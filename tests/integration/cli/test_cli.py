@@ -294,6 +294,33 @@ def test_keys_find_the_database_of_scheduler_dev(
         assert tenants == ["acme", "other"]
 
 
+def test_a_key_created_with_a_role_reads_and_is_refused_what_needs_more(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("SCHEDULER_STORE_URL", raising=False)
+    monkeypatch.delenv("SCHEDULER_QUEUE_URL", raising=False)
+    monkeypatch.delenv("SCHEDULER_API_KEY", raising=False)
+    data = tmp_path / "scheduler-data"
+    data.mkdir()
+    with api_under_test(data, api_auth="keys") as api, serving(api.app) as url:
+        monkeypatch.chdir(tmp_path)
+        code, out, _ = run(capfd, "keys", "create", "default", "--role", "read", "--name", "dash")
+        assert code == 0 and "role: read" in out
+        key = out.split("key: ")[1].split()[0]
+        code, listed, _ = run(capfd, "keys", "list")
+        assert code == 0 and " default  read " in listed
+        code, out, err = run(capfd, "schedules", "list", "--url", url, "--api-key", key)
+        assert code == 0, err
+        code, out, err = run(capfd, "schedules", "pause", "daily", "--url", url, "--api-key", key)
+        assert code == 1 and out == ""
+        assert err.strip() == (
+            "403 Forbidden: this needs a key with role write or admin; this key's role is read"
+        )
+        with pytest.raises(SystemExit) as refused:
+            run(capfd, "keys", "create", "default", "--role", "owner")
+        assert refused.value.code == 2 and "invalid choice: 'owner'" in capfd.readouterr().err
+
+
 def test_every_kind_of_target_through_the_client_and_the_cli(
     served: tuple[ApiUnderTest, str], capfd: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
