@@ -115,7 +115,8 @@ def authenticate() -> Response | None:
         limited = page("console/limited.html", retry_after=retry_after)
         return Response(limited, 429, {"Retry-After": str(retry_after)}, mimetype="text/html")
     # The pages hide what the key's role may not do; a request made anyway is refused here.
-    needed = required_role(current_app, request.endpoint or "", request.method)
+    # (A blueprint's before_request runs only for its own routes: the endpoint is known.)
+    needed = required_role(current_app, str(request.endpoint), request.method)
     why = refusal(caller.role, needed)
     if why is not None:
         refused = page("console/forbidden.html", why=why, needed=needed.value)

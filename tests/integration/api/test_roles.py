@@ -116,6 +116,10 @@ def test_every_route_declares_its_role_and_refuses_a_lesser_key_naming_it(
                 problem = answer.get_json()
                 assert answer.mimetype == "application/problem+json"
                 assert problem["required_role"] == needed.value, (method, url)
+    # What is not a route is a 404 for every role, in the API and the console.
+    reader = {"X-API-Key": KEY[Role.READ]}
+    assert api.client.post(f"{API}/nowhere", headers=reader).status_code == 404
+    assert console_client(api, KEY[Role.READ]).get("/console/nowhere").status_code == 404
     # Read keys meet refusals for write and admin, write keys only for admin.
     assert refused_by_role[Role.READ] == {Role.WRITE, Role.ADMIN}
     assert refused_by_role[Role.WRITE] == {Role.ADMIN}
