@@ -203,7 +203,10 @@ def _signing_secrets(connection: sqlite3.Connection, target_of: TargetOf) -> Non
 
 def _key_roles(connection: sqlite3.Connection, target_of: TargetOf) -> None:
     # Each key's role (shared.ports.keys.Role); a key made before roles could do everything.
-    connection.execute("ALTER TABLE api_keys ADD COLUMN role TEXT NOT NULL DEFAULT 'admin'")
+    # Added only where missing: a file whose record of versions was lost runs every step again.
+    present = {row["name"] for row in connection.execute("PRAGMA table_info(api_keys)")}
+    if "role" not in present:
+        connection.execute("ALTER TABLE api_keys ADD COLUMN role TEXT NOT NULL DEFAULT 'admin'")
 
 
 @dataclass(frozen=True)
