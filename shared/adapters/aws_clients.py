@@ -29,7 +29,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
-from shared.ports import Clock
+from shared.ports import CallFailed, Clock
 from shared.redaction import redact
 from shared.timeutil import UTC
 
@@ -53,12 +53,8 @@ _SESSION_NAME = re.compile(r"[^\w+=,.@-]")
 T = TypeVar("T")
 
 
-class AwsCallFailed(Exception):
+class AwsCallFailed(CallFailed):
     """A send that did not happen: ``retryable`` when trying again later may help."""
-
-    def __init__(self, message: str, *, retryable: bool) -> None:
-        super().__init__(message)
-        self.retryable = retryable
 
 
 @dataclass(frozen=True)

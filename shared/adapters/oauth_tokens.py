@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from urllib.parse import quote_plus, urlencode
 
-from shared.ports import Clock, WebhookError, WebhookRequest, WebhookSender
+from shared.ports import CallFailed, Clock, WebhookError, WebhookRequest, WebhookSender
 from shared.redaction import redact
 from shared.targets.http import OAuthClientCredentials
 from shared.webhooks import USER_AGENT
@@ -34,13 +34,9 @@ ANSWER_BYTES = 16 * 1024
 QUOTED = 200
 
 
-class TokenError(Exception):
+class TokenError(CallFailed):
     """No token: the endpoint refused, answered something that is not a token, or did not
     answer. ``retryable`` as a webhook call's failure would be."""
-
-    def __init__(self, message: str, *, retryable: bool) -> None:
-        super().__init__(message)
-        self.retryable = retryable
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ are the specification both must meet. Each name is importable from here too
 
 from shared.ports.clock import Clock, SystemClock
 from shared.ports.delivery import (
+    CallFailed,
     Delivered,
     DeliveryTarget,
     WebhookError,
@@ -45,6 +46,7 @@ __all__ = [
     "Advance",
     "ApiKey",
     "ApiKeyStore",
+    "CallFailed",
     "Clock",
     "DefinitionToApply",
     "Delivered",

@@ -53,12 +53,17 @@ class WebhookSender(ABC):
         """Release connections."""
 
 
-class WebhookError(Exception):
-    """The call produced no HTTP response: timeout, refused connection, refused target."""
+class CallFailed(Exception):
+    """A call toward a target that got no answer to judge: ``retryable`` when trying again
+    later may help (a timeout, a throttled service), not when it never can (a refused target)."""
 
     def __init__(self, message: str, *, retryable: bool = True) -> None:
         super().__init__(message)
         self.retryable = retryable
+
+
+class WebhookError(CallFailed):
+    """The call produced no HTTP response: timeout, refused connection, refused target."""
 
 
 @dataclass(frozen=True)
