@@ -3,9 +3,11 @@ it: pause, resume, trigger one run now, backfill a past range. On the schedules'
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 from flask import Response, g
+from marshmallow import Schema
 
 from scheduler_service.presenting.schemas import (
     BackfillAnswerSchema,
@@ -14,18 +16,28 @@ from scheduler_service.presenting.schemas import (
 )
 from scheduler_service.requests.paths import check_id
 from scheduler_service.requests.schedule import BackfillSchema
-from scheduler_service.routes.common import schedule_answer, service
+from scheduler_service.routes.common import View, schedule_answer, service
 from scheduler_service.routes.schedules import blp
 from shared.backfill import Backfill
 from shared.model import Occurrence
 from shared.ports import Role
 
 
-@blp.route("/schedule/<schedule_id>/pause", methods=["POST"])
-@blp.requires(Role.WRITE)
-@blp.response(202, ScheduleViewSchema)
-@blp.doc(operationId="pauseSchedule")
-@blp.problems(400, 404)
+def action(name: str, answer: type[Schema]) -> Callable[[View], View]:
+    """The route of ``POST /schedule/{id}/<name>``: an action of a writer on one schedule,
+    with no body, answering ``202`` with ``answer`` (operation ``<name>Schedule``)."""
+
+    def decorate(view: View) -> View:
+        routed = blp.problems(400, 404)(view)
+        routed = blp.doc(operationId=f"{name}Schedule")(routed)
+        routed = blp.response(202, answer)(routed)
+        routed = blp.requires(Role.WRITE)(routed)
+        return cast(View, blp.route(f"/schedule/<schedule_id>/{name}", methods=["POST"])(routed))
+
+    return decorate
+
+
+@action("pause", ScheduleViewSchema)
 def pause_schedule(schedule_id: str) -> Response:
     """Stop firing until resumed; occurrences that fall in the pause are skipped. Pausing a
     paused or completed schedule changes nothing."""
@@ -33,22 +45,14 @@ def pause_schedule(schedule_id: str) -> Response:
     return schedule_answer(service().changes.pause(g.tenant, schedule_id), 202)
 
 
-@blp.route("/schedule/<schedule_id>/resume", methods=["POST"])
-@blp.requires(Role.WRITE)
-@blp.response(202, ScheduleViewSchema)
-@blp.doc(operationId="resumeSchedule")
-@blp.problems(400, 404)
+@action("resume", ScheduleViewSchema)
 def resume_schedule(schedule_id: str) -> Response:
     """Fire again from now on (the occurrences of the pause are not caught up)."""
     check_id(schedule_id)
     return schedule_answer(service().changes.resume(g.tenant, schedule_id), 202)
 
 
-@blp.route("/schedule/<schedule_id>/trigger", methods=["POST"])
-@blp.requires(Role.WRITE)
-@blp.response(202, TriggeredSchema)
-@blp.doc(operationId="triggerSchedule")
-@blp.problems(400, 404)
+@action("trigger", TriggeredSchema)
 def trigger_schedule(schedule_id: str) -> Occurrence:
     """Run the schedule once now, beside its own times (even while paused).
 

@@ -4,10 +4,12 @@ listing and the answer of a schedule."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import flask_smorest
 from flask import Response, current_app
+from marshmallow import RAISE, Schema
 
 from scheduler_service.presenting.schemas import ProblemSchema
 from scheduler_service.presenting.views import (
@@ -23,6 +25,8 @@ from shared.errors import InvalidInput
 from shared.model import Schedule
 from shared.ports import Role
 
+# A view function, as a decorator of routes takes and gives it.
+View = TypeVar("View", bound=Callable[..., Any])
 PROBLEM = "application/problem+json"
 # What each error answer a route declares means; 401, 429 and 503 apply to every route.
 PROBLEMS = {
@@ -93,6 +97,24 @@ class Blueprint(flask_smorest.Blueprint):  # type: ignore[misc]
                     f"The API key's role is below {role.value} (required_role names the role)"
                 )(route)
             return requires(role)(route)
+
+        return decorate
+
+    def listing(
+        self, path: str, query: type[Schema], page: type[Schema], operation_id: str, *problems: int
+    ) -> Any:
+        """A reader's ``GET`` of a paged listing: ``query`` its parameters (an unknown one is
+        a 400), ``page`` its answer."""
+
+        def decorate(route: Any) -> Any:
+            route = self.problems(400, *problems)(route)
+            route = self.doc(operationId=operation_id)(route)
+            route = self.response(200, page)(route)
+            route = self.arguments(query, location="query", unknown=RAISE, error_status_code=400)(
+                route
+            )
+            route = self.requires(Role.READ)(route)
+            return self.route(path, methods=["GET"])(route)
 
         return decorate
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from flask import g
-from marshmallow import RAISE
 
 from scheduler_service.presenting.run_schemas import (
     DeadLetterPageSchema,
@@ -35,12 +34,7 @@ blp = Blueprint(
 NO_DEAD_LETTER = "No dead letter by that id (never failed, or replayed or discarded already)"
 
 
-@blp.route("/dead-letters", methods=["GET"])
-@blp.requires(Role.READ)
-@blp.arguments(ListDeadLettersQuery, location="query", unknown=RAISE, error_status_code=400)
-@blp.response(200, DeadLetterPageSchema)
-@blp.doc(operationId="listDeadLetters")
-@blp.problems(400)
+@blp.listing("/dead-letters", ListDeadLettersQuery, DeadLetterPageSchema, "listDeadLetters")
 def list_dead_letters(query: dict[str, Any]) -> PageView[Execution]:
     """The tenant's dead letters, the latest failure first: which schedule, which occurrence,
     why (HTTP status, error) and when."""

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 from flask import g
-from marshmallow import RAISE
 
 from scheduler_service.presenting.run_schemas import ExecutionPageSchema, OccurrenceSchema
 from scheduler_service.presenting.views import (
@@ -23,12 +22,13 @@ from shared.model import Execution, ScheduleStatus
 from shared.ports import Role
 
 
-@blp.route("/schedule/<schedule_id>/executions", methods=["GET"])
-@blp.requires(Role.READ)
-@blp.arguments(ListExecutionsQuery, location="query", unknown=RAISE, error_status_code=400)
-@blp.response(200, ExecutionPageSchema)
-@blp.doc(operationId="listExecutions")
-@blp.problems(400, 404)
+@blp.listing(
+    "/schedule/<schedule_id>/executions",
+    ListExecutionsQuery,
+    ExecutionPageSchema,
+    "listExecutions",
+    404,
+)
 def list_executions(query: dict[str, Any], schedule_id: str) -> PageView[Execution]:
     """The run history, newest first
 

@@ -9,11 +9,12 @@ in the OpenAPI document; errors are RFC 7807 ``application/problem+json``.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 from flask import Response, g, url_for
 from flask.views import MethodView
-from marshmallow import RAISE
+from marshmallow import Schema
 
 from scheduler_service.presenting.schemas import (
     AcceptedSchema,
@@ -33,6 +34,7 @@ from scheduler_service.requests.queries import ListSchedulesQuery, encode_cursor
 from scheduler_service.requests.schedule import ScheduleBodySchema, ScheduleRequest, as_sent
 from scheduler_service.routes.common import (
     Blueprint,
+    View,
     page_size,
     present,
     schedule_answer,
@@ -76,6 +78,25 @@ def accept(body: ScheduleRequest, schedule_id: str | None, headers: dict[str, An
     return accepted_response(accepted)
 
 
+def definition_write(
+    body: type[Schema], operation_id: str, *problems: int, description: str | None = None
+) -> Callable[[View], View]:
+    """A writer's route that sends a schedule's definition (``body``) with an optional
+    ``Idempotency-Key`` and is answered ``202`` Accepted, or one of ``problems`` beside the
+    errors every such write can get."""
+    documented = {"operationId": operation_id, "description": description}
+
+    def decorate(view: View) -> View:
+        routed = blp.problems(400, 409, 413, 415, *problems)(view)
+        routed = blp.doc(**{key: value for key, value in documented.items() if value})(routed)
+        routed = blp.response(202, AcceptedSchema, headers=ACCEPTED_HEADERS)(routed)
+        routed = blp.arguments(IdempotencyHeader, location="headers", error_status_code=400)(routed)
+        routed = blp.arguments(body, error_status_code=400)(routed)
+        return cast(View, blp.requires(Role.WRITE)(routed))
+
+    return decorate
+
+
 def accepted_response(accepted: Accepted) -> Response:
     headers = {"Location": url_for("schedules.ScheduleResource", schedule_id=accepted.schedule_id)}
     if accepted.replayed:
@@ -84,12 +105,7 @@ def accepted_response(accepted: Accepted) -> Response:
 
 
 @blp.route("/schedule", methods=["POST"])
-@blp.requires(Role.WRITE)
-@blp.arguments(ScheduleBodySchema, error_status_code=400)
-@blp.arguments(IdempotencyHeader, location="headers", error_status_code=400)
-@blp.response(202, AcceptedSchema, headers=ACCEPTED_HEADERS)
-@blp.doc(operationId="createSchedule")
-@blp.problems(400, 403, 409, 413, 415)
+@definition_write(ScheduleBodySchema, "createSchedule", 403)
 def create_schedule(body: ScheduleRequest, headers: dict[str, Any]) -> Response:
     """Create a schedule (asynchronously: a GET may answer 404 for a few milliseconds).
 
@@ -99,12 +115,7 @@ def create_schedule(body: ScheduleRequest, headers: dict[str, Any]) -> Response:
     return accept(body, body.schedule_id, headers)
 
 
-@blp.route("/schedules", methods=["GET"])
-@blp.requires(Role.READ)
-@blp.arguments(ListSchedulesQuery, location="query", unknown=RAISE, error_status_code=400)
-@blp.response(200, SchedulePageSchema)
-@blp.doc(operationId="listSchedules")
-@blp.problems(400)
+@blp.listing("/schedules", ListSchedulesQuery, SchedulePageSchema, "listSchedules")
 def list_schedules(query: dict[str, Any]) -> Response:
     """The tenant's schedules (never deleted ones), by id unless ?sort= says otherwise, a page
     at a time; ?q= searches their names, tags and URL hosts."""
@@ -138,12 +149,7 @@ class ScheduleResource(MethodView):
         check_id(schedule_id)
         return schedule_answer(service().reads.get(g.tenant, schedule_id), 200)
 
-    @blp.requires(Role.WRITE)
-    @blp.arguments(ScheduleBodySchema, error_status_code=400)
-    @blp.arguments(IdempotencyHeader, location="headers", error_status_code=400)
-    @blp.response(202, AcceptedSchema, headers=ACCEPTED_HEADERS)
-    @blp.doc(operationId="replaceSchedule")
-    @blp.problems(400, 403, 409, 413, 415)
+    @definition_write(ScheduleBodySchema, "replaceSchedule", 403)
     def put(self, body: ScheduleRequest, headers: dict[str, Any], schedule_id: str) -> Response:
         """Create or replace the schedule with this id (the same id, the same schedule)."""
         if body.schedule_id not in (None, schedule_id):
@@ -151,12 +157,7 @@ class ScheduleResource(MethodView):
         check_id(schedule_id)
         return accept(body, schedule_id, headers)
 
-    @blp.requires(Role.WRITE)
-    @blp.arguments(SchedulePatchSchema, error_status_code=400)
-    @blp.arguments(IdempotencyHeader, location="headers", error_status_code=400)
-    @blp.response(202, AcceptedSchema, headers=ACCEPTED_HEADERS)
-    @blp.doc(operationId="patchSchedule", description=PATCH_DESCRIPTION)
-    @blp.problems(400, 404, 409, 413, 415)
+    @definition_write(SchedulePatchSchema, "patchSchedule", 404, description=PATCH_DESCRIPTION)
     def patch(self, patch: dict[str, Any], headers: dict[str, Any], schedule_id: str) -> Response:
         """Change some fields without resending the rest
 
