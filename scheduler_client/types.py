@@ -202,6 +202,7 @@ class Schedule(TypedDict):
     misfire: dict[str, Any]
     pause_after_failures: int | None
     on_failure: FailureHook | None
+    overlap: str  # "allow", "skip" or "buffer_one"
     runs: int
     superseded: int
     failures: int

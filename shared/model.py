@@ -92,6 +92,15 @@ class Misfire:
         return cls(MisfirePolicy(document["policy"]), document.get("grace_seconds"))
 
 
+class OverlapPolicy(StrEnum):
+    """What an occurrence does when it is due while an earlier occurrence of its schedule is
+    still running or waiting to retry (``docs/architecture.md``, "Overlap")."""
+
+    ALLOW = "allow"  # it runs too
+    SKIP = "skip"  # it is skipped, recorded as such
+    BUFFER_ONE = "buffer_one"  # one waits, and runs when the earlier one ends; others skip
+
+
 @dataclass(frozen=True)
 class ScheduleDefinition:
     """What a client asked for, validated. ``request`` keeps the body as the client sent it."""
@@ -113,6 +122,7 @@ class ScheduleDefinition:
     # The schedule pauses itself after this many failed occurrences in a row (None: never).
     pause_after_failures: int | None = None
     on_failure: FailureHook | None = None
+    overlap: OverlapPolicy = OverlapPolicy.ALLOW
 
     def to_document(self) -> dict[str, JSON]:
         return {
@@ -130,6 +140,7 @@ class ScheduleDefinition:
             "jitter_seconds": self.jitter_seconds,
             "pause_after_failures": self.pause_after_failures,
             "on_failure": None if self.on_failure is None else self.on_failure.to_document(),
+            "overlap": self.overlap.value,
         }
 
     @classmethod
@@ -151,6 +162,7 @@ class ScheduleDefinition:
             on_failure=FailureHook.from_document(hook)
             if (hook := document.get("on_failure"))
             else None,
+            overlap=OverlapPolicy(document.get("overlap") or OverlapPolicy.ALLOW.value),
         )
 
 
@@ -209,6 +221,13 @@ class Schedule:
     # the poller last advanced the schedule, all of them, earliest first: what it fires before
     # ``next_schedule_time``, shown without computing the rule (``shared.dispatch``).
     sent_ahead: tuple[datetime, ...] = ()
+    # The overlap marker (``OverlapPolicy``): the occurrence in progress, begun and not yet
+    # final, until when its hold lasts unless renewed; and the one that waits for it
+    # (``buffer_one``), until when unless checked again.
+    overlap_holder: str | None = None
+    overlap_until: datetime | None = None
+    overlap_waiting: str | None = None
+    overlap_waiting_until: datetime | None = None
 
     def __post_init__(self) -> None:
         for name in ("next_schedule_time", "accepted_at", "created_at", "updated_at", "paused_at"):

@@ -25,7 +25,7 @@ from scheduler_service.presenting.fields import (
     paused_reason,
 )
 from scheduler_service.requests.targets import PAYLOAD_DOCUMENT
-from shared.model import LISTED_STATUSES, Unit
+from shared.model import LISTED_STATUSES, OverlapPolicy, Unit
 from shared.notations import TIMING_NOTATIONS, MemberKind, TimingNotation
 
 
@@ -253,6 +253,16 @@ class ScheduleViewSchema(Open):
         allow_none=True,
         required=True,
         metadata={"description": "where failures are reported; secret values masked"},
+    )
+    overlap = fields.Enum(
+        OverlapPolicy,
+        by_value=True,
+        required=True,
+        attribute="definition.overlap",
+        metadata={
+            "description": "allow, skip or buffer_one: what an occurrence due while an earlier "
+            "one is still running or waiting to retry does"
+        },
     )
     runs = fields.Integer(required=True, attribute="schedule.run_count")
     failures = fields.Integer(required=True, attribute="schedule.failure_count")

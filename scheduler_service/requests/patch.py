@@ -68,6 +68,7 @@ class SchedulePatchSchema(Schema):
     misfire = fields.Raw(allow_none=True)
     jitter_seconds = fields.Raw(allow_none=True)
     pause_after_failures = fields.Raw(allow_none=True)
+    overlap = fields.Raw(allow_none=True)
     on_failure = fields.Raw(allow_none=True, metadata={"description": "replaced whole"})
 
 
@@ -87,6 +88,7 @@ def stored_body(definition: ScheduleDefinition) -> dict[str, JSON]:
         "misfire": definition.misfire.to_document(),
         "jitter_seconds": definition.jitter_seconds,
         "pause_after_failures": definition.pause_after_failures,
+        "overlap": definition.overlap.value,
         "on_failure": definition.on_failure and definition.on_failure.to_document(),
     }
 

@@ -33,7 +33,7 @@ from shared.definition_rules import (
 )
 from shared.errors import InvalidInput
 from shared.formats import SCHEDULE_ID, SCHEDULE_ID_RULE
-from shared.model import Misfire, MisfirePolicy, RetryPolicy, ScheduleDefinition
+from shared.model import Misfire, MisfirePolicy, OverlapPolicy, RetryPolicy, ScheduleDefinition
 
 
 def named_as_sent(
@@ -165,6 +165,19 @@ class ScheduleBodySchema(DomainChecked):
         },
     )
 
+    overlap = fields.Enum(
+        OverlapPolicy,
+        by_value=True,
+        load_default=OverlapPolicy.ALLOW,
+        metadata={
+            "description": "an occurrence due while an earlier one of this schedule is still "
+            "running or waiting to retry: allow (it runs too), skip (it is skipped, recorded as "
+            "such), buffer_one (one waits and runs when the earlier one ends; others due "
+            "meanwhile are skipped). Holds across executors; an executor that dies frees it "
+            "when its lease ends."
+        },
+    )
+
     @post_load(pass_original=True)
     def to_request(
         self, body: dict[str, Any], original: dict[str, Any], **_: Any
@@ -186,6 +199,7 @@ class ScheduleBodySchema(DomainChecked):
             jitter_seconds=body["jitter_seconds"],
             pause_after_failures=body["pause_after_failures"],
             on_failure=body["on_failure"],
+            overlap=body["overlap"],
         )
         fire_if_past = original["schedule"].get("fire_if_past") is True
         return ScheduleRequest(body.get("id"), definition, names, fire_if_past)

@@ -20,14 +20,19 @@ from shared.definition_codec import DefinitionCodec
 from shared.execution_rules import DISCARD, FORGET_IDEMPOTENCY, REOPEN, RESTORE
 from shared.guards import Remove, Write
 from shared.model import Execution, ScheduleStatus
-from shared.ports import DefinitionToApply
+from shared.ports import DefinitionToApply, OverlapClaim, OverlapTurn
 from shared.store_rules import (
     DELETE,
+    HOLD_OVERLAP,
     PAUSE,
     RAISE_TOMBSTONE,
+    RELEASE_OVERLAP,
+    RENEW_OVERLAP,
     RESEAL,
     RESUME,
+    WAIT_OVERLAP,
     definition_params,
+    overlap_params,
     state_params,
 )
 
@@ -102,6 +107,25 @@ class GuardedWrites(ABC):
             raise ValueError(f"apply_state cannot set status {status.value!r}")
         rule = PAUSE if status is ScheduleStatus.PAUSED else RESUME
         return self.write(rule, params) is Outcome.CHANGED
+
+    def take_overlaps(self, claims: Sequence[OverlapClaim], now: datetime) -> list[OverlapTurn]:
+        # One guarded write after another, each of one schedule: only the occurrences of
+        # schedules whose policy is not ``allow`` come here (``allow`` costs nothing).
+        return [self._overlap_turn(claim, now) for claim in claims]
+
+    def _overlap_turn(self, claim: OverlapClaim, now: datetime) -> OverlapTurn:
+        tenant, schedule_id, occurrence_id, until, buffer = claim
+        params = overlap_params(tenant, schedule_id, occurrence_id, now, until)
+        for rule in (HOLD_OVERLAP, RENEW_OVERLAP):
+            if self.write(rule, params) is Outcome.CHANGED:
+                return OverlapTurn.HELD
+        if buffer and self.write(WAIT_OVERLAP, params) is Outcome.CHANGED:
+            return OverlapTurn.WAITING
+        return OverlapTurn.REFUSED
+
+    def release_overlaps(self, held: Sequence[tuple[str, str, str]]) -> None:
+        for tenant, schedule_id, occurrence_id in dict.fromkeys(held):
+            self.write(RELEASE_OVERLAP, overlap_params(tenant, schedule_id, occurrence_id))
 
     def reopen_dead_letter(
         self, tenant: str, occurrence_id: str, now: datetime

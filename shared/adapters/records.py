@@ -74,6 +74,10 @@ SCHEDULE: Mapping[str, Kind] = {
     "paused_by": Kind.VALUE,
     "paused_at": Kind.INSTANT,
     "sent_ahead": Kind.INSTANTS,
+    "overlap_holder": Kind.VALUE,
+    "overlap_until": Kind.INSTANT,
+    "overlap_waiting": Kind.VALUE,
+    "overlap_waiting_until": Kind.INSTANT,
 }
 
 EXECUTION: Mapping[str, Kind] = {
@@ -173,6 +177,10 @@ def schedule_of(
         paused_by=PausedBy(paused_by) if paused_by else None,
         paused_at=fields.get("paused_at"),
         sent_ahead=tuple(fields.get("sent_ahead") or ()),
+        overlap_holder=fields.get("overlap_holder"),
+        overlap_until=fields.get("overlap_until"),
+        overlap_waiting=fields.get("overlap_waiting"),
+        overlap_waiting_until=fields.get("overlap_waiting_until"),
     )
 
 

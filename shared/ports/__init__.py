@@ -30,6 +30,8 @@ from shared.ports.queues import (
 from shared.ports.schedules import (
     Advance,
     DefinitionToApply,
+    OverlapClaim,
+    OverlapTurn,
     ScheduleFilter,
     ScheduleOrder,
     ScheduleStore,
@@ -57,6 +59,8 @@ __all__ = [
     "MessageQueue",
     "MessageTooLarge",
     "OutgoingMessage",
+    "OverlapClaim",
+    "OverlapTurn",
     "Page",
     "QueueDepth",
     "Queues",

@@ -50,6 +50,26 @@ class ScheduleFilter:
 DefinitionToApply = tuple[str, str, int, ScheduleDefinition, datetime | None, datetime]
 
 
+class OverlapTurn(StrEnum):
+    """What ``take_overlaps`` gave an occurrence of a schedule whose overlap policy is not
+    ``allow``."""
+
+    HELD = "held"  # it holds its schedule's overlap marker: it may begin
+    WAITING = "waiting"  # another holds it and this one waits (``buffer_one``): check again
+    REFUSED = "refused"  # another holds it (and, to buffer, another waits): it is skipped
+
+
+class OverlapClaim(NamedTuple):
+    """An occurrence's claim on its schedule's overlap marker (``take_overlaps``): held, or
+    waited for (``buffer``), until ``until`` unless renewed."""
+
+    tenant: str
+    schedule_id: str
+    occurrence_id: str
+    until: datetime
+    buffer: bool = False
+
+
 class Advance(NamedTuple):
     """One schedule the poller moves on (``Store.advance_schedules``): the claimed schedule, its
     new ``next_schedule_time`` and ``occurrence_count``, and its ``sent_ahead`` times."""
@@ -151,6 +171,21 @@ class ScheduleStore(ABC):
         ``False``. Resume sets ``next_schedule_time`` as given. A pause records who paused
         (``PausedBy.USER``) and when; a resume clears that and the consecutive failures.
         """
+
+    @abstractmethod
+    def take_overlaps(self, claims: Sequence[OverlapClaim], now: datetime) -> list[OverlapTurn]:
+        """Each claim on its schedule's overlap marker, in order, each atomically: ``HELD`` if
+        the marker was free (no hold whose ``until`` is still to come, and no other live wait)
+        or is held by this occurrence already (its hold then lasts until the claim's
+        ``until``); else ``WAITING`` for a ``buffer`` claim when no other live wait is
+        recorded (it is recorded, until ``until``); else ``REFUSED``. Taking the marker ends
+        the occurrence's own wait. A hold or wait whose ``until`` passed counts as free (its
+        executor died). A schedule that does not exist refuses."""
+
+    @abstractmethod
+    def release_overlaps(self, held: Sequence[tuple[str, str, str]]) -> None:
+        """Free each (tenant, schedule id, occurrence id)'s marker, where that occurrence holds
+        it (a wait stays: the waiting occurrence takes the marker when it checks again)."""
 
     @abstractmethod
     def claim_due_schedules(

@@ -57,6 +57,10 @@ DOMAINS: Mapping[str, list[Any]] = {
     "finished_at": TIMES,
     "discarded_at": TIMES,
     "expires_at": TIMES[1:],
+    "overlap_holder": [None, "o1", "o2"],
+    "overlap_until": TIMES,
+    "overlap_waiting": [None, "o1", "o2"],
+    "overlap_waiting_until": TIMES,
 }
 PARAMS = {
     "revision": 5,
@@ -68,6 +72,8 @@ PARAMS = {
     "horizon": T,
     "now": T,
     "before": T,
+    "occurrence": "o1",
+    "until": T + MINUTE,
 }
 # What every stored row needs (SQLite's NOT NULL columns), below the values a case gives.
 BASE: Mapping[str, Mapping[str, Any]] = {

@@ -35,6 +35,8 @@ _COLUMNS = {
     "next_attempt_at": "next_attempt_ms",
     "discarded_at": "discarded_ms",
     "expires_at": "expires_ms",
+    "overlap_until": "overlap_until_ms",
+    "overlap_waiting_until": "overlap_waiting_until_ms",
 }
 
 

@@ -209,6 +209,18 @@ def _key_roles(connection: sqlite3.Connection, target_of: TargetOf) -> None:
         connection.execute("ALTER TABLE api_keys ADD COLUMN role TEXT NOT NULL DEFAULT 'admin'")
 
 
+def _overlap_marker(connection: sqlite3.Connection, target_of: TargetOf) -> None:
+    # A schedule's overlap marker (``shared.store_rules.HOLD_OVERLAP``): the occurrence in
+    # progress and the one waiting for it, each with the end of its hold.
+    for column, kind in (
+        ("overlap_holder", "TEXT"),
+        ("overlap_until_ms", "INTEGER"),
+        ("overlap_waiting", "TEXT"),
+        ("overlap_waiting_until_ms", "INTEGER"),
+    ):
+        connection.execute(f"ALTER TABLE schedules ADD COLUMN {column} {kind}")
+
+
 @dataclass(frozen=True)
 class Migration:
     """One step of the schema: ``apply`` runs inside the write transaction that records it."""
@@ -222,6 +234,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "the schema when versions began", _schema_when_versions_began),
     Migration(2, "each tenant's signing secrets", _signing_secrets),
     Migration(3, "each API key's role", _key_roles),
+    Migration(4, "a schedule's overlap marker", _overlap_marker),
 )
 
 _RECORD_TABLE = """CREATE TABLE IF NOT EXISTS store_migrations (

@@ -35,6 +35,8 @@ from shared.ports import (
     ApiKey,
     DefinitionToApply,
     IdempotencyRecord,
+    OverlapClaim,
+    OverlapTurn,
     Role,
     ScheduleFilter,
     ScheduleOrder,
@@ -869,6 +871,94 @@ def test_a_retrying_record_takes_the_next_attempt(store: Store) -> None:
     assert again is not None
     assert again.status is ExecutionStatus.RUNNING
     assert again.next_attempt_at is None
+
+
+# -- the overlap marker -----------------------------------------------------------------------
+
+
+def overlap_claim(at: datetime, until: datetime, buffer: bool = False) -> OverlapClaim:
+    return OverlapClaim(TENANT, "s1", occurrence(at=at).occurrence_id, until, buffer)
+
+
+def test_one_occurrence_holds_the_overlap_marker_until_it_is_released(store: Store) -> None:
+    create(store, "s1")
+    first, second = overlap_claim(T0, T0 + MINUTE), overlap_claim(T0 + SECOND, T0 + MINUTE)
+    assert store.take_overlaps([first, second], T0) == [OverlapTurn.HELD, OverlapTurn.REFUSED]
+    stored = store.get_schedule(TENANT, "s1")
+    assert stored is not None
+    assert (stored.overlap_holder, stored.overlap_until) == (first.occurrence_id, T0 + MINUTE)
+    # The holder again (its next attempt, a duplicate delivery): held, for longer.
+    renewed = first._replace(until=T0 + 2 * MINUTE)
+    assert store.take_overlaps([renewed], T0 + SECOND) == [OverlapTurn.HELD]
+    assert store.take_overlaps([second], T0 + 90 * SECOND) == [OverlapTurn.REFUSED]
+    # Another occurrence's release frees nothing; the holder's does.
+    store.release_overlaps([(TENANT, "s1", second.occurrence_id)])
+    assert store.take_overlaps([second], T0 + 90 * SECOND) == [OverlapTurn.REFUSED]
+    store.release_overlaps([(TENANT, "s1", first.occurrence_id)])
+    assert store.take_overlaps([second], T0 + 90 * SECOND) == [OverlapTurn.HELD]
+
+
+def test_a_hold_whose_time_passed_is_free_its_executor_died(store: Store) -> None:
+    create(store, "s1")
+    first, second = overlap_claim(T0, T0 + MINUTE), overlap_claim(T0 + SECOND, T0 + 3 * MINUTE)
+    assert store.take_overlaps([first], T0) == [OverlapTurn.HELD]
+    assert store.take_overlaps([second], T0 + MINUTE - SECOND) == [OverlapTurn.REFUSED]
+    assert store.take_overlaps([second], T0 + MINUTE + SECOND) == [OverlapTurn.HELD]
+    # The dead holder's late release does not free its successor's hold.
+    store.release_overlaps([(TENANT, "s1", first.occurrence_id)])
+    third = overlap_claim(T0 + 2 * SECOND, T0 + 3 * MINUTE)
+    assert store.take_overlaps([third], T0 + 2 * MINUTE) == [OverlapTurn.REFUSED]
+
+
+def test_one_occurrence_waits_for_the_marker_and_takes_it_first(store: Store) -> None:
+    create(store, "s1")
+    now = T0
+    holder = overlap_claim(T0, T0 + MINUTE, buffer=True)
+    waiter = overlap_claim(T0 + SECOND, now + 10 * SECOND, buffer=True)
+    later = overlap_claim(T0 + 2 * SECOND, now + 10 * SECOND, buffer=True)
+    assert store.take_overlaps([holder, waiter, later], now) == [
+        OverlapTurn.HELD,
+        OverlapTurn.WAITING,
+        OverlapTurn.REFUSED,
+    ]
+    stored = store.get_schedule(TENANT, "s1")
+    assert stored is not None
+    assert (stored.overlap_waiting, stored.overlap_waiting_until) == (
+        waiter.occurrence_id,
+        now + 10 * SECOND,
+    )
+    # Checked again while the holder runs: it keeps waiting, for longer.
+    assert store.take_overlaps([waiter._replace(until=now + 15 * SECOND)], now + 5 * SECOND) == [
+        OverlapTurn.WAITING
+    ]
+    store.release_overlaps([(TENANT, "s1", holder.occurrence_id)])
+    # Free, but one waits: a later occurrence neither holds nor waits; the waiter holds.
+    assert store.take_overlaps([later], now + 6 * SECOND) == [OverlapTurn.REFUSED]
+    assert store.take_overlaps([waiter._replace(until=T0 + MINUTE)], now + 6 * SECOND) == [
+        OverlapTurn.HELD
+    ]
+    stored = store.get_schedule(TENANT, "s1")
+    assert stored is not None
+    assert (stored.overlap_holder, stored.overlap_waiting) == (waiter.occurrence_id, None)
+    # A wait whose time passed (its executor died) makes room for another.
+    assert store.take_overlaps([later], now + 7 * SECOND) == [OverlapTurn.WAITING]
+    assert store.take_overlaps([later], now + 20 * SECOND) == [OverlapTurn.WAITING]
+    last = overlap_claim(T0 + 3 * SECOND, now + MINUTE, buffer=True)
+    assert store.take_overlaps([last], now + 31 * SECOND) == [OverlapTurn.WAITING]
+
+
+def test_a_replace_or_a_pause_keeps_the_overlap_marker(store: Store) -> None:
+    create(store, "s1")
+    first = overlap_claim(T0, T0 + MINUTE)
+    assert store.take_overlaps([first], T0) == [OverlapTurn.HELD]
+    create(store, "s1", revision=2)
+    assert store.apply_state(TENANT, "s1", 3, ScheduleStatus.PAUSED, None, T0)
+    stored = store.get_schedule(TENANT, "s1")
+    assert stored is not None
+    assert stored.overlap_holder == first.occurrence_id
+    assert store.take_overlaps([overlap_claim(T0 + SECOND, T0 + MINUTE)], T0) == [
+        OverlapTurn.REFUSED
+    ]
 
 
 def test_record_skips_writes_new_and_retrying_records_only(store: Store) -> None:
