@@ -27,14 +27,24 @@ from datetime import datetime, timedelta
 from execution_worker.observer import ExecutorObserver
 from execution_worker.sending import HostLimits
 from execution_worker.timer import FIRE_SLACK, PREPARE_AHEAD, Held
-from shared.decisions import Superseded, grace_refusal, superseded
+from shared.decisions import (
+    Superseded,
+    grace_refusal,
+    overlap_guarded,
+    overlap_refusal,
+    superseded,
+)
 from shared.definition_cache import DefinitionCache
 from shared.errors import Transient
-from shared.model import Execution, ExecutionStatus, Occurrence, Schedule
-from shared.ports import Clock, DeliveryTarget, MessageQueue, Store
+from shared.model import Execution, ExecutionStatus, Occurrence, OverlapPolicy, Schedule
+from shared.ports import Clock, DeliveryTarget, MessageQueue, OverlapClaim, OverlapTurn, Store
 from shared.settings import Settings
 from shared.targets import DeliveryPayload
 from shared.timeutil import utc_ms
+
+# How often an occurrence that waits for an earlier one of its schedule (``buffer_one``) is
+# checked again: how long after the earlier one ends at most before it starts.
+OVERLAP_RECHECK = timedelta(seconds=1)
 
 
 @dataclass
@@ -65,6 +75,9 @@ class Plan:
     # answers.
     not_begun: list[Held] = field(default_factory=list)
     unavailable: Transient | None = None
+    # Occurrences that wait for an earlier one of their schedule (``buffer_one``): checked
+    # again after ``OVERLAP_RECHECK``.
+    waiting: list[Held] = field(default_factory=list)
 
 
 class CheckAndBegin:
@@ -116,6 +129,10 @@ class CheckAndBegin:
         skips: list[tuple[Held, str]] = []
         replaced: list[tuple[Held, Superseded]] = []
         going: dict[float, list[tuple[Held, Schedule, str]]] = defaultdict(list)
+        # Those of schedules whose overlap policy is not ``allow``: they go once they hold
+        # their schedule's marker (``take_overlaps``); ``allow`` costs no write.
+        guarded: list[tuple[Held, Schedule]] = []
+        releases: list[tuple[str, str, str]] = []
         for item in batch:
             occurrence = item.occurrence
             schedule = fresh.get(id(item)) or schedules.get(
@@ -124,20 +141,28 @@ class CheckAndBegin:
             change = superseded(occurrence, schedule)
             if change is not None:
                 replaced.append((item, change))
+                if overlap_guarded(schedule):
+                    releases.append(_marker(occurrence))
                 continue
             assert schedule is not None
             reason = grace_refusal(occurrence, schedule.live_definition, now, id(item) in retries)
             if reason is not None:
                 skips.append((item, reason))
+                if overlap_guarded(schedule):
+                    releases.append(_marker(occurrence))
                 continue
-            payload = schedule.live_definition.payload
-            host = self.target.destination(payload)
-            limit = payload.calls_per_host or self.calls_per_host
-            if self.hosts.take(host, limit, item):
-                going[payload.timeout_seconds].append((item, schedule, host))
-            else:
-                item.checked = (schedule, now)
+            if overlap_guarded(schedule):
+                guarded.append((item, schedule))
+                continue
+            self._take_slot(item, schedule, now, going)
+        overlaps_taken = False
         try:
+            if guarded:
+                self._take_overlaps(guarded, now, going, skips, plan)
+            overlaps_taken = True
+            if releases:
+                # Ended without a call: the marker an earlier delivery took is free again.
+                self.store.release_overlaps(releases)
             if replaced:
                 self._supersede(replaced, now, plan)
             if skips:
@@ -145,7 +170,10 @@ class CheckAndBegin:
             for timeout, group in going.items():
                 self._begin(group, timeout, now, plan)
         except Transient as exc:
-            self._not_begun(exc, now, [item for item, _ in replaced + skips], going, plan)
+            checked = [item for item, _ in replaced + skips]
+            if not overlaps_taken:
+                checked += [item for item, _ in guarded]
+            self._not_begun(exc, now, checked, going, plan)
         except Exception:
             # The items not begun keep their messages, which come back after their visibility;
             # their call slots are given back.
@@ -156,6 +184,65 @@ class CheckAndBegin:
                     if id(item) not in begun:
                         self._give_back(host, plan)
         return plan
+
+    def _take_slot(
+        self,
+        item: Held,
+        schedule: Schedule,
+        now: datetime,
+        going: dict[float, list[tuple[Held, Schedule, str]]],
+    ) -> None:
+        """A call slot of the item's destination: it goes, or it parks until one frees."""
+        payload = schedule.live_definition.payload
+        host = self.target.destination(payload)
+        limit = payload.calls_per_host or self.calls_per_host
+        if self.hosts.take(host, limit, item):
+            going[payload.timeout_seconds].append((item, schedule, host))
+        else:
+            item.checked = (schedule, now)
+
+    def _take_overlaps(
+        self,
+        guarded: list[tuple[Held, Schedule]],
+        now: datetime,
+        going: dict[float, list[tuple[Held, Schedule, str]]],
+        skips: list[tuple[Held, str]],
+        plan: Plan,
+    ) -> None:
+        """Each item of a schedule with an overlap policy claims its schedule's marker for its
+        call's lease: it goes (a call slot, as any) if it holds it, waits (``buffer_one``) to be
+        checked again, or is skipped."""
+        claims = []
+        for item, schedule in guarded:
+            definition = schedule.live_definition
+            lease = timedelta(seconds=definition.payload.timeout_seconds + self.lease_margin)
+            occurrence = item.occurrence
+            claims.append(
+                OverlapClaim(
+                    occurrence.tenant,
+                    occurrence.schedule_id,
+                    occurrence.occurrence_id,
+                    now + lease,
+                    definition.overlap is OverlapPolicy.BUFFER_ONE,
+                )
+            )
+        turns = self.store.take_overlaps(claims, now)
+        extend: list[tuple[str, float]] = []
+        for (item, schedule), claim, turn in zip(guarded, claims, turns, strict=True):
+            if turn is OverlapTurn.HELD:
+                self._take_slot(item, schedule, now, going)
+            elif turn is OverlapTurn.WAITING:
+                plan.waiting.append(item)
+                if item.visible_at < now + OVERLAP_RECHECK + 2 * FIRE_SLACK:
+                    # Invisible to others while it waits here, as long as its wait holds.
+                    item.visible_at = claim.until + FIRE_SLACK
+                    extend.append(
+                        (item.message.receipt_handle, (item.visible_at - now).total_seconds())
+                    )
+            else:
+                reason = overlap_refusal(schedule.live_definition.overlap, schedule.overlap_holder)
+                skips.append((item, reason))
+        self.occurrences.change_visibilities(extend)
 
     def _not_begun(
         self,
@@ -197,7 +284,7 @@ class CheckAndBegin:
         extend: list[tuple[str, float]] = []
         for (item, schedule, host), execution in zip(group, executions, strict=True):
             if execution is None:
-                execution = self._not_mine(item, now, timeout, plan)
+                execution = self._not_mine(item, schedule, now, timeout, plan)
                 if execution is None:
                     self._give_back(host, plan)
                     continue
@@ -229,7 +316,9 @@ class CheckAndBegin:
         record = self.store.get_execution(occurrence.tenant, occurrence.occurrence_id)
         return record is not None and record.attempts > 0
 
-    def _not_mine(self, item: Held, now: datetime, timeout: float, plan: Plan) -> Execution | None:
+    def _not_mine(
+        self, item: Held, schedule: Schedule, now: datetime, timeout: float, plan: Plan
+    ) -> Execution | None:
         """The occurrence could not be taken: final already (this delivery is a duplicate, and
         goes), or held by another executor's live lease (this message waits for the lease to
         end, in case that executor died: deleting it could lose the occurrence). Unless the
@@ -247,6 +336,9 @@ class CheckAndBegin:
             return None
         plan.duplicates += 1
         plan.to_delete.append(item.message.receipt_handle)
+        if overlap_guarded(schedule):
+            # Final already: the marker this delivery took goes back.
+            self.store.release_overlaps([_marker(occurrence)])
         return None
 
     def _begun_before(self, item: Held, record: Execution, now: datetime, timeout: float) -> bool:
@@ -279,3 +371,8 @@ class CheckAndBegin:
         for item, reason in skips:
             plan.to_delete.append(item.message.receipt_handle)
             plan.skipped.append((item.occurrence, reason))
+
+
+def _marker(occurrence: Occurrence) -> tuple[str, str, str]:
+    """What ``release_overlaps`` takes of an occurrence."""
+    return occurrence.tenant, occurrence.schedule_id, occurrence.occurrence_id

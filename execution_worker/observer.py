@@ -241,6 +241,12 @@ class ExecutorObserver:
             extra={"event": "delete_failed"},
         )
 
+    def overlap_failed(self, error: Exception) -> None:
+        # The outcomes are recorded; a marker not freed or renewed ends with its hold.
+        log.warning(
+            "could not free or renew overlap markers: %s", error, extra={"event": "overlap_failed"}
+        )
+
     def failure_report_failed(self) -> None:
         """In the ``except`` block: the outcomes are recorded; only the pause's log line and
         the notifications go."""

@@ -30,6 +30,7 @@ from datetime import datetime, timedelta
 from execution_worker.notifier import DEAD_LETTERED, PAUSED, FailureEvent
 from execution_worker.observer import ExecutorObserver
 from shared.backoff import Backoff
+from shared.decisions import overlap_guarded
 from shared.messages import encode_occurrence
 from shared.model import (
     AttemptOutcome,
@@ -41,7 +42,14 @@ from shared.model import (
     Schedule,
     ScheduleStatus,
 )
-from shared.ports import Clock, MessageQueue, OutgoingMessage, ReceivedMessage, Store
+from shared.ports import (
+    Clock,
+    MessageQueue,
+    OutgoingMessage,
+    OverlapClaim,
+    ReceivedMessage,
+    Store,
+)
 from shared.timeutil import utc_ms
 
 # A retry waits on the queue as an invisible message up to this long; longer, it is re-sent.
@@ -107,6 +115,10 @@ class Settler:
     def settle_now(self, outcomes: list[Settled], to_delete: list[str]) -> None:
         """Record the outcomes (trying again while their leases hold), then settle messages."""
         recorded = self._record(outcomes)
+        try:
+            self._overlaps(recorded)
+        except Exception as exc:
+            self.observer.overlap_failed(exc)
         finished = [item for item in recorded if item.outcome.status.is_final]
         for item in recorded:
             if item.outcome.status is ExecutionStatus.RETRYING:
@@ -151,6 +163,34 @@ class Settler:
             self.backoff.succeeded()
             return remaining
         return []
+
+    def _overlaps(self, recorded: list[Settled]) -> None:
+        """The overlap markers of the recorded outcomes of schedules with an overlap policy:
+        a final one frees its marker; a retry keeps it until its next attempt's lease would
+        end (``take_overlaps`` renews it). Nothing for ``allow``."""
+        releases: list[tuple[str, str, str]] = []
+        renewals: list[OverlapClaim] = []
+        for item in recorded:
+            if not overlap_guarded(item.schedule):
+                continue
+            execution, outcome = item.execution, item.outcome
+            if outcome.status.is_final:
+                releases.append((execution.tenant, execution.schedule_id, execution.occurrence_id))
+                continue
+            lease = _lease_length(execution)
+            if outcome.next_attempt_at is not None and lease is not None:
+                renewals.append(
+                    OverlapClaim(
+                        execution.tenant,
+                        execution.schedule_id,
+                        execution.occurrence_id,
+                        outcome.next_attempt_at + lease,
+                    )
+                )
+        if releases:
+            self.store.release_overlaps(releases)
+        if renewals:
+            self.store.take_overlaps(renewals, self.clock.now())
 
     def _after_failures(self, recorded: list[Settled]) -> None:
         """Log and count the schedules that paused themselves in this batch, and hand the
@@ -241,6 +281,13 @@ def _event(
         at=outcome.finished_at,
         consecutive_failures=consecutive_failures,
     )
+
+
+def _lease_length(execution: Execution) -> timedelta | None:
+    """How long the attempt's lease was: the next attempt's will be as long."""
+    if execution.lease_until is None or execution.started_at is None:
+        return None
+    return execution.lease_until - execution.started_at
 
 
 def _lease_holds(execution: Execution, now: datetime) -> bool:

@@ -33,7 +33,7 @@ from collections import deque
 from collections.abc import Coroutine, Sequence
 from typing import Any
 
-from execution_worker.beginning import Call, CheckAndBegin, Plan
+from execution_worker.beginning import OVERLAP_RECHECK, Call, CheckAndBegin, Plan
 from execution_worker.delivery import Delivery
 from execution_worker.notifier import NOTIFY_TIMEOUT_SECONDS, Notifier
 from execution_worker.observer import ExecutorObserver, ExecutorStats
@@ -300,6 +300,12 @@ class Executor:
         self.observer.checked(plan.skipped, plan.superseded, plan.duplicates)
         self.settling.delete(plan.to_delete)
         self._due.extendleft(reversed(plan.due_again))
+        if plan.waiting:
+            # Each waits for an earlier occurrence of its schedule: checked again shortly.
+            again = self.clock.now() + OVERLAP_RECHECK
+            for item in plan.waiting:
+                item.due = again
+            self.held.put_back(plan.waiting)
         for call in plan.calls:
             self._calls += 1
             self._spawn(self._deliver(call))

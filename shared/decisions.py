@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from shared.model import Occurrence, Schedule, ScheduleDefinition, ScheduleStatus
+from shared.model import Occurrence, OverlapPolicy, Schedule, ScheduleDefinition, ScheduleStatus
 
 DELETED = "schedule deleted"
 
@@ -59,3 +59,22 @@ def grace_refusal(
     if late <= grace:
         return None
     return f"late by {late:.3f}s, beyond grace of {grace:g}s"
+
+
+def overlap_refusal(policy: OverlapPolicy, holder: str | None) -> str:
+    """Why an occurrence refused its schedule's overlap marker is skipped (``holder``: the
+    occurrence in progress, as the version check read it)."""
+    running = f"{holder} is" if holder else "an earlier occurrence is"
+    if policy is OverlapPolicy.BUFFER_ONE:
+        return f"overlap: {running} still in progress and another already waits"
+    return f"overlap: {running} still running or waiting to retry"
+
+
+def overlap_guarded(schedule: Schedule | None) -> bool:
+    """Whether the schedule's occurrences take its overlap marker: a policy but ``allow``
+    (``allow`` never writes it)."""
+    return (
+        schedule is not None
+        and schedule.definition is not None
+        and schedule.definition.overlap is not OverlapPolicy.ALLOW
+    )

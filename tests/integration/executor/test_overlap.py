@@ -1,0 +1,146 @@
+"""The overlap policy in the executors (issue 27 item 1): a slow receiver, two executors on
+one SQLite store; ``skip`` and ``buffer_one`` never let two calls of a schedule overlap, by the
+receiver's clock; ``allow`` overlaps and never touches the marker; a hold whose executor died
+frees the schedule when it ends."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from execution_worker.beginning import OVERLAP_RECHECK
+from shared.ports import OverlapClaim, OverlapTurn
+from shared.timeutil import parse_iso
+from tests.support.harness import API, Pipeline, running_pipeline, sqlite_settings
+from tests.support.receiver import Call, Receiver, running_receiver
+
+# Each call takes this long at the receiver; the schedule fires every second.
+CALL_SECONDS = 2.2
+
+
+def slow(call: Call) -> tuple[int, dict[str, str]]:
+    time.sleep(CALL_SECONDS)
+    return 200, {}
+
+
+def body(url: str, overlap: str | None) -> dict[str, Any]:
+    made: dict[str, Any] = {
+        "name": "slow job",
+        "schedule": {"interval": {"number": 1, "unit": "second"}},
+        "payload": {"method": "POST", "url": f"{url}/job", "timeout_seconds": 5},
+    }
+    return made if overlap is None else {**made, "overlap": overlap}
+
+
+@contextmanager
+def two_executors(tmp_path: Path) -> Iterator[tuple[Receiver, Pipeline]]:
+    settings = sqlite_settings(tmp_path, execution_lease_margin_seconds=2.0)
+    with running_receiver(slow) as receiver, running_pipeline(settings) as pipeline:
+        pipeline.run_worker(pipeline.another("executor"))
+        yield receiver, pipeline
+
+
+def run_for(pipeline: Pipeline, receiver: Receiver, overlap: str | None, seconds: float) -> str:
+    created = pipeline.client.post(f"{API}/schedule", json=body(receiver.url, overlap))
+    assert created.status_code == 202, created.get_json()
+    schedule_id: str = created.get_json()["id"]
+    time.sleep(seconds)
+    assert pipeline.client.post(f"{API}/schedule/{schedule_id}/pause").status_code == 202
+    # The calls in flight end.
+    time.sleep(CALL_SECONDS + 0.5)
+    return schedule_id
+
+
+def spans(receiver: Receiver) -> list[tuple[float, float]]:
+    """Each call's time at the receiver, from its arrival to its answer, in order."""
+    return sorted((call.received_at, call.received_at + CALL_SECONDS) for call in receiver.calls)
+
+
+def overlapping(found: list[tuple[float, float]]) -> int:
+    return sum(1 for (_, end), (start, _) in itertools.pairwise(found) if start < end)
+
+
+def history(pipeline: Pipeline, schedule_id: str, status: str) -> list[Any]:
+    page = pipeline.client.get(
+        f"{API}/schedule/{schedule_id}/executions?limit=200&status={status}"
+    ).get_json()
+    items: list[Any] = page["items"]
+    return items
+
+
+def test_allow_lets_calls_overlap_and_never_writes_the_marker(tmp_path: Path) -> None:
+    with two_executors(tmp_path) as (receiver, pipeline):
+
+        def refuse(*_: Any) -> Any:
+            raise AssertionError("allow took an overlap marker")
+
+        pipeline.backends.store.take_overlaps = refuse  # type: ignore[method-assign]
+        pipeline.backends.store.release_overlaps = refuse  # type: ignore[method-assign]
+        run_for(pipeline, receiver, None, 4.5)
+    assert len(receiver.calls) >= 3
+    assert overlapping(spans(receiver)) >= 2
+
+
+def test_skip_never_overlaps_and_records_each_skipped_occurrence(tmp_path: Path) -> None:
+    with two_executors(tmp_path) as (receiver, pipeline):
+        schedule_id = run_for(pipeline, receiver, "skip", 7.0)
+        skipped = history(pipeline, schedule_id, "skipped")
+        succeeded = history(pipeline, schedule_id, "succeeded")
+    found = spans(receiver)
+    assert len(found) >= 2
+    assert overlapping(found) == 0
+    assert len(succeeded) == len(found)
+    overlap_skips = [item for item in skipped if item["error"].startswith("overlap:")]
+    # About two of every three seconds' occurrences were due while a call ran.
+    assert len(overlap_skips) >= 3
+    assert all(item["attempts"] == 0 and not item["superseded"] for item in overlap_skips)
+    assert all("still running or waiting to retry" in item["error"] for item in overlap_skips)
+    # Each skipped one was due while a call was in progress (by the receiver's clock, give or
+    # take the call's trip).
+    for item in overlap_skips:
+        due = _epoch(item["scheduled_time"])
+        assert any(start - 0.5 <= due <= end + 0.5 for start, end in found), item
+
+
+def test_buffer_one_runs_the_waiting_one_when_the_earlier_ends(tmp_path: Path) -> None:
+    with two_executors(tmp_path) as (receiver, pipeline):
+        schedule_id = run_for(pipeline, receiver, "buffer_one", 7.0)
+        skipped = history(pipeline, schedule_id, "skipped")
+    found = spans(receiver)
+    assert len(found) >= 3
+    assert overlapping(found) == 0
+    # Back to back: the waiting one starts within a re-check of the earlier one's end.
+    gaps = [start - end for (_, end), (start, _) in itertools.pairwise(found)]
+    assert max(gaps) <= OVERLAP_RECHECK.total_seconds() + 1.0, gaps
+    reasons = {item["error"] for item in skipped if item["error"].startswith("overlap:")}
+    assert reasons and all("another already waits" in reason for reason in reasons)
+
+
+def test_a_hold_whose_executor_died_frees_the_schedule_when_it_ends(tmp_path: Path) -> None:
+    settings = sqlite_settings(tmp_path)
+    with running_receiver() as receiver, running_pipeline(settings) as pipeline:
+        created = pipeline.client.post(f"{API}/schedule", json=body(receiver.url, "skip"))
+        schedule_id = created.get_json()["id"]
+        pipeline.wait_until_stored(schedule_id)
+        # An executor that began an occurrence and died: its hold ends in 3 s.
+        now = pipeline.executor.clock.now()
+        dead = OverlapClaim(
+            "default", schedule_id, f"{schedule_id}:dead", now + timedelta(seconds=3)
+        )
+        assert pipeline.backends.store.take_overlaps([dead], now) == [OverlapTurn.HELD]
+        time.sleep(1.5)
+        assert receiver.calls == []
+        calls = receiver.wait_for(2, timeout=6)
+        skipped = history(pipeline, schedule_id, "skipped")
+    assert len(calls) >= 2
+    assert calls[0].received_at - now.timestamp() >= 2.5
+    assert any(f"{schedule_id}:dead is still running" in item["error"] for item in skipped)
+
+
+def _epoch(text: str) -> float:
+    return parse_iso(text).timestamp()
