@@ -17,7 +17,7 @@ from execution_worker.beginning import OVERLAP_RECHECK
 from shared.ports import OverlapClaim, OverlapTurn
 from shared.timeutil import parse_iso
 from tests.support.harness import API, Pipeline, running_pipeline, sqlite_settings
-from tests.support.receiver import Call, Receiver, running_receiver
+from tests.support.receiver import Call, Receiver, answers, running_receiver
 
 # Each call takes this long at the receiver; the schedule fires every second.
 CALL_SECONDS = 2.2
@@ -144,3 +144,29 @@ def test_a_hold_whose_executor_died_frees_the_schedule_when_it_ends(tmp_path: Pa
 
 def _epoch(text: str) -> float:
     return parse_iso(text).timestamp()
+
+
+def test_an_occurrence_waiting_to_retry_keeps_the_schedule_under_skip(tmp_path: Path) -> None:
+    # Every occurrence fails once and is retried 2 s later: with skip, none other starts
+    # between its two attempts.
+    respond = answers((503, {"Retry-After": "2"}), 200)
+    settings = sqlite_settings(tmp_path, execution_lease_margin_seconds=2.0)
+    with running_receiver(respond) as receiver, running_pipeline(settings) as pipeline:
+        pipeline.run_worker(pipeline.another("executor"))
+        made = {**body(receiver.url, "skip"), "retry": {"max_attempts": 3}}
+        schedule_id = pipeline.client.post(f"{API}/schedule", json=made).get_json()["id"]
+        receiver.wait_for(5, timeout=12)
+        assert pipeline.client.post(f"{API}/schedule/{schedule_id}/pause").status_code == 202
+        time.sleep(2.5)
+        skipped = history(pipeline, schedule_id, "skipped")
+    keys = [call.headers["idempotency-key"] for call in sorted(receiver.calls, key=_arrival)]
+    assert len(keys) >= 5
+    # In arrival order, each occurrence's attempts come together: first, then its retry.
+    runs = [key for key, _ in itertools.groupby(keys)]
+    assert len(runs) == len(set(keys)), keys
+    assert all(keys.count(key) == 2 for key in runs[:-1]), keys
+    assert any("still running or waiting to retry" in item["error"] for item in skipped)
+
+
+def _arrival(call: Call) -> float:
+    return call.received_at
