@@ -30,6 +30,7 @@ from execution_worker.timer import FIRE_SLACK, PREPARE_AHEAD, Held
 from shared.decisions import (
     Superseded,
     grace_refusal,
+    overlap_blocked,
     overlap_guarded,
     overlap_refusal,
     superseded,
@@ -212,23 +213,30 @@ class CheckAndBegin:
         """Each item of a schedule with an overlap policy claims its schedule's marker for its
         call's lease: it goes (a call slot, as any) if it holds it, waits (``buffer_one``) to be
         checked again, or is skipped."""
+        claiming: list[tuple[Held, Schedule]] = []
         claims = []
         for item, schedule in guarded:
             definition = schedule.live_definition
-            lease = timedelta(seconds=definition.payload.timeout_seconds + self.lease_margin)
             occurrence = item.occurrence
+            buffer = definition.overlap is OverlapPolicy.BUFFER_ONE
+            if overlap_blocked(schedule, occurrence.occurrence_id, now, buffer):
+                # Refused as read, without a write (a busy schedule's skips cost nothing).
+                skips.append((item, overlap_refusal(definition.overlap, schedule.overlap_holder)))
+                continue
+            lease = timedelta(seconds=definition.payload.timeout_seconds + self.lease_margin)
+            claiming.append((item, schedule))
             claims.append(
                 OverlapClaim(
                     occurrence.tenant,
                     occurrence.schedule_id,
                     occurrence.occurrence_id,
                     now + lease,
-                    definition.overlap is OverlapPolicy.BUFFER_ONE,
+                    buffer,
                 )
             )
-        turns = self.store.take_overlaps(claims, now)
+        turns = self.store.take_overlaps(claims, now) if claims else []
         extend: list[tuple[str, float]] = []
-        for (item, schedule), claim, turn in zip(guarded, claims, turns, strict=True):
+        for (item, schedule), claim, turn in zip(claiming, claims, turns, strict=True):
             if turn is OverlapTurn.HELD:
                 self._take_slot(item, schedule, now, going)
             elif turn is OverlapTurn.WAITING:

@@ -78,3 +78,21 @@ def overlap_guarded(schedule: Schedule | None) -> bool:
         and schedule.definition is not None
         and schedule.definition.overlap is not OverlapPolicy.ALLOW
     )
+
+
+def overlap_blocked(schedule: Schedule, occurrence_id: str, now: datetime, buffer: bool) -> bool:
+    """Whether the schedule as read says the occurrence can neither hold its overlap marker nor
+    wait for it (``take_overlaps`` would refuse): another occurrence holds it live and, when it
+    may wait (``buffer``), another waits live. Skipped on that read, it costs no write: it was
+    due while the other held the schedule, as of the read."""
+    if schedule.overlap_holder == occurrence_id:
+        return False
+    other_waits = (
+        schedule.overlap_waiting != occurrence_id
+        and schedule.overlap_waiting_until is not None
+        and schedule.overlap_waiting_until >= now
+    )
+    held = schedule.overlap_until is not None and schedule.overlap_until >= now
+    if not (held or other_waits):
+        return False
+    return not buffer or other_waits

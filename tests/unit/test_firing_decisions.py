@@ -3,6 +3,7 @@ in-memory parts: calls per host and the held occurrences."""
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
@@ -11,11 +12,20 @@ import pytest
 from execution_worker.sending import HostLimits
 from execution_worker.timer import HeldOccurrences
 from shared.adapters.http_target import destination
-from shared.decisions import DELETED, Superseded, grace_refusal, superseded
+from shared.decisions import (
+    DELETED,
+    Superseded,
+    grace_refusal,
+    overlap_blocked,
+    overlap_refusal,
+    superseded,
+)
+from shared.guards import holds
 from shared.model import (
     ExecutionStatus,
     Misfire,
     Occurrence,
+    OverlapPolicy,
     Payload,
     RetryPolicy,
     Schedule,
@@ -25,6 +35,7 @@ from shared.model import (
 )
 from shared.ports import ReceivedMessage
 from shared.retry import Verdict, next_step
+from shared.store_rules import HOLD_OVERLAP, RENEW_OVERLAP, WAIT_OVERLAP, overlap_params
 from tests.support.factories import make_schedule
 
 NOON = datetime(2026, 3, 8, 12, 0, tzinfo=UTC)
@@ -101,6 +112,41 @@ FAILED_503 = Verdict(False, True, "HTTP 503")
 
 def highest(low: float, high: float) -> float:
     return high
+
+
+MINUTE = timedelta(minutes=1)
+MARKS = [None, NOON - MINUTE, NOON, NOON + MINUTE]
+
+
+@pytest.mark.parametrize("buffer", [False, True])
+def test_an_occurrence_is_skipped_as_read_exactly_where_the_store_would_refuse_it(
+    buffer: bool,
+) -> None:
+    # Every marker a schedule may be read with: the executor's decision without a write is
+    # the store's refusal of each rule (take_overlaps: HOLD, RENEW, then for buffer WAIT).
+    params = overlap_params("t", "s", "o1", NOON, NOON + MINUTE)
+    for holder, until, waiting, waiting_until in itertools.product(
+        [None, "o1", "o2"], MARKS, [None, "o1", "o2"], MARKS
+    ):
+        fields = {
+            "overlap_holder": holder,
+            "overlap_until": until,
+            "overlap_waiting": waiting,
+            "overlap_waiting_until": waiting_until,
+        }
+        read = replace(schedule(), **fields)
+        rules = [HOLD_OVERLAP, RENEW_OVERLAP, *([WAIT_OVERLAP] if buffer else [])]
+        refused = not any(holds(rule.guard, fields, params) for rule in rules)
+        assert overlap_blocked(read, "o1", NOON, buffer) is refused, fields
+
+
+def test_an_overlap_skip_says_what_is_in_progress() -> None:
+    assert overlap_refusal(OverlapPolicy.SKIP, "s:1") == (
+        "overlap: s:1 is still running or waiting to retry"
+    )
+    assert overlap_refusal(OverlapPolicy.BUFFER_ONE, None) == (
+        "overlap: an earlier occurrence is still in progress and another already waits"
+    )
 
 
 def test_success_ends_the_occurrence() -> None:
