@@ -42,6 +42,7 @@ def form_page(
         member_inputs=forms.member_inputs,
         units=forms.UNITS,
         policies=forms.POLICIES,
+        overlaps=forms.OVERLAPS,
         methods=forms.HTTP_METHODS,
         kinds=target_form.KIND_LABELS,
         zones=forms.time_zones(),

@@ -20,12 +20,13 @@ import pendulum
 from scheduler_service.console import target_form
 from scheduler_service.requests.patch import stored_body
 from shared.definition_rules import METHODS
-from shared.model import MisfirePolicy, Schedule, Unit
+from shared.model import MisfirePolicy, OverlapPolicy, Schedule, Unit
 from shared.notations import NOTATIONS, Member, MemberKind, Notation
 from shared.timeutil import load_zone, parse_iso
 
 UNITS = [unit.value for unit in Unit]
 POLICIES = [policy.value for policy in MisfirePolicy]
+OVERLAPS = [policy.value for policy in OverlapPolicy]
 HTTP_METHODS = list(METHODS)
 
 
@@ -97,6 +98,7 @@ OTHER_INPUTS = (
     "misfire.policy",
     "misfire.grace_seconds",
     "jitter_seconds",
+    "overlap",
     "pause_after_failures",
     "on_failure.url",
     "on_failure.headers",
@@ -154,6 +156,7 @@ DEFAULTS = {
     "retry.max_backoff_seconds": "300",
     "misfire.policy": "fire_once",
     "jitter_seconds": "0",
+    "overlap": "allow",
 }
 _ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
 _SEED_DATE = re.compile(r"^(\d{1,2})/(\d{1,2})/(\d{4})$")
@@ -344,6 +347,7 @@ def form_values(view: Mapping[str, Any]) -> dict[str, str]:
             "misfire.policy": view["misfire"]["policy"],
             "misfire.grace_seconds": number(view["misfire"]["grace_seconds"]),
             "jitter_seconds": number(view["jitter_seconds"]),
+            "overlap": view["overlap"],
             "pause_after_failures": number(view["pause_after_failures"]),
             "on_failure.url": hook.get("url", ""),
             "on_failure.headers": json.dumps(hook["headers"]) if hook.get("headers") else "",

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from shared.model import OverlapPolicy
 from shared.notations import TIMING_NOTATIONS, MemberKind, TimingNotation
 from shared.targets import summary as target_summary
 from shared.timeutil import parse_iso
@@ -97,6 +98,11 @@ _MISSED = {
     "fire_once": "one run fires for all that were missed",
     "skip": "missed runs are skipped",
 }
+_OVERLAP = {
+    OverlapPolicy.SKIP.value: "a run due while an earlier one is in progress is skipped",
+    OverlapPolicy.BUFFER_ONE.value: "a run due while an earlier one is in progress waits for "
+    "it (one at most; others are skipped)",
+}
 
 
 def _pairs(pairs: Mapping[str, Any]) -> str:
@@ -142,6 +148,8 @@ def when_rows(view: Mapping[str, Any]) -> list[Row]:
     rows.append(Row("missed runs", f"{_MISSED.get(misfire['policy'], misfire['policy'])}; {late}"))
     if view["jitter_seconds"]:
         rows.append(Row("jitter", f"each call up to {_seconds(view['jitter_seconds'])} late"))
+    if view["overlap"] != OverlapPolicy.ALLOW.value:
+        rows.append(Row("overlap", _OVERLAP[view["overlap"]]))
     return rows
 
 

@@ -19,7 +19,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from scheduler_service.console.presenting import relative, status_word, wall
-from shared.model import AttemptOutcome, ExecutionStatus, Occurrence
+from shared.model import AttemptOutcome, ExecutionStatus, Occurrence, OverlapPolicy
 from shared.ports import Advance
 from shared.timeutil import UTC, iso_z
 from tests.integration.console.test_console import (
@@ -256,6 +256,7 @@ def test_the_definition_reads_as_words_with_the_raw_json_a_click_away(api: ApiUn
         **{
             "payload.queryParameters": '{"token": "abc123secretvalue0000000000", "day": "mon"}',
             "jitter_seconds": "30",
+            "overlap": "skip",
             "pause_after_failures": "3",
             "misfire.grace_seconds": "60",
             "metadata": '{"team": "billing"}',
@@ -272,6 +273,7 @@ def test_the_definition_reads_as_words_with_the_raw_json_a_click_away(api: ApiUn
         "time zone Europe/Paris",
         "missed runs one run fires for all that were missed; a call more than 60 s late is skipped",
         "jitter each call up to 30 s late",
+        "overlap a run due while an earlier one is in progress is skipped",
         "request POST https://example.com/report",
         "query parameters token: ********, day: mon",
         "headers Authorization: ********, X-Team: ops",
@@ -435,6 +437,7 @@ EVERY_FIELD = {
     "misfire.policy": "skip",
     "misfire.grace_seconds": "90",
     "jitter_seconds": "12.5",
+    "overlap": "buffer_one",
     "payload.method": "PUT",
     "payload.url": "https://hooks.example.com/every",
     "payload.queryParameters": '{"day": "mon", "api_key": "k-123"}',
@@ -465,6 +468,7 @@ def test_the_form_sets_every_field_and_an_edit_shows_and_keeps_them(api: ApiUnde
     assert definition.timing.timezone == "Europe/Paris"
     assert (definition.misfire.policy.value, definition.misfire.grace_seconds) == ("skip", 90)
     assert definition.jitter_seconds == 12.5 and definition.pause_after_failures == 5
+    assert definition.overlap is OverlapPolicy.BUFFER_ONE
     payload = definition.payload
     assert (payload.method, payload.timeout_seconds, payload.calls_per_host) == ("PUT", 7.5, 4)
     assert payload.query == {"day": "mon", "api_key": "k-123"} and payload.body == {"n": 1}
@@ -494,12 +498,14 @@ def test_the_form_sets_every_field_and_an_edit_shows_and_keeps_them(api: ApiUnde
     assert json.loads(areas["payload.queryParameters"]) == {"day": "mon", "api_key": "********"}
     assert re.search(r'<option value="Europe/Paris" selected>', edit)
     assert '<option value="skip" selected>' in edit
+    assert '<option value="buffer_one" selected>' in edit
     # Sent back as shown (masked), nothing changes.
     sent = {
         **values,
         **areas,
         "notation": "at",
         "misfire.policy": "skip",
+        "overlap": "buffer_one",
         "payload.method": "PUT",
         "schedule.timezone": "Europe/Paris",
     }
@@ -511,6 +517,7 @@ def test_the_form_sets_every_field_and_an_edit_shows_and_keeps_them(api: ApiUnde
     assert again.live_definition.payload == payload
     assert again.live_definition.on_failure == definition.on_failure
     assert again.live_definition.retry == definition.retry
+    assert again.live_definition.overlap is OverlapPolicy.BUFFER_ONE
     # Emptied, an input is the API's default (null where null means never).
     cleared = api.client.post(
         "/console/schedules/every/edit",
