@@ -33,6 +33,7 @@ from shared.decisions import (
     overlap_blocked,
     overlap_guarded,
     overlap_refusal,
+    overlap_seen,
     superseded,
 )
 from shared.definition_cache import DefinitionCache
@@ -232,6 +233,7 @@ class CheckAndBegin:
                     occurrence.occurrence_id,
                     now + lease,
                     buffer,
+                    overlap_seen(schedule, occurrence.occurrence_id, now),
                 )
             )
         turns = self.store.take_overlaps(claims, now) if claims else []

@@ -47,6 +47,7 @@ from shared.ports import (
     MessageQueue,
     OutgoingMessage,
     OverlapClaim,
+    OverlapSeen,
     ReceivedMessage,
     Store,
 )
@@ -185,6 +186,7 @@ class Settler:
                         execution.schedule_id,
                         execution.occurrence_id,
                         outcome.next_attempt_at + lease,
+                        seen=OverlapSeen.MINE,
                     )
                 )
         if releases:

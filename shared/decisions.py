@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from shared.model import Occurrence, OverlapPolicy, Schedule, ScheduleDefinition, ScheduleStatus
+from shared.ports import OverlapSeen
 
 DELETED = "schedule deleted"
 
@@ -96,3 +97,13 @@ def overlap_blocked(schedule: Schedule, occurrence_id: str, now: datetime, buffe
     if not (held or other_waits):
         return False
     return not buffer or other_waits
+
+
+def overlap_seen(schedule: Schedule, occurrence_id: str, now: datetime) -> OverlapSeen | None:
+    """What the schedule as read shows of its overlap marker to this occurrence: its own, or
+    another's live hold (``OverlapClaim.seen``); None when free."""
+    if schedule.overlap_holder == occurrence_id:
+        return OverlapSeen.MINE
+    if schedule.overlap_until is not None and schedule.overlap_until >= now:
+        return OverlapSeen.OTHER
+    return None

@@ -383,11 +383,14 @@ RENEW_OVERLAP = Write(
     OVERLAP_HOLDER == _OCCURRENCE,
     (Set("overlap_until", Param("until")),),
 )
-# With ``buffer_one``, an occurrence refused a hold waits, if none other waits.
+# With ``buffer_one``, an occurrence refused a hold waits, if none other waits (the same
+# condition, its own wait first: the case a wait checked again meets).
 WAIT_OVERLAP = Write(
     "schedules",
     SCHEDULE_KEY,
-    _NO_OTHER_WAIT,
+    ((OVERLAP_WAITING_UNTIL >= Param("now")) & (OVERLAP_WAITING == _OCCURRENCE))
+    | (OVERLAP_WAITING_UNTIL == None)
+    | (OVERLAP_WAITING_UNTIL < Param("now")),
     (Set("overlap_waiting", _OCCURRENCE), Set("overlap_waiting_until", Param("until"))),
 )
 # A final occurrence (or one skipped, or taken by none) frees the marker it holds.

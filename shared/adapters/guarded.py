@@ -20,7 +20,7 @@ from shared.definition_codec import DefinitionCodec
 from shared.execution_rules import DISCARD, FORGET_IDEMPOTENCY, REOPEN, RESTORE
 from shared.guards import Remove, Write
 from shared.model import Execution, ScheduleStatus
-from shared.ports import DefinitionToApply, OverlapClaim, OverlapTurn
+from shared.ports import DefinitionToApply, OverlapClaim, OverlapSeen, OverlapTurn
 from shared.store_rules import (
     DELETE,
     HOLD_OVERLAP,
@@ -35,6 +35,9 @@ from shared.store_rules import (
     overlap_params,
     state_params,
 )
+
+# The rules that give an occurrence its schedule's overlap marker, the likelier first.
+_HOLDS = (HOLD_OVERLAP, RENEW_OVERLAP)
 
 
 class Outcome(Enum):
@@ -114,9 +117,14 @@ class GuardedWrites(ABC):
         return [self._overlap_turn(claim, now) for claim in claims]
 
     def _overlap_turn(self, claim: OverlapClaim, now: datetime) -> OverlapTurn:
-        tenant, schedule_id, occurrence_id, until, buffer = claim
+        tenant, schedule_id, occurrence_id, until, buffer, seen = claim
         params = overlap_params(tenant, schedule_id, occurrence_id, now, until)
-        for rule in (HOLD_OVERLAP, RENEW_OVERLAP):
+        # Another held it as read: wait; the next check takes it if it was freed since.
+        waits_first = seen is OverlapSeen.OTHER and buffer
+        if waits_first and self.write(WAIT_OVERLAP, params) is Outcome.CHANGED:
+            return OverlapTurn.WAITING
+        holds = (RENEW_OVERLAP, HOLD_OVERLAP) if seen is OverlapSeen.MINE else _HOLDS
+        for rule in holds:
             if self.write(rule, params) is Outcome.CHANGED:
                 return OverlapTurn.HELD
         if buffer and self.write(WAIT_OVERLAP, params) is Outcome.CHANGED:

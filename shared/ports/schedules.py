@@ -59,15 +59,27 @@ class OverlapTurn(StrEnum):
     REFUSED = "refused"  # another holds it (and, to buffer, another waits): it is skipped
 
 
+class OverlapSeen(StrEnum):
+    """What a read showed of a schedule's overlap marker, as an occurrence claims it."""
+
+    MINE = "mine"  # this occurrence holds it (a retry, a redelivery)
+    OTHER = "other"  # another holds it, live
+
+
 class OverlapClaim(NamedTuple):
     """An occurrence's claim on its schedule's overlap marker (``take_overlaps``): held, or
-    waited for (``buffer``), until ``until`` unless renewed."""
+    waited for (``buffer``), until ``until`` unless renewed.
+
+    ``seen`` is what a read of the schedule just showed, for the store to try the likely rule
+    first (on MongoDB each rule tried is a command or more).
+    """
 
     tenant: str
     schedule_id: str
     occurrence_id: str
     until: datetime
     buffer: bool = False
+    seen: OverlapSeen | None = None
 
 
 class Advance(NamedTuple):
@@ -180,7 +192,10 @@ class ScheduleStore(ABC):
         ``until``); else ``WAITING`` for a ``buffer`` claim when no other live wait is
         recorded (it is recorded, until ``until``); else ``REFUSED``. Taking the marker ends
         the occurrence's own wait. A hold or wait whose ``until`` passed counts as free (its
-        executor died). A schedule that does not exist refuses."""
+        executor died). A schedule that does not exist refuses. A claim ``seen`` ``MINE``
+        tries the renewal first; a ``buffer`` claim ``seen`` ``OTHER`` tries to wait first, and
+        waits (``WAITING``) where it may, even if the marker was freed since the read: it takes
+        it at its next claim."""
 
     @abstractmethod
     def release_overlaps(self, held: Sequence[tuple[str, str, str]]) -> None:

@@ -24,7 +24,7 @@ from shared.adapters.sqlite.db import SqliteDatabase
 from shared.adapters.sqlite_queue import SqliteQueue
 from shared.messages import DefinitionMutation, encode_mutation
 from shared.model import AttemptOutcome, ExecutionStatus, ScheduleStatus
-from shared.ports import Advance, OutgoingMessage
+from shared.ports import Advance, OutgoingMessage, OverlapClaim, OverlapSeen, OverlapTurn
 from shared.signing import SigningSecrets
 from tests.integration.store.test_store_contract import (
     I0,
@@ -244,3 +244,29 @@ def test_the_signing_secrets_of_a_batchs_tenants_are_one_command(
     signers.refresh([f"t{number}" for number in range(50)])
     assert commands.take() == 0
     assert signers.signer("t1") is not None and signers.signer("t9") is None
+
+
+def test_the_overlap_marker_costs_a_command_or_two_per_claim_on_its_likely_path(
+    counted: tuple[MongoStore, Commands],
+) -> None:
+    # Only occurrences of schedules whose overlap is not allow claim it (one claim each); what
+    # the version check read (``seen``) picks the rule to try first.
+    store, commands = counted
+    create(store, "s1")
+    first, second = occurrence(at=T0).occurrence_id, occurrence(at=T0 + SECOND).occurrence_id
+    commands.take()
+
+    def claim(occurrence_id: str, seen: OverlapSeen | None, now: Any = T0) -> tuple[Any, int]:
+        turn = store.take_overlaps(
+            [OverlapClaim(TENANT, "s1", occurrence_id, now + MINUTE, True, seen)], now
+        )
+        return turn, commands.take()
+
+    assert claim(first, None) == ([OverlapTurn.HELD], 1)  # a free schedule: its hold
+    assert claim(first, OverlapSeen.MINE) == ([OverlapTurn.HELD], 1)  # a retry's renewal
+    assert claim(second, OverlapSeen.OTHER) == ([OverlapTurn.WAITING], 2)  # a wait begins
+    assert claim(second, OverlapSeen.OTHER) == ([OverlapTurn.WAITING], 1)  # checked again
+    store.release_overlaps([(TENANT, "s1", first)])
+    assert commands.take() == 1
+    # The waiter takes it: the third case of the hold's guard (free, and its own wait).
+    assert claim(second, None, T0 + SECOND) == ([OverlapTurn.HELD], 3)

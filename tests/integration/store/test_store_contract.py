@@ -36,6 +36,7 @@ from shared.ports import (
     DefinitionToApply,
     IdempotencyRecord,
     OverlapClaim,
+    OverlapSeen,
     OverlapTurn,
     Role,
     ScheduleFilter,
@@ -945,6 +946,21 @@ def test_one_occurrence_waits_for_the_marker_and_takes_it_first(store: Store) ->
     assert store.take_overlaps([later], now + 20 * SECOND) == [OverlapTurn.WAITING]
     last = overlap_claim(T0 + 3 * SECOND, now + MINUTE, buffer=True)
     assert store.take_overlaps([last], now + 31 * SECOND) == [OverlapTurn.WAITING]
+
+
+def test_what_a_claim_saw_orders_the_tries_and_a_stale_view_only_delays(store: Store) -> None:
+    create(store, "s1")
+    first = overlap_claim(T0, T0 + MINUTE, buffer=True)
+    # Seen as its own (wrongly: free): held all the same.
+    assert store.take_overlaps([first._replace(seen=OverlapSeen.MINE)], T0) == [OverlapTurn.HELD]
+    second = overlap_claim(T0 + SECOND, T0 + MINUTE, buffer=True)._replace(seen=OverlapSeen.OTHER)
+    assert store.take_overlaps([second], T0) == [OverlapTurn.WAITING]
+    store.release_overlaps([(TENANT, "s1", first.occurrence_id)])
+    # Seen held by another though freed since: it waits, and holds at its next claim.
+    assert store.take_overlaps([second], T0 + SECOND) == [OverlapTurn.WAITING]
+    assert store.take_overlaps([second._replace(seen=None)], T0 + SECOND) == [OverlapTurn.HELD]
+    third = overlap_claim(T0 + 2 * SECOND, T0 + MINUTE, buffer=True)._replace(seen=OverlapSeen.MINE)
+    assert store.take_overlaps([third], T0 + 2 * SECOND) == [OverlapTurn.WAITING]
 
 
 def test_a_replace_or_a_pause_keeps_the_overlap_marker(store: Store) -> None:
