@@ -159,9 +159,9 @@ class CheckAndBegin:
             self._take_slot(item, schedule, now, going)
         overlaps_taken = False
         try:
-            if guarded:
-                self._take_overlaps(guarded, now, going, skips, plan)
+            extend = self._take_overlaps(guarded, now, going, skips, plan) if guarded else []
             overlaps_taken = True
+            self.occurrences.change_visibilities(extend)
             if releases:
                 # Ended without a call: the marker an earlier delivery took is free again.
                 self.store.release_overlaps(releases)
@@ -172,10 +172,11 @@ class CheckAndBegin:
             for timeout, group in going.items():
                 self._begin(group, timeout, now, plan)
         except Transient as exc:
-            checked = [item for item, _ in replaced + skips]
+            checked = {id(item): item for item, _ in replaced + skips}
             if not overlaps_taken:
-                checked += [item for item, _ in guarded]
-            self._not_begun(exc, now, checked, going, plan)
+                # None of them was settled: all due again (an item skipped as read included).
+                checked.update((id(item), item) for item, _ in guarded)
+            self._not_begun(exc, now, list(checked.values()), going, plan)
         except Exception:
             # The items not begun keep their messages, which come back after their visibility;
             # their call slots are given back.
@@ -210,10 +211,10 @@ class CheckAndBegin:
         going: dict[float, list[tuple[Held, Schedule, str]]],
         skips: list[tuple[Held, str]],
         plan: Plan,
-    ) -> None:
+    ) -> list[tuple[str, float]]:
         """Each item of a schedule with an overlap policy claims its schedule's marker for its
         call's lease: it goes (a call slot, as any) if it holds it, waits (``buffer_one``) to be
-        checked again, or is skipped."""
+        checked again, or is skipped. Returns the visibility changes the waiting need."""
         claiming: list[tuple[Held, Schedule]] = []
         claims = []
         for item, schedule in guarded:
@@ -252,7 +253,7 @@ class CheckAndBegin:
             else:
                 reason = overlap_refusal(schedule.live_definition.overlap, schedule.overlap_holder)
                 skips.append((item, reason))
-        self.occurrences.change_visibilities(extend)
+        return extend
 
     def _not_begun(
         self,

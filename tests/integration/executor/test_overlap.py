@@ -9,17 +9,23 @@ import itertools
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from execution_worker.beginning import OVERLAP_RECHECK
-from shared.ports import OverlapClaim, OverlapTurn
+from execution_worker.worker import Executor
+from shared.errors import Transient
+from shared.messages import encode_occurrence
+from shared.model import Occurrence
+from shared.ports import OutgoingMessage, OverlapClaim, OverlapTurn
 from shared.timeutil import parse_iso
-from tests.support.harness import API, Pipeline, running_pipeline, sqlite_settings
+from tests.support.executor_steps import receive_once, take_due
+from tests.support.harness import API, Pipeline, pipeline_parts, running_pipeline, sqlite_settings
 from tests.support.receiver import Call, Receiver, answers, running_receiver
+from tests.support.schedules import create
 
 # Each call takes this long at the receiver; the schedule fires every second.
 CALL_SECONDS = 2.2
@@ -132,29 +138,67 @@ def test_buffer_one_runs_the_waiting_one_when_the_earlier_ends(tmp_path: Path) -
     assert reasons and all("another already waits" in reason for reason in reasons)
 
 
-def test_a_hold_whose_executor_died_frees_the_schedule_when_it_ends(tmp_path: Path) -> None:
-    settings = sqlite_settings(tmp_path)
-    with running_receiver() as receiver, running_pipeline(settings) as pipeline:
-        created = pipeline.client.post(f"{API}/schedule", json=body(receiver.url, "skip"))
-        schedule_id = created.get_json()["id"]
-        pipeline.wait_until_stored(schedule_id)
-        # An executor that began an occurrence and died: its hold ends in 3 s.
-        now = pipeline.executor.clock.now()
-        dead = OverlapClaim(
-            "default", schedule_id, f"{schedule_id}:dead", now + timedelta(seconds=3)
-        )
-        assert pipeline.backends.store.take_overlaps([dead], now) == [OverlapTurn.HELD]
-        time.sleep(1.5)
-        assert receiver.calls == []
-        calls = receiver.wait_for(2, timeout=6)
+def test_a_run_whose_executor_died_holds_the_schedule_until_its_lease_ends(
+    tmp_path: Path,
+) -> None:
+    with running_receiver() as receiver, running_pipeline(sqlite_settings(tmp_path)) as pipeline:
+        schedule_id = create(pipeline, body(receiver.url, "skip"))
+        stored = pipeline.wait_until_stored(schedule_id)
+        # An executor began an occurrence, took the marker and died: both end in 3 s. Its
+        # message comes back; the schedule's own occurrences meanwhile are skipped.
+        now = datetime.now(UTC)
+        dead = Occurrence("default", schedule_id, stored["revision"], now - timedelta(seconds=1))
+        lease_end = now + timedelta(seconds=3)
+        store = pipeline.backends.store
+        assert store.begin_attempt(dead, "executor:dead", now, lease_end) is not None
+        claim = OverlapClaim("default", schedule_id, dead.occurrence_id, lease_end)
+        assert store.take_overlaps([claim], now) == [OverlapTurn.HELD]
+        pipeline.backends.queues.occurrences.send([OutgoingMessage(encode_occurrence(dead))])
+        calls = receiver.wait_for(3, timeout=10)
         skipped = history(pipeline, schedule_id, "skipped")
-    assert len(calls) >= 2
-    assert calls[0].received_at - now.timestamp() >= 2.5
-    assert any(f"{schedule_id}:dead is still running" in item["error"] for item in skipped)
+    assert len(calls) >= 3
+    # Nothing before the lease ended; then the dead run first, taken over, then the others.
+    assert min(call.received_at for call in calls) >= lease_end.timestamp() - 0.1
+    assert sorted(calls, key=_arrival)[0].headers["idempotency-key"] == dead.occurrence_id
+    assert len({call.headers["idempotency-key"] for call in calls}) == len(calls)
+    record = store.get_execution("default", dead.occurrence_id)
+    assert record is not None and record.attempts == 2
+    assert any(f"{dead.occurrence_id} is still running" in item["error"] for item in skipped)
 
 
-def _epoch(text: str) -> float:
-    return parse_iso(text).timestamp()
+def test_a_store_that_fails_the_claims_leaves_each_item_due_again_once(tmp_path: Path) -> None:
+    settings = sqlite_settings(tmp_path)
+    with running_receiver() as receiver, pipeline_parts(settings) as pipeline:
+        schedule_id = create(pipeline, body(receiver.url, "skip"))
+        stored = pipeline.wait_until_stored(schedule_id)
+        executor = pipeline.another("executor")
+        assert isinstance(executor, Executor)
+        now = datetime.now(UTC)
+        occurrences = [
+            Occurrence("default", schedule_id, stored["revision"], now - timedelta(seconds=n))
+            for n in (1, 2)
+        ]
+        pipeline.backends.queues.occurrences.send(
+            [OutgoingMessage(encode_occurrence(one)) for one in occurrences]
+        )
+        assert receive_once(executor, 1.0) == 2
+        items = take_due(executor, 1.0)
+        store = pipeline.backends.store
+        claims = store.take_overlaps
+
+        def down(*_: Any) -> Any:
+            raise Transient("store down")
+
+        store.take_overlaps = down  # type: ignore[method-assign]
+        failed = executor.checking.check_and_begin(items)
+        store.take_overlaps = claims  # type: ignore[method-assign]
+        assert failed.unavailable is not None and failed.calls == []
+        assert sorted(id(item) for item in failed.not_begun) == sorted(id(item) for item in items)
+        again = executor.checking.check_and_begin(failed.not_begun)
+    assert [call.execution.occurrence_id for call in again.calls] == [occurrences[1].occurrence_id]
+    assert [(o.occurrence_id, reason[:8]) for o, reason in again.skipped] == [
+        (occurrences[0].occurrence_id, "overlap:")
+    ]
 
 
 def test_an_occurrence_waiting_to_retry_keeps_the_schedule_under_skip(tmp_path: Path) -> None:
@@ -181,3 +225,7 @@ def test_an_occurrence_waiting_to_retry_keeps_the_schedule_under_skip(tmp_path: 
 
 def _arrival(call: Call) -> float:
     return call.received_at
+
+
+def _epoch(text: str) -> float:
+    return parse_iso(text).timestamp()
