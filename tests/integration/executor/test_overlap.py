@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -17,13 +18,23 @@ import pytest
 
 from execution_worker.beginning import OVERLAP_RECHECK
 from execution_worker.worker import Executor
+from shared.adapters.mongo.store import MongoStore
+from shared.backends import Backends, open_backends
 from shared.errors import Transient
 from shared.messages import encode_occurrence
 from shared.model import Occurrence
 from shared.ports import OutgoingMessage, OverlapClaim, OverlapTurn
 from shared.timeutil import parse_iso
 from tests.support.executor_steps import receive_once, take_due
-from tests.support.harness import API, Pipeline, pipeline_parts, running_pipeline, sqlite_settings
+from tests.support.harness import (
+    API,
+    TEST_SECRETS,
+    Pipeline,
+    pipeline_parts,
+    running_pipeline,
+    sqlite_settings,
+)
+from tests.support.peers import MONGO_URL, mongo_url_for
 from tests.support.receiver import Call, Receiver, answers, running_receiver
 from tests.support.schedules import create
 
@@ -46,11 +57,32 @@ def body(url: str, overlap: str | None) -> dict[str, Any]:
 
 
 @contextmanager
-def two_executors(tmp_path: Path) -> Iterator[tuple[Receiver, Pipeline]]:
+def two_executors(
+    tmp_path: Path, mongo_url: str | None = None
+) -> Iterator[tuple[Receiver, Pipeline]]:
+    """A pipeline and a second executor on one SQLite file; with ``mongo_url``, its store on
+    that MongoDB (the queues on SQLite still)."""
     settings = sqlite_settings(tmp_path, execution_lease_margin_seconds=2.0)
-    with running_receiver(slow) as receiver, running_pipeline(settings) as pipeline:
-        pipeline.run_worker(pipeline.another("executor"))
-        yield receiver, pipeline
+    backends = open_backends(settings)
+    if mongo_url is not None:
+        database = f"scheduler_test_{uuid.uuid4().hex[:12]}"
+        store = MongoStore.from_url(mongo_url, database, secrets=TEST_SECRETS)
+        store.ensure_indexes()
+        backends = Backends(store, backends.queues, TEST_SECRETS, backends.resources)
+    try:
+        with running_receiver(slow) as receiver, running_pipeline(settings, backends) as pipeline:
+            pipeline.run_worker(pipeline.another("executor"))
+            yield receiver, pipeline
+    finally:
+        if isinstance(backends.store, MongoStore):
+            backends.store.client.drop_database(database)
+        backends.close()
+
+
+@pytest.fixture(params=["sqlite", "nx-27017", *(["mongo-url"] if MONGO_URL else [])])
+def mongo_url(request: pytest.FixtureRequest) -> str | None:
+    """The store of the two executors: SQLite, or MongoDB over the wire."""
+    return None if request.param == "sqlite" else mongo_url_for(request, request.param)
 
 
 def run_for(pipeline: Pipeline, receiver: Receiver, overlap: str | None, seconds: float) -> str:
@@ -103,8 +135,10 @@ def test_allow_lets_calls_overlap_and_never_writes_the_marker(
     assert written == []
 
 
-def test_skip_never_overlaps_and_records_each_skipped_occurrence(tmp_path: Path) -> None:
-    with two_executors(tmp_path) as (receiver, pipeline):
+def test_skip_never_overlaps_and_records_each_skipped_occurrence(
+    tmp_path: Path, mongo_url: str | None
+) -> None:
+    with two_executors(tmp_path, mongo_url) as (receiver, pipeline):
         schedule_id = run_for(pipeline, receiver, "skip", 7.0)
         skipped = history(pipeline, schedule_id, "skipped")
         succeeded = history(pipeline, schedule_id, "succeeded")
@@ -124,8 +158,10 @@ def test_skip_never_overlaps_and_records_each_skipped_occurrence(tmp_path: Path)
         assert any(start - 0.5 <= due <= end + 0.5 for start, end in found), item
 
 
-def test_buffer_one_runs_the_waiting_one_when_the_earlier_ends(tmp_path: Path) -> None:
-    with two_executors(tmp_path) as (receiver, pipeline):
+def test_buffer_one_runs_the_waiting_one_when_the_earlier_ends(
+    tmp_path: Path, mongo_url: str | None
+) -> None:
+    with two_executors(tmp_path, mongo_url) as (receiver, pipeline):
         schedule_id = run_for(pipeline, receiver, "buffer_one", 7.0)
         skipped = history(pipeline, schedule_id, "skipped")
     found = spans(receiver)
