@@ -211,14 +211,17 @@ def _key_roles(connection: sqlite3.Connection, target_of: TargetOf) -> None:
 
 def _overlap_marker(connection: sqlite3.Connection, target_of: TargetOf) -> None:
     # A schedule's overlap marker (``shared.store_rules.HOLD_OVERLAP``): the occurrence in
-    # progress and the one waiting for it, each with the end of its hold.
+    # progress and the one waiting for it, each with the end of its hold. A file whose record
+    # of versions was lost may have them already.
+    present = {row["name"] for row in connection.execute("PRAGMA table_info(schedules)")}
     for column, kind in (
         ("overlap_holder", "TEXT"),
         ("overlap_until_ms", "INTEGER"),
         ("overlap_waiting", "TEXT"),
         ("overlap_waiting_until_ms", "INTEGER"),
     ):
-        connection.execute(f"ALTER TABLE schedules ADD COLUMN {column} {kind}")
+        if column not in present:
+            connection.execute(f"ALTER TABLE schedules ADD COLUMN {column} {kind}")
 
 
 @dataclass(frozen=True)
