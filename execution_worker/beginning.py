@@ -159,7 +159,9 @@ class CheckAndBegin:
             self._take_slot(item, schedule, now, going)
         overlaps_taken = False
         try:
-            extend = self._take_overlaps(guarded, now, going, skips, plan) if guarded else []
+            extend = (
+                self._take_overlaps(guarded, retries, now, going, skips, plan) if guarded else []
+            )
             overlaps_taken = True
             self.occurrences.change_visibilities(extend)
             if releases:
@@ -207,6 +209,7 @@ class CheckAndBegin:
     def _take_overlaps(
         self,
         guarded: list[tuple[Held, Schedule]],
+        retries: set[int],
         now: datetime,
         going: dict[float, list[tuple[Held, Schedule, str]]],
         skips: list[tuple[Held, str]],
@@ -214,14 +217,17 @@ class CheckAndBegin:
     ) -> list[tuple[str, float]]:
         """Each item of a schedule with an overlap policy claims its schedule's marker for its
         call's lease: it goes (a call slot, as any) if it holds it, waits (``buffer_one``) to be
-        checked again, or is skipped. Returns the visibility changes the waiting need."""
+        checked again, or is skipped. A retry whose hold ended (its executor died mid-call) is
+        the earlier run, already begun: it waits first in line instead, under either policy.
+        Returns the visibility changes the waiting need."""
         claiming: list[tuple[Held, Schedule]] = []
         claims = []
         for item, schedule in guarded:
             definition = schedule.live_definition
             occurrence = item.occurrence
             buffer = definition.overlap is OverlapPolicy.BUFFER_ONE
-            if overlap_blocked(schedule, occurrence.occurrence_id, now, buffer):
+            taken_over = id(item) in retries
+            if not taken_over and overlap_blocked(schedule, occurrence.occurrence_id, now, buffer):
                 # Refused as read, without a write (a busy schedule's skips cost nothing).
                 skips.append((item, overlap_refusal(definition.overlap, schedule.overlap_holder)))
                 continue
@@ -235,6 +241,7 @@ class CheckAndBegin:
                     now + lease,
                     buffer,
                     overlap_seen(schedule, occurrence.occurrence_id, now),
+                    taken_over,
                 )
             )
         turns = self.store.take_overlaps(claims, now) if claims else []

@@ -393,6 +393,15 @@ WAIT_OVERLAP = Write(
     | (OVERLAP_WAITING_UNTIL < Param("now")),
     (Set("overlap_waiting", _OCCURRENCE), Set("overlap_waiting_until", Param("until"))),
 )
+# A run taken over (its executor died mid-call, its hold ended with its lease) waits first in
+# line, whatever the policy: it is the earlier occurrence, already begun; a wait it displaces
+# finds its own gone at its next check and is skipped as one more waiting.
+WAIT_OVERLAP_FIRST = Write(
+    "schedules",
+    SCHEDULE_KEY,
+    ALWAYS,
+    (Set("overlap_waiting", _OCCURRENCE), Set("overlap_waiting_until", Param("until"))),
+)
 # A final occurrence (or one skipped, or taken by none) frees the marker it holds.
 RELEASE_OVERLAP = Write(
     "schedules",
@@ -409,8 +418,8 @@ def overlap_params(
     now: datetime | None = None,
     until: datetime | None = None,
 ) -> dict[str, Any]:
-    """The parameters of ``HOLD_OVERLAP``, ``RENEW_OVERLAP``, ``WAIT_OVERLAP`` and
-    ``RELEASE_OVERLAP`` (which needs no ``until``)."""
+    """The parameters of ``HOLD_OVERLAP``, ``RENEW_OVERLAP``, ``WAIT_OVERLAP``,
+    ``WAIT_OVERLAP_FIRST`` and ``RELEASE_OVERLAP`` (which needs no ``until``)."""
     return {
         "tenant": tenant,
         "schedule_id": schedule_id,

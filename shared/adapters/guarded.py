@@ -31,6 +31,7 @@ from shared.store_rules import (
     RESEAL,
     RESUME,
     WAIT_OVERLAP,
+    WAIT_OVERLAP_FIRST,
     definition_params,
     overlap_params,
     state_params,
@@ -117,17 +118,18 @@ class GuardedWrites(ABC):
         return [self._overlap_turn(claim, now) for claim in claims]
 
     def _overlap_turn(self, claim: OverlapClaim, now: datetime) -> OverlapTurn:
-        tenant, schedule_id, occurrence_id, until, buffer, seen = claim
+        tenant, schedule_id, occurrence_id, until, buffer, seen, taken_over = claim
         params = overlap_params(tenant, schedule_id, occurrence_id, now, until)
+        wait = WAIT_OVERLAP_FIRST if taken_over else WAIT_OVERLAP
         # Another held it as read: wait; the next check takes it if it was freed since.
-        waits_first = seen is OverlapSeen.OTHER and buffer
-        if waits_first and self.write(WAIT_OVERLAP, params) is Outcome.CHANGED:
+        waits_first = seen is OverlapSeen.OTHER and (buffer or taken_over)
+        if waits_first and self.write(wait, params) is Outcome.CHANGED:
             return OverlapTurn.WAITING
         holds = (RENEW_OVERLAP, HOLD_OVERLAP) if seen is OverlapSeen.MINE else _HOLDS
         for rule in holds:
             if self.write(rule, params) is Outcome.CHANGED:
                 return OverlapTurn.HELD
-        if buffer and self.write(WAIT_OVERLAP, params) is Outcome.CHANGED:
+        if (buffer or taken_over) and self.write(wait, params) is Outcome.CHANGED:
             return OverlapTurn.WAITING
         return OverlapTurn.REFUSED
 

@@ -68,7 +68,7 @@ class OverlapSeen(StrEnum):
 
 class OverlapClaim(NamedTuple):
     """An occurrence's claim on its schedule's overlap marker (``take_overlaps``): held, or
-    waited for (``buffer``), until ``until`` unless renewed.
+    waited for (``buffer``, ``taken_over``), until ``until`` unless renewed.
 
     ``seen`` is what a read of the schedule just showed, for the store to try the likely rule
     first (on MongoDB each rule tried is a command or more).
@@ -80,6 +80,9 @@ class OverlapClaim(NamedTuple):
     until: datetime
     buffer: bool = False
     seen: OverlapSeen | None = None
+    # A run already begun, taken over after its executor died: it waits first in line, under
+    # either policy, rather than be refused (``WAIT_OVERLAP_FIRST``).
+    taken_over: bool = False
 
 
 class Advance(NamedTuple):

@@ -963,6 +963,32 @@ def test_what_a_claim_saw_orders_the_tries_and_a_stale_view_only_delays(store: S
     assert store.take_overlaps([third], T0 + 2 * SECOND) == [OverlapTurn.WAITING]
 
 
+@pytest.mark.parametrize("buffer", [False, True])
+def test_a_run_taken_over_waits_first_in_line_under_either_policy(
+    store: Store, buffer: bool
+) -> None:
+    create(store, "s1")
+    # The dead run's hold ended; a later occurrence took the marker, another waits (buffer).
+    dead = overlap_claim(T0, T0 + MINUTE, buffer)
+    later = overlap_claim(T0 + SECOND, T0 + 3 * MINUTE, buffer)
+    waiter = overlap_claim(T0 + 2 * SECOND, T0 + 3 * MINUTE, buffer)
+    assert store.take_overlaps([dead], T0) == [OverlapTurn.HELD]
+    at = T0 + MINUTE + SECOND
+    waits = OverlapTurn.WAITING if buffer else OverlapTurn.REFUSED
+    assert store.take_overlaps([later, waiter], at) == [OverlapTurn.HELD, waits]
+    # The dead run, taken over: not refused, it waits, displacing the buffered one.
+    taken_over = dead._replace(until=at + MINUTE, taken_over=True)
+    assert store.take_overlaps([taken_over], at) == [OverlapTurn.WAITING]
+    assert store.take_overlaps([waiter], at + SECOND) == [OverlapTurn.REFUSED]
+    store.release_overlaps([(TENANT, "s1", later.occurrence_id)])
+    # Free: it holds next, before any other.
+    assert store.take_overlaps([waiter], at + 2 * SECOND) == [OverlapTurn.REFUSED]
+    assert store.take_overlaps([taken_over], at + 2 * SECOND) == [OverlapTurn.HELD]
+    stored = store.get_schedule(TENANT, "s1")
+    assert stored is not None
+    assert (stored.overlap_holder, stored.overlap_waiting) == (dead.occurrence_id, None)
+
+
 def test_a_replace_or_a_pause_keeps_the_overlap_marker(store: Store) -> None:
     create(store, "s1")
     first = overlap_claim(T0, T0 + MINUTE)
