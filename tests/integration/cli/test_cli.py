@@ -193,6 +193,28 @@ def test_the_url_may_be_given_as_dev_prints_it_or_without_its_scheme(
         assert out.splitlines()[1].split()[0] == "daily"
 
 
+def test_the_overlap_policy_is_set_from_the_body_file_and_shown_by_get(
+    served: tuple[ApiUnderTest, str], capfd: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    api, url = served
+    made = tmp_path / "schedule.json"
+    made.write_text(json.dumps({**BODY, "overlap": "skip"}))
+    code, _, err = run(capfd, "schedules", "create", "-f", str(made), "--id", "daily", "--url", url)
+    assert code == 0, err
+    api.apply()
+    code, out, _ = run(capfd, "schedules", "get", "daily", "--url", url)
+    assert code == 0 and ["overlap:", "skip"] in [line.split() for line in out.splitlines()]
+    changes = tmp_path / "changes.json"
+    changes.write_text('{"overlap": "buffer_one"}')
+    assert run(capfd, "schedules", "update", "daily", "-f", str(changes), "--url", url)[0] == 0
+    api.apply()
+    code, out, _ = run(capfd, "schedules", "get", "daily", "--url", url)
+    assert ["overlap:", "buffer_one"] in [line.split() for line in out.splitlines()]
+    changes.write_text('{"overlap": "queue"}')
+    code, _, err = run(capfd, "schedules", "update", "daily", "-f", str(changes), "--url", url)
+    assert code == 1 and "  overlap: " in err
+
+
 def test_pause_and_resume_print_one_line(
     served: tuple[ApiUnderTest, str], capfd: pytest.CaptureFixture[str]
 ) -> None:
