@@ -1,5 +1,7 @@
 """Failure notifications: a schedule's ``on_failure`` webhook, told when one of its occurrences
-is dead-lettered or when it pauses itself (``pause_after_failures``).
+is dead-lettered or when it pauses itself (``pause_after_failures``); and, for a schedule with
+an ``alert``, when one is late or missed (``shared.lateness``: the pollers send those, with a
+``Notifier`` of their own, ``polling_worker.alerts``).
 
 The settler finds them after the outcomes are recorded (``Settler._after_failures``) and hands
 them to the ``Notifier``, which sends them on the executor's event loop through its webhook
@@ -49,6 +51,9 @@ class FailureEvent:
     http_status: int | None
     at: datetime
     consecutive_failures: int | None = None
+    # Of a late or missed occurrence: its time, and the schedule's ``late_after_seconds``.
+    scheduled_time: datetime | None = None
+    late_after_seconds: int | None = None
 
     @property
     def message_id(self) -> str:
@@ -66,6 +71,10 @@ class FailureEvent:
         }
         if self.consecutive_failures is not None:
             document["consecutive_failures"] = self.consecutive_failures
+        if self.scheduled_time is not None:
+            document["scheduled_time"] = iso_z(self.scheduled_time)
+        if self.late_after_seconds is not None:
+            document["late_after_seconds"] = self.late_after_seconds
         return json.dumps(document, separators=(",", ":"))
 
 

@@ -13,6 +13,7 @@ leaves no schedule leased until its lease ends.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import threading
@@ -20,9 +21,12 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from execution_worker.notifier import FailureEvent
+from polling_worker.alerts import AlertSender, LateChecks, missed_events
 from shared.backoff import Backoff
 from shared.dispatch import DispatchPlan, plan_dispatch
 from shared.errors import Transient
+from shared.lateness import armed_check_at
 from shared.lifecycle import Shutdown
 from shared.messages import encode_occurrence
 from shared.metrics import (
@@ -61,6 +65,9 @@ LEASE_MARGIN_SECONDS = 1.0
 # COSTLY_PER_POLL such budgets are spent per poll.
 QUICK_PLAN_SECONDS = 0.05
 COSTLY_PER_POLL = 2
+# How often the lateness of schedules with an alert is checked (polling_worker.alerts): at most
+# one read of the store this often when none is due.
+LATE_CHECK_SECONDS = 1.0
 
 
 @dataclass
@@ -79,7 +86,9 @@ class Poller:
         occurrences: MessageQueue,
         settings: Settings,
         clock: Clock | None = None,
+        alerts: AlertSender | None = None,
     ) -> None:
+        """``alerts`` sends the schedules' late and missed alerts; without it none is sent."""
         self.store = store
         self.occurrences = occurrences
         self.settings = settings
@@ -93,6 +102,9 @@ class Poller:
         # Set when the process stops: ends a wait between tries.
         self.stopping = threading.Event()
         self._next_sweep = time.monotonic()
+        self.alerts = alerts
+        self.late_checks = LateChecks(store, alerts) if alerts is not None else None
+        self._next_late_check = time.monotonic()
 
     def run(self, shutdown: Shutdown) -> None:
         log.info("poller started", extra={"event": "poller_started", "owner": self.owner})
@@ -105,6 +117,8 @@ class Poller:
                 claimed = self.poll_once()
                 if time.monotonic() >= self._next_sweep:
                     self.sweep_expired()
+                if time.monotonic() >= self._next_late_check:
+                    self.check_lateness()
                 self.backoff.succeeded()
             except Transient as exc:
                 # Tried again after the backoff's pause, not the poll interval: the store's
@@ -119,7 +133,17 @@ class Poller:
             if claimed < self.settings.claim_batch_size:
                 self.wake.wait(self.settings.poll_interval_seconds)
                 self.wake.clear()
+        if self.alerts is not None:
+            self.alerts.close()
         log.info("poller stopped", extra={"event": "poller_stopped"})
+
+    def check_lateness(self) -> int:
+        """Tell of the occurrences of schedules with an alert that have not started in time
+        (``polling_worker.alerts.LateChecks``); how many."""
+        self._next_late_check = time.monotonic() + LATE_CHECK_SECONDS
+        if self.late_checks is None:
+            return 0
+        return self.late_checks.check(self.clock.now())
 
     def sweep_expired(self) -> tuple[int, int]:
         """Delete what retention no longer keeps; a large backlog is worked off over sweeps."""
@@ -250,13 +274,22 @@ class Poller:
         OCCURRENCES_SENT.inc(len(messages))
         skips = [(item.occurrence, item.reason) for _, plan in plans for item in plan.skipped]
         if skips:
+            missed = self._missed(plans, now, leased_until)
             self.backoff.call(
                 lambda: self.store.record_skips(skips, now), self.stopping, leased_until
             )
             self.stats.skipped += len(skips)
+            if self.alerts is not None:
+                self.alerts.send(missed)
         # One batch for the claim (one transaction on SQLite), each under its own guard.
         advances = [
-            Advance(claimed, plan.next_schedule_time, plan.occurrence_count, plan.sent_ahead)
+            Advance(
+                claimed,
+                plan.next_schedule_time,
+                plan.occurrence_count,
+                plan.sent_ahead,
+                armed_check_at(claimed, plan.to_send),
+            )
             for claimed, plan in plans
         ]
         applied = self.backoff.call(
@@ -282,6 +315,30 @@ class Poller:
                     "advanced": advanced,
                 },
             )
+
+    def _missed(
+        self, plans: list[tuple[Schedule, DispatchPlan]], now: datetime, leased_until: float
+    ) -> list[FailureEvent]:
+        """The ``occurrence.missed`` alerts of the occurrences the plans drop, of schedules with
+        an alert: those without a record yet (a poller that died before its advance dropped
+        the others, and told of them)."""
+        events: list[FailureEvent] = []
+        if self.alerts is None:
+            return events
+        for schedule, plan in plans:
+            dropped = [item.occurrence for item in plan.skipped]
+            found = missed_events(schedule, dropped, now)
+            if not found:
+                continue
+            read = functools.partial(
+                self.store.recorded_occurrences,
+                schedule.tenant,
+                schedule.schedule_id,
+                [o.occurrence_id for o in dropped],
+            )
+            recorded = self.backoff.call(read, self.stopping, leased_until)
+            events.extend(event for event in found if event.occurrence_id not in recorded)
+        return events
 
     def _delay(self, scheduled_time: datetime, now: datetime) -> float:
         """Whole seconds (as SQS counts them) so the message arrives a little before its time."""

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from execution_worker.signers import TenantSigners
 from execution_worker.worker import Executor
+from polling_worker.alerts import AlertSender
 from polling_worker.worker import Poller
 from processor_worker.worker import Processor
 from shared.adapters.http_sender import HttpSender
 from shared.backends import Backends
-from shared.ports import Clock
+from shared.ports import Clock, SystemClock
 from shared.settings import Settings
 from shared.ssrf import TargetPolicy
 
@@ -27,7 +29,17 @@ def build_processor(
 
 
 def build_poller(settings: Settings, backends: Backends, clock: Clock | None = None) -> Poller:
-    return Poller(backends.store, backends.queues.occurrences, settings, clock)
+    clock = clock or SystemClock()
+    signers = TenantSigners(
+        backends.store,
+        backends.secrets,
+        settings.webhook_secret,
+        clock,
+        settings.signing_cache_seconds,
+    )
+    sender = HttpSender(policy=TargetPolicy(settings.allowed_networks))
+    alerts = AlertSender(sender, signers, clock)
+    return Poller(backends.store, backends.queues.occurrences, settings, clock, alerts)
 
 
 def build_executor(settings: Settings, backends: Backends, clock: Clock | None = None) -> Executor:

@@ -30,6 +30,10 @@ MAX_JITTER_SECONDS = 600
 # The most failed occurrences in a row a schedule may wait for before it pauses itself.
 MAX_PAUSE_AFTER_FAILURES = 1000
 
+# The longest a schedule may wait before an occurrence that has not started is told of as late
+# (``alert.late_after_seconds``): a week.
+MAX_LATE_AFTER_SECONDS = 7 * 86_400
+
 # Limits of the call a schedule makes.
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 MAX_URL_LENGTH = 2048

@@ -81,6 +81,12 @@ OCCURRENCES_MISSED = Counter(
     "scheduler_poller_occurrences_missed_total",
     "Occurrences found overdue beyond the misfire threshold (handled by the misfire policy).",
 )
+OCCURRENCE_ALERTS = Counter(
+    "scheduler_occurrence_alerts_total",
+    "Occurrences told of at their schedule's on_failure hook (a schedule's alert): late (not "
+    "started late_after_seconds after their time) or missed (dropped by the misfire policy).",
+    ["tenant", "kind"],  # kind: occurrence.late, occurrence.missed
+)
 SCHEDULES_NOT_PLANNED = Counter(
     "scheduler_poller_schedules_not_planned_total",
     "Claimed schedules whose occurrences could not be computed (unreadable, or beyond the CPU "

@@ -49,6 +49,23 @@ class FailureHook:
 
 
 @dataclass(frozen=True)
+class Alert:
+    """When a schedule's owner is told of an occurrence that did not run as planned, at its
+    ``on_failure`` hook: ``occurrence.late`` when one has not started ``late_after_seconds``
+    after its time (``shared.lateness``), ``occurrence.missed`` when the misfire policy drops
+    one."""
+
+    late_after_seconds: int
+
+    def to_document(self) -> dict[str, JSON]:
+        return {"late_after_seconds": self.late_after_seconds}
+
+    @classmethod
+    def from_document(cls, document: Mapping[str, JSON]) -> Alert:
+        return cls(late_after_seconds=int(document["late_after_seconds"]))
+
+
+@dataclass(frozen=True)
 class RetryPolicy:
     """Exponential backoff with full jitter: attempt n waits up to ``min(cap, base * 2**(n-1))``."""
 
@@ -123,6 +140,8 @@ class ScheduleDefinition:
     pause_after_failures: int | None = None
     on_failure: FailureHook | None = None
     overlap: OverlapPolicy = OverlapPolicy.ALLOW
+    # Lateness and absence told at ``on_failure`` (None: not told).
+    alert: Alert | None = None
 
     def to_document(self) -> dict[str, JSON]:
         return {
@@ -141,6 +160,7 @@ class ScheduleDefinition:
             "pause_after_failures": self.pause_after_failures,
             "on_failure": None if self.on_failure is None else self.on_failure.to_document(),
             "overlap": self.overlap.value,
+            "alert": None if self.alert is None else self.alert.to_document(),
         }
 
     @classmethod
@@ -163,6 +183,7 @@ class ScheduleDefinition:
             if (hook := document.get("on_failure"))
             else None,
             overlap=OverlapPolicy(document.get("overlap") or OverlapPolicy.ALLOW.value),
+            alert=Alert.from_document(alert) if (alert := document.get("alert")) else None,
         )
 
 
@@ -228,9 +249,20 @@ class Schedule:
     overlap_until: datetime | None = None
     overlap_waiting: str | None = None
     overlap_waiting_until: datetime | None = None
+    # With an ``alert``: when the earliest occurrence sent and not yet checked is late if it
+    # has not started (its time + ``late_after_seconds``); None: none is waiting to be checked
+    # (``shared.lateness``).
+    late_check_at: datetime | None = None
 
     def __post_init__(self) -> None:
-        for name in ("next_schedule_time", "accepted_at", "created_at", "updated_at", "paused_at"):
+        for name in (
+            "next_schedule_time",
+            "accepted_at",
+            "created_at",
+            "updated_at",
+            "paused_at",
+            "late_check_at",
+        ):
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, utc_ms(value))

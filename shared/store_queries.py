@@ -19,7 +19,7 @@ from shared.guards import After, AnyOf, Condition, Field, Param
 from shared.model import ExecutionStatus, ScheduleStatus
 from shared.ports import ScheduleOrder
 from shared.schedule_listing import KEYLESS_LAST, Segment, name_key, searched_host
-from shared.store_rules import SHOWN, STATUS
+from shared.store_rules import LATE_DUE, SHOWN, STATUS
 from shared.timeutil import from_epoch_ms
 
 TENANT = Field("tenant") == Param("tenant")
@@ -143,3 +143,22 @@ def _page(
         condition &= After(order, (Param("after_time"), Param("after_id")), descending=True)
         params |= {"after_time": from_epoch_ms(moment_ms), "after_id": occurrence_id}
     return Query("executions", condition, params, order, True, limit + 1, moment)
+
+
+def late_query(now: Any, limit: int) -> Query:
+    """The schedules whose lateness is due to be checked by ``now`` (``LATE_DUE``), the
+    longest waiting first."""
+    return Query("schedules", LATE_DUE, {"now": now}, ("late_check_at",), False, limit)
+
+
+def recorded_query(tenant: str, schedule_id: str, occurrence_ids: Collection[str]) -> Query:
+    """The execution records of some occurrences of a schedule (equalities, as
+    ``dead_letters_query``'s, for nx-27017)."""
+    ids = sorted(occurrence_ids)
+    names = [f"occurrence_{index}" for index in range(len(ids))]
+    condition = (
+        TENANT & SCHEDULE & AnyOf(tuple(Field("occurrence_id") == Param(name) for name in names))
+    )
+    params: dict[str, Any] = {"tenant": tenant, "schedule_id": schedule_id}
+    params |= dict(zip(names, ids, strict=True))
+    return Query("executions", condition, params, ("occurrence_id",), False, len(ids))

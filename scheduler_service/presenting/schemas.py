@@ -124,6 +124,15 @@ class TriggeredSchema(Open):
     )
 
 
+class AlertViewSchema(Open):
+    """A schedule's ``alert`` (``shared.model.Alert``)."""
+
+    late_after_seconds = fields.Integer(
+        required=True,
+        metadata={"description": "an occurrence not started this long after its time is late"},
+    )
+
+
 class FailureHookSchema(Open):
     """Dumps a masked ``on_failure`` hook (``shared.secrets.masked_hook``)."""
 
@@ -263,6 +272,13 @@ class ScheduleViewSchema(Open):
             "description": "allow, skip or buffer_one: what an occurrence due while an earlier "
             "one is still running or waiting to retry does"
         },
+    )
+    alert = fields.Nested(
+        AlertViewSchema,
+        allow_none=True,
+        required=True,
+        attribute="definition.alert",
+        metadata={"description": "lateness and absence told at on_failure; null: not told"},
     )
     runs = fields.Integer(required=True, attribute="schedule.run_count")
     failures = fields.Integer(required=True, attribute="schedule.failure_count")

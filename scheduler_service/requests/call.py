@@ -1,4 +1,5 @@
-"""What happens when a schedule's call fails: ``on_failure``, ``retry`` and ``misfire`` of a
+"""What happens when a schedule's call fails or is late: ``on_failure``, ``alert``, ``retry`` and
+``misfire`` of a
 body, loaded as domain objects (the call itself, ``payload``, by its kind:
 ``scheduler_service.requests.targets``); the call's limits are the domain's
 (``shared.definition_rules``)."""
@@ -10,8 +11,13 @@ from typing import Any
 from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validate
 
 from scheduler_service.requests.fields import JsonNumber, WholeNumber, domain
-from shared.definition_rules import MAX_URL_LENGTH, check_headers, check_http_url
-from shared.model import FailureHook, Misfire, MisfirePolicy, RetryPolicy
+from shared.definition_rules import (
+    MAX_LATE_AFTER_SECONDS,
+    MAX_URL_LENGTH,
+    check_headers,
+    check_http_url,
+)
+from shared.model import Alert, FailureHook, Misfire, MisfirePolicy, RetryPolicy
 
 http_url = domain(check_http_url)
 headers_rule = domain(check_headers)
@@ -43,6 +49,26 @@ class FailureHookField(fields.Field[FailureHook]):
             raise ValidationError('a URL, or an object {"url": …, "headers": {…}}')
         hook: FailureHook = FailureHookSchema().load(value)
         return hook
+
+
+class AlertSchema(Schema):
+    """``alert``: tell ``on_failure`` of an occurrence late or missed (``shared.lateness``)."""
+
+    class Meta:
+        unknown = RAISE
+
+    late_after_seconds = WholeNumber(
+        required=True,
+        validate=validate.Range(1, MAX_LATE_AFTER_SECONDS),
+        metadata={
+            "description": "an occurrence that has not started this many seconds after its "
+            f"time is told of as occurrence.late (1 to {MAX_LATE_AFTER_SECONDS})"
+        },
+    )
+
+    @post_load
+    def to_alert(self, data: dict[str, Any], **_: Any) -> Alert:
+        return Alert(late_after_seconds=data["late_after_seconds"])
 
 
 class RetrySchema(Schema):

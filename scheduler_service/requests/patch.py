@@ -70,6 +70,7 @@ class SchedulePatchSchema(Schema):
     pause_after_failures = fields.Raw(allow_none=True)
     overlap = fields.Raw(allow_none=True)
     on_failure = fields.Raw(allow_none=True, metadata={"description": "replaced whole"})
+    alert = fields.Raw(allow_none=True)
 
 
 def stored_body(definition: ScheduleDefinition) -> dict[str, JSON]:
@@ -90,6 +91,7 @@ def stored_body(definition: ScheduleDefinition) -> dict[str, JSON]:
         "pause_after_failures": definition.pause_after_failures,
         "overlap": definition.overlap.value,
         "on_failure": definition.on_failure and definition.on_failure.to_document(),
+        "alert": definition.alert and definition.alert.to_document(),
     }
 
 

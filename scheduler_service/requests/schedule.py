@@ -13,9 +13,23 @@ from dataclasses import dataclass
 from typing import Any
 
 from flask import current_app, has_app_context
-from marshmallow import EXCLUDE, RAISE, Schema, ValidationError, fields, post_load, validate
+from marshmallow import (
+    EXCLUDE,
+    RAISE,
+    Schema,
+    ValidationError,
+    fields,
+    post_load,
+    validate,
+    validates_schema,
+)
 
-from scheduler_service.requests.call import FailureHookField, MisfireSchema, RetrySchema
+from scheduler_service.requests.call import (
+    AlertSchema,
+    FailureHookField,
+    MisfireSchema,
+    RetrySchema,
+)
 from scheduler_service.requests.fields import (
     DateTimeText,
     InstantText,
@@ -164,6 +178,24 @@ class ScheduleBodySchema(DomainChecked):
             "Resume restarts it."
         },
     )
+    alert = fields.Nested(
+        AlertSchema,
+        load_default=None,
+        allow_none=True,
+        metadata={
+            "description": "{late_after_seconds}: tell on_failure (signed, as its other "
+            "events) of each occurrence that has not started late_after_seconds after its "
+            "time (occurrence.late) and of each the misfire policy drops (occurrence.missed); "
+            "needs on_failure"
+        },
+    )
+
+    @validates_schema
+    def alert_has_a_hook(self, body: dict[str, Any], **_: Any) -> None:
+        if body.get("alert") is not None and body.get("on_failure") is None:
+            raise ValidationError(
+                "an alert is sent to on_failure: give on_failure a URL too", "alert"
+            )
 
     overlap = fields.Enum(
         OverlapPolicy,
@@ -200,6 +232,7 @@ class ScheduleBodySchema(DomainChecked):
             pause_after_failures=body["pause_after_failures"],
             on_failure=body["on_failure"],
             overlap=body["overlap"],
+            alert=body["alert"],
         )
         fire_if_past = original["schedule"].get("fire_if_past") is True
         return ScheduleRequest(body.get("id"), definition, names, fire_if_past)

@@ -19,11 +19,12 @@ from shared.adapters.records import Fields, definition_fields, execution_of
 from shared.definition_codec import DefinitionCodec
 from shared.execution_rules import DISCARD, FORGET_IDEMPOTENCY, REOPEN, RESTORE
 from shared.guards import Remove, Write
-from shared.model import Execution, ScheduleStatus
+from shared.model import Execution, Schedule, ScheduleStatus
 from shared.ports import DefinitionToApply, OverlapClaim, OverlapSeen, OverlapTurn
 from shared.store_rules import (
     DELETE,
     HOLD_OVERLAP,
+    MOVE_LATE_CHECK,
     PAUSE,
     RAISE_TOMBSTONE,
     RELEASE_OVERLAP,
@@ -33,6 +34,7 @@ from shared.store_rules import (
     WAIT_OVERLAP,
     WAIT_OVERLAP_FIRST,
     definition_params,
+    late_check_params,
     overlap_params,
     state_params,
 )
@@ -136,6 +138,18 @@ class GuardedWrites(ABC):
     def release_overlaps(self, held: Sequence[tuple[str, str, str]]) -> None:
         for tenant, schedule_id, occurrence_id in dict.fromkeys(held):
             self.write(RELEASE_OVERLAP, overlap_params(tenant, schedule_id, occurrence_id))
+
+    def move_late_check(self, checked: Schedule, late_check_at: datetime | None) -> bool:
+        if checked.late_check_at is None:
+            return False
+        params = late_check_params(
+            checked.tenant,
+            checked.schedule_id,
+            checked.revision,
+            checked.late_check_at,
+            late_check_at,
+        )
+        return self.write(MOVE_LATE_CHECK, params) is Outcome.CHANGED
 
     def reopen_dead_letter(
         self, tenant: str, occurrence_id: str, now: datetime

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping
+from datetime import datetime
 from operator import attrgetter
 from typing import Any
 
@@ -21,7 +22,14 @@ from shared.definition_codec import DefinitionCodec
 from shared.model import Execution, ExecutionStatus, Schedule
 from shared.ports import ApiKey, IdempotencyRecord, Page, ScheduleFilter, execution_page
 from shared.schedule_listing import Segment, ordered_page
-from shared.store_queries import Query, dead_letters_query, history_query, segment_query
+from shared.store_queries import (
+    Query,
+    dead_letters_query,
+    history_query,
+    late_query,
+    recorded_query,
+    segment_query,
+)
 
 
 class Reads(ABC):
@@ -89,6 +97,18 @@ class Reads(ABC):
     ) -> Page[Execution]:
         query = dead_letters_query(tenant, schedule_ids, limit, cursor)
         return Page([]) if query is None else self._page(query, limit)
+
+    def late_schedules(self, now: datetime, limit: int) -> list[Schedule]:
+        found = self.select(late_query(now, limit))
+        return [schedule_of(fields, self.definitions) for fields in found]
+
+    def recorded_occurrences(
+        self, tenant: str, schedule_id: str, occurrence_ids: Collection[str]
+    ) -> set[str]:
+        if not occurrence_ids:
+            return set()
+        query = recorded_query(tenant, schedule_id, occurrence_ids)
+        return {fields["occurrence_id"] for fields in self.select(query)}
 
     def _page(self, query: Query, limit: int) -> Page[Execution]:
         found = [execution_of(fields) for fields in self.select(query)]

@@ -78,6 +78,7 @@ SCHEDULE: Mapping[str, Kind] = {
     "overlap_until": Kind.INSTANT,
     "overlap_waiting": Kind.VALUE,
     "overlap_waiting_until": Kind.INSTANT,
+    "late_check_at": Kind.INSTANT,
 }
 
 EXECUTION: Mapping[str, Kind] = {
@@ -181,6 +182,7 @@ def schedule_of(
         overlap_until=fields.get("overlap_until"),
         overlap_waiting=fields.get("overlap_waiting"),
         overlap_waiting_until=fields.get("overlap_waiting_until"),
+        late_check_at=fields.get("late_check_at"),
     )
 
 

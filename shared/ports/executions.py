@@ -61,6 +61,13 @@ class ExecutionStore(ABC):
         were kept gives its last attempt from its own fields."""
 
     @abstractmethod
+    def recorded_occurrences(
+        self, tenant: str, schedule_id: str, occurrence_ids: Collection[str]
+    ) -> set[str]:
+        """Those of ``occurrence_ids`` of the schedule that have an execution record: an
+        attempt begun, or skipped (``shared.lateness``: not late)."""
+
+    @abstractmethod
     def list_executions(
         self,
         tenant: str,

@@ -93,6 +93,8 @@ class Advance(NamedTuple):
     next_schedule_time: datetime | None
     occurrence_count: int
     sent_ahead: tuple[datetime, ...] = ()
+    # Its lateness cursor (``Schedule.late_check_at``, ``shared.lateness.armed_check_at``).
+    late_check_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -244,6 +246,17 @@ class ScheduleStore(ABC):
         completes the schedule. ``sent_ahead`` replaces the schedule's ``sent_ahead`` (a
         definition applied later empties it; a pause or resume keeps it).
         """
+
+    @abstractmethod
+    def late_schedules(self, now: datetime, limit: int) -> list[Schedule]:
+        """At most ``limit`` schedules, active or completed, whose ``late_check_at`` is at or
+        before ``now`` (``shared.lateness``), the earliest first."""
+
+    @abstractmethod
+    def move_late_check(self, checked: Schedule, late_check_at: datetime | None) -> bool:
+        """Set the ``late_check_at`` of the schedule ``checked`` was read as, only if it still
+        has the one read, the same revision, and no poller holds it (its lease released);
+        whether it was set. Of concurrent moves from the same read, one applies."""
 
     @abstractmethod
     def record_run(self, tenant: str, schedule_id: str, succeeded: bool, at: datetime) -> None:

@@ -32,6 +32,7 @@ import pymongo
 import pytest
 
 from execution_worker.notifier import DEAD_LETTERED, FailureEvent
+from shared.lateness import LATE, MISSED
 from shared.model import FailureHook
 from shared.settings import Settings
 from shared.timeutil import parse_iso
@@ -47,6 +48,8 @@ BLOCK = re.compile(r"^( *)```(\w*)\n(.*?)^\1```", re.MULTILINE | re.DOTALL)
 # Operator commands the README names in its text (its block of them is run as written too).
 NAMED = ["scheduler keys create TENANT", "scheduler secret-key"]
 # The blocks not run here, and why; every other block is run.
+# The notifications whose bodies the README shows (the pause's is told in words).
+NOTIFICATIONS = (DEAD_LETTERED, LATE, MISSED)
 NOT_RUN = {
     "docker compose up": "needs a Docker engine: tests/unit/test_deployment.py reads compose",
     "docker compose logs -f receiver": "compose's receiver: tests/unit/test_deployment.py",
@@ -136,8 +139,8 @@ def test_every_block_of_the_readme_is_run_or_said_why_not() -> None:
     for block in blocks():
         if any(marker in block for marker in NOT_RUN):
             continue
-        if "occurrence.dead_lettered" in block:
-            continue  # the failure notification: test_the_failure_notification_is_as_shown
+        if any(f'"type": "{kind}"' in block for kind in NOTIFICATIONS):
+            continue  # the notifications: test_the_failure_notifications_are_as_shown
         if block.startswith("python3 -m venv"):
             continue  # the quick start: run by the install and "dev" of the plan
         assert any(bare(block) in bare(text) for text in run), block
@@ -153,10 +156,11 @@ def test_every_file_of_the_repository_the_readme_names_exists() -> None:
     assert [name for name in named if not (ROOT / name).is_file()] == []
 
 
-def test_the_failure_notification_is_as_shown() -> None:
-    shown = json.loads(one(blocks(section("The API"), "json"), "occurrence.dead_lettered"))
+@pytest.mark.parametrize("kind", NOTIFICATIONS)
+def test_the_failure_notifications_are_as_shown(kind: str) -> None:
+    shown = json.loads(one(blocks(section("The API"), "json"), f'"type": "{kind}"'))
     event = FailureEvent(
-        type=DEAD_LETTERED,
+        type=kind,
         hook=FailureHook("https://hooks.example.com/failed"),
         tenant="default",
         schedule_id=shown["schedule_id"],
@@ -164,6 +168,8 @@ def test_the_failure_notification_is_as_shown() -> None:
         error=shown["error"],
         http_status=shown["http_status"],
         at=parse_iso(shown["time"]),
+        scheduled_time=parse_iso(shown["scheduled_time"]) if "scheduled_time" in shown else None,
+        late_after_seconds=shown.get("late_after_seconds"),
     )
     assert json.loads(event.body()) == shown
 

@@ -61,6 +61,7 @@ DOMAINS: Mapping[str, list[Any]] = {
     "overlap_until": TIMES,
     "overlap_waiting": [None, "o1", "o2"],
     "overlap_waiting_until": TIMES,
+    "late_check_at": TIMES,
 }
 PARAMS = {
     "revision": 5,
@@ -74,6 +75,7 @@ PARAMS = {
     "before": T,
     "occurrence": "o1",
     "until": T + MINUTE,
+    "checked": T,
 }
 # What every stored row needs (SQLite's NOT NULL columns), below the values a case gives.
 BASE: Mapping[str, Mapping[str, Any]] = {

@@ -203,6 +203,9 @@ STEPS: tuple[Versioned, ...] = (
     Versioned(16, Index("schedules", (("status", ASCENDING), ("updated_at", ASCENDING)))),
     # MongoDB drops expired idempotency records itself; reads check ``expires_at`` anyway.
     Versioned(17, Index("idempotency_keys", (("expires_at", ASCENDING),), expire_after_seconds=0)),
+    # The lateness checks (shared.lateness): the schedules whose cursor is due. Those without
+    # an alert keep null there, which a range of dates never reads.
+    Versioned(18, Index("schedules", (("late_check_at", ASCENDING),))),
 )
 
 

@@ -29,6 +29,7 @@ _COLUMNS = {
     "last_run_at": "last_run_ms",
     "lease_until": "lease_until_ms",
     "paused_at": "paused_ms",
+    "late_check_at": "late_check_ms",
     "scheduled_time": "scheduled_ms",
     "started_at": "started_ms",
     "finished_at": "finished_ms",

@@ -224,6 +224,18 @@ def _overlap_marker(connection: sqlite3.Connection, target_of: TargetOf) -> None
             connection.execute(f"ALTER TABLE schedules ADD COLUMN {column} {kind}")
 
 
+def _late_checks(connection: sqlite3.Connection, target_of: TargetOf) -> None:
+    # A schedule's lateness cursor (shared.lateness), and the checks' search of the few
+    # schedules that have one. Added only where missing, as migration 3.
+    present = {row["name"] for row in connection.execute("PRAGMA table_info(schedules)")}
+    if "late_check_ms" not in present:
+        connection.execute("ALTER TABLE schedules ADD COLUMN late_check_ms INTEGER")
+    connection.execute(
+        "CREATE INDEX IF NOT EXISTS schedules_late_check ON schedules (late_check_ms)"
+        " WHERE late_check_ms IS NOT NULL"
+    )
+
+
 @dataclass(frozen=True)
 class Migration:
     """One step of the schema: ``apply`` runs inside the write transaction that records it."""
@@ -238,6 +250,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(2, "each tenant's signing secrets", _signing_secrets),
     Migration(3, "each API key's role", _key_roles),
     Migration(4, "a schedule's overlap marker", _overlap_marker),
+    Migration(5, "each schedule's lateness cursor", _late_checks),
 )
 
 _RECORD_TABLE = """CREATE TABLE IF NOT EXISTS store_migrations (

@@ -1,0 +1,159 @@
+"""The poller's alerts (a schedule's ``alert``): ``occurrence.late`` for occurrences that have
+not started ``late_after_seconds`` after their time, found from the store (``shared.lateness``)
+so that they are told of when every executor is stopped or frozen; ``occurrence.missed`` for
+those the misfire policy drops when the poller plans them.
+
+They go to the schedule's ``on_failure`` hook, signed with its tenant's secrets, as the
+executor's failure notifications do: the same ``Notifier``, here on an event loop of its own
+(``AlertSender``), best effort and never retried. Each is told once: a late one by the checker
+whose move of the schedule's cursor applied, a missed one by the poller whose skip made its
+record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Sequence
+from datetime import datetime
+
+from execution_worker.notifier import NOTIFY_TIMEOUT_SECONDS, FailureEvent, Notifier
+from execution_worker.observer import ExecutorObserver
+from execution_worker.signers import TenantSigners
+from shared.executions import nominal_time
+from shared.lateness import LATE, MISSED, late_walk
+from shared.metrics import OCCURRENCE_ALERTS
+from shared.model import Occurrence, Schedule
+from shared.ports import Clock, Store, WebhookSender
+from shared.recurrence import TooMuchWork
+
+log = logging.getLogger(__name__)
+
+# The most schedules one check looks at; more wait for the next check.
+LATE_BATCH = 100
+
+
+class AlertSender:
+    """Sends alerts from the poller's thread: signs them with the tenants' secrets (read
+    from the store first, in the caller's thread) and sends them on an event loop of its own,
+    never waiting for them."""
+
+    def __init__(self, sender: WebhookSender, signers: TenantSigners, clock: Clock) -> None:
+        self.sender = sender
+        self.signers = signers
+        self.notifier = Notifier(sender, signers.signer, clock, observer=ExecutorObserver())
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    def send(self, events: Sequence[FailureEvent]) -> None:
+        if not events:
+            return
+        for event in events:
+            OCCURRENCE_ALERTS.labels(event.tenant, event.type).inc()
+        self.signers.refresh({event.tenant for event in events})
+        self._running().call_soon_threadsafe(self.notifier.notify, list(events))
+
+    def _running(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            loop = asyncio.new_event_loop()
+            self.notifier.attach(loop)
+            self._thread = threading.Thread(target=loop.run_forever, name="alerts", daemon=True)
+            self._thread.start()
+            self._loop = loop
+        return self._loop
+
+    def close(self) -> None:
+        """Give the alerts in flight a few seconds, then stop the loop."""
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+
+        async def finish() -> None:
+            await self.notifier.wait(NOTIFY_TIMEOUT_SECONDS)
+            await self.sender.close()
+
+        asyncio.run_coroutine_threadsafe(finish(), loop).result(NOTIFY_TIMEOUT_SECONDS + 1)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=5)
+        loop.close()
+        self._loop = self._thread = None
+
+
+class LateChecks:
+    """Finds the occurrences not started ``late_after_seconds`` after their time and tells
+    of each once (see the module docstring)."""
+
+    def __init__(self, store: Store, alerts: AlertSender) -> None:
+        self.store = store
+        self.alerts = alerts
+
+    def check(self, now: datetime) -> int:
+        """One check of the schedules due to be checked by ``now``; how many were late."""
+        events: list[FailureEvent] = []
+        for schedule in self.store.late_schedules(now, LATE_BATCH):
+            try:
+                walk = late_walk(schedule, now)
+            except (TooMuchWork, ValueError) as exc:
+                log.warning(
+                    "lateness of schedule %s not checked: %s",
+                    schedule.schedule_id,
+                    exc,
+                    extra={"event": "late_check_failed", "tenant": schedule.tenant},
+                )
+                continue
+            recorded = self.store.recorded_occurrences(
+                schedule.tenant, schedule.schedule_id, [item for item, _ in walk.due]
+            )
+            # Told only by the check whose move applies: another poller's, or a claim, may
+            # come first; the schedule is then checked again.
+            if not self.store.move_late_check(schedule, walk.next_check_at):
+                continue
+            events.extend(
+                alert_event(schedule, LATE, item, moment, now)
+                for item, moment in walk.due
+                if item not in recorded
+            )
+        self.alerts.send(events)
+        return len(events)
+
+
+def alert_event(
+    schedule: Schedule, kind: str, occurrence_id: str, scheduled_time: datetime, now: datetime
+) -> FailureEvent:
+    """A late or missed occurrence of ``schedule``, told at its ``on_failure`` hook."""
+    definition = schedule.live_definition
+    assert definition.on_failure is not None and definition.alert is not None
+    after = definition.alert.late_after_seconds
+    why = (
+        f"not started {after} s after its time" if kind == LATE else "dropped by the misfire policy"
+    )
+    return FailureEvent(
+        type=kind,
+        hook=definition.on_failure,
+        tenant=schedule.tenant,
+        schedule_id=schedule.schedule_id,
+        occurrence_id=occurrence_id,
+        error=why,
+        http_status=None,
+        at=now,
+        scheduled_time=scheduled_time,
+        late_after_seconds=after,
+    )
+
+
+def missed_events(
+    schedule: Schedule, dropped: Sequence[Occurrence], now: datetime
+) -> list[FailureEvent]:
+    """``occurrence.missed`` of each occurrence of ``schedule`` dropped, if it has an alert."""
+    definition = schedule.definition
+    if definition is None or definition.alert is None or definition.on_failure is None:
+        return []
+    return [
+        alert_event(schedule, MISSED, item.occurrence_id, _nominal(item), now) for item in dropped
+    ]
+
+
+def _nominal(occurrence: Occurrence) -> datetime:
+    """The occurrence's time before jitter (its id keeps it)."""
+    return nominal_time(occurrence.occurrence_id) or occurrence.scheduled_time

@@ -1,0 +1,122 @@
+"""A schedule's ``alert`` end to end in one process: the late alert comes from the pollers when
+no executor runs, once with two pollers, about ``late_after_seconds`` after the time by the
+receiver's clock, signed as every on_failure notification; an occurrence on time brings
+none; one the misfire policy drops brings one ``occurrence.missed``."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import REGISTRY
+from standardwebhooks.webhooks import Webhook
+
+from shared.timeutil import iso_z, parse_iso
+from tests.support.harness import API, FAST, pipeline_parts, running_pipeline, sqlite_settings
+from tests.support.receiver import Call, running_receiver
+from tests.support.waiting import eventually
+
+LATE_AFTER = 2
+
+
+def body(receiver_url: str, **changes: Any) -> dict[str, Any]:
+    return {
+        "name": "nightly",
+        "schedule": {"interval": {"number": 1, "unit": "second"}},
+        "payload": {"method": "POST", "url": f"{receiver_url}/hook"},
+        "on_failure": {"url": f"{receiver_url}/alerts", "headers": {"Authorization": "Bearer a"}},
+        "alert": {"late_after_seconds": LATE_AFTER},
+        **changes,
+    }
+
+
+def alerts(calls: list[Call], kind: str) -> list[Call]:
+    return [call for call in calls if call.path == "/alerts" and call.json()["type"] == kind]
+
+
+def counted(tenant: str, kind: str) -> float:
+    value = REGISTRY.get_sample_value(
+        "scheduler_occurrence_alerts_total", {"tenant": tenant, "kind": kind}
+    )
+    return value or 0.0
+
+
+def test_with_no_executor_the_pollers_tell_of_a_late_occurrence_once(tmp_path: Path) -> None:
+    before = counted("default", "occurrence.late")
+    with running_receiver() as receiver, pipeline_parts(sqlite_settings(tmp_path)) as pipeline:
+        pipeline.run_worker(pipeline.poller)
+        pipeline.run_worker(pipeline.another("poller"))
+        at = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=2)
+        once = body(receiver.url, schedule={"at": iso_z(at)})
+        assert pipeline.client.put(f"{API}/schedule/late1", json=once).status_code == 202
+        [call] = eventually(lambda: alerts(receiver.calls, "occurrence.late"), 15, "the alert")
+        # Not before its time + late_after_seconds, and soon after, by the receiver's clock.
+        waited = call.received_at - at.timestamp()
+        assert LATE_AFTER <= waited < LATE_AFTER + 3.0, waited
+        Webhook(FAST["webhook_secret"]).verify(call.body, call.headers)
+        assert call.headers["authorization"] == "Bearer a"
+        event = call.json()
+        assert event["schedule_id"] == "late1"
+        assert event["occurrence_id"] == f"late1:{iso_z(at)}"
+        assert parse_iso(event["scheduled_time"]) == at
+        assert event["late_after_seconds"] == LATE_AFTER
+        assert "not started" in event["error"]
+        time.sleep(2.5)  # both pollers check several times more: nothing more is told
+        assert len(alerts(receiver.calls, "occurrence.late")) == 1
+        assert [c.path for c in receiver.calls] == ["/alerts"]
+        assert counted("default", "occurrence.late") == before + 1
+
+        # The executor starts at last: the occurrence runs, late, and nothing more is told.
+        pipeline.run_worker(pipeline.executor)
+        eventually(lambda: [c for c in receiver.calls if c.path == "/hook"], 15, "the late run")
+        run = eventually(
+            lambda: pipeline.client.get(f"{API}/schedule/late1/executions").get_json()["items"],
+            5,
+        )[0]
+        assert run["lateness_ms"] >= LATE_AFTER * 1000
+        time.sleep(1.5)
+        assert len(alerts(receiver.calls, "occurrence.late")) == 1
+
+
+def test_occurrences_on_time_bring_no_alert(tmp_path: Path) -> None:
+    with running_receiver() as receiver, running_pipeline(sqlite_settings(tmp_path)) as pipeline:
+        assert pipeline.client.put(f"{API}/schedule/ok1", json=body(receiver.url)).status_code
+        receiver.wait_for(4, timeout=15)
+        time.sleep(LATE_AFTER + 1.5)
+        pipeline.client.delete(f"{API}/schedule/ok1")
+        assert [c.path for c in receiver.calls if c.path != "/hook"] == []
+
+
+def test_an_occurrence_the_misfire_policy_drops_is_told_as_missed_once(tmp_path: Path) -> None:
+    settings = sqlite_settings(tmp_path, misfire_threshold_seconds=0.5)
+    before = counted("default", "occurrence.missed")
+    with running_receiver() as receiver, pipeline_parts(settings) as pipeline:
+        start = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=1)
+        dropped = body(
+            receiver.url,
+            schedule={"interval": {"number": 1, "unit": "second"}, "start": iso_z(start)},
+            misfire={"policy": "skip"},
+            alert={"late_after_seconds": 600},
+        )
+        assert pipeline.client.put(f"{API}/schedule/m1", json=dropped).status_code == 202
+        pipeline.wait_until_stored("m1")
+        # No poller for three seconds: the occurrences of that time are dropped when two come.
+        time.sleep(max(0.0, start.timestamp() + 3 - time.time()))
+        pipeline.run_worker(pipeline.poller)
+        pipeline.run_worker(pipeline.another("poller"))
+        missed = eventually(lambda: alerts(receiver.calls, "occurrence.missed"), 10, "missed")
+        time.sleep(1.5)
+        missed = alerts(receiver.calls, "occurrence.missed")
+        ids = [call.json()["occurrence_id"] for call in missed]
+        assert len(ids) == len(set(ids)) >= 2
+        assert f"m1:{iso_z(start)}" in ids
+        records = pipeline.client.get(f"{API}/schedule/m1/executions?status=skipped").get_json()
+        assert {item["occurrence_id"] for item in records["items"]} >= set(ids)
+        signing = Webhook(FAST["webhook_secret"])
+        for call in missed:
+            signing.verify(call.body, call.headers)
+            assert "misfire" in call.json()["error"]
+        assert counted("default", "occurrence.missed") == before + len(ids)
+        pipeline.client.delete(f"{API}/schedule/m1")
