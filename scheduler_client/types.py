@@ -181,6 +181,10 @@ class FailureHook(TypedDict):
     headers: dict[str, str]  # secret values masked
 
 
+class Alert(TypedDict):
+    late_after_seconds: int  # an occurrence not started this long after its time is late
+
+
 class Schedule(TypedDict):
     id: str
     name: str
@@ -203,6 +207,7 @@ class Schedule(TypedDict):
     pause_after_failures: int | None
     on_failure: FailureHook | None
     overlap: str  # "allow", "skip" or "buffer_one"
+    alert: Alert | None  # occurrence.late and occurrence.missed told at on_failure
     runs: int
     superseded: int
     failures: int

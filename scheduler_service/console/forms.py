@@ -102,6 +102,7 @@ OTHER_INPUTS = (
     "pause_after_failures",
     "on_failure.url",
     "on_failure.headers",
+    "alert.late_after_seconds",
     "metadata",
 )
 INPUTS = frozenset(
@@ -123,6 +124,7 @@ NUMBER_INPUTS = frozenset(
         "misfire.grace_seconds",
         "jitter_seconds",
         "pause_after_failures",
+        "alert.late_after_seconds",
         "schedule.max_occurrences",
         *(f"{name}.number" for name in _of_kind(MemberKind.INTERVAL)),
     }
@@ -130,7 +132,13 @@ NUMBER_INPUTS = frozenset(
 # Left empty, these are null (never, however late, the executor's setting); other inputs left
 # empty are left out of the body, so the API's default applies.
 NULLABLE_INPUTS = frozenset(
-    {"payload.calls_per_host", "misfire.grace_seconds", "pause_after_failures", "payload.body"}
+    {
+        "payload.calls_per_host",
+        "misfire.grace_seconds",
+        "pause_after_failures",
+        "payload.body",
+        "alert.late_after_seconds",
+    }
 )
 INSTANT_INPUTS = (*_of_kind(MemberKind.DATE_TIME), "schedule.start", "schedule.end")
 DATE_INPUTS = _of_kind(MemberKind.DATE)
@@ -276,6 +284,9 @@ def request_body(
     hook = body.get("on_failure")
     if isinstance(hook, dict) and "url" not in hook:
         body["on_failure"] = None  # no URL: no hook (headers alone say nothing)
+    alert = body.get("alert")
+    if isinstance(alert, dict) and alert.get("late_after_seconds") is None:
+        body["alert"] = None  # left empty: not reported
     return body, errors
 
 
@@ -351,6 +362,7 @@ def form_values(view: Mapping[str, Any]) -> dict[str, str]:
             "pause_after_failures": number(view["pause_after_failures"]),
             "on_failure.url": hook.get("url", ""),
             "on_failure.headers": json.dumps(hook["headers"]) if hook.get("headers") else "",
+            "alert.late_after_seconds": number((view["alert"] or {}).get("late_after_seconds")),
             "metadata": json.dumps(view["metadata"]),
         }
     )
@@ -380,4 +392,6 @@ def _first_input_under(field: str) -> str:
         return "notation"
     if field == "on_failure" or field.startswith("on_failure."):
         return "on_failure.url"
+    if field == "alert":
+        return "alert.late_after_seconds"
     return ""

@@ -232,7 +232,15 @@ def failure_rows(view: Mapping[str, Any]) -> list[Row]:
             "never" if pause is None else f"after {pause} failed occurrences in a row",
         ),
         Row("failures reported to", "nowhere" if hook is None else f"POST {hook['url']}"),
+        Row("late or missed occurrences", _alert(view["alert"])),
     ]
+
+
+def _alert(alert: Mapping[str, Any] | None) -> str:
+    if alert is None:
+        return "not reported"
+    after = _seconds(alert["late_after_seconds"])
+    return f"reported there: late when not started {after} after their time; missed when dropped"
 
 
 def about_rows(view: Mapping[str, Any]) -> list[Row]:

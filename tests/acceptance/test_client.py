@@ -71,6 +71,11 @@ def exercise(client: SchedulerClient, receiver: Receiver) -> None:
     eventually(lambda: client.get(ids[1])["revision"] == updated["revision"])
     assert client.get(ids[1])["payload"]["body"] == {"from": "patched"}
     assert client.get(ids[1])["name"] == "c1"
+    alerted = {"on_failure": f"{receiver.url}/alerts", "alert": {"late_after_seconds": 60}}
+    updated = client.update(ids[2], alerted)
+    eventually(lambda: client.get(ids[2])["revision"] == updated["revision"])
+    alert = client.get(ids[2])["alert"]
+    assert alert is not None and alert["late_after_seconds"] == 60
 
     assert client.pause(first)["status"] == "paused"
     assert [s["id"] for s in client.list(status="paused")] == [first]

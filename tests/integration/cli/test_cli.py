@@ -395,3 +395,27 @@ def test_every_kind_of_target_through_the_client_and_the_cli(
         assert orders["kind"] == "sqs" and orders["queue_url"].endswith("/orders.fifo")
     code, out, _ = run(capfd, "schedules", "get", "call", "--url", url)
     assert code == 0 and "cli-s3cret" not in out and '"kind": "http"' in out
+
+
+def test_an_alert_is_set_from_the_body_file_and_shown_by_get(
+    served: tuple[ApiUnderTest, str], capfd: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    api, url = served
+    made = tmp_path / "schedule.json"
+    hook = {"on_failure": "https://alerts.example.com/in"}
+    made.write_text(json.dumps({**BODY, **hook, "alert": {"late_after_seconds": 90}}))
+    code, _, err = run(capfd, "schedules", "create", "-f", str(made), "--id", "daily", "--url", url)
+    assert code == 0, err
+    api.apply()
+    code, out, _ = run(capfd, "schedules", "get", "daily", "--url", url)
+    lines = [line.split(None, 1) for line in out.splitlines()]
+    assert code == 0 and ["alert:", '{"late_after_seconds": 90}'] in lines
+    changes = tmp_path / "changes.json"
+    changes.write_text('{"alert": {"late_after_seconds": 0}}')
+    code, _, err = run(capfd, "schedules", "update", "daily", "-f", str(changes), "--url", url)
+    assert code == 1 and "  alert.late_after_seconds: " in err
+    changes.write_text('{"alert": null}')
+    assert run(capfd, "schedules", "update", "daily", "-f", str(changes), "--url", url)[0] == 0
+    api.apply()
+    code, out, _ = run(capfd, "schedules", "get", "daily", "--url", url)
+    assert ["alert:", "-"] in [line.split() for line in out.splitlines()]

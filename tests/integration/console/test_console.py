@@ -509,3 +509,31 @@ def test_the_signing_secrets_page_shows_ids_and_times_never_a_secret(api: ApiUnd
         ("deployment", "current")
     ]
     assert rotation["id"] not in html
+
+
+def test_an_alert_is_set_shown_and_cleared_through_the_console(api: ApiUnderTest) -> None:
+    log_in(api.client, ACME_KEY)
+    alone = api.client.post(
+        "/console/schedules/new", data=form(id="late", **{"alert.late_after_seconds": "90"})
+    )
+    assert alone.status_code == 422
+    assert "on_failure" in errors_beside_fields(text(alone))["alert.late_after_seconds"]
+    assert api.queued() == 0
+    hooked = {"on_failure.url": "https://alerts.example.com/in", "alert.late_after_seconds": "90"}
+    created = api.client.post("/console/schedules/new", data=form(id="late", **hooked))
+    assert created.status_code == 303, text(created)
+    api.apply()
+    stored = api.backends.store.get_schedule("acme", "late")
+    assert stored is not None and stored.live_definition.alert is not None
+    assert stored.live_definition.alert.late_after_seconds == 90
+    page = text(api.client.get("/console/schedules/late"))
+    assert "late when not started 90 s after their time" in page
+    edit = text(api.client.get("/console/schedules/late/edit"))
+    assert re.search(r'name="alert.late_after_seconds" type="number" value="90"', edit)
+    cleared = {**hooked, "alert.late_after_seconds": ""}
+    saved = api.client.post("/console/schedules/late/edit", data=form(**cleared))
+    assert saved.status_code == 303, text(saved)
+    api.apply()
+    stored = api.backends.store.get_schedule("acme", "late")
+    assert stored is not None and stored.live_definition.alert is None
+    assert "not reported" in text(api.client.get("/console/schedules/late"))
