@@ -208,6 +208,7 @@ class Schedule(TypedDict):
     on_failure: FailureHook | None
     overlap: str  # "allow", "skip" or "buffer_one"
     alert: Alert | None  # occurrence.late and occurrence.missed told at on_failure
+    managed_by: str | None  # what keeps it (``scheduler apply``'s label); None: by hand
     runs: int
     superseded: int
     failures: int

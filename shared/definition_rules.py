@@ -34,6 +34,13 @@ MAX_PAUSE_AFTER_FAILURES = 1000
 # (``alert.late_after_seconds``): a week.
 MAX_LATE_AFTER_SECONDS = 7 * 86_400
 
+# ``managed_by``: what keeps the schedule (``scheduler apply`` of a repository's files, a
+# deployment tool), so that a prune removes only its own schedules.
+MANAGED_BY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,99}\Z")
+MANAGED_BY_RULE = (
+    "1 to 100 characters: letters, digits, . _ : / @ -, starting with a letter or digit"
+)
+
 # Limits of the call a schedule makes.
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 MAX_URL_LENGTH = 2048

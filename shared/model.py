@@ -142,6 +142,8 @@ class ScheduleDefinition:
     overlap: OverlapPolicy = OverlapPolicy.ALLOW
     # Lateness and absence told at ``on_failure`` (None: not told).
     alert: Alert | None = None
+    # What keeps the schedule (``scheduler apply``'s label); ``None``: a person, by hand.
+    managed_by: str | None = None
 
     def to_document(self) -> dict[str, JSON]:
         return {
@@ -161,6 +163,7 @@ class ScheduleDefinition:
             "on_failure": None if self.on_failure is None else self.on_failure.to_document(),
             "overlap": self.overlap.value,
             "alert": None if self.alert is None else self.alert.to_document(),
+            "managed_by": self.managed_by,
         }
 
     @classmethod
@@ -184,6 +187,7 @@ class ScheduleDefinition:
             else None,
             overlap=OverlapPolicy(document.get("overlap") or OverlapPolicy.ALLOW.value),
             alert=Alert.from_document(alert) if (alert := document.get("alert")) else None,
+            managed_by=document.get("managed_by"),
         )
 
 

@@ -104,6 +104,7 @@ OTHER_INPUTS = (
     "on_failure.headers",
     "alert.late_after_seconds",
     "metadata",
+    "managed_by",
 )
 INPUTS = frozenset(
     [
@@ -364,6 +365,7 @@ def form_values(view: Mapping[str, Any]) -> dict[str, str]:
             "on_failure.headers": json.dumps(hook["headers"]) if hook.get("headers") else "",
             "alert.late_after_seconds": number((view["alert"] or {}).get("late_after_seconds")),
             "metadata": json.dumps(view["metadata"]),
+            "managed_by": view["managed_by"] or "",
         }
     )
     return values

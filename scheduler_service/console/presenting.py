@@ -250,6 +250,8 @@ def about_rows(view: Mapping[str, Any]) -> list[Row]:
     if view["tags"]:
         rows.append(Row("tags", ", ".join(view["tags"])))
     rows.append(Row("priority", str(view["priority"])))
+    if view["managed_by"]:
+        rows.append(Row("managed by", view["managed_by"], "code"))
     if view["metadata"]:
         rows.append(Row("metadata", json.dumps(view["metadata"], ensure_ascii=False), "code"))
     rows += [

@@ -280,6 +280,12 @@ class ScheduleViewSchema(Open):
         attribute="definition.alert",
         metadata={"description": "lateness and absence told at on_failure; null: not told"},
     )
+    managed_by = fields.String(
+        allow_none=True,
+        required=True,
+        attribute="definition.managed_by",
+        metadata={"description": "what keeps it (`scheduler apply`'s label); null: by hand"},
+    )
     runs = fields.Integer(required=True, attribute="schedule.run_count")
     failures = fields.Integer(required=True, attribute="schedule.failure_count")
     consecutive_failures = fields.Integer(

@@ -71,6 +71,7 @@ class SchedulePatchSchema(Schema):
     overlap = fields.Raw(allow_none=True)
     on_failure = fields.Raw(allow_none=True, metadata={"description": "replaced whole"})
     alert = fields.Raw(allow_none=True)
+    managed_by = fields.Raw(allow_none=True)
 
 
 def stored_body(definition: ScheduleDefinition) -> dict[str, JSON]:
@@ -92,6 +93,7 @@ def stored_body(definition: ScheduleDefinition) -> dict[str, JSON]:
         "overlap": definition.overlap.value,
         "on_failure": definition.on_failure and definition.on_failure.to_document(),
         "alert": definition.alert and definition.alert.to_document(),
+        "managed_by": definition.managed_by,
     }
 
 

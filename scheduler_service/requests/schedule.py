@@ -41,6 +41,8 @@ from scheduler_service.requests.fields import (
 from scheduler_service.requests.targets import PayloadField
 from scheduler_service.requests.timing import ScheduleSpecSchema
 from shared.definition_rules import (
+    MANAGED_BY,
+    MANAGED_BY_RULE,
     MAX_JITTER_SECONDS,
     MAX_PAUSE_AFTER_FAILURES,
     check_metadata,
@@ -209,6 +211,16 @@ class ScheduleBodySchema(DomainChecked):
             "when its lease ends."
         },
     )
+    managed_by = fields.String(
+        load_default=None,
+        allow_none=True,
+        validate=validate.Regexp(MANAGED_BY, error=MANAGED_BY_RULE),
+        metadata={
+            "description": "what keeps this schedule, e.g. the repository whose files "
+            "`scheduler apply` applies; `scheduler apply --prune` deletes only schedules of its "
+            "own label. null or absent: kept by hand"
+        },
+    )
 
     @post_load(pass_original=True)
     def to_request(
@@ -233,6 +245,7 @@ class ScheduleBodySchema(DomainChecked):
             on_failure=body["on_failure"],
             overlap=body["overlap"],
             alert=body["alert"],
+            managed_by=body["managed_by"],
         )
         fire_if_past = original["schedule"].get("fire_if_past") is True
         return ScheduleRequest(body.get("id"), definition, names, fire_if_past)
