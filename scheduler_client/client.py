@@ -28,6 +28,7 @@ from scheduler_client.errors import ConnectionFailed, api_error
 from scheduler_client.types import (
     Accepted,
     Backfilled,
+    Comparison,
     DeadLetter,
     DeadLetterPage,
     Deleted,
@@ -145,6 +146,13 @@ class SchedulerClient:
             method, self._path(schedule_id), body=body, headers=headers, idempotent=True
         )
         return cast(Accepted, answer)
+
+    def diff(self, schedule_id: str, body: Mapping[str, Any]) -> Comparison:
+        """What ``replace(schedule_id, body)`` would do, storing nothing: ``create``,
+        ``update`` with the paths of the members it changes, or ``unchanged``; a bad body is
+        refused as ``replace`` would refuse it."""
+        path = self._path(schedule_id, "diff")
+        return cast(Comparison, self._call("POST", path, body=body, idempotent=True))
 
     def get(self, schedule_id: str) -> Schedule:
         return cast(Schedule, self._call("GET", self._path(schedule_id), idempotent=True))

@@ -35,6 +35,15 @@ class Accepted(TypedDict):
     next_schedule_time_local: str | None
 
 
+class Comparison(TypedDict):
+    """What a replace would do (``diff``): ``action`` is ``create``, ``update`` or
+    ``unchanged``; ``changes`` the paths an update changes (``payload.url``)."""
+
+    id: str
+    action: str
+    changes: list[str]
+
+
 class Deleted(TypedDict):
     id: str
     status: str

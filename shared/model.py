@@ -20,7 +20,7 @@ from shared.executions import nominal_time as nominal_time
 from shared.executions import tenths as tenths
 from shared.formats import occurrence_id
 from shared.jsonvalues import optional_int
-from shared.targets import DeliveryPayload, payload_from_document
+from shared.targets import DeliveryPayload, payload_body, payload_from_document
 from shared.targets.http import Payload as Payload
 from shared.timeutil import to_epoch_ms, utc_ms
 
@@ -163,6 +163,29 @@ class ScheduleDefinition:
             "on_failure": None if self.on_failure is None else self.on_failure.to_document(),
             "overlap": self.overlap.value,
             "alert": None if self.alert is None else self.alert.to_document(),
+            "managed_by": self.managed_by,
+        }
+
+    def body(self) -> dict[str, JSON]:
+        """The body a ``PUT`` would send to store it again (secrets in the clear): what a
+        ``PATCH`` merges onto, and what ``scheduler apply``'s plan compares."""
+        schedule = self.request.get("schedule") or self.timing.to_document()
+        return {
+            "name": self.name,
+            "description": self.description,
+            "type": self.type,
+            "schedule": dict(schedule),
+            "payload": payload_body(self.payload),
+            "metadata": dict(self.metadata),
+            "tags": list(self.tags),
+            "priority": self.priority,
+            "retry": self.retry.to_document(),
+            "misfire": self.misfire.to_document(),
+            "jitter_seconds": self.jitter_seconds,
+            "pause_after_failures": self.pause_after_failures,
+            "overlap": self.overlap.value,
+            "on_failure": self.on_failure and self.on_failure.to_document(),
+            "alert": self.alert and self.alert.to_document(),
             "managed_by": self.managed_by,
         }
 

@@ -18,7 +18,6 @@ from typing import Any
 import pendulum
 
 from scheduler_service.console import target_form
-from scheduler_service.requests.patch import stored_body
 from shared.definition_rules import METHODS
 from shared.model import MisfirePolicy, OverlapPolicy, Schedule, Unit
 from shared.notations import NOTATIONS, Member, MemberKind, Notation
@@ -251,7 +250,7 @@ def request_body(
     ``type``), or an input the request leaves out, is kept; an input sent empty is the API's
     default. Masked values sent back as shown keep the stored secrets (the service's
     ``keep_secrets``)."""
-    body: dict[str, Any] = stored_body(stored.live_definition) if stored is not None else {}
+    body: dict[str, Any] = stored.live_definition.body() if stored is not None else {}
     errors: list[dict[str, str]] = []
     body["schedule"] = schedule_part(values)
     kind = target_form.chosen_kind(values, body.get("payload"))

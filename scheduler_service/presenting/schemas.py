@@ -53,6 +53,25 @@ class ProblemSchema(Open):
     )
 
 
+class ComparisonSchema(Open):
+    """Dumps a ``scheduler_service.service.comparing.Comparison``."""
+
+    id = fields.String(required=True, attribute="schedule_id")
+    action = fields.String(
+        required=True,
+        validate=validate.OneOf(["create", "update", "unchanged"]),
+        metadata={"description": "what a PUT of this body would do"},
+    )
+    changes = fields.List(
+        fields.String(),
+        required=True,
+        metadata={
+            "description": "for an update: the members it changes, as paths (payload.url, "
+            "tags); never their values"
+        },
+    )
+
+
 class AcceptedSchema(Open):
     """Dumps a ``scheduler_service.service.Accepted``."""
 

@@ -23,7 +23,6 @@ from scheduler_service.requests.schedule import ScheduleBodySchema, ScheduleRequ
 from shared.errors import InvalidInput
 from shared.model import JSON, ScheduleDefinition
 from shared.notations import NOTATIONS
-from shared.targets import payload_body
 
 # The members that name a notation: a PATCH naming one replaces the stored schedule whole.
 TIMING_FORMS = tuple(notation.form for notation in NOTATIONS)
@@ -74,29 +73,6 @@ class SchedulePatchSchema(Schema):
     managed_by = fields.Raw(allow_none=True)
 
 
-def stored_body(definition: ScheduleDefinition) -> dict[str, JSON]:
-    """The body a ``PUT`` would send to store ``definition`` again (secrets in the clear)."""
-    schedule = definition.request.get("schedule") or definition.timing.to_document()
-    return {
-        "name": definition.name,
-        "description": definition.description,
-        "type": definition.type,
-        "schedule": dict(schedule),
-        "payload": payload_body(definition.payload),
-        "metadata": dict(definition.metadata),
-        "tags": list(definition.tags),
-        "priority": definition.priority,
-        "retry": definition.retry.to_document(),
-        "misfire": definition.misfire.to_document(),
-        "jitter_seconds": definition.jitter_seconds,
-        "pause_after_failures": definition.pause_after_failures,
-        "overlap": definition.overlap.value,
-        "on_failure": definition.on_failure and definition.on_failure.to_document(),
-        "alert": definition.alert and definition.alert.to_document(),
-        "managed_by": definition.managed_by,
-    }
-
-
 def merge_patch(target: JSON, patch: JSON) -> JSON:
     """RFC 7396: ``patch`` applied to ``target``."""
     if not isinstance(patch, dict):
@@ -131,7 +107,7 @@ def patched_request(stored: ScheduleDefinition, patch: dict[str, JSON]) -> Sched
     definition's body and loaded as a ``PUT`` body, or ``InvalidInput`` naming every bad field
     of the result."""
     changes = {name: value for name, value in patch.items() if name != "id"}
-    merged = patched_body(stored_body(stored), changes)
+    merged = patched_body(stored.body(), changes)
     try:
         body: ScheduleRequest = ScheduleBodySchema().load(merged)
     except ValidationError as exc:
