@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from scheduler_cli import keys, operator, receiver, signing_secrets
+from scheduler_cli import apply, keys, operator, receiver, signing_secrets
 from scheduler_cli.components import build_executor, build_poller, build_processor
 from scheduler_cli.serving import ApiProcess, run_api
 from shared.backends import KEY_FILE, Backends, open_backends, opened_store
@@ -74,12 +74,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "reseal", help="seal every stored schedule anew with the first of SCHEDULER_SECRET_KEYS"
     )
     operator.add_commands(commands)
+    apply.add_commands(commands)
     signing_secrets.add_commands(commands)
     keys.add_commands(commands)
     receiver.add_command(commands)
     args = parser.parse_args(argv)
     if args.command in ("schedules", "executions", "dead-letters"):
         return operator.run(args, dict(os.environ))
+    if args.command in ("apply", "export"):
+        return apply.run(args, dict(os.environ))
     if args.command == "signing-secrets":
         return signing_secrets.run(args, dict(os.environ))
     if args.command == "receiver":

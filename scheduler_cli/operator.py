@@ -96,14 +96,15 @@ DEAD_LETTER_COLUMNS = (
 )
 
 
-def client_options(parser: argparse.ArgumentParser) -> None:
+def client_options(parser: argparse.ArgumentParser, *, json_answer: bool = True) -> None:
     parser.add_argument(
         "--url",
         help="where the API listens, as scheduler dev prints it or without its path or "
         "http:// (SCHEDULER_API_URL; http://127.0.0.1:8080)",
     )
     parser.add_argument("--api-key", help="API key (SCHEDULER_API_KEY); none for scheduler dev")
-    parser.add_argument("--json", action="store_true", help="print the API's JSON answer")
+    if json_answer:
+        parser.add_argument("--json", action="store_true", help="print the API's JSON answer")
 
 
 def client_of(args: argparse.Namespace, environ: dict[str, str]) -> SchedulerClient:
