@@ -69,6 +69,12 @@ COSTLY_PER_POLL = 2
 # one read of the store this often when none is due.
 LATE_CHECK_SECONDS = 1.0
 
+# Priority under a backlog (docs/architecture.md, "Priority under a backlog"): a claim takes
+# the highest priority first (shared.store_rules.BY_PRIORITY); while the poller is behind (its
+# last claim came back full), every OLDEST_EVERY-th claim takes the earliest due whatever its
+# priority, so the most overdue schedule waits at most that many claims.
+OLDEST_EVERY = 4
+
 
 @dataclass
 class PollerStats:
@@ -105,6 +111,8 @@ class Poller:
         self.alerts = alerts
         self.late_checks = LateChecks(store, alerts) if alerts is not None else None
         self._next_late_check = time.monotonic()
+        # Claims in a row that came back full (the poller is behind).
+        self._full_claims = 0
 
     def run(self, shutdown: Shutdown) -> None:
         log.info("poller started", extra={"event": "poller_started", "owner": self.owner})
@@ -183,7 +191,10 @@ class Poller:
             limit=settings.claim_batch_size,
             owner=self.owner,
             lease_until=now + timedelta(seconds=settings.poller_lease_seconds),
+            oldest_first=self._full_claims % OLDEST_EVERY == OLDEST_EVERY - 1,
         )
+        full = len(claimed) >= settings.claim_batch_size
+        self._full_claims = self._full_claims + 1 if full else 0
         CLAIM_BATCH.observe(len(claimed))
         if not claimed:
             return 0

@@ -76,7 +76,15 @@ DEFINITION_LANDS = (REVISION < Param("revision")) & ~(
     (STATUS == DELETED) & (STATE_REVISION >= Param("revision"))
 )
 # What a store keeps of a definition (``shared.adapters.records.definition_fields``).
-DEFINITION_FIELDS = ("definition", "name", "tags", "target", "name_key", "pause_after_failures")
+DEFINITION_FIELDS = (
+    "definition",
+    "name",
+    "tags",
+    "target",
+    "name_key",
+    "pause_after_failures",
+    "priority",
+)
 
 LAND_DEFINITION = Write(
     "schedules",
@@ -238,6 +246,12 @@ def state_params(
 # lease ran out: its poller died).
 DUE = (STATUS == ACTIVE) & (NEXT_TIME <= Param("horizon"))
 CLAIMABLE = DUE & ((LEASE_UNTIL == None) | (LEASE_UNTIL < Param("now")))
+# The order a claim takes what is due in (issue 27 item 4; docs/architecture.md, "Priority
+# under a backlog"): the highest priority first, then the earliest; and, for the claims of a
+# poller that is behind which age the backlog (``polling_worker.worker.OLDEST_EVERY``), the
+# earliest first whatever its priority. Pairs of a stored field and whether it descends.
+BY_PRIORITY = (("priority", True), ("next_schedule_time", False))
+OLDEST_FIRST = (("next_schedule_time", False),)
 CLAIM = Write(
     "schedules",
     SCHEDULE_KEY,

@@ -2,9 +2,10 @@
 
 The fields have the same names and kinds in every store: a record's attributes, plus what a
 store keeps beside them for its queries (a schedule's ``name``, ``tags``, ``target``,
-``name_key`` and ``pause_after_failures``; an execution record's ``discarded_at``). Their
-values here are as Python has them: instants aware UTC, flags ``bool``, statuses their text, a
-definition its sealed JSON text (``shared.definition_codec``), an attempt log a list of entries.
+``name_key``, ``pause_after_failures`` and ``priority``; an execution record's
+``discarded_at``). Their values here are as Python has them: instants aware UTC, flags
+``bool``, statuses their text, a definition its sealed JSON text
+(``shared.definition_codec``), an attempt log a list of entries.
 Each backend turns these into its own columns or document fields, by kind, in one place
 (``shared.adapters.sqlite.rows``, ``shared.adapters.mongo.documents``).
 """
@@ -58,6 +59,7 @@ SCHEDULE: Mapping[str, Kind] = {
     "target": Kind.VALUE,
     "name_key": Kind.VALUE,
     "pause_after_failures": Kind.VALUE,
+    "priority": Kind.VALUE,
     "next_schedule_time": Kind.INSTANT,
     "accepted_at": Kind.INSTANT,
     "created_at": Kind.INSTANT,
@@ -146,6 +148,7 @@ def definition_fields(definition: ScheduleDefinition, definitions: DefinitionCod
         "target": target_of(definition.payload.location),
         "name_key": name_key(definition.name),
         "pause_after_failures": definition.pause_after_failures,
+        "priority": definition.priority,
     }
 
 

@@ -209,16 +209,24 @@ class ScheduleStore(ABC):
 
     @abstractmethod
     def claim_due_schedules(
-        self, horizon: datetime, now: datetime, limit: int, owner: str, lease_until: datetime
+        self,
+        horizon: datetime,
+        now: datetime,
+        limit: int,
+        owner: str,
+        lease_until: datetime,
+        oldest_first: bool = False,
     ) -> list[Schedule]:
-        """Claim at most ``limit`` active schedules with ``next_schedule_time <= horizon``.
+        """Claim at most ``limit`` active schedules with ``next_schedule_time <= horizon``, in
+        the order of ``shared.store_rules.BY_PRIORITY`` (the highest priority first, then the
+        earliest) and returned in it; with ``oldest_first``, of ``OLDEST_FIRST``.
 
-        Earliest first; except that a claim following a full one may take the earliest of a part
-        of the due schedules (MongoDB: a window of slices), so that concurrent callers take
-        disjoint work, as long as the most overdue is claimed within a bounded number of
-        claims. A claimed schedule is invisible to other claims until ``lease_until``
-        or until the owner advances it; schedules whose lease expired (their poller died) are
-        claimable again. Two concurrent callers never receive the same schedule.
+        A claim following a full one may take them from a part of the due schedules (MongoDB:
+        a window of slices), so that concurrent callers take disjoint work, as long as the most
+        overdue is claimed within a bounded number of claims. A claimed schedule is invisible
+        to other claims until ``lease_until`` or until the owner advances it; schedules whose
+        lease expired (their poller died) are claimable again. Two concurrent callers never
+        receive the same schedule.
         """
 
     def advance_schedule(

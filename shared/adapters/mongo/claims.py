@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from pymongo import ASCENDING
+from pymongo import ASCENDING, DESCENDING
 from pymongo.errors import PyMongoError
 
 from shared.adapters.mongo.base import Document, MongoBacked, write_cases_of
@@ -19,7 +19,7 @@ from shared.adapters.mongo.transient import transient
 from shared.guards import holds
 from shared.model import Schedule
 from shared.ports import ScheduleStore
-from shared.store_rules import CLAIM, CLAIMABLE, DUE
+from shared.store_rules import BY_PRIORITY, CLAIM, CLAIMABLE, DUE, OLDEST_FIRST
 
 # How often a claim looks again for candidates it lost to a concurrent claimer.
 _CLAIM_ROUNDS = 3
@@ -85,7 +85,13 @@ class MongoClaims(MongoBacked, ScheduleStore):
         self._claim_cursors: dict[str, _ClaimCursor] = {}
 
     def claim_due_schedules(
-        self, horizon: datetime, now: datetime, limit: int, owner: str, lease_until: datetime
+        self,
+        horizon: datetime,
+        now: datetime,
+        limit: int,
+        owner: str,
+        lease_until: datetime,
+        oldest_first: bool = False,
     ) -> list[Schedule]:
         # A constant number of round trips per batch, whatever its size: the candidates' ids
         # from the (status, next_schedule_time, slice, lease_until) index, one guarded
@@ -97,6 +103,10 @@ class MongoClaims(MongoBacked, ScheduleStore):
         # holds.
         params = {"horizon": horizon, "now": now, "owner": owner, "lease_until": lease_until}
         filters = Filters("schedules", params)
+        # By priority from the (status, priority, next_schedule_time, slice, lease_until)
+        # index: read a priority at a time, each from its earliest to the horizon.
+        order = OLDEST_FIRST if oldest_first else BY_PRIORITY
+        sort = [(name, DESCENDING if descending else ASCENDING) for name, descending in order]
         cursor = self._claim_cursors.setdefault(owner, _ClaimCursor())
         window = cursor.next_window()
         claimed: list[Schedule] = []
@@ -115,9 +125,7 @@ class MongoClaims(MongoBacked, ScheduleStore):
                     in_window = {"slice": {"$gte": window[0], "$lt": window[1]}}
                     selector.setdefault("$and", []).append(in_window)
                 candidates = list(
-                    self.schedules.find(selector, dict.fromkeys(_READ, 1))
-                    .sort("next_schedule_time", ASCENDING)
-                    .limit(wanted)
+                    self.schedules.find(selector, dict.fromkeys(_READ, 1)).sort(sort).limit(wanted)
                 )
                 if not candidates and window is None:
                     break
@@ -134,7 +142,7 @@ class MongoClaims(MongoBacked, ScheduleStore):
                 # This window has no more due: the rest from all slices.
                 window = None
         cursor.behind = len(claimed) >= limit
-        claimed.sort(key=_due_order)
+        claimed.sort(key=_oldest_order if oldest_first else _priority_order)
         return claimed
 
     def _stamp_claims(
@@ -187,6 +195,10 @@ class MongoClaims(MongoBacked, ScheduleStore):
             raise
 
 
-def _due_order(schedule: Schedule) -> tuple[datetime, str]:
+def _oldest_order(schedule: Schedule) -> tuple[datetime, str]:
     assert schedule.next_schedule_time is not None  # claimed schedules are due
     return schedule.next_schedule_time, schedule.schedule_id
+
+
+def _priority_order(schedule: Schedule) -> tuple[int, datetime, str]:
+    return (-schedule.live_definition.priority, *_oldest_order(schedule))

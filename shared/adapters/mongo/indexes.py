@@ -19,12 +19,14 @@ checks it at every start.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from pymongo import ASCENDING, DESCENDING, UpdateOne
+from pymongo.collection import Collection
 from pymongo.database import Database
 from pymongo.errors import DuplicateKeyError, OperationFailure
 
@@ -80,41 +82,70 @@ class DropIndexes:
                 collection.drop_index(name)
 
 
+def _fill(
+    schedules: Collection[Document],
+    missing: str,
+    read: tuple[str, ...],
+    values_of: Callable[[Document], Document],
+) -> None:
+    """Set on each schedule stored without the field ``missing`` the fields ``values_of`` its
+    stored ``read`` fields gives, a batch of writes at a time; each write is guarded by the
+    definition it read."""
+    stored = schedules.find(
+        {missing: {"$exists": False}, "definition": {"$ne": None}},
+        dict.fromkeys(("definition", *read), 1),
+    )
+    fills: list[UpdateOne] = []
+    for document in stored:
+        fills.append(
+            UpdateOne(
+                {"_id": document["_id"], "definition": document["definition"]},
+                {"$set": values_of(document)},
+            )
+        )
+        if len(fills) == _KEYS_PER_FILL:
+            schedules.bulk_write(fills, ordered=False)
+            fills = []
+    if fills:
+        schedules.bulk_write(fills, ordered=False)
+
+
 @dataclass(frozen=True)
 class FillSearchFields:
     """Give the schedules stored before the fields of search and order were kept (``target``
     beside the sealed payload, ``name_key``) theirs. Processes starting together may each fill
-    some, to the same values; each write is guarded by the definition it read."""
+    some, to the same values."""
 
     def apply(self, database: Database[Document], target_of: TargetOf) -> None:
         if database["migrations"].find_one({"_id": _SEARCH_FIELDS_FILLED}) is not None:
             return
-        schedules = database["schedules"]
-        stored = schedules.find(
-            {"name_key": {"$exists": False}, "definition": {"$ne": None}},
-            {"definition": 1, "name": 1},
+        _fill(
+            database["schedules"],
+            "name_key",
+            ("name",),
+            lambda document: {
+                "target": target_of(document["definition"]),
+                "name_key": name_key(document["name"]),
+            },
         )
-        fills: list[UpdateOne] = []
-        for document in stored:
-            fills.append(
-                UpdateOne(
-                    {"_id": document["_id"], "definition": document["definition"]},
-                    {
-                        "$set": {
-                            "target": target_of(document["definition"]),
-                            "name_key": name_key(document["name"]),
-                        }
-                    },
-                )
-            )
-            if len(fills) == _KEYS_PER_FILL:
-                schedules.bulk_write(fills, ordered=False)
-                fills = []
-        if fills:
-            schedules.bulk_write(fills, ordered=False)
 
 
-Step = Index | DropIndexes | FillSearchFields
+@dataclass(frozen=True)
+class FillPriorities:
+    """Give the schedules stored before their priority was kept beside the definition (for
+    the claim's order, ``shared.store_rules.BY_PRIORITY``) theirs, from the definition's text
+    (where the priority is never sealed)."""
+
+    def apply(self, database: Database[Document], target_of: TargetOf) -> None:
+        _fill(
+            database["schedules"],
+            "priority",
+            (),
+            lambda document: {"priority": json.loads(document["definition"]).get("priority", 5)},
+        )
+
+
+Step = Index | DropIndexes | FillSearchFields | FillPriorities
 
 
 _BY_ID = ("schedule_id", ASCENDING)
@@ -206,6 +237,23 @@ STEPS: tuple[Versioned, ...] = (
     # The lateness checks (shared.lateness): the schedules whose cursor is due. Those without
     # an alert keep null there, which a range of dates never reads.
     Versioned(18, Index("schedules", (("late_check_at", ASCENDING),))),
+    # The poller's claim by priority (shared.store_rules.BY_PRIORITY; issue 27 item 4): the
+    # due of each priority in time order, the highest first; the slice and lease checked in
+    # the index, as step 1's. The schedules stored before carry their priority first.
+    Versioned(19, FillPriorities()),
+    Versioned(
+        20,
+        Index(
+            "schedules",
+            (
+                ("status", ASCENDING),
+                ("priority", DESCENDING),
+                ("next_schedule_time", ASCENDING),
+                ("slice", ASCENDING),
+                ("lease_until", ASCENDING),
+            ),
+        ),
+    ),
 )
 
 

@@ -236,6 +236,19 @@ def _late_checks(connection: sqlite3.Connection, target_of: TargetOf) -> None:
     )
 
 
+def _priorities(connection: sqlite3.Connection, target_of: TargetOf) -> None:
+    # Each schedule's priority beside its definition, for the claim's order (BY_PRIORITY of
+    # shared.store_rules), filled from the definition (where priority is never sealed); only
+    # where missing, as migration 3.
+    present = {row["name"] for row in connection.execute("PRAGMA table_info(schedules)")}
+    if "priority" not in present:
+        connection.execute("ALTER TABLE schedules ADD COLUMN priority INTEGER NOT NULL DEFAULT 5")
+        connection.execute(
+            "UPDATE schedules SET priority = coalesce(json_extract(definition, '$.priority'), 5)"
+            " WHERE definition IS NOT NULL"
+        )
+
+
 @dataclass(frozen=True)
 class Migration:
     """One step of the schema: ``apply`` runs inside the write transaction that records it."""
@@ -251,6 +264,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(3, "each API key's role", _key_roles),
     Migration(4, "a schedule's overlap marker", _overlap_marker),
     Migration(5, "each schedule's lateness cursor", _late_checks),
+    Migration(6, "each schedule's priority beside its definition", _priorities),
 )
 
 _RECORD_TABLE = """CREATE TABLE IF NOT EXISTS store_migrations (

@@ -11,7 +11,7 @@ from typing import Any
 from shared.adapters.guarded import Outcome
 from shared.adapters.sqlite.base import SqliteBacked, statements, write_in
 from shared.adapters.sqlite.migrations import migrate
-from shared.adapters.sqlite.sql import Folded, Params, chunks, where
+from shared.adapters.sqlite.sql import Folded, Params, chunks, ordered, where
 from shared.definition_cache import DefinitionCache
 from shared.errors import Transient
 from shared.execution_rules import EXPIRED_EXECUTION
@@ -20,12 +20,14 @@ from shared.model import Schedule
 from shared.ports import Advance, DefinitionToApply, ScheduleStore
 from shared.store_rules import (
     ADVANCE,
+    BY_PRIORITY,
     CLAIM,
     CLAIMABLE,
     COUNT_FAILURE,
     COUNT_SUCCESS,
     EXPIRED_SCHEDULE,
     LAND_DEFINITION,
+    OLDEST_FIRST,
     PAUSE_ON_FAILURES,
     SHOWN,
     Run,
@@ -40,9 +42,13 @@ _KEYS_PER_READ = 500
 ROWS_PER_STATEMENT = 400
 # A definition lands in one statement: an upsert, where its guard holds.
 _LAND, _LAND_ORDER = statements(LAND_DEFINITION).upsert(1, ("1",))
-_CLAIMABLE = (
-    f"SELECT * FROM schedules WHERE {where('schedules', CLAIMABLE)} ORDER BY next_ms LIMIT :limit"
-)
+# The due read in time order from the schedules_due index, then sorted (what is due, not what
+# is stored): an index by priority would be read through the schedules not yet due.
+_CLAIMABLE = {
+    oldest_first: f"SELECT * FROM schedules INDEXED BY schedules_due"
+    f" WHERE {where('schedules', CLAIMABLE)} ORDER BY {ordered(order)} LIMIT :limit"
+    for oldest_first, order in ((False, BY_PRIORITY), (True, OLDEST_FIRST))
+}
 _CLAIMABLE_PARAMS = Params(CLAIMABLE, "schedules")
 _COUNTS = Folded((COUNT_SUCCESS, COUNT_FAILURE))
 _EXPIRED = {
@@ -97,13 +103,19 @@ class SqliteSchedules(SqliteBacked, ScheduleStore):
             return [bool(connection.execute(_LAND, row).fetchall()) for row in rows]
 
     def claim_due_schedules(
-        self, horizon: datetime, now: datetime, limit: int, owner: str, lease_until: datetime
+        self,
+        horizon: datetime,
+        now: datetime,
+        limit: int,
+        owner: str,
+        lease_until: datetime,
+        oldest_first: bool = False,
     ) -> list[Schedule]:
         claim = {"horizon": horizon, "now": now, "owner": owner, "lease_until": lease_until}
         with self.db.write() as connection:
             # Under the write lock: the rows read are the rows leased, CLAIM's guard holds.
             rows = connection.execute(
-                _CLAIMABLE, {**_CLAIMABLE_PARAMS.named(claim), "limit": limit}
+                _CLAIMABLE[oldest_first], {**_CLAIMABLE_PARAMS.named(claim), "limit": limit}
             ).fetchall()
             connection.executemany(
                 statements(CLAIM).update,

@@ -300,6 +300,11 @@ class Folded:
         return values
 
 
+def ordered(order: Sequence[tuple[str, bool]]) -> str:
+    """An ``ORDER BY`` of stored fields, each with whether it descends."""
+    return ", ".join(f"{column(name)}{' DESC' if descending else ''}" for name, descending in order)
+
+
 def select(query: Query) -> tuple[str, dict[str, Any]]:
     """A listing's statement and its parameters."""
     direction = " DESC" if query.descending else ""

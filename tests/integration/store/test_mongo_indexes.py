@@ -19,12 +19,14 @@ from pymongo import ASCENDING, monitoring
 from shared.adapters.mongo.indexes import (
     STEPS,
     DropIndexes,
+    FillPriorities,
     Index,
     Versioned,
     ensure_indexes,
     indexes_version,
 )
 from shared.adapters.mongo.store import MongoStore
+from tests.integration.store.test_store_contract import MINUTE, T0, TENANT, definition
 from tests.support.harness import TEST_SECRETS
 from tests.support.peers import MONGO_URL, mongo_url_for
 
@@ -156,3 +158,23 @@ def test_processes_starting_together_leave_each_index_once(request: pytest.Fixtu
     finally:
         client.drop_database(name)
         client.close()
+
+
+def test_the_schedules_stored_before_priorities_were_kept_get_theirs(
+    database: tuple[Any, str, Commands],
+) -> None:
+    """The claim takes the highest priority first (issue 27 item 4) by the priority kept
+    beside the definition: a schedule stored before gets it from its definition."""
+    client, name, _ = database
+    store = MongoStore(client, name, secrets=TEST_SECRETS)
+    store.ensure_indexes()
+    for schedule_id, priority, due in (("low", 2, T0 - MINUTE), ("high", 8, T0)):
+        store.apply_definition(TENANT, schedule_id, 1, definition(priority=priority), due, T0)
+    client[name]["schedules"].update_many({}, {"$unset": {"priority": ""}})
+    [fill] = [item.version for item in STEPS if isinstance(item.step, FillPriorities)]
+    client[name]["migrations"].update_one({"_id": "indexes"}, {"$set": {"version": fill - 1}})
+    MongoStore(client, name, secrets=TEST_SECRETS).ensure_indexes()
+    priorities = {d["schedule_id"]: d["priority"] for d in client[name]["schedules"].find()}
+    assert priorities == {"low": 2, "high": 8}
+    claimed = store.claim_due_schedules(T0, T0, 10, "poller-1", T0 + MINUTE)
+    assert [schedule.schedule_id for schedule in claimed] == ["high", "low"]

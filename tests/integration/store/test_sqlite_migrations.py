@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from shared.adapters.sqlite import migrations
 from shared.adapters.sqlite.db import SqliteDatabase
 from shared.adapters.sqlite.migrations import MIGRATIONS, Migration, migrate, schema_version
 from shared.adapters.sqlite.store import SqliteStore
@@ -184,3 +185,38 @@ def test_an_up_to_date_file_is_opened_without_the_write_lock(tmp_path: Path) -> 
     finally:
         holder.execute("ROLLBACK")
         holder.close()
+
+
+def test_the_migration_of_priorities_gives_the_schedules_stored_before_theirs(
+    tmp_path: Path,
+) -> None:
+    """The claim takes the highest priority first (issue 27 item 4): schedules stored before
+    the priority was kept beside the definition get theirs from it."""
+    [before] = [m.version - 1 for m in MIGRATIONS if m.apply is migrations._priorities]
+    database = SqliteDatabase(tmp_path / "store.db")
+    try:
+        assert migrate(database, str, MIGRATIONS[:before]) == before
+        codec = DefinitionCodec(TEST_SECRETS)
+        ms = to_epoch_ms(T0)
+        with database.write() as connection:
+            for schedule_id, priority, due in (("low", 2, ms - 60_000), ("high", 8, ms)):
+                connection.execute(
+                    "INSERT INTO schedules (tenant, schedule_id, revision, state_revision,"
+                    " status, definition, name, tags, next_ms, accepted_ms, created_ms,"
+                    " updated_ms) VALUES (?, ?, 1, 0, 'active', ?, '', '[]', ?, ?, ?, ?)",
+                    (
+                        TENANT,
+                        schedule_id,
+                        codec.encode(definition(priority=priority)),
+                        due,
+                        ms,
+                        ms,
+                        ms,
+                    ),
+                )
+        store = SqliteStore(database, secrets=TEST_SECRETS)
+        store.ensure_indexes()
+        claimed = store.claim_due_schedules(T0, T0, 10, "poller-1", T0 + MINUTE)
+        assert [schedule.schedule_id for schedule in claimed] == ["high", "low"]
+    finally:
+        database.close()

@@ -102,6 +102,7 @@ def definition(
     name: str = "nightly report",
     tags: tuple[str, ...] = (),
     url: str = "https://hooks.example.com/run",
+    priority: int = 5,
 ) -> ScheduleDefinition:
     return ScheduleDefinition(
         timing=Timing(timezone="Asia/Kolkata", interval=Every(5, Unit.MINUTE)),
@@ -115,6 +116,7 @@ def definition(
         name=name,
         tags=tags,
         metadata={"team.name": "billing", "$weird": True},
+        priority=priority,
     )
 
 
@@ -129,9 +131,10 @@ def create(
     tags: tuple[str, ...] = (),
     url: str = "https://hooks.example.com/run",
     accepted_at: datetime = T0 - MINUTE,
+    priority: int = 5,
 ) -> bool:
     return store.apply_definition(
-        tenant, schedule_id, revision, definition(name, tags, url), next_time, accepted_at
+        tenant, schedule_id, revision, definition(name, tags, url, priority), next_time, accepted_at
     )
 
 
@@ -394,6 +397,34 @@ def test_claim_respects_the_limit_earliest_first(store: Store) -> None:
         create(store, f"s{minute}", next_time=T0 - minute * MINUTE)
     assert claim(store, limit=2) == ["s4", "s3"]
     assert claim(store, owner="poller-2", limit=10) == ["s2", "s1", "s0"]
+
+
+def test_claim_takes_the_highest_priority_first_then_the_earliest(store: Store) -> None:
+    """Issue 27 item 4: of more due than a claim takes, the highest priority goes first (the
+    look-ahead's included), each priority earliest first; ``oldest_first`` (a poller behind
+    ages its backlog) takes the earliest whatever its priority."""
+    create(store, "p0-oldest", next_time=T0 - 60 * MINUTE, priority=0)
+    create(store, "p5-old", next_time=T0 - 30 * MINUTE)
+    create(store, "p9-soon", next_time=T0 + 4 * MINUTE, priority=9)
+    create(store, "p9-now", next_time=T0, priority=9)
+    create(store, "p7", next_time=T0 - MINUTE, priority=7)
+    create(store, "p9-beyond-horizon", next_time=T0 + 6 * MINUTE, priority=9)
+    assert claim(store, limit=3) == ["p9-now", "p9-soon", "p7"]
+    oldest = store.claim_due_schedules(
+        T0 + 5 * MINUTE, T0, 1, "poller-2", T0 + MINUTE, oldest_first=True
+    )
+    assert [schedule.schedule_id for schedule in oldest] == ["p0-oldest"]
+    assert claim(store, owner="poller-3") == ["p5-old"]
+
+
+def test_a_replace_moves_a_schedule_to_its_new_priority(store: Store) -> None:
+    create(store, "a", next_time=T0 - 2 * MINUTE, priority=1)
+    create(store, "b", next_time=T0 - MINUTE, priority=2)
+    create(store, "c", next_time=T0, priority=1)
+    assert create(store, "a", revision=2, next_time=T0 - 2 * MINUTE, priority=3)
+    assert claim(store, limit=1) == ["a"]
+    assert create(store, "b", revision=2, next_time=T0 - MINUTE, priority=0)
+    assert claim(store, owner="poller-2") == ["c", "b"]
 
 
 def test_claim_excludes_paused_completed_deleted_and_leased(store: Store) -> None:
