@@ -2,8 +2,9 @@
 
 ``Executor`` is the event loop: it holds the occurrences by time (``execution_worker.timer``),
 wakes ``CHECK_LEAD`` (10 ms) before the earliest is due, takes every occurrence due within
-``PREPARE_AHEAD`` (20 ms) as one batch, and hands the work to one role per concurrency
-context, never one blocking call per fire:
+``PREPARE_AHEAD`` (20 ms) as one batch (when more is due than there is room to call, the most
+urgent first: ``execution_worker.timer.DueOccurrences``), and hands the work to one role per
+concurrency context, never one blocking call per fire:
 - receiving (``execution_worker.receiving``, on the receive thread): batches from queue 2,
   while there is room (``max_held``: held, waiting, calling, and outcomes not yet recorded);
 - checking and beginning (``execution_worker.beginning``, on the begin thread): the version
@@ -29,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections import deque
 from collections.abc import Coroutine, Sequence
 from typing import Any
 
@@ -43,7 +43,13 @@ from execution_worker.settler import Settler
 from execution_worker.settling import Settling
 from execution_worker.signers import TenantSigners
 from execution_worker.threads import WorkThread
-from execution_worker.timer import CHECK_LEAD, PREPARE_AHEAD, Held, HeldOccurrences
+from execution_worker.timer import (
+    CHECK_LEAD,
+    PREPARE_AHEAD,
+    DueOccurrences,
+    Held,
+    HeldOccurrences,
+)
 from shared.adapters.targets import TargetContext, Targets
 from shared.backends import secret_box
 from shared.backoff import Backoff
@@ -120,7 +126,7 @@ class Executor:
         self.settling = Settling(self.settler, self.observer)
         self._threads = {name: WorkThread(name) for name in ("receive", "begin", "settle")}
         # Due, waiting for room among the calls in flight (or handed back by ``hosts``).
-        self._due: deque[Held] = deque()
+        self._due = DueOccurrences()
         self._calls = 0
         self._starting = 0
         self._batches = 0
@@ -212,7 +218,7 @@ class Executor:
             now = self.clock.now()
             next_due = self.held.next_due()
             if next_due is not None and next_due - CHECK_LEAD <= now:
-                self._due.extend(self.held.pop_due(now + PREPARE_AHEAD))
+                self._due.add(self.held.pop_due(now + PREPARE_AHEAD))
             self._start_due()
             wait = TICK_SECONDS
             next_due = self.held.next_due()
@@ -246,7 +252,7 @@ class Executor:
             return
         if self._batches and len(self._due) < SECOND_BATCH_FROM:
             return
-        batch = [self._due.popleft() for _ in range(min(room, len(self._due)))]
+        batch = self._due.take(room)
         self._starting += len(batch)
         self._batches += 1
         self._spawn(self._start_batch(batch))
@@ -292,14 +298,14 @@ class Executor:
             error, time.monotonic() - started
         )
         now = self.clock.now()
-        self._due.extendleft(reversed([item for item in items if item.visible_at > now]))
+        self._due.put_back([item for item in items if item.visible_at > now])
         self._poke()
 
     def start_calls(self, plan: Plan) -> None:
         """Take a checked batch on: its calls start, its skips and duplicates go."""
         self.observer.checked(plan.skipped, plan.superseded, plan.duplicates)
         self.settling.delete(plan.to_delete)
-        self._due.extendleft(reversed(plan.due_again))
+        self._due.put_back(plan.due_again)
         if plan.waiting:
             # Each waits for an earlier occurrence of its schedule: checked again shortly.
             again = self.clock.now() + OVERLAP_RECHECK
@@ -321,7 +327,7 @@ class Executor:
             self._calls -= 1
             waiter = self.hosts.release(call.host)
             if waiter is not None:
-                self._due.appendleft(waiter)
+                self._due.put_back([waiter])
             self._poke()
 
     async def _wait_for_calls(self, timeout: float) -> bool:

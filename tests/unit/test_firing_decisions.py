@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from execution_worker.sending import HostLimits
-from execution_worker.timer import HeldOccurrences
+from execution_worker.timer import PRIORITY_STEP, DueOccurrences, Held, HeldOccurrences
 from shared.adapters.http_target import destination
 from shared.decisions import (
     DELETED,
@@ -213,3 +213,41 @@ def test_held_occurrences_come_due_in_time_then_priority_order() -> None:
     # A retry waiting out a long delay is due at its not_before, not its scheduled time.
     assert [h.occurrence.schedule_id for h in held.pop_due(later)] == ["c", "d"]
     assert held.next_due() is None and len(held) == 0
+
+
+def due_items(*occurrences: Occurrence) -> list[Held]:
+    held = HeldOccurrences()
+    for item in occurrences:
+        held.hold(item, MESSAGE, NOON)
+    return held.take_all()
+
+
+def test_due_occurrences_go_highest_priority_first_each_level_worth_a_step_of_lateness() -> None:
+    """When more is due than an executor has room to call (issue 27 item 4)."""
+    due = DueOccurrences()
+    step = PRIORITY_STEP
+    due.add(
+        due_items(
+            Occurrence("t", "p0-old", 1, NOON - 10 * step, 0),
+            Occurrence("t", "p5", 1, NOON, 5),
+            Occurrence("t", "p9", 1, NOON + step, 9),
+            Occurrence("t", "p9-early", 1, NOON, 9),
+            Occurrence("t", "p0", 1, NOON, 0),
+            Occurrence("t", "p5-later", 1, NOON + step, 5),
+        )
+    )
+    # Urgency is the due time less a step per level: the priority-0 occurrence ten steps
+    # overdue goes before a priority 9 due now (no starvation), the rest by priority.
+    assert [item.occurrence.schedule_id for item in due.take(3)] == ["p0-old", "p9-early", "p9"]
+    assert [item.occurrence.schedule_id for item in due.take(10)] == ["p5", "p5-later", "p0"]
+    assert len(due) == 0 and due.take(1) == []
+
+
+def test_due_occurrences_put_back_go_first_in_their_order() -> None:
+    due = DueOccurrences()
+    due.add(due_items(Occurrence("t", "p9", 1, NOON, 9)))
+    again = due_items(Occurrence("t", "a", 1, NOON, 0), Occurrence("t", "b", 1, NOON, 0))
+    due.put_back(sorted(again, key=lambda item: item.occurrence.schedule_id))
+    due.put_back(due_items(Occurrence("t", "waiter", 1, NOON, 1)))
+    assert len(due) == 4
+    assert [item.occurrence.schedule_id for item in due.take(4)] == ["waiter", "a", "b", "p9"]
