@@ -2,9 +2,11 @@
 
 Part 1 counts the commands each store call sends (pymongo command monitoring) for ``--count``
 one-time schedules, taken through the production path in batches of ``--batch`` with the port
-methods the workers call: create (``apply_definition``), claim, advance, the executor's version
-check (``get_schedules``), begin (``begin_attempts``) and settle (``settle_attempts``: the
-record and the run count). Figures are commands per schedule and per batch.
+methods the workers call: create (``apply_definition``), the creates' change history
+(``record_changes``, in the processor's batches of ``Settings.processor_batch_size``), claim,
+advance, the executor's version check (``get_schedules``), begin (``begin_attempts``) and
+settle (``settle_attempts``: the record and the run count). Figures are commands per schedule
+and per batch.
 
 Part 2 times ``--claim-count`` due schedules claimed and advanced to completion by 1, 2 and 3
 poller processes (``--pollers``), each a loop of claim + advance as the poller runs it. Beside
@@ -37,10 +39,13 @@ from pymongo import monitoring
 from bench.common import cpu_seconds, free_port, report, table
 from bench.delay_proxy import delaying_proxy
 from bench.seed import TENANT, one_time_definition
+from scheduler_service.service.recording import field_changes
 from shared.adapters.mongo.store import MongoStore
+from shared.changes import Actor, ActorKind, Change, ChangeAction, ChangeNote
 from shared.model import AttemptOutcome, ExecutionStatus, Occurrence
 from shared.ports import Advance
 from shared.secrets import SecretBox, new_secret_key
+from shared.settings import Settings
 
 HOOK = "http://127.0.0.1:9/hook"
 
@@ -95,6 +100,20 @@ def _seed(store: MongoStore, count: int, due: datetime, prefix: str) -> None:
         )
 
 
+def _record_creates(store: MongoStore, count: int, at: datetime, prefix: str) -> None:
+    """The change history of ``_seed``'s creates, as the processor records it: one
+    ``record_changes`` a batch of mutations."""
+    actor = Actor(ActorKind.API_KEY, "bench", "bench")
+    batch = Settings().processor_batch_size
+    for start in range(0, count, batch):
+        changes = []
+        for index in range(start, min(count, start + batch)):
+            created = field_changes(None, one_time_definition(HOOK, at, f"bench-{index}"), ())
+            note = ChangeNote(ChangeAction.CREATE, actor, created)
+            changes.append(Change.of(TENANT, f"{prefix}-{index:07d}", 1, at, note))
+        store.record_changes(changes)
+
+
 def count_commands(url: str, count: int, batch: int) -> dict[str, Any]:
     """Commands per phase for ``count`` one-time schedules, create to recorded success."""
     database = f"scheduler_bench_{uuid.uuid4().hex[:8]}"
@@ -108,6 +127,8 @@ def count_commands(url: str, count: int, batch: int) -> dict[str, Any]:
         listener.take()
         _seed(store, count, now, "rounds")
         phases["create"] = listener.take()
+        _record_creates(store, count, now, "rounds")
+        phases["history"] = listener.take()
         claimed_all = []
         claims = Counter[str]()
         advances = Counter[str]()
@@ -181,7 +202,7 @@ def count_commands(url: str, count: int, batch: int) -> dict[str, Any]:
         "phases": rows,
         "total_commands": total,
         "per_schedule": total / count,
-        "per_schedule_after_create": (total - rows[0]["commands"]) / count,
+        "per_schedule_after_create": (total - rows[0]["commands"] - rows[1]["commands"]) / count,
     }
 
 

@@ -13,7 +13,8 @@ time of the next attempt (``Occurrence.not_before``), and the old one deleted. A
 receives it before that time sends it on again (``defer``); it is never attempted early.
 
 Once a batch is recorded, its failures are reported: a schedule that paused itself
-(``pause_after_failures``, in the store's write of the run counts) is logged and counted, and
+(``pause_after_failures``, in the store's write of the run counts) is logged, counted and recorded
+in its change history (by the system, one write for the batch's pauses), and
 the ``on_failure`` notifications go to ``execution_worker.notifier``, which sends them without
 holding up this thread.
 """
@@ -30,6 +31,7 @@ from datetime import datetime, timedelta
 from execution_worker.notifier import DEAD_LETTERED, PAUSED, FailureEvent
 from execution_worker.observer import ExecutorObserver
 from shared.backoff import Backoff
+from shared.changes import SYSTEM, Change, ChangeAction, FieldChange
 from shared.decisions import overlap_guarded
 from shared.messages import encode_occurrence
 from shared.model import (
@@ -224,17 +226,21 @@ class Settler:
             hook = _hook(schedules.get(_key(item)) or item.schedule)
             if hook is not None:
                 events.append(_event(DEAD_LETTERED, hook, item))
+        paused: list[Schedule] = []
         for key in keys:
             schedule, item = schedules.get(key), last[key]
             if not _paused_by(schedule, item):
                 continue
             assert schedule is not None
+            paused.append(schedule)
             self.observer.auto_paused(schedule, item.execution.occurrence_id, item.outcome.error)
             hook = _hook(schedule)
             if hook is not None:
                 events.append(_event(PAUSED, hook, item, schedule.consecutive_failures))
         if events and self.notify is not None:
             self.notify(events)
+        if paused:
+            self.store.record_changes([automatic_pause(schedule) for schedule in paused])
 
     def _wait_for_retry(self, item: Settled) -> None:
         delay = item.delay or timedelta(0)
@@ -247,6 +253,22 @@ class Settler:
                 defer(self.occurrences, item.occurrence, receipt, now + delay, now)
         except Exception as exc:
             self.observer.retry_delay_failed(exc)
+
+
+def automatic_pause(schedule: Schedule) -> Change:
+    """The change history's record of a pause ``pause_after_failures`` made, by the system, at
+    the state revision it made (``shared.model.revision_at`` of its time): written again (a
+    batch settled twice), it is kept once."""
+    return Change(
+        schedule.tenant,
+        schedule.schedule_id,
+        schedule.state_revision,
+        schedule.state_revision,
+        schedule.paused_at or schedule.updated_at,
+        ChangeAction.AUTOMATIC_PAUSE,
+        SYSTEM,
+        (FieldChange("state", ScheduleStatus.ACTIVE.value, ScheduleStatus.PAUSED.value),),
+    )
 
 
 def _key(item: Settled) -> tuple[str, str]:

@@ -154,26 +154,35 @@ class Poller:
         return self.late_checks.check(self.clock.now())
 
     def sweep_expired(self) -> tuple[int, int]:
-        """Delete what retention no longer keeps; a large backlog is worked off over sweeps."""
+        """Delete what retention no longer keeps; a large backlog is worked off over sweeps.
+        Returns the execution records and schedules deleted; a schedule's changes go after
+        the same time as its runs (``ChangeStore.purge_changes``), counted and logged."""
         settings = self.settings
         self._next_sweep = time.monotonic() + settings.retention_sweep_seconds
         now = self.clock.now()
         executions_before = now - timedelta(days=settings.execution_retention_days)
         schedules_before = now - timedelta(days=settings.schedule_retention_days)
-        executions = schedules = 0
+        executions = schedules = changes = 0
         for _ in range(SWEEP_BATCHES):
             purged = self.store.purge_expired(executions_before, schedules_before, SWEEP_BATCH)
             executions += purged[0]
             schedules += purged[1]
             if max(purged) < SWEEP_BATCH:
                 break
+        for _ in range(SWEEP_BATCHES):
+            removed = self.store.purge_changes(executions_before, SWEEP_BATCH)
+            changes += removed
+            if removed < SWEEP_BATCH:
+                break
         RETENTION_DELETED.labels("execution").inc(executions)
         RETENTION_DELETED.labels("schedule").inc(schedules)
-        if executions or schedules:
+        RETENTION_DELETED.labels("change").inc(changes)
+        if executions or schedules or changes:
             log.info(
-                "retention deleted %d execution record(s) and %d schedule(s)",
+                "retention deleted %d execution record(s), %d schedule(s) and %d change(s)",
                 executions,
                 schedules,
+                changes,
                 extra={"event": "retention_swept"},
             )
         return executions, schedules

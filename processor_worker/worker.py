@@ -15,12 +15,13 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from shared.backoff import Backoff
+from shared.changes import Change
 from shared.errors import Transient
 from shared.lifecycle import Shutdown
 from shared.messages import DefinitionMutation, decode_mutation
 from shared.metrics import MUTATIONS, PROCESSING, Heartbeat
 from shared.notations import first_occurrence
-from shared.ports import Clock, MessageQueue, OutgoingMessage, ScheduleStore, SystemClock
+from shared.ports import Clock, MessageQueue, OutgoingMessage, Store, SystemClock
 from shared.secrets import SecretBox
 from shared.timeutil import iso_z
 
@@ -41,7 +42,7 @@ class ProcessorStats:
 class Processor:
     def __init__(
         self,
-        store: ScheduleStore,
+        store: Store,
         mutations: MessageQueue,
         dead_letters: MessageQueue,
         secrets: SecretBox,
@@ -109,7 +110,21 @@ class Processor:
             decoded.append((message.receipt_handle, mutation, next_time))
         # The batch's definitions in one write (one command on MongoDB for new schedules), tried
         # again while the messages stay invisible. Written twice, a definition is ignored the
-        # second time: its revision is not newer than the stored one.
+        # second time: its revision is not newer than the stored one. Their changes first, in
+        # one write too: a definition stored always has its change recorded (kept once however
+        # often written, by schedule and revision). A change whose definition a newer one
+        # overtook is recorded all the same: it was accepted, at its revision.
+        changes = [
+            Change.of(
+                mutation.tenant,
+                mutation.schedule_id,
+                mutation.revision,
+                mutation.accepted_at,
+                mutation.change,
+            )
+            for _, mutation, _ in decoded
+            if mutation.change is not None
+        ]
         definitions = [
             (
                 mutation.tenant,
@@ -121,9 +136,12 @@ class Processor:
             )
             for _, mutation, next_time in decoded
         ]
-        results = self.backoff.call(
-            lambda: self.store.apply_definitions(definitions), self.stopping, visible_again
-        )
+
+        def write() -> list[bool]:
+            self.store.record_changes(changes)
+            return self.store.apply_definitions(definitions)
+
+        results = self.backoff.call(write, self.stopping, visible_again)
         for (receipt, mutation, next_time), applied in zip(decoded, results, strict=True):
             if applied:
                 self.stats.applied += 1

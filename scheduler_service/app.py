@@ -24,6 +24,7 @@ from scheduler_service.routes.docs import blp as docs_blueprint
 from scheduler_service.routes.metrics import backend_registry, measure_requests
 from scheduler_service.service import ScheduleService
 from shared.backends import Backends
+from shared.changes import Actor, ActorKind
 from shared.ports import Clock, SystemClock
 from shared.settings import Settings
 
@@ -129,6 +130,7 @@ def create_app(
             # AuthFailure, raised here, is answered 401 by the error handlers.
             caller = authenticator.caller_for(request.headers)
             g.tenant = caller.tenant
+            g.actor = Actor(ActorKind.API_KEY, caller.key_id, caller.key_name)
             retry_after = rate_limiter.retry_after(g.tenant)
             if retry_after is not None:
                 return problem(

@@ -20,13 +20,19 @@ import time
 from dataclasses import dataclass
 from typing import Protocol
 
+from flask import g
+
+from shared.changes import Actor
 from shared.ports import ApiKeyStore, Role
+from shared.ports.keys import KEY_ID_LENGTH
 from shared.settings import Settings, key_entry
 
 log = logging.getLogger(__name__)
 
 KEY_PREFIX = "sk_"
 MAX_KEY_LENGTH = 256
+# The name a key given in SCHEDULER_API_KEYS goes by (it has none of its own).
+CONFIGURED = "SCHEDULER_API_KEYS"
 # While no key is stored, an "auto" API asks the store again this often.
 AUTO_RECHECK_SECONDS = 2.0
 
@@ -45,11 +51,15 @@ def hash_key(key: str) -> str:
 
 @dataclass(frozen=True)
 class Caller:
-    """Who a request comes from: the key's tenant and role. Without a key (where none is
-    needed) the default tenant, as an admin: such a server trusts whoever reaches it."""
+    """Who a request comes from: the key's tenant and role, and its id and name (what the change
+    history shows: ``shared.ports.ApiKey.key_id``). Without a key (where none is needed) the
+    default tenant, as an admin, with no id or name: such a server trusts whoever reaches it.
+    A key of ``SCHEDULER_API_KEYS`` is named ``CONFIGURED``."""
 
     tenant: str
     role: Role
+    key_id: str | None = None
+    key_name: str | None = None
 
 
 class AuthFailure(Exception):
@@ -68,7 +78,7 @@ class Authenticator:
                 continue  # Settings refused it already
             tenant, role, key = parsed
             digest = key.removeprefix("sha256:") if key.startswith("sha256:") else hash_key(key)
-            self.configured[digest] = Caller(tenant, role)
+            self.configured[digest] = Caller(tenant, role, digest[:KEY_ID_LENGTH], CONFIGURED)
         self._keys_exist = bool(self.configured)
         self._checked_at = float("-inf")
         self._lock = threading.Lock()
@@ -116,7 +126,11 @@ class Authenticator:
         caller = self.configured.get(digest)
         if caller is None:
             stored = self.store.find_api_key(digest)
-            caller = None if stored is None else Caller(stored.tenant, stored.role)
+            caller = (
+                None
+                if stored is None
+                else Caller(stored.tenant, stored.role, stored.key_id, stored.name)
+            )
         if caller is None:
             raise AuthFailure("unknown API key")
         return caller
@@ -130,3 +144,10 @@ def presented_key(headers: HeaderSource) -> str | None:
     if scheme.lower() == "bearer" and credentials.strip():
         return credentials.strip()
     return None
+
+
+def request_actor() -> Actor:
+    """Who makes the request being answered (set with its tenant by the app's or the console's
+    check of the key): what the change history records as its actor."""
+    actor: Actor = g.actor
+    return actor

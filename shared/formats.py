@@ -10,6 +10,8 @@ read back by its parser (``tests/unit/test_formats.py`` round-trips each).
   with a digit, a trigger's with ``manual``.
 - An execution cursor: the position after a record in a listing of execution records, newest
   first: ``<epoch milliseconds>|<occurrence id>`` of the last record of the page.
+- A change cursor: the position after a change in a schedule's change history, newest first:
+  the ``seq`` of the last change of the page (``shared.changes.Change``), in decimal.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ _SUFFIX = re.compile(
 TOKEN_BYTES = 4
 
 EXECUTION_CURSOR = re.compile(r"^\d{1,15}\|[^|]+\Z")
+CHANGE_CURSOR = re.compile(r"^\d{1,19}\Z")
 
 
 def occurrence_id(schedule_id: str, scheduled_time: datetime) -> str:
@@ -104,3 +107,13 @@ def parse_execution_cursor(cursor: str) -> tuple[int, str]:
 def is_execution_cursor(text: str) -> bool:
     """Whether ``text`` has the shape of an ``execution_cursor`` (a client passes one back)."""
     return EXECUTION_CURSOR.match(text) is not None
+
+
+def change_cursor(seq: int) -> str:
+    """The position after the change ``seq`` in a schedule's change history (newest first)."""
+    return str(seq)
+
+
+def parse_change_cursor(cursor: str) -> int:
+    """The ``seq`` a ``change_cursor`` names: the next page starts with the change before it."""
+    return int(cursor)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from shared.changes import ChangeNote
 from shared.definition_codec import DefinitionCodec
 from shared.errors import ConfigurationError, PoisonMessage
 from shared.model import Occurrence, ScheduleDefinition
@@ -28,22 +29,26 @@ class DefinitionMutation:
     revision: int
     accepted_at: datetime
     definition: ScheduleDefinition
+    # The change history's note of it (shared.changes), stored by the processor with it. A
+    # message sent before notes existed has none.
+    change: ChangeNote | None = None
 
 
 def encode_mutation(mutation: DefinitionMutation, secrets: SecretBox) -> str:
     """The message, with the payload's secret parts sealed by ``secrets``."""
-    return json.dumps(
-        {
-            "v": FORMAT_VERSION,
-            "kind": "definition",
-            "tenant": mutation.tenant,
-            "schedule_id": mutation.schedule_id,
-            "revision": mutation.revision,
-            "accepted_at": iso_z(mutation.accepted_at),
-            "definition": DefinitionCodec(secrets).to_document(mutation.definition),
-        },
-        separators=(",", ":"),
-    )
+    message: dict[str, Any] = {
+        "v": FORMAT_VERSION,
+        "kind": "definition",
+        "tenant": mutation.tenant,
+        "schedule_id": mutation.schedule_id,
+        "revision": mutation.revision,
+        "accepted_at": iso_z(mutation.accepted_at),
+        "definition": DefinitionCodec(secrets).to_document(mutation.definition),
+    }
+    if mutation.change is not None:
+        # Masked already: no secret travels in it.
+        message["change"] = mutation.change.to_document()
+    return json.dumps(message, separators=(",", ":"))
 
 
 def decode_mutation(body: str, secrets: SecretBox) -> DefinitionMutation:
@@ -56,6 +61,7 @@ def decode_mutation(body: str, secrets: SecretBox) -> DefinitionMutation:
             revision=int(data["revision"]),
             accepted_at=_instant(data["accepted_at"]),
             definition=DefinitionCodec(secrets).from_document(data["definition"]),
+            change=ChangeNote.from_document(data["change"]) if "change" in data else None,
         )
     except PoisonMessage:
         raise

@@ -99,8 +99,8 @@ MUTATIONS = Counter(
 )
 RETENTION_DELETED = Counter(
     "scheduler_retention_deleted_total",
-    "Execution records and schedules deleted because retention no longer keeps them.",
-    ["kind"],  # execution, schedule
+    "Execution records, schedules and changes deleted because retention no longer keeps them.",
+    ["kind"],  # execution, schedule, change
 )
 PROCESSING = Histogram(
     "scheduler_processing_seconds",

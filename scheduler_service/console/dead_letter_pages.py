@@ -8,6 +8,7 @@ from typing import Any
 from flask import g, request, url_for
 from werkzeug import Response
 
+from scheduler_service.auth import request_actor
 from scheduler_service.console.pages import (
     blp,
     confirmed,
@@ -116,7 +117,7 @@ def confirm_discard(ids: list[str], back: str, action: str, fields: list[tuple[s
 
 def handle(action: str, occurrence_id: str) -> None:
     if action == "replay":
-        service().runs.replay(g.tenant, occurrence_id)
+        service().runs.replay(g.tenant, occurrence_id, request_actor())
     else:
         service().runs.discard(g.tenant, occurrence_id)
 

@@ -8,6 +8,7 @@ from flask import g, redirect, request, url_for
 from marshmallow import ValidationError
 from werkzeug import Response
 
+from scheduler_service.auth import request_actor
 from scheduler_service.console import forms, target_form
 from scheduler_service.console.pages import blp, page, service
 from scheduler_service.console.schedule_pages import NEXT_TIMES, view_of
@@ -62,7 +63,11 @@ def submit(values: Mapping[str, str], editing: Schedule | None) -> Response | tu
     try:
         with as_sent(loaded.names):
             accepted = service().creation.accept_definition(
-                g.tenant, schedule_id, loaded.definition, fire_if_past=loaded.fire_if_past
+                g.tenant,
+                schedule_id,
+                loaded.definition,
+                actor=request_actor(),
+                fire_if_past=loaded.fire_if_past,
             )
     except InvalidInput as exc:
         failed = [

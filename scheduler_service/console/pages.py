@@ -37,6 +37,7 @@ from scheduler_service.console.presenting import TEMPLATE_HELPERS
 from scheduler_service.ratelimit import TenantRateLimiter
 from scheduler_service.roles import refusal, required_role, requires
 from scheduler_service.service import ScheduleService
+from shared.changes import Actor, ActorKind
 from shared.errors import NotFound, Transient
 from shared.ports import Role
 
@@ -109,6 +110,7 @@ def authenticate() -> Response | None:
     except AuthFailure:
         return to_login()
     g.tenant, g.role = caller.tenant, caller.role
+    g.actor = Actor(ActorKind.CONSOLE, caller.key_id, caller.key_name)
     g.needs_key = authenticator().mode != "none" and authenticator().keys_required()
     retry_after = rate_limiter().retry_after(g.tenant)
     if retry_after is not None:

@@ -11,6 +11,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from flask import g, request, url_for
 from werkzeug import Response
 
+from scheduler_service.auth import request_actor
+from scheduler_service.console.change_pages import CHANGES_ON_SCHEDULE, change_rows
 from scheduler_service.console.pages import (
     PREFIX,
     blp,
@@ -167,11 +169,11 @@ BULK_ACTIONS = {"pause": "Paused", "resume": "Resumed", "delete": "Deleted"}
 def act_on(action: str, schedule_id: str) -> None:
     scheduler = service()
     if action == "delete":
-        scheduler.changes.delete(g.tenant, schedule_id)
+        scheduler.changes.delete(g.tenant, schedule_id, request_actor())
     elif action == "pause":
-        scheduler.changes.pause(g.tenant, schedule_id)
+        scheduler.changes.pause(g.tenant, schedule_id, request_actor())
     elif action == "resume":
-        scheduler.changes.resume(g.tenant, schedule_id)
+        scheduler.changes.resume(g.tenant, schedule_id, request_actor())
     else:
         scheduler.runs.trigger(g.tenant, schedule_id)
 
@@ -281,6 +283,7 @@ def schedule(schedule_id: str) -> str | tuple[str, int]:
         times=next_times(found, service().clock.now()),
         runs=runs,
         chart=lateness_chart(runs),
+        changes=change_rows(g.tenant, schedule_id, CHANGES_ON_SCHEDULE),
     )
 
 

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validate
 
 from scheduler_service.requests.fields import ISO_TEXT
-from shared.formats import EXECUTION_CURSOR
+from shared.formats import CHANGE_CURSOR, EXECUTION_CURSOR
 from shared.model import LISTED_STATUSES, ExecutionStatus
 from shared.schedule_listing import CURSOR, SEARCH_LENGTH, SORTS
 from shared.timeutil import UTC, parse_iso, utc_ms
@@ -172,6 +172,16 @@ class ListDeadLettersQuery(Paged):
 
     cursor_kind = "d"
     cursor_position = EXECUTION_CURSOR
+
+    limit = _limit()
+    cursor = _cursor()
+
+
+class ListChangesQuery(Paged):
+    """A schedule's change history."""
+
+    cursor_kind = "c"
+    cursor_position = CHANGE_CURSOR
 
     limit = _limit()
     cursor = _cursor()

@@ -9,6 +9,7 @@ from typing import Any, cast
 from flask import Response, g
 from marshmallow import Schema
 
+from scheduler_service.auth import request_actor
 from scheduler_service.presenting.schemas import (
     BackfillAnswerSchema,
     ScheduleViewSchema,
@@ -42,14 +43,14 @@ def pause_schedule(schedule_id: str) -> Response:
     """Stop firing until resumed; occurrences that fall in the pause are skipped. Pausing a
     paused or completed schedule changes nothing."""
     check_id(schedule_id)
-    return schedule_answer(service().changes.pause(g.tenant, schedule_id), 202)
+    return schedule_answer(service().changes.pause(g.tenant, schedule_id, request_actor()), 202)
 
 
 @action("resume", ScheduleViewSchema)
 def resume_schedule(schedule_id: str) -> Response:
     """Fire again from now on (the occurrences of the pause are not caught up)."""
     check_id(schedule_id)
-    return schedule_answer(service().changes.resume(g.tenant, schedule_id), 202)
+    return schedule_answer(service().changes.resume(g.tenant, schedule_id, request_actor()), 202)
 
 
 @action("trigger", TriggeredSchema)

@@ -12,6 +12,7 @@ from typing import Any
 
 from flask import g
 
+from scheduler_service.auth import request_actor
 from scheduler_service.presenting.run_schemas import (
     DeadLetterPageSchema,
     DiscardedSchema,
@@ -61,7 +62,7 @@ def replay_dead_letter(occurrence_id: str) -> Replayed:
     its history as one more attempt. It leaves the list; if it fails again it is back. Even
     while the schedule is paused. A malformed occurrence id is a 400 naming `occurrence_id`."""
     check_occurrence_id(occurrence_id)
-    return Replayed(service().runs.replay(g.tenant, occurrence_id))
+    return Replayed(service().runs.replay(g.tenant, occurrence_id, request_actor()))
 
 
 @blp.route("/dead-letters/<occurrence_id>", methods=["DELETE"])

@@ -16,6 +16,7 @@ from flask import Response, g, url_for
 from flask.views import MethodView
 from marshmallow import Schema
 
+from scheduler_service.auth import request_actor
 from scheduler_service.presenting.schemas import (
     AcceptedSchema,
     DeletedSchema,
@@ -41,6 +42,7 @@ from scheduler_service.routes.common import (
     service,
 )
 from scheduler_service.service.creating import Accepted
+from shared.changes import ChangeAction
 from shared.errors import InvalidInput
 from shared.model import ScheduleStatus
 from shared.ports import Role, ScheduleFilter
@@ -64,15 +66,23 @@ ACCEPTED_HEADERS = {
 }
 
 
-def accept(body: ScheduleRequest, schedule_id: str | None, headers: dict[str, Any]) -> Response:
+def accept(
+    body: ScheduleRequest,
+    schedule_id: str | None,
+    headers: dict[str, Any],
+    action: ChangeAction | None = None,
+) -> Response:
     """A create, replace or change accepted (``202``, ``Location``), or refused with its fields
-    named as the body named them."""
+    named as the body named them; recorded in the history as ``action`` (by default a create,
+    or a replace of a stored schedule)."""
     with as_sent(body.names):
         accepted = service().creation.accept_definition(
             g.tenant,
             schedule_id,
             body.definition,
             idempotent_request(headers),
+            actor=request_actor(),
+            action=action,
             fire_if_past=body.fire_if_past,
         )
     return accepted_response(accepted)
@@ -166,7 +176,12 @@ class ScheduleResource(MethodView):
         if patch.get("id") not in (None, schedule_id):
             raise InvalidInput({"id": f"does not match the id in the path ({schedule_id!r})"})
         stored = service().reads.get(g.tenant, schedule_id)
-        return accept(patched_request(stored.live_definition, patch), schedule_id, headers)
+        return accept(
+            patched_request(stored.live_definition, patch),
+            schedule_id,
+            headers,
+            ChangeAction.PATCH,
+        )
 
     @blp.requires(Role.WRITE)
     @blp.response(202, DeletedSchema)
@@ -176,5 +191,5 @@ class ScheduleResource(MethodView):
         """Stop the schedule for good: no occurrence fires after this answer. An id no create
         could have used is a 400."""
         check_id(schedule_id)
-        service().changes.delete(g.tenant, schedule_id)
+        service().changes.delete(g.tenant, schedule_id, request_actor())
         return {"id": schedule_id}

@@ -9,7 +9,9 @@ does, as procrastinate's manager holds them):
 - ``changes`` (``StateChanges``): pause, resume and delete, applied to the store at once;
 - ``runs`` (``ManualRuns``): trigger, backfill, and a dead letter's replay or discard, straight
   onto queue 2;
-- ``reads`` (``Reads``): schedules, histories and dead letters as stored;
+- ``reads`` (``Reads``): schedules, histories, change histories and dead letters as stored;
+- ``recorder`` (``ChangeRecorder``): every change to a schedule, recorded in its change history
+  (``recording``'s docstring says how to record one);
 - ``signing`` (``shared.signing.SigningSecrets``): the tenant's signing secrets, rotated.
 
 Every operation takes the caller's tenant: a schedule of another tenant is ``NotFound``.
@@ -23,6 +25,7 @@ from scheduler_service.service.changes import StateChanges
 from scheduler_service.service.checks import DefinitionChecks
 from scheduler_service.service.creating import Creation
 from scheduler_service.service.reading import Reads
+from scheduler_service.service.recording import ChangeRecorder
 from scheduler_service.service.revisions import RevisionClock
 from scheduler_service.service.running import ManualRuns
 from shared.ports import Clock, Queues, Store
@@ -45,9 +48,12 @@ class ScheduleService:
         revisions = RevisionClock()
         self.reads = Reads(store, clock)
         self.checks = DefinitionChecks(settings, clock)
-        self.creation = Creation(store, queues, settings, clock, secret_box, self.checks, revisions)
-        self.changes = StateChanges(store, clock, revisions, self.reads)
-        self.runs = ManualRuns(store, queues, clock, self.reads)
+        self.recorder = ChangeRecorder(store, clock, revisions, settings.secret_headers)
+        self.creation = Creation(
+            store, queues, settings, clock, secret_box, self.checks, revisions, self.recorder
+        )
+        self.changes = StateChanges(store, clock, revisions, self.reads, self.recorder)
+        self.runs = ManualRuns(store, queues, clock, self.reads, self.recorder)
         self.signing = SigningSecrets(
             store,
             secret_box,

@@ -11,7 +11,9 @@ from __future__ import annotations
 from datetime import datetime
 
 from scheduler_service.service.reading import Reads
+from scheduler_service.service.recording import ChangeRecorder
 from scheduler_service.service.revisions import RevisionClock
+from shared.changes import Actor, ChangeAction
 from shared.errors import InvalidInput, NotFound
 from shared.model import Schedule, ScheduleStatus
 from shared.notations import build_recurrence
@@ -20,27 +22,55 @@ from shared.recurrence import cpu_budget
 
 
 class StateChanges:
-    def __init__(self, store: Store, clock: Clock, revisions: RevisionClock, reads: Reads) -> None:
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        revisions: RevisionClock,
+        reads: Reads,
+        recorder: ChangeRecorder,
+    ) -> None:
         self.store = store
         self.clock = clock
         self.revisions = revisions
         self.reads = reads
+        self.recorder = recorder
 
-    def delete(self, tenant: str, schedule_id: str) -> None:
+    def delete(self, tenant: str, schedule_id: str, actor: Actor) -> None:
         """Tombstone the schedule now. An unknown id is still tombstoned (a create may be in
         flight on queue 1 and must not land), then reported as not found."""
         existing = self.store.get_schedule(tenant, schedule_id)
-        self._apply(tenant, schedule_id, ScheduleStatus.DELETED, None, self.clock.now())
+        revision = self._apply(tenant, schedule_id, ScheduleStatus.DELETED, None, self.clock.now())
         if existing is None or existing.status is ScheduleStatus.DELETED:
             raise NotFound(schedule_id)
+        self.recorder.state_changed(
+            tenant,
+            schedule_id,
+            revision,
+            ChangeAction.DELETE,
+            actor,
+            existing.status,
+            ScheduleStatus.DELETED,
+        )
 
-    def pause(self, tenant: str, schedule_id: str) -> Schedule:
+    def pause(self, tenant: str, schedule_id: str, actor: Actor) -> Schedule:
         schedule = self.reads.get(tenant, schedule_id)
         if schedule.status is ScheduleStatus.ACTIVE:
-            self._apply(tenant, schedule_id, ScheduleStatus.PAUSED, None, self.clock.now())
+            revision = self._apply(
+                tenant, schedule_id, ScheduleStatus.PAUSED, None, self.clock.now()
+            )
+            self.recorder.state_changed(
+                tenant,
+                schedule_id,
+                revision,
+                ChangeAction.PAUSE,
+                actor,
+                schedule.status,
+                ScheduleStatus.PAUSED,
+            )
         return self.reads.get(tenant, schedule_id)
 
-    def resume(self, tenant: str, schedule_id: str) -> Schedule:
+    def resume(self, tenant: str, schedule_id: str, actor: Actor) -> Schedule:
         """Resume from now: occurrences that fell in the pause are not caught up."""
         schedule = self.reads.get(tenant, schedule_id)
         if schedule.status is ScheduleStatus.PAUSED:
@@ -61,7 +91,16 @@ class StateChanges:
                             f"computed ({exc}); replace the schedule"
                         }
                     ) from None
-            self._apply(tenant, schedule_id, ScheduleStatus.ACTIVE, next_time, now)
+            revision = self._apply(tenant, schedule_id, ScheduleStatus.ACTIVE, next_time, now)
+            self.recorder.state_changed(
+                tenant,
+                schedule_id,
+                revision,
+                ChangeAction.RESUME,
+                actor,
+                schedule.status,
+                ScheduleStatus.ACTIVE,
+            )
         return self.reads.get(tenant, schedule_id)
 
     def _apply(
@@ -71,6 +110,8 @@ class StateChanges:
         status: ScheduleStatus,
         next_time: datetime | None,
         now: datetime,
-    ) -> None:
-        """Set the schedule's status (and next time) under a new state revision."""
-        self.store.apply_state(tenant, schedule_id, self.revisions.next(), status, next_time, now)
+    ) -> int:
+        """Set the schedule's status (and next time) under a new state revision; returns it."""
+        revision = self.revisions.next()
+        self.store.apply_state(tenant, schedule_id, revision, status, next_time, now)
+        return revision

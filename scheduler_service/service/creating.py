@@ -27,10 +27,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from scheduler_service.service.checks import DefinitionChecks
+from scheduler_service.service.recording import ChangeRecorder
 from scheduler_service.service.revisions import RevisionClock
+from shared.changes import Actor, ChangeAction, ChangeNote
 from shared.errors import InvalidInput, SchedulerError
 from shared.messages import DefinitionMutation, encode_mutation
-from shared.model import ScheduleDefinition
+from shared.model import ScheduleDefinition, ScheduleStatus
 from shared.ports import Clock, IdempotencyRecord, OutgoingMessage, Queues, SlotReservation, Store
 from shared.recurrence import TooMuchWork, cpu_budget
 from shared.secrets import SecretBox, carries_mask, keep_masked_hook, keep_masked_secrets
@@ -79,8 +81,10 @@ class Creation:
         secret_box: SecretBox,
         checks: DefinitionChecks,
         revisions: RevisionClock,
+        recorder: ChangeRecorder,
     ) -> None:
-        """``secret_box`` seals the payloads of the mutations sent on queue 1."""
+        """``secret_box`` seals the payloads of the mutations sent on queue 1; ``recorder``
+        notes each change for the history (sent with it)."""
         self.store = store
         self.queues = queues
         self.settings = settings
@@ -88,6 +92,7 @@ class Creation:
         self.secret_box = secret_box
         self.checks = checks
         self.revisions = revisions
+        self.recorder = recorder
 
     def accept_definition(
         self,
@@ -96,15 +101,25 @@ class Creation:
         definition: ScheduleDefinition,
         idempotency: IdempotentRequest | None = None,
         *,
+        actor: Actor,
+        action: ChangeAction | None = None,
         fire_if_past: bool = False,
     ) -> Accepted:
         """Check the definition and send it on queue 1 (see the module docstring), or
         ``InvalidInput`` naming every bad field by its canonical name. A one-time schedule
         whose time passed more than ``misfire_threshold_seconds`` ago is refused unless
         ``fire_if_past`` (then it fires once, at once); a repeat of an ``Idempotency-Key``
-        accepted before its time passed gets its answer again."""
+        accepted before its time passed gets its answer again.
+
+        The change history records it as ``action`` by ``actor`` (a create, or a replace of a
+        stored schedule, unless ``action`` says otherwise: a patch), with the fields it changes
+        from the stored definition (``scheduler_service.service.recording``)."""
         now = self.clock.now()
-        definition = self.keep_secrets(tenant, schedule_id, definition)
+        stored = self.store.get_schedule(tenant, schedule_id) if schedule_id else None
+        if stored is not None and stored.status is ScheduleStatus.DELETED:
+            stored = None
+        before = stored.definition if stored is not None else None
+        definition = self.keep_secrets(before, definition)
         # The id is known before the checks: a cron line's H spreads by it.
         schedule_id = schedule_id or str(uuid.uuid4())
         parts = {
@@ -129,14 +144,16 @@ class Creation:
         if idempotency is not None:
             recorded = self.store.get_idempotency_record(tenant, idempotency.key, now)
             if recorded is not None:
-                return self._answer_again(recorded, idempotency, definition, now)
+                note = self.recorder.definition_note(actor, None, definition, action)
+                return self._answer_again(recorded, idempotency, definition, now, note)
         if late:
             raise InvalidInput(late)
         revision = self.revisions.next()
         reservation = self.reserve_slot(tenant, schedule_id, revision, now)
         try:
+            note = self.recorder.definition_note(actor, before, definition, action)
             accepted = self._enqueue_definition(
-                tenant, schedule_id, revision, definition, next_time, now, idempotency
+                tenant, schedule_id, revision, definition, next_time, now, idempotency, note
             )
         except BaseException:
             if reservation is not None:
@@ -166,15 +183,13 @@ class Creation:
         return reservation
 
     def keep_secrets(
-        self, tenant: str, schedule_id: str | None, definition: ScheduleDefinition
+        self, stored_definition: ScheduleDefinition | None, definition: ScheduleDefinition
     ) -> ScheduleDefinition:
-        """Masked values sent back as an answer showed them keep the stored schedule's values
+        """Masked values sent back as an answer showed them keep the stored definition's values
         (``shared.secrets.keep_masked_secrets``): a replace need not know a secret to keep it."""
         hook = definition.on_failure
         if not carries_mask(definition.payload) and not (hook and carries_mask(hook)):
             return definition
-        stored = self.store.get_schedule(tenant, schedule_id) if schedule_id else None
-        stored_definition = stored.definition if stored else None
         payload = keep_masked_secrets(
             definition.payload,
             stored_definition.payload if stored_definition else None,
@@ -199,6 +214,7 @@ class Creation:
         next_time: datetime | None,
         now: datetime,
         idempotency: IdempotentRequest | None,
+        note: ChangeNote,
     ) -> Accepted:
         timezone = definition.timing.timezone
         if idempotency is not None:
@@ -215,9 +231,9 @@ class Creation:
             )
             in_force, saved = self.store.save_idempotency_record(record, now)
             if not saved:
-                return self._answer_again(in_force, idempotency, definition, now)
+                return self._answer_again(in_force, idempotency, definition, now, note)
         try:
-            self._send(DefinitionMutation(tenant, schedule_id, revision, now, definition))
+            self._send(DefinitionMutation(tenant, schedule_id, revision, now, definition, note))
         except BaseException:
             if idempotency is not None:
                 # Nothing was enqueued: a repeat must be free to try again. If even this fails,
@@ -235,9 +251,11 @@ class Creation:
         request: IdempotentRequest,
         definition: ScheduleDefinition,
         now: datetime,
+        note: ChangeNote,
     ) -> Accepted:
         """The answer ``record`` holds for an earlier request with the same key, or
-        ``IdempotencyConflict`` for another request."""
+        ``IdempotencyConflict`` for another request. Sent again (the schedule still unknown),
+        the mutation carries ``note``, a create's."""
         if record.fingerprint != request.fingerprint:
             raise IdempotencyConflict(
                 f"Idempotency-Key {record.key!r} was used with another request "
@@ -256,6 +274,7 @@ class Creation:
                     record.revision,
                     record.created_at,
                     definition,
+                    note,
                 )
             )
         return Accepted(

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from datetime import datetime
 
+from shared.changes import Change
 from shared.dispatch import next_fire_time
 from shared.errors import NotFound
 from shared.model import Execution, ExecutionStatus, Schedule, ScheduleStatus
@@ -60,6 +61,20 @@ class Reads:
         tombstone: it shows nothing)."""
         schedule = self.store.get_schedule(tenant, schedule_id)
         page = self.store.list_executions(tenant, schedule_id, limit, cursor, status)
+        gone = schedule is None or schedule.status is ScheduleStatus.DELETED
+        if gone and not page.items and cursor is None:
+            raise NotFound(schedule_id)
+        return schedule, page
+
+    def list_changes(
+        self, tenant: str, schedule_id: str, limit: int, cursor: str | None
+    ) -> tuple[Schedule | None, Page[Change]]:
+        """The schedule as stored (``None`` once removed) and a page of its change history,
+        newest first. A deleted schedule's changes stay readable as long as its runs (until
+        retention removes them); ``NotFound`` for a schedule unknown, another tenant's, or
+        deleted with no change left (as ``list_executions``)."""
+        schedule = self.store.get_schedule(tenant, schedule_id)
+        page = self.store.list_changes(tenant, schedule_id, limit, cursor)
         gone = schedule is None or schedule.status is ScheduleStatus.DELETED
         if gone and not page.items and cursor is None:
             raise NotFound(schedule_id)

@@ -11,7 +11,9 @@ import logging
 from datetime import datetime
 
 from scheduler_service.service.reading import Reads
+from scheduler_service.service.recording import ChangeRecorder
 from shared.backfill import Backfill, backfill_range, plan_backfill
+from shared.changes import Actor, ChangeAction, FieldChange
 from shared.errors import NotFound, SchedulerError
 from shared.formats import cursor_before, manual_occurrence_id
 from shared.messages import encode_occurrence
@@ -34,11 +36,14 @@ class NotReplayable(SchedulerError):
 
 
 class ManualRuns:
-    def __init__(self, store: Store, queues: Queues, clock: Clock, reads: Reads) -> None:
+    def __init__(
+        self, store: Store, queues: Queues, clock: Clock, reads: Reads, recorder: ChangeRecorder
+    ) -> None:
         self.store = store
         self.queues = queues
         self.clock = clock
         self.reads = reads
+        self.recorder = recorder
 
     def send(self, occurrences: list[Occurrence]) -> None:
         self.queues.occurrences.send([OutgoingMessage(encode_occurrence(o)) for o in occurrences])
@@ -98,11 +103,13 @@ class ManualRuns:
             cursor = page.next_cursor
         return found
 
-    def replay(self, tenant: str, occurrence_id: str) -> Execution:
+    def replay(self, tenant: str, occurrence_id: str, actor: Actor) -> Execution:
         """Fire a dead letter again: the same occurrence id and ``Idempotency-Key``, recorded
         as one more attempt of its record (``reopen_dead_letter``), with the schedule's current
         payload; if it fails again it is a dead letter again. ``NoDeadLetter`` if there is none
-        by that id, ``NotReplayable`` if its schedule is deleted."""
+        by that id, ``NotReplayable`` if its schedule is deleted. Recorded in the schedule's
+        change history as a replay by ``actor`` (no revision: it changes no field; its field
+        ``occurrence_id`` names the occurrence sent again)."""
         record = self.store.get_execution(tenant, occurrence_id)
         if record is None or record.status is not ExecutionStatus.FAILED:
             raise NoDeadLetter(occurrence_id)
@@ -131,6 +138,14 @@ class ManualRuns:
             with contextlib.suppress(Exception):
                 self.store.restore_dead_letter(reopened)
             raise
+        self.recorder.record(
+            tenant,
+            record.schedule_id,
+            None,
+            ChangeAction.REPLAY,
+            actor,
+            (FieldChange("occurrence_id", None, occurrence_id),),
+        )
         log.info(
             "dead letter replayed",
             extra={

@@ -7,6 +7,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
+# The characters of a key's hash that name it in listings and the change history.
+KEY_ID_LENGTH = 12
+
 
 class Role(StrEnum):
     """What an API key may do, each role all the one before it may and more: ``read`` reads,
@@ -38,7 +41,7 @@ class ApiKey:
 
     @property
     def key_id(self) -> str:
-        return self.key_hash[:12]
+        return self.key_hash[:KEY_ID_LENGTH]
 
 
 @dataclass(frozen=True)

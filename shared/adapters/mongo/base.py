@@ -20,7 +20,7 @@ from pymongo.errors import (
 from shared.adapters.guarded import GuardedWrites, Outcome
 from shared.adapters.mongo.documents import fields_of, key_of, schedule_slice
 from shared.adapters.mongo.filters import Case, Filters, find_of, keyed, write_cases
-from shared.adapters.mongo.indexes import ensure_indexes, expire_executions
+from shared.adapters.mongo.indexes import ensure_indexes, expire_changes, expire_executions
 from shared.adapters.mongo.transient import transient
 from shared.adapters.reads import Reads
 from shared.adapters.records import TABLES, Fields
@@ -63,8 +63,9 @@ class MongoBacked(GuardedWrites, Reads):
         execution_retention: timedelta | None = None,
     ) -> None:
         """``secrets`` seals each payload's secret parts in the ``definition`` field.
-        ``execution_retention``: finished records expire that long after they became final
-        (a TTL index, made or changed by ``ensure_indexes``); ``None`` keeps them."""
+        ``execution_retention``: finished records expire that long after they became final,
+        and changes that long after they were made (TTL indexes, made or changed by
+        ``ensure_indexes``); ``None`` keeps them."""
         self.client = client
         self.definitions = DefinitionCodec(secrets)
         self.owns_client = owns_client
@@ -77,6 +78,7 @@ class MongoBacked(GuardedWrites, Reads):
         self.migrations: Collection[Document] = database["migrations"]
         self.schedule_slots: Collection[Document] = database["schedule_slots"]
         self.signing_secrets: Collection[Document] = database["signing_secrets"]
+        self.changes: Collection[Document] = database["changes"]
 
     @classmethod
     def from_url(
@@ -124,9 +126,9 @@ class MongoBacked(GuardedWrites, Reads):
         with transient("ensure_indexes"):
             ensure_indexes(self.schedules.database, self.definitions.target)
             if self.execution_retention is not None:
-                expire_executions(
-                    self.schedules.database, int(self.execution_retention.total_seconds())
-                )
+                seconds = int(self.execution_retention.total_seconds())
+                expire_executions(self.schedules.database, seconds)
+                expire_changes(self.schedules.database, seconds)
 
     def close(self) -> None:
         if self.owns_client:

@@ -13,8 +13,8 @@ documents that lack a key. nx-27017 (a wire-protocol server we test against) imp
 neither, and every schedule document, tombstones included, carries ``tenant`` and
 ``schedule_id``, so a full unique index is right on every server.
 
-The TTL index of execution records follows a setting, not a version: ``expire_executions``
-checks it at every start.
+The TTL indexes of execution records and of changes follow a setting, not a version:
+``expire_executions`` and ``expire_changes`` check them at every start.
 """
 
 from __future__ import annotations
@@ -254,6 +254,14 @@ STEPS: tuple[Versioned, ...] = (
             ),
         ),
     ),
+    # A schedule's change history, newest first.
+    Versioned(
+        21,
+        Index(
+            "changes",
+            (("tenant", ASCENDING), ("schedule_id", ASCENDING), ("seq", DESCENDING)),
+        ),
+    ),
 )
 
 
@@ -287,21 +295,34 @@ def ensure_indexes(
 
 def expire_executions(database: Database[Document], seconds: int) -> None:
     """Final and skipped records expire ``seconds`` after ``final_at`` (a TTL index), which
-    only they carry: a record in flight or retrying has none and never expires.
+    only they carry: a record in flight or retrying has none and never expires
+    (``expire_after``)."""
+    expire_after(database, "executions", "final_at", seconds)
+
+
+def expire_changes(database: Database[Document], seconds: int) -> None:
+    """A schedule's changes expire ``seconds`` after they were made: as long as its runs are
+    kept (``expire_after``)."""
+    expire_after(database, "changes", "at", seconds)
+
+
+def expire_after(database: Database[Document], name: str, field: str, seconds: int) -> None:
+    """The documents of collection ``name`` expire ``seconds`` after the date in ``field`` (a
+    TTL index).
 
     A change of the retention setting changes the index in place (``collMod``), never a
     rebuild. nx-27017 (a wire server we test against) answers ``collMod`` without changing the
     index and never expires documents; MongoDB does both.
     """
-    executions = database["executions"]
-    for index in executions.index_information().values():
+    collection = database[name]
+    for index in collection.index_information().values():
         # Found by its key, not its name: nx-27017 names indexes its own way.
-        if [key for key, _ in index["key"]] == ["final_at"]:
+        if [key for key, _ in index["key"]] == [field]:
             if index.get("expireAfterSeconds") != seconds:
                 database.command(
                     "collMod",
-                    executions.name,
-                    index={"keyPattern": {"final_at": 1}, "expireAfterSeconds": seconds},
+                    collection.name,
+                    index={"keyPattern": {field: 1}, "expireAfterSeconds": seconds},
                 )
             return
-    executions.create_index([("final_at", ASCENDING)], expireAfterSeconds=seconds)
+    collection.create_index([(field, ASCENDING)], expireAfterSeconds=seconds)

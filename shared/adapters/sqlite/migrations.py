@@ -249,6 +249,27 @@ def _priorities(connection: sqlite3.Connection, target_of: TargetOf) -> None:
         )
 
 
+def _schedule_changes(connection: sqlite3.Connection, target_of: TargetOf) -> None:
+    # Each schedule's change history (shared.adapters.sqlite.changes), newest first by its key;
+    # retention deletes the oldest first (at_ms).
+    connection.execute(
+        """CREATE TABLE IF NOT EXISTS schedule_changes (
+            tenant TEXT NOT NULL,
+            schedule_id TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            revision INTEGER,
+            at_ms INTEGER NOT NULL,
+            action TEXT NOT NULL,
+            actor TEXT NOT NULL,
+            fields TEXT NOT NULL,
+            PRIMARY KEY (tenant, schedule_id, seq)
+        )"""
+    )
+    connection.execute(
+        "CREATE INDEX IF NOT EXISTS schedule_changes_made ON schedule_changes (at_ms)"
+    )
+
+
 @dataclass(frozen=True)
 class Migration:
     """One step of the schema: ``apply`` runs inside the write transaction that records it."""
@@ -265,6 +286,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, "a schedule's overlap marker", _overlap_marker),
     Migration(5, "each schedule's lateness cursor", _late_checks),
     Migration(6, "each schedule's priority beside its definition", _priorities),
+    Migration(7, "each schedule's change history", _schedule_changes),
 )
 
 _RECORD_TABLE = """CREATE TABLE IF NOT EXISTS store_migrations (

@@ -490,6 +490,13 @@ def test_a_dead_letter_is_listed_replayed_with_its_key_and_recorded(tmp_path: Pa
         again = client.post(f"{API}/dead-letters/{occurrence_id}/replay")
         assert again.status_code == 404 and "dead letter" in again.get_json()["detail"]
         assert client.delete(f"{API}/dead-letters/{occurrence_id}").status_code == 404
+        # The schedule's change history has the replay, once, naming the occurrence.
+        changes = client.get(f"{API}/schedule/d1/changes").get_json()["items"]
+        assert [(item["action"], item["revision"]) for item in changes[:1]] == [("replay", None)]
+        assert changes[0]["fields"] == [
+            {"path": "occurrence_id", "old": None, "new": occurrence_id, "secret": False}
+        ]
+        assert [item["action"] for item in changes[1:]] == ["create"]
 
 
 def failed_record(api: ApiUnderTest, schedule_id: str, minute: int) -> str:

@@ -29,6 +29,7 @@ from scheduler_service.service.creating import (
 )
 from scheduler_service.service.running import NoDeadLetter, NotReplayable
 from shared.backends import Backends, open_backends
+from shared.changes import Actor, ActorKind
 from shared.dispatch import plan_dispatch
 from shared.errors import InvalidInput, NotFound
 from shared.messages import decode_occurrence
@@ -53,6 +54,8 @@ from tests.support.api import ApiUnderTest
 from tests.support.harness import API, sqlite_settings
 
 PAYLOAD = {"method": "POST", "url": "https://hooks.example.com/run"}
+
+ACTOR = Actor(ActorKind.API_KEY, "0123456789ab", "service tests")
 
 
 READERS_CALLED_FROM = (
@@ -163,7 +166,9 @@ def definition(**timing: Any) -> ScheduleDefinition:
 
 
 def test_an_accepted_definition_is_stored_once_the_processor_applies_it(parts: Parts) -> None:
-    accepted = parts.service.creation.accept_definition("t1", "daily", definition(cron="0 9 * * *"))
+    accepted = parts.service.creation.accept_definition(
+        "t1", "daily", definition(cron="0 9 * * *"), actor=ACTOR
+    )
     assert (accepted.schedule_id, accepted.timezone) == ("daily", "Europe/Paris")
     assert accepted.next_schedule_time == datetime(2026, 3, 2, 8, 0, tzinfo=UTC)  # 09:00 CET
     with pytest.raises(NotFound):
@@ -183,7 +188,7 @@ def test_a_bad_definition_names_every_bad_field(parts: Parts) -> None:
         retry=RetryPolicy(max_attempts=6),
     )
     with pytest.raises(InvalidInput) as raised:
-        parts.service.creation.accept_definition("t1", None, bad)
+        parts.service.creation.accept_definition("t1", None, bad, actor=ACTOR)
     assert set(raised.value.fields) == {"schedule.end", "payload.url", "retry.max_attempts"}
     assert parts.backends.queues.mutations.depth().visible == 0
 
@@ -193,10 +198,10 @@ def test_a_repeated_idempotent_create_answers_the_first_and_another_body_conflic
 ) -> None:
     first_key = IdempotentRequest("key-1", "fingerprint-a")
     first = parts.service.creation.accept_definition(
-        "t1", None, definition(cron="0 9 * * *"), first_key
+        "t1", None, definition(cron="0 9 * * *"), first_key, actor=ACTOR
     )
     again = parts.service.creation.accept_definition(
-        "t1", None, definition(cron="0 9 * * *"), first_key
+        "t1", None, definition(cron="0 9 * * *"), first_key, actor=ACTOR
     )
     assert (again.schedule_id, again.revision, again.replayed) == (
         first.schedule_id,
@@ -206,30 +211,36 @@ def test_a_repeated_idempotent_create_answers_the_first_and_another_body_conflic
     assert parts.backends.queues.mutations.depth().visible == 1
     with pytest.raises(IdempotencyConflict):
         parts.service.creation.accept_definition(
-            "t1", None, definition(cron="0 10 * * *"), IdempotentRequest("key-1", "other")
+            "t1",
+            None,
+            definition(cron="0 10 * * *"),
+            IdempotentRequest("key-1", "other"),
+            actor=ACTOR,
         )
 
 
 def test_the_quota_counts_creates_not_yet_applied_and_a_replace_is_free(parts: Parts) -> None:
-    parts.service.creation.accept_definition("t1", "a", definition(cron="0 9 * * *"))
-    parts.service.creation.accept_definition("t1", "b", definition(cron="0 9 * * *"))
+    parts.service.creation.accept_definition("t1", "a", definition(cron="0 9 * * *"), actor=ACTOR)
+    parts.service.creation.accept_definition("t1", "b", definition(cron="0 9 * * *"), actor=ACTOR)
     with pytest.raises(QuotaExceeded):
-        parts.service.creation.accept_definition("t1", "c", definition(cron="0 9 * * *"))
+        parts.service.creation.accept_definition(
+            "t1", "c", definition(cron="0 9 * * *"), actor=ACTOR
+        )
     parts.apply()
-    parts.service.creation.accept_definition("t1", "a", definition(cron="0 10 * * *"))
-    parts.service.creation.accept_definition("t2", "c", definition(cron="0 9 * * *"))
-    parts.service.changes.delete("t1", "b")
-    parts.service.creation.accept_definition("t1", "c", definition(cron="0 9 * * *"))
+    parts.service.creation.accept_definition("t1", "a", definition(cron="0 10 * * *"), actor=ACTOR)
+    parts.service.creation.accept_definition("t2", "c", definition(cron="0 9 * * *"), actor=ACTOR)
+    parts.service.changes.delete("t1", "b", actor=ACTOR)
+    parts.service.creation.accept_definition("t1", "c", definition(cron="0 9 * * *"), actor=ACTOR)
 
 
 def test_a_replace_sending_masked_secrets_keeps_the_stored_ones(parts: Parts) -> None:
-    parts.service.creation.accept_definition("t1", "s", definition(cron="0 9 * * *"))
+    parts.service.creation.accept_definition("t1", "s", definition(cron="0 9 * * *"), actor=ACTOR)
     parts.apply()
     masked = dataclasses.replace(
         definition(cron="0 10 * * *"),
         payload=Payload("POST", "https://hooks.example.com/run", {"Authorization": "********"}),
     )
-    parts.service.creation.accept_definition("t1", "s", masked)
+    parts.service.creation.accept_definition("t1", "s", masked, actor=ACTOR)
     parts.apply()
     stored = parts.service.reads.get("t1", "s").live_definition
     assert (stored.timing.kind, stored.timing.value) == ("cron", "0 10 * * *")
@@ -237,25 +248,27 @@ def test_a_replace_sending_masked_secrets_keeps_the_stored_ones(parts: Parts) ->
 
 
 def test_pause_resume_and_delete_apply_at_once(parts: Parts) -> None:
-    parts.service.creation.accept_definition("t1", "p", definition(interval=Every(1, Unit.HOUR)))
+    parts.service.creation.accept_definition(
+        "t1", "p", definition(interval=Every(1, Unit.HOUR)), actor=ACTOR
+    )
     parts.apply()
-    assert parts.service.changes.pause("t1", "p").status is ScheduleStatus.PAUSED
+    assert parts.service.changes.pause("t1", "p", actor=ACTOR).status is ScheduleStatus.PAUSED
     parts.clock.at = NOW + timedelta(hours=5, minutes=30)
-    resumed = parts.service.changes.resume("t1", "p")
+    resumed = parts.service.changes.resume("t1", "p", actor=ACTOR)
     assert resumed.status is ScheduleStatus.ACTIVE
     # The hours of the pause are not caught up: the next is the first from now on.
     assert resumed.next_schedule_time == NOW + timedelta(hours=6)
-    parts.service.changes.delete("t1", "p")
+    parts.service.changes.delete("t1", "p", actor=ACTOR)
     with pytest.raises(NotFound):
         parts.service.reads.get("t1", "p")
     with pytest.raises(NotFound):
-        parts.service.changes.delete("t1", "p")
+        parts.service.changes.delete("t1", "p", actor=ACTOR)
 
 
 def test_a_trigger_sends_a_manual_occurrence_even_while_paused(parts: Parts) -> None:
-    parts.service.creation.accept_definition("t1", "m", definition(cron="0 9 * * *"))
+    parts.service.creation.accept_definition("t1", "m", definition(cron="0 9 * * *"), actor=ACTOR)
     parts.apply()
-    parts.service.changes.pause("t1", "m")
+    parts.service.changes.pause("t1", "m", actor=ACTOR)
     occurrence = parts.service.runs.trigger("t1", "m")
     assert occurrence.manual and occurrence.scheduled_time == NOW
     assert occurrence.occurrence_id.startswith("m:manual:2026-03-02T08:00:00.000Z:")
@@ -265,7 +278,9 @@ def test_a_trigger_sends_a_manual_occurrence_even_while_paused(parts: Parts) -> 
 
 
 def test_a_backfill_queues_the_range_s_occurrences_and_refuses_a_bad_range(parts: Parts) -> None:
-    parts.service.creation.accept_definition("t1", "b", definition(interval=Every(1, Unit.HOUR)))
+    parts.service.creation.accept_definition(
+        "t1", "b", definition(interval=Every(1, Unit.HOUR)), actor=ACTOR
+    )
     parts.apply()
     parts.clock.at = NOW + timedelta(hours=4)
     start, end = NOW + timedelta(minutes=30), NOW + timedelta(hours=3, minutes=30)
@@ -300,21 +315,21 @@ def test_a_preview_gives_the_times_after_or_before_a_moment(parts: Parts) -> Non
 
 
 def test_replay_and_discard_refuse_what_is_not_a_dead_letter(parts: Parts) -> None:
-    parts.service.creation.accept_definition("t1", "r", definition(cron="0 9 * * *"))
+    parts.service.creation.accept_definition("t1", "r", definition(cron="0 9 * * *"), actor=ACTOR)
     parts.apply()
     store = parts.backends.store
     occurrence = Occurrence("t1", "r", 1, NOW)
     running = store.begin_attempt(occurrence, "w", NOW, NOW + timedelta(minutes=1))
     assert running is not None
     with pytest.raises(NoDeadLetter):
-        parts.service.runs.replay("t1", occurrence.occurrence_id)
+        parts.service.runs.replay("t1", occurrence.occurrence_id, actor=ACTOR)
     failed = AttemptOutcome(ExecutionStatus.FAILED, NOW, http_status=500)
     assert store.finish_attempt(running, "w", failed)
     with pytest.raises(NoDeadLetter):
-        parts.service.runs.replay("t2", occurrence.occurrence_id)
-    parts.service.changes.delete("t1", "r")
+        parts.service.runs.replay("t2", occurrence.occurrence_id, actor=ACTOR)
+    parts.service.changes.delete("t1", "r", actor=ACTOR)
     with pytest.raises(NotReplayable):
-        parts.service.runs.replay("t1", occurrence.occurrence_id)
+        parts.service.runs.replay("t1", occurrence.occurrence_id, actor=ACTOR)
     parts.service.runs.discard("t1", occurrence.occurrence_id)
     with pytest.raises(NoDeadLetter):
         parts.service.runs.discard("t1", occurrence.occurrence_id)
@@ -348,7 +363,9 @@ def test_a_create_parses_its_body_once(api: ApiUnderTest, monkeypatch: pytest.Mo
 
 def test_a_cron_line_with_h_has_a_next_time_and_backfills(parts: Parts) -> None:
     """``H`` spreads by the schedule's id: every time computed for the schedule uses it."""
-    parts.service.creation.accept_definition("t1", "spread", definition(cron="H 9 * * *"))
+    parts.service.creation.accept_definition(
+        "t1", "spread", definition(cron="H 9 * * *"), actor=ACTOR
+    )
     parts.apply()
     stored = parts.service.reads.get("t1", "spread")
     first = stored.next_schedule_time

@@ -70,8 +70,9 @@ def test_every_endpoint_is_scoped_to_the_callers_tenant(api: ApiUnderTest) -> No
         client.post(f"{other}/resume", headers=as_globex()),
         client.post(f"{other}/trigger", headers=as_globex()),
         client.get(f"{other}/executions", headers=as_globex()),
+        client.get(f"{other}/changes", headers=as_globex()),
     ]
-    assert [response.status_code for response in attempts] == [404] * 6
+    assert [response.status_code for response in attempts] == [404] * 7
     assert all(r.mimetype == "application/problem+json" for r in attempts)
     listed = client.get(f"{API}/schedules", headers=as_globex()).get_json()["items"]
     assert [(item["id"], item["name"]) for item in listed] == [("shared", "globex's")]

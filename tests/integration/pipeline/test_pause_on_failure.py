@@ -266,6 +266,20 @@ def test_a_failing_schedule_pauses_itself_notifies_and_resumes(pipeline: Pipelin
             None,
             0,
         )
+        # The change history: the create, the pause the service made, the resume.
+        changes = client.get(f"{API}/schedule/e1/changes").get_json()["items"]
+        assert [(item["action"], item["actor"]["kind"]) for item in changes] == [
+            ("resume", "api_key"),
+            ("automatic_pause", "system"),
+            ("create", "api_key"),
+        ]
+        automatic = changes[1]
+        assert automatic["at"] == paused["paused_at"]
+        assert automatic["actor"] == {"kind": "system", "key_id": None, "name": "system"}
+        assert automatic["fields"] == [
+            {"path": "state", "old": "active", "new": "paused", "secret": False}
+        ]
+        assert changes[0]["revision"] > automatic["revision"] > changes[2]["revision"]
         eventually(
             lambda: len([call for call in receiver.calls if call.path == "/hook"]) > hooks,
             10,

@@ -114,6 +114,8 @@ def test_a_changed_retention_changes_the_ttl_index_in_place(
     MongoStore(
         client, database, secrets=TEST_SECRETS, execution_retention=timedelta(days=7)
     ).ensure_indexes()
-    assert [command["index"] for command in listener.commands] == [
-        {"keyPattern": {"final_at": 1}, "expireAfterSeconds": 7 * 86400}
+    # The execution records' index, and the change history's (kept as long as the runs).
+    assert [(command["collMod"], command["index"]) for command in listener.commands] == [
+        ("executions", {"keyPattern": {"final_at": 1}, "expireAfterSeconds": 7 * 86400}),
+        ("changes", {"keyPattern": {"at": 1}, "expireAfterSeconds": 7 * 86400}),
     ]

@@ -22,6 +22,7 @@ from processor_worker.worker import Processor
 from shared.adapters.mongo.store import MongoStore
 from shared.adapters.sqlite.db import SqliteDatabase
 from shared.adapters.sqlite_queue import SqliteQueue
+from shared.changes import Actor, ActorKind, ChangeAction, ChangeNote
 from shared.messages import DefinitionMutation, encode_mutation
 from shared.model import AttemptOutcome, ExecutionStatus, ScheduleStatus
 from shared.ports import Advance, OutgoingMessage, OverlapClaim, OverlapSeen, OverlapTurn
@@ -211,18 +212,25 @@ def test_the_processor_applies_a_batch_of_creates_in_one_command(
     mutations, dead = SqliteQueue(database, "mutations"), SqliteQueue(database, "dead")
     mutations.create()
     dead.create()
+    note = ChangeNote(ChangeAction.CREATE, Actor(ActorKind.API_KEY, "k1", "bot"), ())
     bodies = [
-        encode_mutation(DefinitionMutation(TENANT, f"p{n}", 1, T0, definition()), TEST_SECRETS)
+        encode_mutation(
+            DefinitionMutation(TENANT, f"p{n}", 1, T0, definition(), note), TEST_SECRETS
+        )
         for n in range(10)
     ]
     mutations.send([OutgoingMessage(body) for body in bodies])
     processor = Processor(store, mutations, dead, TEST_SECRETS, batch_size=10)
     commands.take()
     assert processor.process_batch(1.0) == 10
-    assert commands.take() == 1  # one insert for the ten new schedules
+    # One insert for the ten changes of the history, one for the ten new schedules.
+    assert commands.take() == 2
     stored = store.get_schedules([(TENANT, f"p{n}") for n in range(10)])
     assert {schedule.revision for schedule in stored.values()} == {1}
     assert len(stored) == 10
+    for n in range(10):
+        [created] = store.list_changes(TENANT, f"p{n}", 10, None).items
+        assert (created.action, created.revision, created.at) == (ChangeAction.CREATE, 1, T0)
     database.close()
 
 

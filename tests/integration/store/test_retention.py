@@ -1,4 +1,5 @@
-"""Retention: the poller deletes old execution records and finished schedules, nothing else."""
+"""Retention: the poller deletes old execution records, finished schedules and old changes,
+nothing else."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 
 from scheduler_cli.components import build_poller
 from shared.backends import Backends, open_backends
+from shared.changes import SYSTEM, Change, ChangeAction
 from shared.model import (
     AttemptOutcome,
     Every,
@@ -63,3 +65,24 @@ def test_a_sweep_deletes_what_is_older_than_retention(tmp_path: Path, backends: 
     daily = store.get_schedule("default", "daily")
     assert daily is not None and daily.status is ScheduleStatus.ACTIVE
     assert poller.sweep_expired() == (0, 0)
+
+
+def test_a_schedules_changes_are_kept_as_long_as_its_runs(
+    tmp_path: Path, backends: Backends
+) -> None:
+    """Changes older than the execution retention go; a deleted schedule's newer ones stay."""
+    store = backends.store
+
+    def made(seq: int, at: datetime, action: ChangeAction) -> Change:
+        return Change("default", "gone", seq, seq, at, action, SYSTEM)
+
+    old = made(1, T0, ChangeAction.CREATE)
+    newer = made(2, T0 + timedelta(days=35), ChangeAction.DELETE)
+    store.record_changes([old, newer])
+    settings = sqlite_settings(tmp_path, execution_retention_days=30, schedule_retention_days=15)
+    poller = build_poller(settings, backends, clock=FixedClock(T0 + timedelta(days=40)))
+    poller.sweep_expired()
+    assert store.list_changes("default", "gone", 10, None).items == [newer]
+    later = build_poller(settings, backends, clock=FixedClock(T0 + timedelta(days=66)))
+    later.sweep_expired()
+    assert store.list_changes("default", "gone", 10, None).items == []

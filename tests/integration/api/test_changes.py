@@ -1,0 +1,220 @@
+"""A schedule's change history (``GET /schedule/{id}/changes``), as a user reads it: every change
+made through the API, newest first, with who made it and what changed, secrets masked."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scheduler_service import auth
+from scheduler_service.requests.queries import encode_cursor
+from shared.formats import execution_cursor
+from shared.ports import ApiKey, Role
+from shared.redaction import MASK
+from shared.timeutil import UTC, parse_iso
+from tests.support.api import ApiUnderTest, api_under_test
+from tests.support.harness import API
+
+WRITER_KEY = "sk_writer_0123456789abcdef"
+READER_KEY = "sk_reader_0123456789abcdef"
+GLOBEX_KEY = "sk_globex_0123456789abcdef"
+FIRST_SECRET = "first-s3cret-value-7Qx"
+SECOND_SECRET = "second-s3cret-value-9Zy"
+
+BODY: dict[str, Any] = {
+    "name": "nightly",
+    "schedule": {"cron": "0 2 * * *", "timezone": "Europe/Paris"},
+    "payload": {
+        "method": "POST",
+        "url": "https://hooks.example.com/n",
+        "headers": {"Authorization": f"Bearer {FIRST_SECRET}", "X-Team": "billing"},
+    },
+    "tags": ["t"],
+}
+
+
+def key(api: ApiUnderTest, secret: str, tenant: str, name: str, role: Role) -> dict[str, str]:
+    api.backends.store.add_api_key(
+        ApiKey(auth.hash_key(secret), tenant, name, datetime.now(UTC), role)
+    )
+    return {"X-API-Key": secret}
+
+
+@pytest.fixture
+def api(tmp_path: Path) -> Iterator[ApiUnderTest]:
+    with api_under_test(tmp_path, api_auth="keys") as under_test:
+        yield under_test
+
+
+def changes_of(api: ApiUnderTest, schedule_id: str, headers: dict[str, str]) -> Any:
+    answer = api.client.get(f"{API}/schedule/{schedule_id}/changes", headers=headers)
+    assert answer.status_code == 200, answer.get_json()
+    return answer.get_json()
+
+
+def fields_of(change: dict[str, Any]) -> dict[str, tuple[Any, Any, bool]]:
+    return {item["path"]: (item["old"], item["new"], item["secret"]) for item in change["fields"]}
+
+
+def test_every_change_is_listed_newest_first_with_its_actor_revision_and_fields(
+    api: ApiUnderTest,
+) -> None:
+    writer = key(api, WRITER_KEY, "acme", "deploy-bot", Role.WRITE)
+    path = f"{API}/schedule/nightly"
+    before = datetime.now(UTC)
+    revisions = [api.client.put(path, json=BODY, headers=writer).get_json()["revision"]]
+    api.apply()
+    patch = {
+        "payload": {"url": "https://hooks.example.com/v2"},
+        "schedule": {"cron": "0 3 * * *", "timezone": "Europe/Paris"},
+    }
+    revisions.append(api.client.patch(path, json=patch, headers=writer).get_json()["revision"])
+    api.apply()
+    revisions.append(api.client.post(f"{path}/pause", headers=writer).get_json()["revision"])
+    api.client.post(f"{path}/resume", headers=writer)
+    replaced = {**BODY, "tags": ["t", "u"]}
+    revisions.append(api.client.put(path, json=replaced, headers=writer).get_json()["revision"])
+    api.apply()
+    assert api.client.delete(path, headers=writer).status_code == 202
+    after = datetime.now(UTC)
+
+    page = changes_of(api, "nightly", writer)
+    assert page["schedule_status"] == "deleted"
+    assert page["next_cursor"] is None
+    items = page["items"]
+    assert [item["action"] for item in items] == [
+        "delete",
+        "replace",
+        "resume",
+        "pause",
+        "patch",
+        "create",
+    ]
+    digest = auth.hash_key(WRITER_KEY)[:12]
+    assert {
+        (item["actor"]["kind"], item["actor"]["key_id"], item["actor"]["name"]) for item in items
+    } == {("api_key", digest, "deploy-bot")}
+    # The revisions each answer gave, in the history; newest first, each time in the run.
+    assert items[1]["revision"] == revisions[3]
+    assert items[4]["revision"] == revisions[1]
+    assert items[5]["revision"] == revisions[0]
+    assert [item["revision"] for item in items] == sorted(
+        (item["revision"] for item in items), reverse=True
+    )
+    for item in items:
+        assert before <= parse_iso(item["at"]) <= after
+
+    created = fields_of(items[5])
+    assert created["name"] == (None, "nightly", False)
+    assert created["schedule.cron"] == (None, "0 2 * * *", False)
+    assert created["timezone"] == (None, "Europe/Paris", False)
+    assert created["payload.headers.X-Team"] == (None, "billing", False)
+    assert created["payload.headers.Authorization"] == (None, MASK, True)
+    assert fields_of(items[4]) == {
+        "payload.url": ("https://hooks.example.com/n", "https://hooks.example.com/v2", False),
+        "schedule.cron": ("0 2 * * *", "0 3 * * *", False),
+    }
+    assert fields_of(items[3]) == {"state": ("active", "paused", False)}
+    assert fields_of(items[2]) == {"state": ("paused", "active", False)}
+    # The replace sent the first URL and cron again, and one more tag.
+    assert fields_of(items[1]) == {
+        "payload.url": ("https://hooks.example.com/v2", "https://hooks.example.com/n", False),
+        "schedule.cron": ("0 3 * * *", "0 2 * * *", False),
+        "tags": (["t"], ["t", "u"], False),
+    }
+    assert fields_of(items[0]) == {"state": ("active", "deleted", False)}
+
+
+def test_a_secrets_change_shows_that_it_changed_never_its_value(api: ApiUnderTest) -> None:
+    writer = key(api, WRITER_KEY, "acme", "deploy-bot", Role.WRITE)
+    path = f"{API}/schedule/signed"
+    api.client.put(path, json=BODY, headers=writer)
+    api.apply()
+    rotated = {"payload": {"headers": {"Authorization": f"Bearer {SECOND_SECRET}"}}}
+    assert api.client.patch(path, json=rotated, headers=writer).status_code == 202
+    api.apply()
+
+    answer = api.client.get(f"{API}/schedule/signed/changes", headers=writer)
+    latest = answer.get_json()["items"][0]
+    assert latest["action"] == "patch"
+    assert fields_of(latest) == {"payload.headers.Authorization": (MASK, MASK, True)}
+    for secret in (FIRST_SECRET, SECOND_SECRET):
+        assert secret not in answer.get_data(as_text=True)
+    # Nor in the changes the store keeps, nor anywhere in its file (or its queues').
+    database = Path(api.settings.store_url.removeprefix("sqlite:///"))
+    with sqlite3.connect(database) as connection:
+        stored = repr(connection.execute("SELECT * FROM schedule_changes").fetchall())
+    assert "payload.headers.Authorization" in stored
+    files = b"".join(path.read_bytes() for path in database.parent.glob(f"{database.name}*"))
+    for secret in (FIRST_SECRET, SECOND_SECRET):
+        assert secret not in stored
+        assert secret.encode() not in files
+
+
+def test_the_history_comes_a_page_at_a_time(api: ApiUnderTest) -> None:
+    writer = key(api, WRITER_KEY, "acme", "deploy-bot", Role.WRITE)
+    path = f"{API}/schedule/paged"
+    api.client.put(path, json=BODY, headers=writer)
+    api.apply()
+    for _ in range(3):
+        api.client.post(f"{path}/pause", headers=writer)
+        api.client.post(f"{path}/resume", headers=writer)
+    whole = changes_of(api, "paged", writer)["items"]
+    assert len(whole) == 7
+    seen: list[Any] = []
+    url = f"{path}/changes?limit=3"
+    while True:
+        page = api.client.get(url, headers=writer).get_json()
+        assert len(page["items"]) <= 3
+        seen.extend(page["items"])
+        if page["next_cursor"] is None:
+            break
+        url = f"{path}/changes?limit=3&cursor={page['next_cursor']}"
+    assert seen == whole
+
+    # A cursor of the runs' history is not one of the changes'.
+    runs_cursor = encode_cursor(execution_cursor(datetime.now(UTC), "paged:x"), "e")
+    for bad in ("nonsense", runs_cursor, encode_cursor("12x", "c")):
+        refused = api.client.get(f"{path}/changes?cursor={bad}", headers=writer)
+        assert refused.status_code == 400
+        assert [error["field"] for error in refused.get_json()["errors"]] == ["cursor"]
+    refused = api.client.get(f"{path}/changes?limit=0", headers=writer)
+    assert refused.status_code == 400
+    assert [error["field"] for error in refused.get_json()["errors"]] == ["limit"]
+
+
+def test_another_tenant_cannot_read_the_changes_and_a_read_key_can(api: ApiUnderTest) -> None:
+    writer = key(api, WRITER_KEY, "acme", "deploy-bot", Role.WRITE)
+    reader = key(api, READER_KEY, "acme", "dashboard", Role.READ)
+    globex = key(api, GLOBEX_KEY, "globex", "globex-admin", Role.ADMIN)
+    api.client.put(f"{API}/schedule/mine", json=BODY, headers=writer)
+    api.apply()
+    assert [item["action"] for item in changes_of(api, "mine", reader)["items"]] == ["create"]
+    refused = api.client.get(f"{API}/schedule/mine/changes", headers=globex)
+    assert refused.status_code == 404
+    assert refused.mimetype == "application/problem+json"
+    # Nor once deleted, nor by a schedule of its own with the same id.
+    api.client.put(f"{API}/schedule/mine", json={**BODY, "name": "globex's"}, headers=globex)
+    api.apply()
+    api.client.delete(f"{API}/schedule/mine", headers=writer)
+    theirs = changes_of(api, "mine", globex)["items"]
+    assert [(item["action"], item["actor"]["name"]) for item in theirs] == [
+        ("create", "globex-admin")
+    ]
+    ours = changes_of(api, "mine", reader)
+    assert ours["schedule_status"] == "deleted"
+    assert [item["action"] for item in ours["items"]] == ["delete", "create"]
+
+
+def test_an_unknown_schedule_has_no_history(api: ApiUnderTest) -> None:
+    writer = key(api, WRITER_KEY, "acme", "deploy-bot", Role.WRITE)
+    assert api.client.get(f"{API}/schedule/nobody/changes", headers=writer).status_code == 404
+    # A delete of an unknown id leaves a tombstone, and no change.
+    assert api.client.delete(f"{API}/schedule/nobody", headers=writer).status_code == 404
+    assert api.client.get(f"{API}/schedule/nobody/changes", headers=writer).status_code == 404
+    assert api.client.get(f"{API}/schedule/no:pe/changes", headers=writer).status_code == 400
