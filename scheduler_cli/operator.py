@@ -1,5 +1,5 @@
-"""``scheduler schedules …``, ``scheduler executions …`` and ``scheduler dead-letters …``: the
-API from a terminal.
+"""``scheduler schedules …`` (``schedules changes ID``: the change history), ``scheduler
+executions …`` and ``scheduler dead-letters …``: the API from a terminal.
 
 ``scheduler_client`` calling a running API (``--url``, ``SCHEDULER_API_URL``), printing readable
 tables or, with ``--json``, the API's answers as they are.
@@ -87,6 +87,16 @@ ATTEMPT_COLUMNS = (
 # How much of an answer's body a table shows (all of it with --json).
 ANSWER_WIDTH = 60
 
+CHANGE_COLUMNS = (
+    ("at", "TIME (UTC)"),
+    ("actor", "ACTOR"),
+    ("action", "ACTION"),
+    ("revision", "REVISION"),
+    ("fields", "FIELDS"),
+)
+# How much of a field's old or new value the table of changes shows (all of it with --json).
+VALUE_WIDTH = 40
+
 DEAD_LETTER_COLUMNS = (
     ("id", "OCCURRENCE"),
     ("failed_at", "FAILED (UTC)"),
@@ -165,6 +175,13 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="run each occurrence, or only the latest",
     )
     client_options(backfill)
+    changes = actions.add_parser(
+        "changes", help="a schedule's change history: who changed what, newest first"
+    )
+    changes.add_argument("id")
+    changes.add_argument("--limit", type=int, default=20, help="changes per page (20)")
+    paging(changes)
+    client_options(changes)
     for action, text in (
         ("get", "one schedule"),
         ("pause", "stop firing until resumed"),
@@ -296,6 +313,13 @@ def _request(
         answer = _pages(schedules, args)
         rows = [{**item, "target": summary(item["payload"])} for item in answer["items"]]
         return answer, rows, SCHEDULE_COLUMNS
+    if action == "changes":
+
+        def changes(cursor: str | None) -> Any:
+            return client.changes_page(args.id, limit=args.limit, cursor=cursor)
+
+        answer = _pages(changes, args)
+        return answer, [_change_row(item) for item in answer["items"]], CHANGE_COLUMNS
     if action == "create":
         body = _body_file(args.file)
         return (client.replace(args.id, body) if args.id else client.create(body)), None, ()
@@ -359,3 +383,27 @@ def _attempt_row(attempt: dict[str, Any]) -> dict[str, Any]:
     if len(answer) > ANSWER_WIDTH:
         answer = answer[: ANSWER_WIDTH - 1] + "…"
     return {**attempt, "answer": answer or None}
+
+
+def _change_row(change: dict[str, Any]) -> dict[str, Any]:
+    """A change on one line: who made it (the key's name and id, ``console: …``, ``system``),
+    and each field as ``path: old -> new`` (a secret's: ``path: changed (secret)``)."""
+    actor = change["actor"]
+    who = actor.get("name") or "-"
+    if actor.get("key_id"):
+        who = f"{who} ({actor['key_id']})"
+    if actor["kind"] == "console":
+        who = f"console: {who}"
+    parts = []
+    for item in change["fields"]:
+        if item["secret"]:
+            parts.append(f"{item['path']}: changed (secret)")
+        else:
+            old, new = (_value(item["old"]), _value(item["new"]))
+            parts.append(f"{item['path']}: {old} -> {new}")
+    return {**change, "actor": who, "fields": "; ".join(parts) or None}
+
+
+def _value(value: Any) -> str:
+    text = shown("", value)
+    return text if len(text) <= VALUE_WIDTH else text[: VALUE_WIDTH - 1] + "…"

@@ -28,6 +28,8 @@ from scheduler_client.errors import ConnectionFailed, api_error
 from scheduler_client.types import (
     Accepted,
     Backfilled,
+    Change,
+    ChangePage,
     Comparison,
     DeadLetter,
     DeadLetterPage,
@@ -236,6 +238,19 @@ class SchedulerClient:
         bytes of its body."""
         path = self._path(schedule_id, f"executions/{quote(occurrence_id, safe='')}")
         return cast(Occurrence, self._call("GET", path, idempotent=True))
+
+    def changes(self, schedule_id: str, *, limit: int | None = None) -> Iterator[Change]:
+        """The schedule's change history, newest first, a page at a time as it is consumed:
+        each change's time, action, revision, actor and fields (secrets masked)."""
+        for item in self._pages(self._path(schedule_id, "changes"), {"limit": limit}):
+            yield cast(Change, item)
+
+    def changes_page(
+        self, schedule_id: str, *, limit: int | None = None, cursor: str | None = None
+    ) -> ChangePage:
+        """One page of ``changes``, with the schedule's status and its ``next_cursor``."""
+        path = self._path(schedule_id, "changes")
+        return cast(ChangePage, self._page(path, {"limit": limit}, cursor))
 
     # -- dead letters -------------------------------------------------------------------------
 

@@ -280,6 +280,33 @@ class ExecutionPage(TypedDict):
     paused_reason: str | None
 
 
+class ChangeActor(TypedDict):
+    kind: str  # api_key, console or system
+    key_id: str | None
+    name: str | None
+
+
+class FieldChange(TypedDict):
+    path: str  # payload.url, schedule.cron, state …
+    old: Any
+    new: Any
+    secret: bool  # masked both sides: it changed, its value is never shown
+
+
+class Change(TypedDict):
+    at: str
+    action: str  # create, replace, patch, pause, resume, skip, delete, automatic_pause, replay
+    revision: int | None
+    actor: ChangeActor
+    fields: list[FieldChange]
+
+
+class ChangePage(TypedDict):
+    items: list[Change]
+    next_cursor: str | None
+    schedule_status: str  # deleted once the schedule is
+
+
 class DeadLetterPage(TypedDict):
     items: list[DeadLetter]
     next_cursor: str | None

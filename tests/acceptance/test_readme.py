@@ -259,6 +259,10 @@ def test_the_readme_from_top_to_bottom(tmp_path: Path) -> None:
     assert cli["scheduler dead-letters list"].startswith("OCCURRENCE")
     assert cli["scheduler schedules pause ID"].strip() == f"{client_id} (hello): paused by user"
     assert "fires next at" in cli["scheduler schedules resume ID"]
+    # Newest first: the resume and the pause just made, then the client's create.
+    changes = [line.split() for line in cli["scheduler schedules changes ID"].splitlines()]
+    assert changes[0][:3] == ["TIME", "(UTC)", "ACTOR"]
+    assert [line[2] for line in changes[1:]] == ["resume", "pause", "create"]
     assert cli["scheduler keys create TENANT"].startswith("key: ")
     assert Settings.from_env({"SCHEDULER_SECRET_KEYS": cli["scheduler secret-key"].strip()})
 
