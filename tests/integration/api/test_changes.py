@@ -218,3 +218,23 @@ def test_an_unknown_schedule_has_no_history(api: ApiUnderTest) -> None:
     assert api.client.delete(f"{API}/schedule/nobody", headers=writer).status_code == 404
     assert api.client.get(f"{API}/schedule/nobody/changes", headers=writer).status_code == 404
     assert api.client.get(f"{API}/schedule/no:pe/changes", headers=writer).status_code == 400
+
+
+def test_the_openapi_document_describes_the_history(api: ApiUnderTest) -> None:
+    document = api.client.get("/openapi.json").get_json()
+    operation = document["paths"]["/scheduler-service/v1/schedule/{schedule_id}/changes"]["get"]
+    assert operation["operationId"] == "listChanges"
+    assert operation["x-required-role"] == "read"
+    assert {"200", "400", "404"} <= set(operation["responses"])
+    assert {parameter["name"] for parameter in operation["parameters"]} >= {"limit", "cursor"}
+    schemas = document["components"]["schemas"]
+    page = operation["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
+    assert schemas[page.rsplit("/", 1)[1]]["properties"]["items"]["description"]
+    for name, fields in (
+        ("Change", {"at", "action", "revision", "actor", "fields"}),
+        ("Actor", {"kind", "key_id", "name"}),
+        ("FieldChange", {"path", "old", "new", "secret"}),
+    ):
+        properties = schemas[name]["properties"]
+        assert set(properties) == fields
+        assert all(properties[field].get("description") for field in fields), name
