@@ -1,9 +1,8 @@
-"""A schedule's change history in the console: the newest changes on its page, and every change,
-a page at a time, on a page of its own."""
+"""A schedule's change history in the console: the newest changes on its page (asked for once the
+page is shown, a request of their own), and every change, a page at a time, on a page of its
+own."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from flask import g, request
 
@@ -20,10 +19,17 @@ CHANGES_ON_SCHEDULE = 5
 CHANGE_VIEW = ChangeSchema()
 
 
-def change_rows(tenant: str, schedule_id: str, limit: int) -> list[dict[str, Any]]:
-    """The schedule's newest ``limit`` changes as the API shows them."""
-    _, found = service().reads.list_changes(tenant, schedule_id, limit, None)
-    return [CHANGE_VIEW.dump(change) for change in found.items]
+@blp.route("/schedules/<schedule_id>/changes/recent")
+@requires(Role.READ)
+def recent_changes(schedule_id: str) -> str:
+    """The newest changes of a live schedule, for its page (which asks once it is shown)."""
+    service().reads.get(g.tenant, schedule_id)
+    found = service().reads.recent_changes(g.tenant, schedule_id, CHANGES_ON_SCHEDULE)
+    return page(
+        "console/recent_changes.html",
+        schedule_id=schedule_id,
+        changes=[CHANGE_VIEW.dump(change) for change in found],
+    )
 
 
 @blp.route("/schedules/<schedule_id>/changes")

@@ -12,7 +12,6 @@ from flask import g, request, url_for
 from werkzeug import Response
 
 from scheduler_service.auth import request_actor
-from scheduler_service.console.change_pages import CHANGES_ON_SCHEDULE, change_rows
 from scheduler_service.console.pages import (
     PREFIX,
     blp,
@@ -283,7 +282,6 @@ def schedule(schedule_id: str) -> str | tuple[str, int]:
         times=next_times(found, service().clock.now()),
         runs=runs,
         chart=lateness_chart(runs),
-        changes=change_rows(g.tenant, schedule_id, CHANGES_ON_SCHEDULE),
     )
 
 

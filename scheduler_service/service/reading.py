@@ -80,6 +80,10 @@ class Reads:
             raise NotFound(schedule_id)
         return schedule, page
 
+    def recent_changes(self, tenant: str, schedule_id: str, limit: int) -> list[Change]:
+        """The newest ``limit`` changes of a schedule the caller has read already."""
+        return self.store.list_changes(tenant, schedule_id, limit, None).items
+
     def execution(self, tenant: str, occurrence_id: str) -> Execution:
         """One occurrence's record (kept after its schedule is deleted, until retention);
         ``NotFound`` if the tenant has none by that id."""

@@ -47,6 +47,9 @@ def test_the_schedule_page_shows_who_changed_what(
     browser.find_element(By.ID, "pause").click()
     wait(browser).until(expected_conditions.presence_of_element_located((By.ID, "resume")))
 
+    wait(browser).until(
+        lambda _: len(browser.find_elements(By.CSS_SELECTOR, "#changes tr.change")) == 3
+    )
     rows = browser.find_elements(By.CSS_SELECTOR, "#changes tr.change")
     assert [row.get_attribute("data-action") for row in rows] == ["pause", "patch", "create"]
     assert "console: SCHEDULER_API_KEYS" in rows[0].text

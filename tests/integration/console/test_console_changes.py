@@ -40,7 +40,11 @@ def test_the_schedule_page_shows_who_changed_what(api: ApiUnderTest) -> None:
     api.apply()
     assert api.client.post("/console/schedules/nightly/pause").status_code in (302, 303)
 
-    page = api.client.get("/console/schedules/nightly").get_data(as_text=True)
+    # The schedule's page asks for its newest changes once shown (and links to every change).
+    schedule = api.client.get("/console/schedules/nightly").get_data(as_text=True)
+    assert 'hx-get="/console/schedules/nightly/changes/recent"' in schedule
+    assert 'href="/console/schedules/nightly/changes"' in schedule
+    page = api.client.get("/console/schedules/nightly/changes/recent").get_data(as_text=True)
     shown = rows(page)
     assert [action for action, _ in shown] == ["pause", "patch", "create"]
     paused, patched, created = (text for _, text in shown)
@@ -50,7 +54,6 @@ def test_the_schedule_page_shows_who_changed_what(api: ApiUnderTest) -> None:
     assert "payload.headers.Authorization : changed (secret)" in patched
     assert "payload.headers.X-Team" in created and '"ops"' in created
     assert "s3cret-token" not in page and "n3w-s3cret" not in page
-    assert 'href="/console/schedules/nightly/changes"' in page
 
 
 def test_every_change_a_page_at_a_time_and_a_deleted_schedules_too(api: ApiUnderTest) -> None:
@@ -88,3 +91,4 @@ def test_another_tenant_sees_no_change(api: ApiUnderTest) -> None:
     other = api.app.test_client()
     log_in(other, GLOBEX_KEY)
     assert other.get("/console/schedules/acme-only/changes").status_code == 404
+    assert other.get("/console/schedules/acme-only/changes/recent").status_code == 404
