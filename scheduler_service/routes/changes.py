@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 from flask import g
-from marshmallow import RAISE
 
 from scheduler_service.presenting.change_schemas import ChangePageSchema
 from scheduler_service.presenting.views import PageView
@@ -16,15 +15,11 @@ from scheduler_service.routes.common import page_size, service
 from scheduler_service.routes.schedules import blp
 from shared.changes import Change
 from shared.model import ScheduleStatus
-from shared.ports import Role
 
 
-@blp.route("/schedule/<schedule_id>/changes", methods=["GET"])
-@blp.requires(Role.READ)
-@blp.arguments(ListChangesQuery, location="query", unknown=RAISE, error_status_code=400)
-@blp.response(200, ChangePageSchema)
-@blp.doc(operationId="listChanges")
-@blp.problems(400, 404)
+@blp.listing(
+    "/schedule/<schedule_id>/changes", ListChangesQuery, ChangePageSchema, "listChanges", 404
+)
 def list_changes(query: dict[str, Any], schedule_id: str) -> PageView[Change]:
     """The change history, newest first
 
