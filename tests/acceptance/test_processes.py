@@ -65,3 +65,15 @@ def test_the_four_components_as_separate_processes_share_their_backends(
         calls = receiver.wait_for(1, timeout=10)
         assert calls and calls[0].json() == {"ok": True}
         assert calls[0].headers["idempotency-key"].startswith(created["id"])
+        # The change history: the processor stored the create's record beside it; the API's
+        # process the delete's.
+        changes = f"{base}{API}/schedule/{created['id']}/changes"
+        status, history = http_json("GET", changes)
+        assert status == 200
+        assert [(item["action"], item["revision"]) for item in history["items"]] == [
+            ("create", created["revision"])
+        ]
+        assert http_json("DELETE", f"{base}{API}/schedule/{created['id']}")[0] == 202
+        status, history = http_json("GET", changes)
+        assert (status, history["schedule_status"]) == (200, "deleted")
+        assert [item["action"] for item in history["items"]] == ["delete", "create"]
