@@ -116,10 +116,10 @@ class Creation:
         from the stored definition (``scheduler_service.service.recording``)."""
         now = self.clock.now()
         stored = self.store.get_schedule(tenant, schedule_id) if schedule_id else None
-        if stored is not None and stored.status is ScheduleStatus.DELETED:
-            stored = None
-        before = stored.definition if stored is not None else None
-        definition = self.keep_secrets(before, definition)
+        definition = self.kept_secrets(stored.definition if stored else None, definition)
+        # What the change history compares with: nothing for a new or deleted schedule.
+        live = stored is not None and stored.status is not ScheduleStatus.DELETED
+        before = stored.definition if stored is not None and live else None
         # The id is known before the checks: a cron line's H spreads by it.
         schedule_id = schedule_id or str(uuid.uuid4())
         parts = {
@@ -183,13 +183,28 @@ class Creation:
         return reservation
 
     def keep_secrets(
+        self, tenant: str, schedule_id: str | None, definition: ScheduleDefinition
+    ) -> ScheduleDefinition:
+        """Masked values sent back as an answer showed them keep the stored schedule's values
+        (``shared.secrets.keep_masked_secrets``): a replace need not know a secret to keep it.
+        Reads the stored schedule only for a definition that carries a mask."""
+        if not self._carries_mask(definition):
+            return definition
+        stored = self.store.get_schedule(tenant, schedule_id) if schedule_id else None
+        return self.kept_secrets(stored.definition if stored else None, definition)
+
+    @staticmethod
+    def _carries_mask(definition: ScheduleDefinition) -> bool:
+        hook = definition.on_failure
+        return carries_mask(definition.payload) or bool(hook and carries_mask(hook))
+
+    def kept_secrets(
         self, stored_definition: ScheduleDefinition | None, definition: ScheduleDefinition
     ) -> ScheduleDefinition:
-        """Masked values sent back as an answer showed them keep the stored definition's values
-        (``shared.secrets.keep_masked_secrets``): a replace need not know a secret to keep it."""
-        hook = definition.on_failure
-        if not carries_mask(definition.payload) and not (hook and carries_mask(hook)):
+        """``keep_secrets`` with the stored definition read already."""
+        if not self._carries_mask(definition):
             return definition
+        hook = definition.on_failure
         payload = keep_masked_secrets(
             definition.payload,
             stored_definition.payload if stored_definition else None,

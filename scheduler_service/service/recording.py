@@ -44,13 +44,9 @@ def definition_document(
     """The parts of the schedule a definition makes, as an answer shows them (the body a
     ``PUT`` would send, and its ``timezone``): masked with ``patterns``, or as stored with
     ``None``. Nothing for no definition."""
-    # Imported here: the requests package reaches this module through the error answers'
-    # module (scheduler_service.presenting.problems imports the service's errors).
-    from scheduler_service.requests.patch import stored_body
-
     if definition is None:
         return {}
-    document = {**stored_body(definition), "timezone": definition.timing.timezone}
+    document = {**definition.body(), "timezone": definition.timing.timezone}
     if patterns is not None:
         patterns = tuple(patterns)
         document["payload"] = masked_payload(definition.payload, patterns)
