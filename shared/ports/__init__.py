@@ -37,6 +37,7 @@ from shared.ports.schedules import (
     ScheduleOrder,
     ScheduleStore,
     SlotReservation,
+    StateChange,
 )
 from shared.ports.signing_secrets import (
     SigningSecretSet,
@@ -74,6 +75,7 @@ __all__ = [
     "SigningSecretSet",
     "SigningSecretStore",
     "SlotReservation",
+    "StateChange",
     "Store",
     "StoredSigningSecret",
     "SystemClock",
