@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
+from scheduler_cli import bulk
 from scheduler_client import ApiError, ConnectionFailed, SchedulerClient
 from shared.schedule_listing import SORTS
 from shared.targets import summary
@@ -175,6 +176,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         parser = actions.add_parser(action, help=text)
         parser.add_argument("id")
         client_options(parser)
+    bulk.add_command(actions, client_options)
     dead_letters = commands.add_parser(
         "dead-letters", help="occurrences that failed for good: list, replay, discard"
     )
@@ -234,6 +236,9 @@ def call_api(
 
 def run(args: argparse.Namespace, environ: dict[str, str], out: TextIO | None = None) -> int:
     out = out or sys.stdout
+    if args.command == "schedules" and args.action == "bulk":
+        result = call_api(args, environ, lambda client: bulk.run(client, args, out, sys.stdin))
+        return 1 if result is None else result
     called = call_api(args, environ, lambda client: _request(client, args))
     if called is None:
         return 1
