@@ -27,7 +27,7 @@ def add_command(
         help="pause, resume, delete or patch every schedule a selector matches",
         description="Shows how many schedules match, asks, then acts on all of them (the API "
         "works a page at a time; this follows it to the end). At least one of --tag, "
-        "--name-prefix, --id, --status; all given must hold.",
+        "--name-prefix, --id, --status, --search; all given must hold.",
     )
     bulk.add_argument("bulk_action", choices=["pause", "resume", "delete", "patch"])
     bulk.add_argument("--tag", help="schedules carrying this tag")
@@ -36,6 +36,7 @@ def add_command(
         "--id", dest="ids", action="append", help="this schedule (repeat for several)"
     )
     bulk.add_argument("--status", choices=["active", "paused", "completed"])
+    bulk.add_argument("--search", help="as schedules list --search: in names, tags, URL hosts")
     bulk.add_argument(
         "--patch",
         help="with patch: the JSON merge patch, as JSON text or a file's path (- for stdin)",
@@ -55,6 +56,8 @@ def selector_of(args: argparse.Namespace) -> BulkSelector:
         selector["ids"] = list(args.ids)
     if args.status is not None:
         selector["status"] = args.status
+    if args.search is not None:
+        selector["search"] = args.search
     return selector
 
 

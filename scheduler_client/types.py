@@ -43,6 +43,7 @@ class BulkSelector(TypedDict, total=False):
     name_prefix: str
     ids: list[str]
     status: str
+    search: str
 
 
 class BulkFailure(TypedDict):

@@ -7,9 +7,10 @@ from typing import Any
 from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validate, validates
 
 from scheduler_service.requests.patch import SchedulePatchSchema
-from scheduler_service.service.bulk import MAX_IDS, BulkAction, Selector
+from scheduler_service.service.bulk import EMPTY_SELECTOR, MAX_IDS, BulkAction, Selector
 from shared.formats import SCHEDULE_ID, SCHEDULE_ID_RULE
 from shared.model import ScheduleStatus
+from shared.schedule_listing import SEARCH_LENGTH
 
 # The statuses a selector may name (deleted schedules are never matched).
 SELECTABLE = [
@@ -17,7 +18,6 @@ SELECTABLE = [
     ScheduleStatus.PAUSED.value,
     ScheduleStatus.COMPLETED.value,
 ]
-CRITERIA = ("tag", "name_prefix", "ids", "status")
 
 
 class SelectorSchema(Schema):
@@ -39,6 +39,10 @@ class SelectorSchema(Schema):
         metadata={"description": f"one of these ids (1 to {MAX_IDS})"},
     )
     status = fields.String(validate=validate.OneOf(SELECTABLE))
+    search = fields.String(
+        validate=validate.Length(min=1, max=SEARCH_LENGTH),
+        metadata={"description": "as GET /schedules?q=: in its name, a tag, or its URL's host"},
+    )
 
     @validates("ids")
     def _ids(self, ids: list[str], **_: Any) -> None:
@@ -48,20 +52,18 @@ class SelectorSchema(Schema):
 
     @post_load
     def to_selector(self, data: dict[str, Any], **_: Any) -> Selector:
-        if not any(name in data for name in CRITERIA):
-            raise ValidationError(
-                f"name at least one of {', '.join(CRITERIA)}: an empty selector would match "
-                "every schedule, which a bulk operation never does by accident",
-                "_schema",
-            )
         ids = data.get("ids")
         status = data.get("status")
-        return Selector(
+        selector = Selector(
             tag=data.get("tag"),
             name_prefix=data.get("name_prefix"),
             ids=tuple(ids) if ids is not None else None,
             status=ScheduleStatus(status) if status else None,
+            search=data.get("search", "").strip() or None,
         )
+        if selector.empty:
+            raise ValidationError(EMPTY_SELECTOR, "_schema")
+        return selector
 
 
 class BulkSchema(Schema):

@@ -7,7 +7,7 @@ from typing import Any
 
 from flask import Response, g
 
-from scheduler_service.presenting.bulk_schemas import BulkAnswerSchema, BulkDryRunSchema
+from scheduler_service.presenting.bulk_schemas import BulkAnswerSchema
 from scheduler_service.presenting.views import json_answer
 from scheduler_service.requests.bulk import BulkSchema
 from scheduler_service.requests.headers import IdempotencyHeader, idempotent_request
@@ -19,7 +19,6 @@ from shared.model import ScheduleDefinition
 from shared.ports import Role
 
 BULK_ANSWER = BulkAnswerSchema()
-DRY_RUN = BulkDryRunSchema()
 
 
 @blp.route("/schedules/bulk", methods=["POST"])
@@ -27,7 +26,6 @@ DRY_RUN = BulkDryRunSchema()
 @blp.arguments(BulkSchema, error_status_code=400)
 @blp.arguments(IdempotencyHeader, location="headers", error_status_code=400)
 @blp.response(200, BulkAnswerSchema)
-@blp.alt_response(200, schema=BulkDryRunSchema, description="a dry run", success=True)
 @blp.doc(operationId="bulkSchedules")
 @blp.problems(400, 409, 413, 415)
 def bulk_schedules(body: dict[str, Any], headers: dict[str, Any]) -> Response:
@@ -50,7 +48,8 @@ def bulk_schedules(body: dict[str, Any], headers: dict[str, Any]) -> Response:
     bulk = service().bulk
     if body["dry_run"]:
         found = bulk.dry_run(g.tenant, selector)
-        return json_answer(DRY_RUN, DryRun(found.matched, [present(s) for s in found.sample]), 200)
+        shown = DryRun(found.matched, [present(schedule) for schedule in found.sample])
+        return json_answer(BULK_ANSWER, shown, 200)
     patch = body.get("patch")
 
     def patched(stored: ScheduleDefinition) -> ScheduleDefinition:

@@ -25,7 +25,7 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
@@ -53,6 +53,11 @@ IDS_SHOWN = 100
 SAMPLE = 10
 # Ids a selector may name.
 MAX_IDS = 1000
+# What an empty selector is told.
+EMPTY_SELECTOR = (
+    "name at least one of tag, name_prefix, ids, status, search: an empty selector would match "
+    "every schedule, which a bulk operation never does by accident"
+)
 
 
 class BulkAction(StrEnum):
@@ -72,16 +77,46 @@ _STATUS = {
 
 @dataclass(frozen=True)
 class Selector:
-    """Which of the tenant's schedules: every criterion given holds (at least one is)."""
+    """Which of the tenant's schedules: every criterion given holds (at least one is). Those
+    of the API's selector, and what the console's search adds (``search``, a window of next
+    times): "all matching this search" is the list's own filter."""
 
     tag: str | None = None
     name_prefix: str | None = None
     ids: tuple[str, ...] | None = None
     status: ScheduleStatus | None = None
+    search: str | None = None
+    next_after: datetime | None = None
+    next_before: datetime | None = None
+
+    @classmethod
+    def of_listing(cls, listing: ScheduleFilter) -> Selector:
+        """The selector of a listing's filter (its order aside)."""
+        return cls(
+            tag=listing.tag,
+            name_prefix=listing.name_prefix,
+            ids=listing.ids,
+            status=listing.status,
+            search=listing.search,
+            next_after=listing.next_after,
+            next_before=listing.next_before,
+        )
+
+    @property
+    def empty(self) -> bool:
+        """Whether it names no criterion: it would select every schedule, which no bulk
+        operation does."""
+        return self == Selector()
 
     def listing(self) -> ScheduleFilter:
         return ScheduleFilter(
-            status=self.status, name_prefix=self.name_prefix, tag=self.tag, ids=self.ids
+            status=self.status,
+            name_prefix=self.name_prefix,
+            tag=self.tag,
+            ids=self.ids,
+            search=self.search,
+            next_after=self.next_after,
+            next_before=self.next_before,
         )
 
 
@@ -150,9 +185,13 @@ class Bulk:
 
     def dry_run(self, tenant: str, selector: Selector) -> DryRun[Schedule]:
         """How many schedules ``selector`` matches, and the first few; changes nothing."""
-        listing = selector.listing()
+        listing = _checked(selector).listing()
         sample = self.store.list_schedules(tenant, listing, SAMPLE, None).items
         return DryRun(self.store.count_matching(tenant, listing), list(sample))
+
+    def count(self, tenant: str, selector: Selector) -> int:
+        """How many schedules ``selector`` matches."""
+        return self.store.count_matching(tenant, _checked(selector).listing())
 
     def run(
         self,
@@ -202,7 +241,7 @@ class Bulk:
         patch: Callable[[ScheduleDefinition], ScheduleDefinition] | None,
     ) -> BulkAnswer:
         answer = BulkAnswer()
-        listing = selector.listing()
+        listing = _checked(selector).listing()
         deadline = time.monotonic() + TIME_BUDGET
         first = after is None
         while True:
@@ -259,6 +298,13 @@ class Bulk:
             else:
                 outcomes.append(one)
         return outcomes
+
+
+def _checked(selector: Selector) -> Selector:
+    """``selector``, or ``InvalidInput`` naming it where it is empty."""
+    if selector.empty:
+        raise InvalidInput({"selector": EMPTY_SELECTOR})
+    return selector
 
 
 def _problems(exc: InvalidInput) -> dict[str, str]:

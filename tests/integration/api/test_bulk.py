@@ -90,6 +90,12 @@ def test_a_dry_run_counts_and_samples_and_changes_nothing(api: ApiUnderTest) -> 
     found = answer.get_json()
     assert found["matched"] == 15
     assert [item["id"] for item in found["sample"]] == [f"b{n:02}" for n in range(10)]
+    searched = api.client.post(
+        BULK,
+        json={"action": "pause", "selector": {"search": "JOB B1"}, "dry_run": True},
+        headers=ACME,
+    ).get_json()
+    assert [item["id"] for item in searched["sample"]] == [f"b{n}" for n in range(10, 15)]
     assert all(status_of(api, ACME, f"b{n:02}") == "active" for n in range(15))
 
 
