@@ -24,7 +24,7 @@ import hashlib
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, Generic, TypeVar
@@ -92,15 +92,7 @@ class Selector:
     @classmethod
     def of_listing(cls, listing: ScheduleFilter) -> Selector:
         """The selector of a listing's filter (its order aside)."""
-        return cls(
-            tag=listing.tag,
-            name_prefix=listing.name_prefix,
-            ids=listing.ids,
-            status=listing.status,
-            search=listing.search,
-            next_after=listing.next_after,
-            next_before=listing.next_before,
-        )
+        return cls(**{one.name: getattr(listing, one.name) for one in fields(cls)})
 
     @property
     def empty(self) -> bool:
@@ -109,15 +101,7 @@ class Selector:
         return self == Selector()
 
     def listing(self) -> ScheduleFilter:
-        return ScheduleFilter(
-            status=self.status,
-            name_prefix=self.name_prefix,
-            tag=self.tag,
-            ids=self.ids,
-            search=self.search,
-            next_after=self.next_after,
-            next_before=self.next_before,
-        )
+        return ScheduleFilter(**{one.name: getattr(self, one.name) for one in fields(self)})
 
 
 @dataclass

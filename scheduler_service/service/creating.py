@@ -32,6 +32,7 @@ from scheduler_service.service.revisions import RevisionClock
 from shared.errors import InvalidInput, SchedulerError
 from shared.messages import DefinitionMutation, encode_mutation
 from shared.model import Schedule, ScheduleDefinition
+from shared.notations import build_recurrence
 from shared.ports import Clock, IdempotencyRecord, OutgoingMessage, Queues, SlotReservation, Store
 from shared.recurrence import TooMuchWork, cpu_budget
 from shared.secrets import SecretBox, carries_mask, keep_masked_hook, keep_masked_secrets
@@ -151,7 +152,11 @@ class Creation:
             schedule_id = stored.schedule_id
             try:
                 definition = self.keep_secrets(tenant, schedule_id, changed)
-                next_time, late = self._checked(schedule_id, definition, now, False)
+                # A timing the change keeps passed its checks when it was stored: only its
+                # recurrence is built again (the checks walk 50 occurrences: most of a
+                # change's CPU).
+                kept = definition.timing == stored.live_definition.timing
+                next_time, late = self._checked(schedule_id, definition, now, False, kept)
                 if late:
                     raise InvalidInput(late)
                 revision = self.revisions.next()
@@ -176,21 +181,30 @@ class Creation:
         return answers
 
     def _checked(
-        self, schedule_id: str, definition: ScheduleDefinition, now: datetime, fire_if_past: bool
+        self,
+        schedule_id: str,
+        definition: ScheduleDefinition,
+        now: datetime,
+        fire_if_past: bool,
+        timing_checked: bool = False,
     ) -> tuple[datetime | None, dict[str, str]]:
         """The domain checks of a definition and its first time, or ``InvalidInput`` naming
         every bad field; with the time passed of a one-time schedule (unless
-        ``fire_if_past``) apart, by field, for the caller to refuse."""
-        parts = {
-            "schedule": definition.timing,
+        ``fire_if_past``) apart, by field, for the caller to refuse. With ``timing_checked``
+        its timing's checks are not run again: its recurrence is built as they would."""
+        parts: dict[str, object] = {
             "payload": definition.payload,
             "retry": definition.retry,
             "on_failure": definition.on_failure,
         }
+        if not timing_checked:
+            parts["schedule"] = definition.timing
         # The checks and the first time share one budget.
         try:
             with cpu_budget():
                 recurrence, errors = self.checks.domain_checks(parts, now, schedule_id)
+                if timing_checked:
+                    recurrence = build_recurrence(definition.timing, now, schedule_id)
                 late: dict[str, str] = {}
                 if recurrence is not None and not fire_if_past:
                     late = self.checks.passed(definition.timing, recurrence, now)
