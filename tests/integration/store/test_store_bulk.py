@@ -7,8 +7,15 @@ from __future__ import annotations
 import dataclasses
 
 from shared.model import ScheduleStatus
-from shared.ports import ScheduleFilter, StateChange, Store
-from tests.integration.store.test_store_contract import MINUTE, T0, TENANT, definition, store
+from shared.ports import IdempotencyRecord, ScheduleFilter, StateChange, Store
+from tests.integration.store.test_store_contract import (
+    I0,
+    MINUTE,
+    T0,
+    TENANT,
+    definition,
+    store,
+)
 
 __all__ = ["store"]  # the fixture, parametrised over every adapter
 
@@ -75,3 +82,24 @@ def test_a_page_of_state_changes_keeps_each_guard(store: Store) -> None:
     assert s1 is not None and (s1.status, s1.next_schedule_time) == (ScheduleStatus.ACTIVE, resumed)
     assert listed(store, ScheduleFilter(ids=("s1", "s2", "s3"))) == ["s1", "s2"]
     assert store.apply_states([]) == []
+
+
+def test_an_idempotency_record_keeps_a_bulk_parts_answer(store: Store) -> None:
+    # I0, not T0: a record must not have expired by the wall clock (MongoDB's TTL index).
+    record = IdempotencyRecord(
+        tenant=TENANT,
+        key="bulk:part-1",
+        fingerprint="f1",
+        schedule_id="",
+        revision=0,
+        next_schedule_time=None,
+        timezone="",
+        created_at=I0,
+        expires_at=I0 + MINUTE,
+        answer='{"done":true,"changed":3}',
+    )
+    assert store.save_idempotency_record(record, I0) == (record, True)
+    again = dataclasses.replace(record, answer='{"done":true,"changed":0}')
+    assert store.save_idempotency_record(again, I0) == (record, False)
+    assert store.get_idempotency_record(TENANT, "bulk:part-1", I0) == record
+    assert store.get_idempotency_record("globex", "bulk:part-1", I0) is None
