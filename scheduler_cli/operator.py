@@ -31,9 +31,12 @@ def describe(error: ApiError) -> str:
 
 
 def shown(key: str, value: Any) -> str:
-    """A value as a person reads it: ``-`` for none, milliseconds to one decimal."""
+    """A value as a person reads it: ``-`` for none, milliseconds to one decimal, a priority
+    with what it does (docs/architecture.md, "Priority under a backlog")."""
     if value is None:
         return "-"
+    if key == "priority":
+        return f"{value} (of 0 to 9: the higher goes first when more is due than can fire at once)"
     if key.endswith("_ms") and isinstance(value, int | float):
         return f"{value:,.1f}"
     if isinstance(value, dict | list):
