@@ -288,7 +288,9 @@ class Poller:
             for _, plan in plans
             for occurrence in plan.to_send
         ]
-        # Send before advancing: a crash in between re-sends (deduplicated), never loses.
+        # Send before advancing: a crash in between re-sends (deduplicated), never loses. In the
+        # claim's order, the highest priority first: an SQS standard queue gives them back in
+        # about that order, the SQLite queue exactly (by visibility, then as sent).
         self.occurrences.send(messages)
         self.stats.sent += len(messages)
         OCCURRENCES_SENT.inc(len(messages))

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
+from scheduler_cli import bulk
 from scheduler_client import ApiError, ConnectionFailed, SchedulerClient
 from shared.schedule_listing import SORTS
 from shared.targets import summary
@@ -30,9 +31,12 @@ def describe(error: ApiError) -> str:
 
 
 def shown(key: str, value: Any) -> str:
-    """A value as a person reads it: ``-`` for none, milliseconds to one decimal."""
+    """A value as a person reads it: ``-`` for none, milliseconds to one decimal, a priority
+    with what it does (docs/architecture.md, "Priority under a backlog")."""
     if value is None:
         return "-"
+    if key == "priority":
+        return f"{value} (of 0 to 9: the higher goes first when more is due than can fire at once)"
     if key.endswith("_ms") and isinstance(value, int | float):
         return f"{value:,.1f}"
     if isinstance(value, dict | list):
@@ -192,6 +196,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         parser = actions.add_parser(action, help=text)
         parser.add_argument("id")
         client_options(parser)
+    bulk.add_command(actions, client_options)
     dead_letters = commands.add_parser(
         "dead-letters", help="occurrences that failed for good: list, replay, discard"
     )
@@ -251,6 +256,9 @@ def call_api(
 
 def run(args: argparse.Namespace, environ: dict[str, str], out: TextIO | None = None) -> int:
     out = out or sys.stdout
+    if args.command == "schedules" and args.action == "bulk":
+        result = call_api(args, environ, lambda client: bulk.run(client, args, out, sys.stdin))
+        return 1 if result is None else result
     called = call_api(args, environ, lambda client: _request(client, args))
     if called is None:
         return 1

@@ -35,6 +35,42 @@ class Accepted(TypedDict):
     next_schedule_time_local: str | None
 
 
+class BulkSelector(TypedDict, total=False):
+    """Which schedules a bulk operation acts on (``POST /schedules/bulk``): every criterion
+    given holds; at least one is required."""
+
+    tag: str
+    name_prefix: str
+    ids: list[str]
+    status: str
+    search: str
+
+
+class BulkFailure(TypedDict):
+    id: str
+    reason: str
+
+
+class BulkDone(TypedDict):
+    """What a bulk operation did: one part's answer (``bulk_part``), or every part's summed
+    (``bulk``, whose ``continue`` is then ``None``, ``done`` true and ``parts`` how many)."""
+
+    done: bool
+    matched: int
+    changed: int
+    unchanged: int
+    failed: int
+    changed_ids: list[str]
+    unchanged_ids: list[str]
+    failures: list[BulkFailure]
+    parts: NotRequired[int]
+
+
+class BulkDryRun(TypedDict):
+    matched: int
+    sample: list[Schedule]
+
+
 class Comparison(TypedDict):
     """What a replace would do (``diff``): ``action`` is ``create``, ``update`` or
     ``unchanged``; ``changes`` the paths an update changes (``payload.url``)."""

@@ -235,6 +235,7 @@ SAVE_IDEMPOTENCY = Write(
             "timezone",
             "created_at",
             "expires_at",
+            "answer",
         )
     ),
     created=(),

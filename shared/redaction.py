@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 MASK = "********"
 # Names whose values are secret, as case-insensitive shell patterns (SCHEDULER_SECRET_HEADERS).
@@ -127,6 +127,19 @@ _KNOWN_PREFIXES = (
 _LONG_RUN_START = re.compile(r"(?<![A-Za-z0-9+/_=-])" + _LONG_RUN.pattern)
 
 
+def _mask_named(
+    pattern: re.Pattern[str],
+    text: str,
+    patterns: tuple[str, ...],
+    masked: Callable[[re.Match[str]], str],
+) -> str:
+    """``text`` with each match of ``pattern`` whose ``name`` group is a secret name (by
+    ``patterns``) replaced by ``masked`` of it."""
+    return pattern.sub(
+        lambda match: masked(match) if is_secret_name(match["name"], patterns) else match[0], text
+    )
+
+
 def redact(text: str, patterns: Iterable[str] = DEFAULT_SECRET_NAMES) -> str:
     """``text`` (a log line, an error message) with anything that looks secret masked:
     passwords in URLs, ``name=value`` pairs with a secret name, credentials after an HTTP auth
@@ -135,13 +148,7 @@ def redact(text: str, patterns: Iterable[str] = DEFAULT_SECRET_NAMES) -> str:
     if "://" in text and "@" in text:
         text = _USERINFO.sub(lambda m: f"{m['scheme']}{m['user']}:{MASK}@", text)
     if "=" in text:
-
-        def pair(match: re.Match[str]) -> str:
-            if is_secret_name(match["name"], patterns):
-                return f"{match['name']}={MASK}"
-            return match[0]
-
-        text = _PAIR.sub(pair, text)
+        text = _mask_named(_PAIR, text, patterns, lambda m: f"{m['name']}={MASK}")
     lowered = text.lower()
     if any(scheme in lowered for scheme in _SCHEME_NAMES):
         text = _SCHEME_CREDENTIAL.sub(
@@ -164,11 +171,7 @@ def redact_body(text: str, patterns: Iterable[str] = DEFAULT_SECRET_NAMES) -> st
     values of members with a secret name (``"access_token": "…"``)."""
     patterns = tuple(patterns)
     if '"' in text:
-
-        def member(match: re.Match[str]) -> str:
-            if is_secret_name(match["name"], patterns):
-                return f'"{match["name"]}"{match["colon"]}"{MASK}"'
-            return match[0]
-
-        text = _JSON_MEMBER.sub(member, text)
+        text = _mask_named(
+            _JSON_MEMBER, text, patterns, lambda m: f'"{m["name"]}"{m["colon"]}"{MASK}"'
+        )
     return redact(text, patterns)

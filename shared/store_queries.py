@@ -62,6 +62,10 @@ def segment_query(tenant: str, segment: Segment) -> Query | None:
     if query.tag:
         condition &= Field("tags").has(Param("tag"))
         params["tag"] = query.tag
+    if query.ids is not None:
+        if not query.ids:
+            return None
+        condition &= _one_of("schedule_id", sorted(set(query.ids)), params)
     window = {"next_after": (">=", query.next_after), "next_before": ("<=", query.next_before)}
     for name, (op, moment) in window.items():
         if moment is not None:
@@ -123,13 +127,18 @@ def dead_letters_query(
         ids = sorted(schedule_ids)
         if not ids:
             return None
-        # Equalities rather than one list: on MongoDB an $or of them, which nx-27017 0.8.1 (a
-        # wire server we test against) gets right beside dates written by update operators,
-        # and $in does not; SQLite makes of them the same search as of a list.
-        names = [f"schedule_{index}" for index in range(len(ids))]
-        condition &= AnyOf(tuple(Field("schedule_id") == Param(name) for name in names))
-        params |= dict(zip(names, ids, strict=True))
+        condition &= _one_of("schedule_id", ids, params)
     return _page("finished_at", condition, params, limit, cursor)
+
+
+def _one_of(name: str, values: list[str], params: dict[str, Any]) -> Condition:
+    """``name`` is one of ``values`` (added to ``params``). Equalities rather than one list:
+    on MongoDB an $or of them, which nx-27017 0.8.1 (a wire server we test against) gets right
+    beside dates written by update operators, and $in does not; SQLite makes of them the same
+    search as of a list."""
+    names = [f"{name}_{index}" for index in range(len(values))]
+    params |= dict(zip(names, values, strict=True))
+    return AnyOf(tuple(Field(name) == Param(one) for one in names))
 
 
 def _page(

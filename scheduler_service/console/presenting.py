@@ -83,6 +83,13 @@ def status_word(view: Mapping[str, Any]) -> StatusWord:
     return StatusWord(status, _STATUS_MEANINGS.get(status, ""))
 
 
+# What a priority does (docs/architecture.md, "Priority under a backlog"), beside its value.
+PRIORITY_MEANING = (
+    "of 0 to 9: when more is due than can be called at once, the higher goes first, each level"
+    " worth a minute of lateness; on time it changes nothing"
+)
+
+
 @dataclass(frozen=True)
 class Row:
     """One line of a definition summary: ``kind`` is ``text``, ``code`` or ``time`` (an
@@ -249,7 +256,7 @@ def about_rows(view: Mapping[str, Any]) -> list[Row]:
         rows.append(Row("description", view["description"]))
     if view["tags"]:
         rows.append(Row("tags", ", ".join(view["tags"])))
-    rows.append(Row("priority", str(view["priority"])))
+    rows.append(Row("priority", f"{view['priority']} {PRIORITY_MEANING}"))
     if view["managed_by"]:
         rows.append(Row("managed by", view["managed_by"], "code"))
     if view["metadata"]:

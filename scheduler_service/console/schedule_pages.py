@@ -3,6 +3,8 @@ definition in words, next times, recent runs) and its actions."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -15,6 +17,7 @@ from scheduler_service.auth import request_actor
 from scheduler_service.console.pages import (
     PREFIX,
     blp,
+    can,
     confirmed,
     console_target,
     htmx_redirect,
@@ -27,6 +30,7 @@ from scheduler_service.console.pages import (
 from scheduler_service.console.presenting import summary
 from scheduler_service.presenting.views import execution_view, schedule_view, time_pair
 from scheduler_service.roles import requires
+from scheduler_service.service.bulk import BulkAction, BulkAnswer, Selector
 from shared.errors import InvalidInput, NotFound
 from shared.model import LISTED_STATUSES, Schedule, ScheduleStatus
 from shared.notations import upcoming_for_a_page
@@ -65,8 +69,10 @@ def view_of(schedule: Schedule) -> dict[str, Any]:
     )
 
 
-def instant_filter(name: str, errors: dict[str, list[str]]) -> datetime | None:
-    text = request.args.get(name, "").strip()
+def instant_filter(
+    name: str, errors: dict[str, list[str]], args: Mapping[str, str]
+) -> datetime | None:
+    text = args.get(name, "").strip()
     if not text:
         return None
     try:
@@ -91,9 +97,12 @@ def with_parameters(target: str, **parameters: Any) -> str:
     return urlunsplit(parts._replace(query=urlencode(kept + added)))
 
 
-def list_selection(errors: dict[str, list[str]]) -> tuple[ScheduleFilter, int]:
-    """The filter, order and page size of the list's query, each bad parameter in ``errors``."""
-    args = request.args
+def list_selection(
+    errors: dict[str, list[str]], args: Mapping[str, str] | None = None
+) -> tuple[ScheduleFilter, int]:
+    """The filter, order and page size of the list's query (or of ``args``: a form that
+    carries it), each bad parameter in ``errors``."""
+    args = request.args if args is None else args
     status = args.get("status", "")
     if status not in ("", *LISTED_STATUSES):
         errors["status"] = [f"one of {', '.join(LISTED_STATUSES)}"]
@@ -110,8 +119,8 @@ def list_selection(errors: dict[str, list[str]]) -> tuple[ScheduleFilter, int]:
     selection = ScheduleFilter(
         status=ScheduleStatus(status) if status and "status" not in errors else None,
         tag=args.get("tag", "").strip() or None,
-        next_after=instant_filter("next_after", errors),
-        next_before=instant_filter("next_before", errors),
+        next_after=instant_filter("next_after", errors, args),
+        next_before=instant_filter("next_before", errors, args),
         search=search or None,
         order=order,
         descending=descending,
@@ -127,6 +136,7 @@ def schedules() -> tuple[str, int]:
     cursor = request.args.get("cursor") or None
     items: list[dict[str, Any]] = []
     next_cursor = None
+    matching = None
     if not errors:
         try:
             found = service().reads.list_schedules(g.tenant, selection, per_page, cursor)
@@ -135,6 +145,9 @@ def schedules() -> tuple[str, int]:
         else:
             items = [view_of(schedule) for schedule in found.items]
             next_cursor = found.next_cursor
+            selector = Selector.of_listing(selection)
+            if items and can(Role.WRITE.value) and not selector.empty:
+                matching = service().bulk.count(g.tenant, selector)
     filters = {name: request.args.get(name, "") for name in LIST_PARAMETERS}
     return (
         page(
@@ -148,7 +161,8 @@ def schedules() -> tuple[str, int]:
             sorts=SORTS,
             page_sizes=PAGE_SIZES,
             statuses=LISTED_STATUSES,
-            here=this_page("bulk", "done", "missing", "deleted"),
+            here=this_page(*NOTICES),
+            matching=matching,
         ),
         400 if errors else 200,
     )
@@ -163,6 +177,11 @@ class Outcome:
 
 
 BULK_ACTIONS = {"pause": "Paused", "resume": "Resumed", "delete": "Deleted"}
+# The parameters that say what was just done, not what the list shows.
+NOTICES = ("bulk", "done", "missing", "deleted", "unchanged", "failed")
+# How long "all matching" works in one request before it asks to go on (the API's parts, one
+# after the other).
+ALL_MATCHING_SECONDS = 10.0
 
 
 def act_on(action: str, schedule_id: str) -> None:
@@ -218,6 +237,87 @@ def bulk() -> Response | tuple[str, int]:
             back, bulk=action, done=len(done), missing=",".join(missing) or None, deleted=None
         )
     )
+
+
+@blp.route("/schedules/all-matching", methods=["POST"])
+@requires(Role.WRITE)
+def all_matching() -> Response | tuple[str, int]:
+    """Pause, resume or delete every schedule the list's search matches (the form carries its
+    filters), through the API's bulk operation: the count is confirmed first; then its parts
+    one after the other, for ``ALL_MATCHING_SECONDS`` at most, after which the page asks to go
+    on from where it stopped."""
+    action = request.form.get("action", "")
+    back = console_target(url_for("console.schedules"))
+    errors: dict[str, list[str]] = {}
+    given = {name: request.form[name] for name in LIST_PARAMETERS if request.form.get(name)}
+    selection, _ = list_selection(errors, given)
+    selector = Selector.of_listing(selection)
+    if action not in BULK_ACTIONS or errors or selector.empty:
+        if action not in BULK_ACTIONS:
+            problem = f"Choose one of {', '.join(BULK_ACTIONS)}."
+        elif errors:
+            problem = "; ".join(f"{name}: {' '.join(why)}" for name, why in errors.items())
+        else:
+            problem = "Search or filter the list first: all matching never means every schedule."
+        return page("console/refused.html", problem=problem, back=back), 400
+    filters = list(given.items())
+    fields = [("action", action), ("next", back), *filters]
+    bulk = service().bulk
+    if not confirmed():
+        found = bulk.dry_run(g.tenant, selector)
+        return confirm_all(action, found.matched, found.sample, fields, back)
+    token = request.form.get("continue") or None
+    deadline = time.monotonic() + ALL_MATCHING_SECONDS
+    done = BulkAnswer()
+    while True:
+        part = bulk.run(g.tenant, BulkAction(action), selector, token, actor=request_actor())
+        done.changed, done.unchanged = done.changed + part.changed, done.unchanged + part.unchanged
+        done.failed += part.failed
+        token = part.continue_token
+        if part.done or token is None:
+            break
+        if time.monotonic() >= deadline:
+            so_far = f"{BULK_ACTIONS[action]} {done.changed} so far ({done.unchanged} already so)"
+            return page(
+                "console/confirm.html",
+                question=f"{so_far}; more match this search. Go on?",
+                names=[],
+                action=url_for("console.all_matching"),
+                fields=[*fields, ("continue", token)],
+                verb="Go on",
+                back=back,
+            ), 200
+    notice = {"unchanged": done.unchanged or None, "failed": done.failed or None}
+    return htmx_redirect(
+        with_parameters(back, bulk=action, done=done.changed, missing=None, deleted=None, **notice)
+    )
+
+
+def confirm_all(
+    action: str,
+    matched: int,
+    sample: list[Schedule],
+    fields: list[tuple[str, str]],
+    back: str,
+) -> tuple[str, int]:
+    """The page that asks before acting on every schedule of a search, with their count."""
+    verb = {"pause": "Pause", "resume": "Resume", "delete": "Delete"}[action]
+    plural = "s" if matched != 1 else ""
+    question = f"{verb} all {matched:,} schedule{plural} matching this search?"
+    if action == "delete":
+        question += " They will not fire again."
+    names = [schedule.live_definition.name or schedule.schedule_id for schedule in sample]
+    if matched > len(names):
+        names.append(f"… and {matched - len(names):,} more")
+    return page(
+        "console/confirm.html",
+        question=question,
+        names=names,
+        action=url_for("console.all_matching"),
+        fields=fields,
+        verb=f"{verb} {matched:,}",
+        back=back,
+    ), 200
 
 
 def next_times(schedule: Schedule, now: datetime) -> list[dict[str, str | None]]:

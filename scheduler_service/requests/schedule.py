@@ -135,7 +135,15 @@ class ScheduleBodySchema(DomainChecked):
         load_default=list,
         validate=validate.Length(max=50),
     )
-    priority = WholeNumber(load_default=5, validate=validate.Range(0, 9))
+    priority = WholeNumber(
+        load_default=5,
+        validate=validate.Range(0, 9),
+        metadata={
+            "description": "0 to 9 (default 5): when more is due than can be called at once, "
+            "after an outage or in a burst, the higher goes first, each level worth a minute of "
+            "lateness; on time it changes nothing (docs/architecture.md, Priority under a backlog)"
+        },
+    )
     retry = fields.Nested(RetrySchema, load_default=lambda: RetryPolicy())
     misfire = fields.Nested(MisfireSchema, load_default=lambda: Misfire())
     jitter_seconds = JsonNumber(

@@ -3,13 +3,14 @@
 ``scheduler_service.requests``, calling the application service (``scheduler_service.service``)
 and answering through ``scheduler_service.presenting``; what they share is in ``common``.
 
-The schedules' blueprint is ``schedules.blp``; ``actions``, ``changes``, ``diff``,
-``history`` and ``preview`` add their routes to it when imported, here, in the order the
-OpenAPI document lists them.
+The schedules' blueprint is ``schedules.blp``; ``actions``, ``bulk``, ``changes``,
+``diff``, ``history`` and ``preview`` add their routes to it when imported, here, in the
+order the OpenAPI document lists them.
 """
 
 from scheduler_service.routes import (
     actions,
+    bulk,
     changes,
     dead_letters,
     diff,
@@ -24,4 +25,4 @@ from scheduler_service.routes import (
 # The blueprints the OpenAPI document shows, in its order. (``docs`` serves Swagger UI's files.)
 BLUEPRINTS = (schedules.blp, dead_letters.blp, signing_secrets.blp, health.blp, metrics.blp)
 
-__all__ = ["BLUEPRINTS", "actions", "changes", "diff", "history", "preview"]
+__all__ = ["BLUEPRINTS", "actions", "bulk", "changes", "diff", "history", "preview"]

@@ -7,6 +7,8 @@ does, as procrastinate's manager holds them):
 - ``creation`` (``Creation``): creates and replaces through queue 1, with idempotency and the
   tenant's quota;
 - ``changes`` (``StateChanges``): pause, resume and delete, applied to the store at once;
+- ``bulk`` (``Bulk``): pause, resume, delete or patch every schedule a selector matches, a page
+  at a time, through ``changes`` and ``creation``;
 - ``runs`` (``ManualRuns``): trigger, backfill, and a dead letter's replay or discard, straight
   onto queue 2;
 - ``reads`` (``Reads``): schedules, histories, change histories and dead letters as stored;
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from scheduler_service.service.bulk import Bulk
 from scheduler_service.service.changes import StateChanges
 from scheduler_service.service.checks import DefinitionChecks
 from scheduler_service.service.creating import Creation
@@ -53,6 +56,7 @@ class ScheduleService:
             store, queues, settings, clock, secret_box, self.checks, revisions, self.recorder
         )
         self.changes = StateChanges(store, clock, revisions, self.reads, self.recorder)
+        self.bulk = Bulk(store, clock, settings, self.changes, self.creation)
         self.runs = ManualRuns(store, queues, clock, self.reads, self.recorder)
         self.signing = SigningSecrets(
             store,

@@ -8,16 +8,17 @@ a call already begun when the delete lands completes. Each is guarded by a state
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from scheduler_service.service.reading import Reads
-from scheduler_service.service.recording import ChangeRecorder
+from scheduler_service.service.recording import ChangeRecorder, state_field
 from scheduler_service.service.revisions import RevisionClock
-from shared.changes import Actor, ChangeAction
+from shared.changes import Actor, Change, ChangeAction
 from shared.errors import InvalidInput, NotFound
 from shared.model import Schedule, ScheduleStatus
 from shared.notations import build_recurrence
-from shared.ports import Clock, Store
+from shared.ports import Clock, StateChange, Store
 from shared.recurrence import cpu_budget
 
 
@@ -75,22 +76,7 @@ class StateChanges:
         schedule = self.reads.get(tenant, schedule_id)
         if schedule.status is ScheduleStatus.PAUSED:
             now = self.clock.now()
-            timing = schedule.live_definition.timing
-            candidate = schedule.next_schedule_time
-            if candidate is not None and candidate >= now:
-                next_time: datetime | None = candidate
-            else:
-                try:
-                    with cpu_budget():
-                        recurrence = build_recurrence(timing, schedule.accepted_at, schedule_id)
-                        next_time = recurrence.first_at_or_after(now)
-                except ValueError as exc:  # too costly (TooMuchWork), or no longer readable
-                    raise InvalidInput(
-                        {
-                            f"schedule.{timing.kind}": "cannot resume: its next time cannot be "
-                            f"computed ({exc}); replace the schedule"
-                        }
-                    ) from None
+            next_time = resume_time(schedule, now)
             revision = self._apply(tenant, schedule_id, ScheduleStatus.ACTIVE, next_time, now)
             self.recorder.state_changed(
                 tenant,
@@ -102,6 +88,54 @@ class StateChanges:
                 ScheduleStatus.ACTIVE,
             )
         return self.reads.get(tenant, schedule_id)
+
+    def apply_many(
+        self, schedules: Sequence[Schedule], status: ScheduleStatus, actor: Actor | None = None
+    ) -> list[bool | InvalidInput]:
+        """Pause (``PAUSED``), resume (``ACTIVE``) or delete (``DELETED``) each of stored
+        schedules (a bulk operation's page), in one ``apply_states``, as ``pause``, ``resume``
+        and ``delete`` would one by one: for each, in order, whether it changed (``False``:
+        it was in that state already, or changed meanwhile), or the ``InvalidInput`` of a
+        resume whose next time cannot be computed. With ``actor``, those that changed are
+        recorded in their change histories, in one write."""
+        now = self.clock.now()
+        answers: list[bool | InvalidInput] = []
+        changes: list[StateChange] = []
+        for schedule in schedules:
+            next_time = None
+            if status is not ScheduleStatus.DELETED and schedule.status is not _FROM[status]:
+                answers.append(False)
+                continue
+            if status is ScheduleStatus.ACTIVE:
+                try:
+                    next_time = resume_time(schedule, now)
+                except InvalidInput as exc:
+                    answers.append(exc)
+                    continue
+            key = (schedule.tenant, schedule.schedule_id)
+            changes.append(StateChange(*key, self.revisions.next(), status, next_time, now))
+            answers.append(True)
+        done = self.store.apply_states(changes)
+        if actor is not None:
+            before = {(s.tenant, s.schedule_id): s.status for s in schedules}
+            self.store.record_changes(
+                [
+                    Change(
+                        change.tenant,
+                        change.schedule_id,
+                        change.state_revision,
+                        change.state_revision,
+                        now,
+                        _ACTIONS[status],
+                        actor,
+                        (state_field(before[change.tenant, change.schedule_id], status),),
+                    )
+                    for change, changed in zip(changes, done, strict=True)
+                    if changed
+                ]
+            )
+        applied = iter(done)
+        return [next(applied) if answer is True else answer for answer in answers]
 
     def _apply(
         self,
@@ -115,3 +149,34 @@ class StateChanges:
         revision = self.revisions.next()
         self.store.apply_state(tenant, schedule_id, revision, status, next_time, now)
         return revision
+
+
+# What the change history calls a change to each status.
+_ACTIONS = {
+    ScheduleStatus.PAUSED: ChangeAction.PAUSE,
+    ScheduleStatus.ACTIVE: ChangeAction.RESUME,
+    ScheduleStatus.DELETED: ChangeAction.DELETE,
+}
+# What a schedule's status is before a pause (``PAUSED``) or a resume (``ACTIVE``) changes it.
+_FROM = {ScheduleStatus.PAUSED: ScheduleStatus.ACTIVE, ScheduleStatus.ACTIVE: ScheduleStatus.PAUSED}
+
+
+def resume_time(schedule: Schedule, now: datetime) -> datetime | None:
+    """The next time of a paused schedule resumed at ``now``: its own if still to come, else
+    the first of its rule from ``now`` (the occurrences of the pause are not caught up); or
+    ``InvalidInput`` naming its notation where that cannot be computed."""
+    timing = schedule.live_definition.timing
+    candidate = schedule.next_schedule_time
+    if candidate is not None and candidate >= now:
+        return candidate
+    try:
+        with cpu_budget():
+            recurrence = build_recurrence(timing, schedule.accepted_at, schedule.schedule_id)
+            return recurrence.first_at_or_after(now)
+    except ValueError as exc:  # too costly (TooMuchWork), or no longer readable
+        raise InvalidInput(
+            {
+                f"schedule.{timing.kind}": "cannot resume: its next time cannot be "
+                f"computed ({exc}); replace the schedule"
+            }
+        ) from None

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -32,11 +33,13 @@ from scheduler_service.service.revisions import RevisionClock
 from shared.changes import Actor, ChangeAction, ChangeNote
 from shared.errors import InvalidInput, SchedulerError
 from shared.messages import DefinitionMutation, encode_mutation
-from shared.model import ScheduleDefinition, ScheduleStatus
+from shared.model import Schedule, ScheduleDefinition, ScheduleStatus
+from shared.notations import build_recurrence
 from shared.ports import Clock, IdempotencyRecord, OutgoingMessage, Queues, SlotReservation, Store
 from shared.recurrence import TooMuchWork, cpu_budget
 from shared.secrets import SecretBox, carries_mask, keep_masked_hook, keep_masked_secrets
 from shared.settings import Settings
+from shared.store_rules import LIVE_STATUSES
 
 # A repeat of an idempotent create this long after the first, with the schedule still unknown,
 # re-sends its mutation (the first may have died between recording and enqueueing).
@@ -122,25 +125,7 @@ class Creation:
         before = stored.definition if stored is not None and live else None
         # The id is known before the checks: a cron line's H spreads by it.
         schedule_id = schedule_id or str(uuid.uuid4())
-        parts = {
-            "schedule": definition.timing,
-            "payload": definition.payload,
-            "retry": definition.retry,
-            "on_failure": definition.on_failure,
-        }
-        # The checks and the first time share one budget.
-        try:
-            with cpu_budget():
-                recurrence, errors = self.checks.domain_checks(parts, now, schedule_id)
-                late: dict[str, str] = {}
-                if recurrence is not None and not fire_if_past:
-                    late = self.checks.passed(definition.timing, recurrence, now)
-                if errors or recurrence is None:
-                    raise InvalidInput({**errors, **late})
-                # The recurrence the checks built: a schedule's first time comes from it.
-                next_time = recurrence.first_fire(now)
-        except TooMuchWork as exc:
-            raise InvalidInput({f"schedule.{definition.timing.kind}": str(exc)}) from None
+        next_time, late = self._checked(schedule_id, definition, now, fire_if_past)
         if idempotency is not None:
             recorded = self.store.get_idempotency_record(tenant, idempotency.key, now)
             if recorded is not None:
@@ -163,6 +148,98 @@ class Creation:
             # A concurrent repeat of the same Idempotency-Key enqueued it, under its own id.
             self.store.release_schedule_slot(reservation)
         return accepted
+
+    def accept_changes(
+        self,
+        tenant: str,
+        changes: Sequence[tuple[Schedule, ScheduleDefinition]],
+        *,
+        all_or_none: bool = False,
+        actor: Actor | None = None,
+    ) -> list[Accepted | SchedulerError]:
+        """``accept_definition`` of a new definition for each stored schedule (a bulk patch's
+        page), sent on queue 1 in one ``send``: for each, in order, what was accepted, or
+        the ``InvalidInput`` (or ``QuotaExceeded``) that refused it; with ``all_or_none``, the
+        first ``InvalidInput`` is raised and nothing is sent. Only a schedule that is not live
+        (completed) takes a slot of the quota: a live one holds one already. With ``actor``,
+        each is recorded in its change history as a patch by ``actor``."""
+        now = self.clock.now()
+        answers: list[Accepted | SchedulerError] = []
+        mutations: list[DefinitionMutation] = []
+        reservations: list[SlotReservation] = []
+        for stored, changed in changes:
+            schedule_id = stored.schedule_id
+            try:
+                definition = self.keep_secrets(tenant, schedule_id, changed)
+                # A timing the change keeps passed its checks when it was stored: only its
+                # recurrence is built again (the checks walk 50 occurrences: most of a
+                # change's CPU).
+                kept = definition.timing == stored.live_definition.timing
+                next_time, late = self._checked(schedule_id, definition, now, False, kept)
+                if late:
+                    raise InvalidInput(late)
+                revision = self.revisions.next()
+                if stored.status not in LIVE_STATUSES:
+                    reservation = self.reserve_slot(tenant, schedule_id, revision, now)
+                    reservations += [reservation] if reservation is not None else []
+            except (InvalidInput, QuotaExceeded) as exc:
+                answers.append(exc)
+                continue
+            note = None
+            if actor is not None:
+                note = self.recorder.definition_note(
+                    actor, stored.definition, definition, ChangeAction.PATCH
+                )
+            mutations.append(
+                DefinitionMutation(tenant, schedule_id, revision, now, definition, note)
+            )
+            answers.append(Accepted(schedule_id, revision, next_time, definition.timing.timezone))
+        try:
+            refused = [one for one in answers if isinstance(one, InvalidInput)]
+            if all_or_none and refused:
+                raise refused[0]
+            self._send(*mutations)
+        except BaseException:
+            for reservation in reservations:
+                with contextlib.suppress(Exception):
+                    self.store.release_schedule_slot(reservation)
+            raise
+        return answers
+
+    def _checked(
+        self,
+        schedule_id: str,
+        definition: ScheduleDefinition,
+        now: datetime,
+        fire_if_past: bool,
+        timing_checked: bool = False,
+    ) -> tuple[datetime | None, dict[str, str]]:
+        """The domain checks of a definition and its first time, or ``InvalidInput`` naming
+        every bad field; with the time passed of a one-time schedule (unless
+        ``fire_if_past``) apart, by field, for the caller to refuse. With ``timing_checked``
+        its timing's checks are not run again: its recurrence is built as they would."""
+        parts: dict[str, object] = {
+            "payload": definition.payload,
+            "retry": definition.retry,
+            "on_failure": definition.on_failure,
+        }
+        if not timing_checked:
+            parts["schedule"] = definition.timing
+        # The checks and the first time share one budget.
+        try:
+            with cpu_budget():
+                recurrence, errors = self.checks.domain_checks(parts, now, schedule_id)
+                if timing_checked:
+                    recurrence = build_recurrence(definition.timing, now, schedule_id)
+                late: dict[str, str] = {}
+                if recurrence is not None and not fire_if_past:
+                    late = self.checks.passed(definition.timing, recurrence, now)
+                if errors or recurrence is None:
+                    raise InvalidInput({**errors, **late})
+                # The recurrence the checks built: a schedule's first time comes from it.
+                return recurrence.first_fire(now), late
+        except TooMuchWork as exc:
+            raise InvalidInput({f"schedule.{definition.timing.kind}": str(exc)}) from None
 
     def reserve_slot(
         self, tenant: str, schedule_id: str, revision: int, now: datetime
@@ -217,8 +294,11 @@ class Creation:
         )
         return dataclasses.replace(definition, payload=payload, on_failure=hook)
 
-    def _send(self, mutation: DefinitionMutation) -> None:
-        self.queues.mutations.send([OutgoingMessage(encode_mutation(mutation, self.secret_box))])
+    def _send(self, *mutations: DefinitionMutation) -> None:
+        if mutations:
+            self.queues.mutations.send(
+                [OutgoingMessage(encode_mutation(one, self.secret_box)) for one in mutations]
+            )
 
     def _enqueue_definition(
         self,

@@ -163,5 +163,10 @@ class ChangeRecorder:
         *also: FieldChange,
     ) -> Change:
         """``record`` of a change of the schedule's status (``state``), and ``also``."""
-        state = FieldChange(STATE, old.value, new.value)
+        state = state_field(old, new)
         return self.record(tenant, schedule_id, revision, action, actor, (state, *also))
+
+
+def state_field(old: ScheduleStatus, new: ScheduleStatus) -> FieldChange:
+    """The field of a change of a schedule's status."""
+    return FieldChange(STATE, old.value, new.value)

@@ -3,8 +3,10 @@
 Each port method here applies a rule of ``shared.store_rules`` with its parameters; a backend
 gives only the primitives that apply a rule to one record (``write``, ``write_back``,
 ``remove``): an ``UPDATE`` and the ``INSERT`` of a record it makes on SQLite, a guarded update
-per case (an upsert for the first) on MongoDB. A backend's batch methods (``begin_attempts``,
-``settle_attempts``, …) apply the same rules to many records in one statement or command.
+per case (an upsert for the first) on MongoDB; and ``write_many``, rules applied to many
+records that exist, in one transaction or one bulk write (``apply_states``). A backend's other
+batch methods (``begin_attempts``, ``settle_attempts``, …) apply the same rules to many records
+in one statement or command.
 """
 
 from __future__ import annotations
@@ -20,7 +22,13 @@ from shared.definition_codec import DefinitionCodec
 from shared.execution_rules import DISCARD, FORGET_IDEMPOTENCY, REOPEN, RESTORE
 from shared.guards import Remove, Write
 from shared.model import Execution, Schedule, ScheduleStatus
-from shared.ports import DefinitionToApply, OverlapClaim, OverlapSeen, OverlapTurn
+from shared.ports import (
+    DefinitionToApply,
+    OverlapClaim,
+    OverlapSeen,
+    OverlapTurn,
+    StateChange,
+)
 from shared.store_rules import (
     DELETE,
     HOLD_OVERLAP,
@@ -41,6 +49,18 @@ from shared.store_rules import (
 
 # The rules that give an occurrence its schedule's overlap marker, the likelier first.
 _HOLDS = (HOLD_OVERLAP, RENEW_OVERLAP)
+
+
+def state_rule(status: ScheduleStatus) -> Write:
+    """The rule of a pause (``PAUSED``), resume (``ACTIVE``) or delete (``DELETED``)."""
+    rules = {
+        ScheduleStatus.PAUSED: PAUSE,
+        ScheduleStatus.ACTIVE: RESUME,
+        ScheduleStatus.DELETED: DELETE,
+    }
+    if status not in rules:
+        raise ValueError(f"apply_state cannot set status {status.value!r}")
+    return rules[status]
 
 
 class Outcome(Enum):
@@ -65,6 +85,13 @@ class GuardedWrites(ABC):
     @abstractmethod
     def remove(self, rule: Remove, params: Mapping[str, Any]) -> bool:
         """Delete the record found where the guard holds; whether one was deleted."""
+
+    @abstractmethod
+    def write_many(self, writes: Sequence[tuple[Write, Mapping[str, Any]]]) -> list[Outcome]:
+        """``write`` of each rule (each of one guarded case) to the record its key parameters
+        find, records of one table that exist, each at most once: it makes none. In one
+        transaction or one command where the backend allows it; ``CHANGED`` or ``REFUSED``
+        for each, in order."""
 
     @abstractmethod
     def stored_definitions(self) -> Iterator[tuple[str, str, str]]:
@@ -104,15 +131,29 @@ class GuardedWrites(ABC):
         now: datetime,
     ) -> bool:
         params = state_params(tenant, schedule_id, state_revision, next_schedule_time, now)
-        if status is ScheduleStatus.DELETED:
-            outcome = self.write(DELETE, params)
-            if outcome is Outcome.REFUSED:
-                self.write(RAISE_TOMBSTONE, params)
-            return outcome is Outcome.CHANGED
-        if status not in (ScheduleStatus.PAUSED, ScheduleStatus.ACTIVE):
-            raise ValueError(f"apply_state cannot set status {status.value!r}")
-        rule = PAUSE if status is ScheduleStatus.PAUSED else RESUME
-        return self.write(rule, params) is Outcome.CHANGED
+        outcome = self.write(state_rule(status), params)
+        if status is ScheduleStatus.DELETED and outcome is Outcome.REFUSED:
+            self.write(RAISE_TOMBSTONE, params)
+        return outcome is Outcome.CHANGED
+
+    def apply_states(self, changes: Sequence[StateChange]) -> list[bool]:
+        first: dict[tuple[str, str], int] = {}
+        for index, change in enumerate(changes):
+            first.setdefault((change.tenant, change.schedule_id), index)
+        chosen = sorted(first.values())
+        writes = []
+        for change in (changes[index] for index in chosen):
+            params = state_params(
+                change.tenant,
+                change.schedule_id,
+                change.state_revision,
+                change.next_schedule_time,
+                change.now,
+            )
+            writes.append((state_rule(change.status), params))
+        outcomes = self.write_many(writes)
+        applied = dict(zip(chosen, outcomes, strict=True))
+        return [applied.get(index) is Outcome.CHANGED for index in range(len(changes))]
 
     def take_overlaps(self, claims: Sequence[OverlapClaim], now: datetime) -> list[OverlapTurn]:
         # One guarded write after another, each of one schedule: only the occurrences of

@@ -1,11 +1,12 @@
 """The store's reads of records, once for every backend: one record by its key, and the listings
 of ``shared.store_queries``; a backend gives only ``fields`` (a row or document read as its
-stored fields, ``shared.adapters.records``), ``read`` and ``select``."""
+stored fields, ``shared.adapters.records``), ``read``, ``select`` and ``count``."""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping
+from dataclasses import replace
 from datetime import datetime
 from operator import attrgetter
 from typing import Any
@@ -20,7 +21,14 @@ from shared.adapters.records import (
 from shared.definition_cache import DefinitionCache
 from shared.definition_codec import DefinitionCodec
 from shared.model import Execution, ExecutionStatus, Schedule
-from shared.ports import ApiKey, IdempotencyRecord, Page, ScheduleFilter, execution_page
+from shared.ports import (
+    ApiKey,
+    IdempotencyRecord,
+    Page,
+    ScheduleFilter,
+    ScheduleOrder,
+    execution_page,
+)
 from shared.schedule_listing import Segment, ordered_page
 from shared.store_queries import (
     Query,
@@ -59,6 +67,10 @@ class Reads(ABC):
     def select(self, query: Query) -> list[Fields]:
         """The stored fields of the records ``query`` selects, in its order, its limit at most."""
 
+    @abstractmethod
+    def count(self, query: Query) -> int:
+        """How many records ``query`` selects, its order and limit aside."""
+
     def get_schedule(self, tenant: str, schedule_id: str) -> Schedule | None:
         fields = self.read("schedules", {"tenant": tenant, "schedule_id": schedule_id})
         return None if fields is None else schedule_of(fields, self.definitions)
@@ -71,6 +83,11 @@ class Reads(ABC):
         self, tenant: str, query: ScheduleFilter, limit: int, cursor: str | None
     ) -> Page[Schedule]:
         return ordered_page(query, limit, cursor, lambda segment: self._segment(tenant, segment))
+
+    def count_matching(self, tenant: str, query: ScheduleFilter) -> int:
+        by_id = replace(query, order=ScheduleOrder.ID, descending=False)
+        selection = segment_query(tenant, Segment(by_id, False, None, 0))
+        return 0 if selection is None else self.count(selection)
 
     def _segment(self, tenant: str, segment: Segment) -> list[Schedule]:
         query = segment_query(tenant, segment)

@@ -116,6 +116,7 @@ IDEMPOTENCY: Mapping[str, Kind] = {
     "timezone": Kind.VALUE,
     "created_at": Kind.INSTANT,
     "expires_at": Kind.INSTANT,
+    "answer": Kind.VALUE,
 }
 
 API_KEY: Mapping[str, Kind] = {
@@ -236,6 +237,7 @@ def idempotency_of(fields: Mapping[str, Any]) -> IdempotencyRecord:
         timezone=fields["timezone"],
         created_at=_required(fields, "created_at"),
         expires_at=_required(fields, "expires_at"),
+        answer=fields.get("answer"),
     )
 
 

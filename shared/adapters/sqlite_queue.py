@@ -96,7 +96,9 @@ class SqliteQueue(MessageQueue):
         receipt = uuid.uuid4().hex
         # One statement for the batch, a transaction of its own: the earliest visible messages
         # become invisible for the visibility timeout, under one receipt (the id tells them
-        # apart); those received too often already go to the dead-letter queue instead.
+        # apart); those received too often already go to the dead-letter queue instead. Exactly
+        # in order of visibility, then as sent (the index's order), where SQS's standard queues
+        # give about the order sent: what the poller's order by priority relies on is only that.
         rows = self.db.write_one(
             f"UPDATE queue_messages SET queue = CASE WHEN {OVER} THEN ?3 ELSE queue END,"
             f" receipt = CASE WHEN {OVER} THEN NULL ELSE ?4 END,"

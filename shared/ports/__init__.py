@@ -38,6 +38,7 @@ from shared.ports.schedules import (
     ScheduleOrder,
     ScheduleStore,
     SlotReservation,
+    StateChange,
 )
 from shared.ports.signing_secrets import (
     SigningSecretSet,
@@ -76,6 +77,7 @@ __all__ = [
     "SigningSecretSet",
     "SigningSecretStore",
     "SlotReservation",
+    "StateChange",
     "Store",
     "StoredSigningSecret",
     "SystemClock",

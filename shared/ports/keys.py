@@ -49,7 +49,9 @@ class IdempotencyRecord:
     """What a create answered for an ``Idempotency-Key``, kept until ``expires_at``.
 
     ``fingerprint`` identifies the request (method, path and body); a repeat with the same key and
-    fingerprint gets the same answer, a repeat with another fingerprint is a conflict.
+    fingerprint gets the same answer, a repeat with another fingerprint is a conflict. A bulk
+    operation's page (``POST /schedules/bulk``) names no schedule (``schedule_id`` empty): its
+    answer is ``answer``, JSON text.
     """
 
     tenant: str
@@ -61,6 +63,7 @@ class IdempotencyRecord:
     timezone: str
     created_at: datetime
     expires_at: datetime
+    answer: str | None = None
 
 
 class IdempotencyStore(ABC):

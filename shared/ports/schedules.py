@@ -32,7 +32,8 @@ class ScheduleFilter:
     ``search`` finds a schedule whose name contains the text (case ignored), one tag of which
     is the text, or whose target host (``shared.schedule_listing.target_of``) contains the host
     the text names: the rest of the URL is sealed at rest, so it is not searched. By name is
-    in case-folded order (``shared.schedule_listing.name_key``).
+    in case-folded order (``shared.schedule_listing.name_key``). ``ids``: only those of these
+    ids (an empty tuple selects none).
     """
 
     status: ScheduleStatus | None = None
@@ -43,6 +44,7 @@ class ScheduleFilter:
     search: str | None = None
     order: ScheduleOrder = ScheduleOrder.ID
     descending: bool = False
+    ids: tuple[str, ...] | None = None
 
 
 # The arguments of ``apply_definition``: tenant, schedule id, revision, definition, next schedule
@@ -95,6 +97,18 @@ class Advance(NamedTuple):
     sent_ahead: tuple[datetime, ...] = ()
     # Its lateness cursor (``Schedule.late_check_at``, ``shared.lateness.armed_check_at``).
     late_check_at: datetime | None = None
+
+
+class StateChange(NamedTuple):
+    """One schedule's pause, resume or delete (``ScheduleStore.apply_states``): the arguments
+    of ``apply_state``."""
+
+    tenant: str
+    schedule_id: str
+    state_revision: int
+    status: ScheduleStatus
+    next_schedule_time: datetime | None
+    now: datetime
 
 
 @dataclass(frozen=True)
@@ -208,6 +222,14 @@ class ScheduleStore(ABC):
         it (a wait stays: the waiting occurrence takes the marker when it checks again)."""
 
     @abstractmethod
+    def apply_states(self, changes: Sequence[StateChange]) -> list[bool]:
+        """``apply_state`` of each stored schedule, in one write where the backend allows it
+        (SQLite: one transaction; MongoDB: one bulk write): a bulk operation's page. Returns,
+        in order, whether each applied. Unlike ``apply_state`` it makes no tombstone of an
+        unknown id, nor raises a tombstone's revision: it changes schedules read just before
+        (a schedule named twice: by its first entry)."""
+
+    @abstractmethod
     def claim_due_schedules(
         self,
         horizon: datetime,
@@ -284,6 +306,11 @@ class ScheduleStore(ABC):
         """Live schedules of a tenant (no tombstones) as ``query`` selects and orders them,
         ``limit`` at most per page; ``cursor`` is a page's ``next_cursor`` for the same query
         (``shared.schedule_listing``: ``InvalidInput`` naming ``cursor`` for another)."""
+
+    @abstractmethod
+    def count_matching(self, tenant: str, query: ScheduleFilter) -> int:
+        """How many schedules ``list_schedules`` would list for ``query`` over all its pages
+        (in any order: the listing's selection, counted by the store)."""
 
     @abstractmethod
     def count_schedules(self) -> Mapping[str, int]:

@@ -74,7 +74,8 @@ document.addEventListener("submit", (event) => {
   const asking = event.submitter?.dataset.confirm ?? form.dataset.confirm;
   let field = form.querySelector("input[name=confirmed]");
   if (asking === undefined) {
-    if (field && !field.dataset.server) field.remove();
+    // A field the server wrote (data-server, empty: "" is falsy) stays: its page asked.
+    if (field && field.dataset.server === undefined) field.remove();
     return;
   }
   if (!window.confirm(asking)) {

@@ -5,13 +5,14 @@ are sealed, and a rule applied to one document
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, Self
 from urllib.parse import urlsplit
 
 import pymongo
-from pymongo import ReturnDocument
+from pymongo import ReturnDocument, UpdateOne
 from pymongo.collection import Collection
 from pymongo.errors import (
     DuplicateKeyError,
@@ -224,6 +225,34 @@ class MongoBacked(GuardedWrites, Reads):
                 if current is None and not makes:
                     return Outcome.REFUSED, None
         raise Transient(f"{rule.table} {key['_id']}: changed by other writers, try again")
+
+    def write_many(self, writes: Sequence[tuple[Write, Mapping[str, Any]]]) -> list[Outcome]:
+        # One unordered bulk_write, each update under its rule's guard. Which guards matched:
+        # all of them when the matched count says so (the common case); otherwise one read of
+        # the token that only the updates of this call wrote.
+        if not writes:
+            return []
+        token = uuid.uuid4().hex
+        [table] = {rule.table for rule, _ in writes}
+        updates, keys = [], []
+        for rule, params in writes:
+            [case] = write_cases_of(rule)
+            selector, update = self.guarded(rule, case, params)
+            update.setdefault("$set", {})["write_token"] = token
+            updates.append(UpdateOne(selector, update))
+            keys.append(selector["_id"])
+        collection = self.schedules.database[table]
+        with transient(f"write {table}"):
+            if collection.bulk_write(updates, ordered=False).matched_count == len(keys):
+                return [Outcome.CHANGED] * len(keys)
+            found = collection.find({"_id": {"$in": keys}, "write_token": token}, {"_id": 1})
+            changed = {document["_id"] for document in found}
+        return [Outcome.CHANGED if key in changed else Outcome.REFUSED for key in keys]
+
+    def count(self, query: Query) -> int:
+        selector, _ = find_of(query)
+        with transient(f"count {query.table}"):
+            return self.schedules.database[query.table].count_documents(selector)
 
     def write_back(self, rule: Write, params: Mapping[str, Any]) -> Fields | None:
         _, document = self.applied(rule, params, returning=True)

@@ -4,7 +4,7 @@ a rule applied to one row (``shared.adapters.guarded``)."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from shared.adapters.guarded import GuardedWrites, Outcome
@@ -12,7 +12,7 @@ from shared.adapters.reads import Reads
 from shared.adapters.records import TABLES, Fields
 from shared.adapters.sqlite.codec import column, fields_of
 from shared.adapters.sqlite.db import SqliteDatabase
-from shared.adapters.sqlite.sql import Statements, select
+from shared.adapters.sqlite.sql import Statements, count, select
 from shared.definition_codec import DefinitionCodec
 from shared.guards import Remove, Write
 from shared.secrets import SecretBox
@@ -72,6 +72,22 @@ class SqliteBacked(GuardedWrites, Reads):
         statement = f"SELECT * FROM {table} WHERE {found}"
         row = self.db.connection().execute(statement, dict(key)).fetchone()
         return None if row is None else self.fields(table, row)
+
+    def write_many(self, writes: Sequence[tuple[Write, Mapping[str, Any]]]) -> list[Outcome]:
+        # One transaction, one UPDATE each: the write lock is held for the statements only.
+        with self.db.write() as connection:
+            return [
+                Outcome.CHANGED
+                if connection.execute(
+                    statements(rule).update, statements(rule).params.named(params)
+                ).rowcount
+                else Outcome.REFUSED
+                for rule, params in writes
+            ]
+
+    def count(self, query: Query) -> int:
+        statement, params = count(query)
+        return int(self.db.connection().execute(statement, params).fetchone()[0])
 
     def select(self, query: Query) -> list[Fields]:
         statement, params = select(query)

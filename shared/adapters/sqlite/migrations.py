@@ -249,6 +249,14 @@ def _priorities(connection: sqlite3.Connection, target_of: TargetOf) -> None:
         )
 
 
+def _bulk_answers(connection: sqlite3.Connection, target_of: TargetOf) -> None:
+    # What a bulk operation's page answered (shared.ports.IdempotencyRecord.answer), JSON text.
+    # Added only where missing, as migration 3.
+    present = {row["name"] for row in connection.execute("PRAGMA table_info(idempotency_keys)")}
+    if "answer" not in present:
+        connection.execute("ALTER TABLE idempotency_keys ADD COLUMN answer TEXT")
+
+
 def _schedule_changes(connection: sqlite3.Connection, target_of: TargetOf) -> None:
     # Each schedule's change history (shared.adapters.sqlite.changes), newest first by its key;
     # retention deletes the oldest first (at_ms).
@@ -286,7 +294,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, "a schedule's overlap marker", _overlap_marker),
     Migration(5, "each schedule's lateness cursor", _late_checks),
     Migration(6, "each schedule's priority beside its definition", _priorities),
-    Migration(7, "each schedule's change history", _schedule_changes),
+    Migration(7, "the answers of bulk operations", _bulk_answers),
+    Migration(8, "each schedule's change history", _schedule_changes),
 )
 
 _RECORD_TABLE = """CREATE TABLE IF NOT EXISTS store_migrations (

@@ -314,3 +314,9 @@ def select(query: Query) -> tuple[str, dict[str, Any]]:
         f" ORDER BY {order} LIMIT {int(query.limit)}"
     )
     return statement, Params(query.condition, query.table).named(query.params)
+
+
+def count(query: Query) -> tuple[str, dict[str, Any]]:
+    """A statement counting what a listing selects, and its parameters."""
+    statement = f"SELECT count(*) FROM {query.table} WHERE {where(query.table, query.condition)}"
+    return statement, Params(query.condition, query.table).named(query.params)

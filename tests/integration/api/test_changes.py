@@ -238,3 +238,40 @@ def test_the_openapi_document_describes_the_history(api: ApiUnderTest) -> None:
         properties = schemas[name]["properties"]
         assert set(properties) == fields
         assert all(properties[field].get("description") for field in fields), name
+
+
+def test_a_bulk_pause_and_patch_land_in_each_schedules_history(api: ApiUnderTest) -> None:
+    writer = key(api, WRITER_KEY, "acme", "deploy-bot", Role.WRITE)
+    for schedule_id in ("b1", "b2"):
+        api.client.put(f"{API}/schedule/{schedule_id}", json=BODY, headers=writer)
+    api.apply()
+    selector = {"ids": ["b1", "b2"]}
+    paused = api.client.post(
+        f"{API}/schedules/bulk",
+        json={"action": "pause", "selector": selector, "dry_run": False},
+        headers=writer,
+    )
+    assert paused.status_code == 200, paused.get_json()
+    patched = api.client.post(
+        f"{API}/schedules/bulk",
+        json={
+            "action": "patch",
+            "selector": selector,
+            "patch": {"payload": {"url": "https://hooks.example.com/bulk"}},
+            "dry_run": False,
+        },
+        headers=writer,
+    )
+    assert patched.status_code == 200, patched.get_json()
+    api.apply()
+    for schedule_id in ("b1", "b2"):
+        items = changes_of(api, schedule_id, writer)["items"]
+        assert [(item["action"], item["actor"]["name"]) for item in items] == [
+            ("patch", "deploy-bot"),
+            ("pause", "deploy-bot"),
+            ("create", "deploy-bot"),
+        ]
+        assert fields_of(items[0]) == {
+            "payload.url": ("https://hooks.example.com/n", "https://hooks.example.com/bulk", False)
+        }
+        assert fields_of(items[1]) == {"state": ("active", "paused", False)}

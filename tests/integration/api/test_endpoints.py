@@ -538,6 +538,14 @@ def test_the_served_spec_declares_every_operation_and_its_errors(api: ApiUnderTe
     assert api.client.get("/docs").status_code == 200
 
 
+def test_the_served_spec_says_what_a_priority_is(api: ApiUnderTest) -> None:
+    priority = api.client.get("/openapi.json").get_json()["components"]["schemas"]["ScheduleBody"][
+        "properties"
+    ]["priority"]
+    assert (priority["minimum"], priority["maximum"], priority["default"]) == (0, 9, 5)
+    assert "the higher goes first" in priority["description"]
+
+
 def test_a_create_that_could_not_be_sent_gives_its_quota_slot_back(tmp_path: Path) -> None:
     with api_under_test(tmp_path, tenant_schedule_quota=1) as api:
         mutations = api.backends.queues.mutations

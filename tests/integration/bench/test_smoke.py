@@ -19,6 +19,7 @@ from bench import (
     delivery_cpu,
     dispatch,
     firing,
+    priority,
     slow_clients,
     storage,
     store_cut,
@@ -138,6 +139,12 @@ def test_store_rounds_counts_and_claims_with_two_pollers(nx_27017: Peer) -> None
 def test_delivery_cpu() -> None:
     figures = delivery_cpu.main(["--rounds", "2", "--deliveries", "50"])
     assert figures["succeeded"] == 100 and 0 < figures["best_us"] <= figures["median_us"]
+
+
+def test_priority(tmp_path: Path) -> None:
+    figures = priority.main(["--count", "60", "--urgent", "6", "--log-dir", str(tmp_path)])
+    assert figures["missing"] == figures["duplicates"] == 0, figures
+    assert 6 <= figures["last_priority_9_call"] <= 60
 
 
 def test_dispatch() -> None:

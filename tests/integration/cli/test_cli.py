@@ -121,6 +121,11 @@ def test_get_and_history_print_readable_values(
     assert code == 0
     assert "None" not in out
     assert any(line.split() == ["last_run_at:", "-"] for line in out.splitlines())
+    [priority] = [line for line in out.splitlines() if line.startswith("priority:")]
+    assert priority.split(None, 2)[1:] == [
+        "5",
+        "(of 0 to 9: the higher goes first when more is due than can fire at once)",
+    ]
 
     store = api.backends.store
     now = api.clock.now()

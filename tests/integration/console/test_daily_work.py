@@ -481,6 +481,11 @@ def test_the_form_sets_every_field_and_an_edit_shows_and_keeps_them(api: ApiUnde
     assert definition.on_failure.headers == {"Authorization": "Bearer alert-token"}
     assert (definition.priority, definition.tags) == (8, ("a", "b"))
     assert definition.metadata == {"owner": "ops", "n": 2}
+    # The schedule page shows the priority with what it does.
+    page = unescape(text(api.client.get("/console/schedules/every")))
+    shown = re.search(r"<dt>priority</dt><dd>([^<]*)</dd>", page)
+    assert shown is not None and shown.group(1).startswith("8 of 0 to 9: ")
+    assert "the higher goes first" in shown.group(1)
 
     edit = text(api.client.get("/console/schedules/every/edit"))
     values = {

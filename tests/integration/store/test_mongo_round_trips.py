@@ -25,7 +25,14 @@ from shared.adapters.sqlite_queue import SqliteQueue
 from shared.changes import Actor, ActorKind, ChangeAction, ChangeNote
 from shared.messages import DefinitionMutation, encode_mutation
 from shared.model import AttemptOutcome, ExecutionStatus, ScheduleStatus
-from shared.ports import Advance, OutgoingMessage, OverlapClaim, OverlapSeen, OverlapTurn
+from shared.ports import (
+    Advance,
+    OutgoingMessage,
+    OverlapClaim,
+    OverlapSeen,
+    OverlapTurn,
+    StateChange,
+)
 from shared.signing import SigningSecrets
 from tests.integration.store.test_store_contract import (
     I0,
@@ -278,3 +285,24 @@ def test_the_overlap_marker_costs_a_command_or_two_per_claim_on_its_likely_path(
     assert commands.take() == 1
     # The waiter takes it: the third case of the hold's guard (free, and its own wait).
     assert claim(second, None, T0 + SECOND) == ([OverlapTurn.HELD], 3)
+
+
+def test_a_page_of_state_changes_costs_one_command_whatever_its_size(
+    counted: tuple[MongoStore, Commands],
+) -> None:
+    # A bulk operation's page (``POST /schedules/bulk``): one bulk write; one read more only
+    # where some guard refused.
+    store, commands = counted
+    for number in range(60):
+        create(store, f"b{number:03d}")
+    commands.take()
+    pauses = [
+        StateChange(TENANT, f"b{number:03d}", 10, ScheduleStatus.PAUSED, None, T0)
+        for number in range(60)
+    ]
+    assert store.apply_states(pauses[:3]) == [True] * 3
+    assert commands.take() == 1
+    assert store.apply_states(pauses[3:]) == [True] * 57
+    assert commands.take() == 1
+    assert store.apply_states(pauses[:5]) == [False] * 5
+    assert commands.take() == 2
