@@ -12,7 +12,8 @@ does, as procrastinate's manager holds them):
 - ``runs`` (``ManualRuns``): trigger, backfill, and a dead letter's replay or discard, straight
   onto queue 2;
 - ``reads`` (``Reads``): schedules, histories and dead letters as stored;
-- ``signing`` (``shared.signing.SigningSecrets``): the tenant's signing secrets, rotated.
+- ``signing`` (``shared.signing.SigningSecrets``): the tenant's signing secrets, rotated;
+- ``calendars`` (``Calendars``): the tenant's business calendars.
 
 Every operation takes the caller's tenant: a schedule of another tenant is ``NotFound``.
 """
@@ -22,6 +23,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from scheduler_service.service.bulk import Bulk
+from scheduler_service.service.calendars import Calendars
 from scheduler_service.service.changes import StateChanges
 from scheduler_service.service.checks import DefinitionChecks
 from scheduler_service.service.creating import Creation
@@ -59,3 +61,4 @@ class ScheduleService:
             deployment_signs=bool(settings.webhook_secret),
             overlap=timedelta(seconds=settings.signing_overlap_seconds),
         )
+        self.calendars = Calendars(store, clock)

@@ -6,13 +6,21 @@ from abc import abstractmethod
 from collections.abc import Sequence
 
 from shared.model import AttemptOutcome, Execution
+from shared.ports.calendars import CalendarStore
 from shared.ports.executions import ExecutionStore
 from shared.ports.keys import ApiKeyStore, IdempotencyStore
 from shared.ports.schedules import ScheduleStore
 from shared.ports.signing_secrets import SigningSecretStore
 
 
-class Store(ScheduleStore, ExecutionStore, IdempotencyStore, ApiKeyStore, SigningSecretStore):
+class Store(
+    ScheduleStore,
+    ExecutionStore,
+    IdempotencyStore,
+    ApiKeyStore,
+    SigningSecretStore,
+    CalendarStore,
+):
     """Every store port over one backend: every store adapter implements this."""
 
     @abstractmethod

@@ -254,6 +254,8 @@ STEPS: tuple[Versioned, ...] = (
             ),
         ),
     ),
+    # A tenant's business calendars by name.
+    Versioned(21, Index("calendars", (("tenant", ASCENDING), ("name", ASCENDING)))),
 )
 
 

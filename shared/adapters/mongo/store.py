@@ -3,8 +3,9 @@
 Documents mirror the SQLite adapter's rows: collection ``schedules`` keyed
 ``_id = "<tenant>/<schedule_id>"``, collection ``executions`` keyed
 ``_id = "<tenant>/<occurrence_id>"``, ``idempotency_keys`` keyed ``_id = "<tenant>/<key>"``,
-``api_keys`` keyed by the key's SHA-256, ``schedule_slots`` (quota reservations) and
-``signing_secrets`` keyed by the tenant. Every instant is a BSON date (milliseconds, UTC).
+``api_keys`` keyed by the key's SHA-256, ``schedule_slots`` (quota reservations),
+``signing_secrets`` keyed by the tenant and ``calendars`` keyed ``_id = "<tenant>/<name>"``.
+Every instant is a BSON date (milliseconds, UTC).
 
 Every mutation is one guarded, atomic update: the filter states the condition under which the
 change applies (a newer revision, the lease owner, a status), so concurrent workers never
@@ -27,6 +28,7 @@ whose filter has ``$or`` to a document with another ``_id``.
 from __future__ import annotations
 
 from shared.adapters.mongo.api_keys import MongoApiKeys
+from shared.adapters.mongo.calendars import MongoCalendars
 from shared.adapters.mongo.claims import MongoClaims
 from shared.adapters.mongo.executions import MongoExecutions
 from shared.adapters.mongo.idempotency import MongoIdempotency
@@ -44,6 +46,7 @@ class MongoStore(
     MongoIdempotency,
     MongoApiKeys,
     MongoSigningSecrets,
+    MongoCalendars,
     Store,
 ):
     """Every store port on one MongoDB database (``MongoBacked``: the client and the sealing)."""

@@ -257,6 +257,21 @@ def _bulk_answers(connection: sqlite3.Connection, target_of: TargetOf) -> None:
         connection.execute("ALTER TABLE idempotency_keys ADD COLUMN answer TEXT")
 
 
+def _calendars(connection: sqlite3.Connection, target_of: TargetOf) -> None:
+    # Each tenant's business calendars (shared.adapters.sqlite.calendars): the dates as JSON.
+    connection.execute(
+        """CREATE TABLE IF NOT EXISTS calendars (
+            tenant TEXT NOT NULL,
+            name TEXT NOT NULL,
+            revision INTEGER NOT NULL,
+            description TEXT NOT NULL DEFAULT '',
+            dates TEXT NOT NULL,
+            updated_ms INTEGER NOT NULL,
+            PRIMARY KEY (tenant, name)
+        ) WITHOUT ROWID"""
+    )
+
+
 @dataclass(frozen=True)
 class Migration:
     """One step of the schema: ``apply`` runs inside the write transaction that records it."""
@@ -274,6 +289,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(5, "each schedule's lateness cursor", _late_checks),
     Migration(6, "each schedule's priority beside its definition", _priorities),
     Migration(7, "the answers of bulk operations", _bulk_answers),
+    Migration(8, "each tenant's business calendars", _calendars),
 )
 
 _RECORD_TABLE = """CREATE TABLE IF NOT EXISTS store_migrations (

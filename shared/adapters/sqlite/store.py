@@ -4,6 +4,7 @@ part in its own module, over one database file."""
 from __future__ import annotations
 
 from shared.adapters.sqlite.api_keys import SqliteApiKeys
+from shared.adapters.sqlite.calendars import SqliteCalendars
 from shared.adapters.sqlite.executions import SqliteExecutions
 from shared.adapters.sqlite.idempotency import SqliteIdempotency
 from shared.adapters.sqlite.quota import SqliteQuota
@@ -19,6 +20,7 @@ class SqliteStore(
     SqliteIdempotency,
     SqliteApiKeys,
     SqliteSigningSecrets,
+    SqliteCalendars,
     Store,
 ):
     """Every store port on one SQLite file (``SqliteBacked``: the file and the sealing)."""

@@ -1,0 +1,87 @@
+"""A tenant's business calendars: listed, read, created, replaced and deleted
+(``shared.calendars``). A tenant reaches only its own: another tenant's is ``NotFound``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import date
+
+from shared.calendar_files import dates_from_ics
+from shared.calendars import MAX_CALENDARS, MAX_ICS_CHARS, calendar_dates
+from shared.errors import InvalidInput, NotFound, SchedulerError
+from shared.ports import Calendar, Clock, Store
+
+# A replace that loses its compare-and-set to another reads the calendar again, this often.
+_ATTEMPTS = 5
+
+
+class CalendarExists(SchedulerError):
+    """A create of a name the tenant has a calendar of already (the API answers 409)."""
+
+
+class CalendarConflict(SchedulerError):
+    """A replace that kept losing to concurrent ones, or a delete of a calendar schedules name
+    (the API answers 409)."""
+
+
+class Calendars:
+    def __init__(self, store: Store, clock: Clock) -> None:
+        self.store = store
+        self.clock = clock
+
+    def listed(self, tenant: str) -> list[Calendar]:
+        return self.store.list_calendars(tenant)
+
+    def get(self, tenant: str, name: str) -> Calendar:
+        found = self.store.get_calendars(tenant, [name]).get(name)
+        if found is None:
+            raise NotFound(f"no calendar {name!r}")
+        return found
+
+    def create(
+        self,
+        tenant: str,
+        name: str,
+        dates: Sequence[date] | None,
+        ics: str | None,
+        description: str = "",
+    ) -> Calendar:
+        days = self._dates(dates, ics)
+        if len(self.store.list_calendars(tenant)) >= MAX_CALENDARS:
+            raise InvalidInput({"name": f"a tenant keeps at most {MAX_CALENDARS} calendars"})
+        calendar = Calendar(tenant, name, days, 1, self.clock.now(), description)
+        if not self.store.create_calendar(calendar):
+            raise CalendarExists(f"a calendar {name!r} exists: replace it with PUT")
+        return calendar
+
+    def replace(
+        self,
+        tenant: str,
+        name: str,
+        dates: Sequence[date] | None,
+        ics: str | None,
+        description: str = "",
+    ) -> Calendar:
+        days = self._dates(dates, ics)
+        for _ in range(_ATTEMPTS):
+            stored = self.get(tenant, name)
+            calendar = Calendar(
+                tenant, name, days, stored.revision + 1, self.clock.now(), description
+            )
+            if self.store.replace_calendar(calendar):
+                return calendar
+        raise CalendarConflict(f"calendar {name!r} is being changed by others: try again")
+
+    def delete(self, tenant: str, name: str) -> None:
+        if not self.store.delete_calendar(tenant, name):
+            raise NotFound(f"no calendar {name!r}")
+
+    def _dates(self, dates: Sequence[date] | None, ics: str | None) -> tuple[date, ...]:
+        if (dates is None) == (ics is None):
+            message = "give the calendar's dates, or an iCalendar file in ics: one of the two"
+            raise InvalidInput({"dates": message, "ics": message})
+        if ics is None:
+            return calendar_dates(dates or ())
+        if len(ics) > MAX_ICS_CHARS:
+            raise InvalidInput({"ics": f"{len(ics)} characters; at most {MAX_ICS_CHARS}"})
+        return dates_from_ics(ics, self.clock.now().date())
