@@ -11,10 +11,16 @@ read on every plan.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import date
+from typing import TYPE_CHECKING, Any
 
 from shared.errors import InvalidInput
+from shared.recurrence.business import Shift
+
+if TYPE_CHECKING:  # the ports import the model, which holds a CalendarRule
+    from shared.ports.calendars import Calendar
 
 # A calendar's name: a path segment, as a schedule's id is.
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
@@ -43,3 +49,32 @@ def calendar_dates(days: Iterable[date], field: str = "dates") -> tuple[date, ..
     if len(dates) > MAX_DATES:
         raise InvalidInput({field: f"{len(dates)} dates; a calendar holds at most {MAX_DATES}"})
     return dates
+
+
+@dataclass(frozen=True)
+class CalendarRule:
+    """What a schedule says of business days (``calendar``): the tenant's calendars it
+    excludes, and what an occurrence on a day off does."""
+
+    exclude: tuple[str, ...]
+    shift: Shift = Shift.SKIP
+
+    def to_document(self) -> dict[str, Any]:
+        return {"exclude": list(self.exclude), "shift": self.shift.value}
+
+    @classmethod
+    def from_document(cls, document: Mapping[str, Any]) -> CalendarRule:
+        return cls(tuple(document["exclude"]), Shift(document.get("shift", Shift.SKIP.value)))
+
+
+@dataclass(frozen=True)
+class BusinessCalendar:
+    """A ``CalendarRule`` with its calendars read: the dates that are not business days (beside
+    the weekend), and the shift."""
+
+    holidays: frozenset[date]
+    shift: Shift
+
+    @classmethod
+    def of(cls, rule: CalendarRule, calendars: Iterable[Calendar]) -> BusinessCalendar:
+        return cls(frozenset(day for calendar in calendars for day in calendar.dates), rule.shift)

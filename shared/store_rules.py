@@ -84,6 +84,7 @@ DEFINITION_FIELDS = (
     "name_key",
     "pause_after_failures",
     "priority",
+    "calendars",
 )
 
 LAND_DEFINITION = Write(
@@ -203,6 +204,7 @@ DELETE = Write(
         ("definition", None),
         ("name", ""),
         ("tags", ()),
+        ("calendars", ()),
         ("target", ""),
         ("name_key", ""),
         ("accepted_at", Param("now")),

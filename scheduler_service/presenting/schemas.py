@@ -305,6 +305,15 @@ class ScheduleViewSchema(Open):
         attribute="definition.managed_by",
         metadata={"description": "what keeps it (`scheduler apply`'s label); null: by hand"},
     )
+    calendar = fields.Dict(
+        allow_none=True,
+        required=True,
+        attribute="calendar_document",
+        metadata={
+            "description": "business days only: {exclude: [calendar names], shift: skip | "
+            "next_business_day | previous_business_day}; null: every day"
+        },
+    )
     runs = fields.Integer(required=True, attribute="schedule.run_count")
     failures = fields.Integer(required=True, attribute="schedule.failure_count")
     consecutive_failures = fields.Integer(

@@ -49,7 +49,7 @@ class ScheduleService:
         # Revisions order a schedule's creates, replaces and state changes alike.
         revisions = RevisionClock()
         self.reads = Reads(store, clock)
-        self.checks = DefinitionChecks(settings, clock)
+        self.checks = DefinitionChecks(settings, clock, store)
         self.creation = Creation(store, queues, settings, clock, secret_box, self.checks, revisions)
         self.changes = StateChanges(store, clock, revisions, self.reads)
         self.bulk = Bulk(store, clock, settings, self.changes, self.creation)

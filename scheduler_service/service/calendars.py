@@ -1,5 +1,11 @@
 """A tenant's business calendars: listed, read, created, replaced and deleted
-(``shared.calendars``). A tenant reaches only its own: another tenant's is ``NotFound``."""
+(``shared.calendars``). A tenant reaches only its own: another tenant's is ``NotFound``.
+
+A replace takes effect on the next time computed for every schedule naming the calendar:
+the poller reads the calendars at every poll, and the replace brings the stored next time of
+those schedules back to now (one write, ``CalendarStore.recheck_schedules``), so that the next
+poll computes it again with the new dates. A delete is refused while a live schedule names
+the calendar."""
 
 from __future__ import annotations
 
@@ -13,6 +19,13 @@ from shared.ports import Calendar, Clock, Store
 
 # A replace that loses its compare-and-set to another reads the calendar again, this often.
 _ATTEMPTS = 5
+# A refused delete names this many of the schedules naming the calendar, and counts this many.
+LISTED = 10
+MAX_COUNTED = 1000
+
+
+class NoCalendar(NotFound):
+    """No calendar of that name: unknown, or another tenant's (the API answers 404)."""
 
 
 class CalendarExists(SchedulerError):
@@ -35,7 +48,7 @@ class Calendars:
     def get(self, tenant: str, name: str) -> Calendar:
         found = self.store.get_calendars(tenant, [name]).get(name)
         if found is None:
-            raise NotFound(f"no calendar {name!r}")
+            raise NoCalendar(name)
         return found
 
     def create(
@@ -69,12 +82,22 @@ class Calendars:
                 tenant, name, days, stored.revision + 1, self.clock.now(), description
             )
             if self.store.replace_calendar(calendar):
+                self.store.recheck_schedules(tenant, name, calendar.updated_at)
                 return calendar
         raise CalendarConflict(f"calendar {name!r} is being changed by others: try again")
 
     def delete(self, tenant: str, name: str) -> None:
+        naming = self.store.schedules_naming(tenant, name, MAX_COUNTED + 1)
+        if naming:
+            count = f"{MAX_COUNTED} or more" if len(naming) > MAX_COUNTED else str(len(naming))
+            listed = ", ".join(naming[:LISTED])
+            more = ", …" if len(naming) > LISTED else ""
+            raise CalendarConflict(
+                f"{count} schedule(s) name calendar {name!r} in calendar.exclude ({listed}{more}):"
+                " remove it from them first"
+            )
         if not self.store.delete_calendar(tenant, name):
-            raise NotFound(f"no calendar {name!r}")
+            raise NoCalendar(name)
 
     def _dates(self, dates: Sequence[date] | None, ics: str | None) -> tuple[date, ...]:
         if (dates is None) == (ics is None):

@@ -50,3 +50,14 @@ class CalendarStore(ABC):
     @abstractmethod
     def delete_calendar(self, tenant: str, name: str) -> bool:
         """Delete the tenant's calendar of that name; whether there was one."""
+
+    @abstractmethod
+    def schedules_naming(self, tenant: str, name: str, limit: int) -> list[str]:
+        """The ids of the tenant's live schedules (active or paused) whose ``calendar`` names
+        the calendar, in id order, ``limit`` at most."""
+
+    @abstractmethod
+    def recheck_schedules(self, tenant: str, name: str, at: datetime) -> int:
+        """Bring the next time of the tenant's active schedules naming the calendar back to
+        ``at`` where it is later, in one write, so that the poller computes it again with the
+        calendar as it is now; how many it changed."""

@@ -1,7 +1,8 @@
 """The MongoDB store's calendars: collection ``calendars``, one document a calendar
 (``_id`` ``"<tenant>/<name>"``), its dates a list of ISO dates, replaced by compare-and-set on
 ``revision``. A read of several names is one ``find``; a tenant's listing reads the
-``(tenant, name)`` index."""
+``(tenant, name)`` index; the schedules naming a calendar, the ``(tenant, calendars,
+schedule_id)`` index of ``schedules``."""
 
 from __future__ import annotations
 
@@ -19,10 +20,12 @@ from shared.ports import Calendar, CalendarStore
 from shared.timeutil import utc_ms
 
 Document = dict[str, Any]
+_LIVE = ["active", "paused"]
 
 
 class MongoCalendars(CalendarStore):
     calendars: Collection[Document]
+    schedules: Collection[Document]
 
     def get_calendars(self, tenant: str, names: Names[str]) -> dict[str, Calendar]:
         wanted = sorted({_key(tenant, name) for name in names})
@@ -59,6 +62,27 @@ class MongoCalendars(CalendarStore):
         with transient("delete_calendar"):
             result = self.calendars.delete_one({"_id": _key(tenant, name)})
         return result.deleted_count == 1
+
+    def schedules_naming(self, tenant: str, name: str, limit: int) -> list[str]:
+        selector = {"tenant": tenant, "calendars": name, "status": {"$in": _LIVE}}
+        with transient("schedules_naming"):
+            found = self.schedules.find(selector, {"schedule_id": 1})
+            documents = list(found.sort("schedule_id", ASCENDING).limit(limit))
+        return [document["schedule_id"] for document in documents]
+
+    def recheck_schedules(self, tenant: str, name: str, at: datetime) -> int:
+        moment = utc_ms(at)
+        with transient("recheck_schedules"):
+            result = self.schedules.update_many(
+                {
+                    "tenant": tenant,
+                    "calendars": name,
+                    "status": "active",
+                    "next_schedule_time": {"$gt": moment},
+                },
+                {"$set": {"next_schedule_time": moment}},
+            )
+        return result.modified_count
 
 
 def _key(tenant: str, name: str) -> str:

@@ -256,6 +256,8 @@ STEPS: tuple[Versioned, ...] = (
     ),
     # A tenant's business calendars by name.
     Versioned(21, Index("calendars", (("tenant", ASCENDING), ("name", ASCENDING)))),
+    # The schedules naming a calendar (its change and delete look for them).
+    Versioned(22, _listing("calendars")),
 )
 
 

@@ -1,12 +1,13 @@
 """The SQLite store's calendars: one row a (tenant, name), its dates as a JSON list of ISO
-dates, replaced by compare-and-set on ``revision``."""
+dates, replaced by compare-and-set on ``revision``; and the schedules naming one (their
+``calendars`` column, a JSON list as their tags)."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
 from collections.abc import Collection
-from datetime import date
+from datetime import date, datetime
 
 from shared.adapters.sqlite.db import SqliteDatabase
 from shared.ports import Calendar, CalendarStore
@@ -65,6 +66,30 @@ class SqliteCalendars(CalendarStore):
                 "DELETE FROM calendars WHERE tenant = ? AND name = ?", (tenant, name)
             )
             return cursor.rowcount == 1
+
+    def schedules_naming(self, tenant: str, name: str, limit: int) -> list[str]:
+        rows = (
+            self.db.connection()
+            .execute(
+                "SELECT schedule_id FROM schedules WHERE tenant = ?"
+                " AND status IN ('active', 'paused')"
+                " AND EXISTS (SELECT 1 FROM json_each(calendars) WHERE value = ?)"
+                " ORDER BY schedule_id LIMIT ?",
+                (tenant, name, limit),
+            )
+            .fetchall()
+        )
+        return [row["schedule_id"] for row in rows]
+
+    def recheck_schedules(self, tenant: str, name: str, at: datetime) -> int:
+        with self.db.write() as connection:
+            cursor = connection.execute(
+                "UPDATE schedules SET next_ms = ? WHERE tenant = ? AND status = 'active'"
+                " AND next_ms > ?"
+                " AND EXISTS (SELECT 1 FROM json_each(calendars) WHERE value = ?)",
+                (to_epoch_ms(at), tenant, to_epoch_ms(at), name),
+            )
+            return cursor.rowcount
 
 
 def _columns(calendar: Calendar) -> tuple[int, str, str, int]:

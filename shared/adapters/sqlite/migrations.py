@@ -272,6 +272,14 @@ def _calendars(connection: sqlite3.Connection, target_of: TargetOf) -> None:
     )
 
 
+def _schedule_calendars(connection: sqlite3.Connection, target_of: TargetOf) -> None:
+    # The calendars a schedule names (JSON, as its tags), which a calendar's change and delete
+    # look for. Added only where missing; a schedule stored before names none.
+    present = {row["name"] for row in connection.execute("PRAGMA table_info(schedules)")}
+    if "calendars" not in present:
+        connection.execute("ALTER TABLE schedules ADD COLUMN calendars TEXT NOT NULL DEFAULT '[]'")
+
+
 @dataclass(frozen=True)
 class Migration:
     """One step of the schema: ``apply`` runs inside the write transaction that records it."""
@@ -290,6 +298,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(6, "each schedule's priority beside its definition", _priorities),
     Migration(7, "the answers of bulk operations", _bulk_answers),
     Migration(8, "each tenant's business calendars", _calendars),
+    Migration(9, "the calendars each schedule names", _schedule_calendars),
 )
 
 _RECORD_TABLE = """CREATE TABLE IF NOT EXISTS store_migrations (
