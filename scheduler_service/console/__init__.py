@@ -1,8 +1,10 @@
 """The web console at ``/console``: overview, schedules, one schedule and its history, dead
-letters, create and edit, the signing secrets. Importing the page modules registers their routes."""
+letters, create and edit, the signing secrets, the business calendars. Importing the page
+modules registers their routes."""
 
 from scheduler_service.console import (
     backfill_page,
+    calendar_page,
     dead_letter_pages,
     form_pages,
     history,
@@ -16,6 +18,7 @@ __all__ = [
     "PREFIX",
     "backfill_page",
     "blp",
+    "calendar_page",
     "dead_letter_pages",
     "form_pages",
     "history",
