@@ -10,7 +10,12 @@ from werkzeug import Response
 
 from scheduler_service.console.pages import blp, htmx_redirect, page, service
 from scheduler_service.roles import requires
-from scheduler_service.service.calendars import CalendarConflict, CalendarExists, NoCalendar
+from scheduler_service.service.calendars import (
+    CalendarConflict,
+    CalendarExists,
+    CalendarGiven,
+    NoCalendar,
+)
 from shared.calendars import name_problem
 from shared.errors import InvalidInput
 from shared.ports import Role
@@ -48,10 +53,11 @@ def save_calendar() -> Response | tuple[str, int]:
         if problem is not None:
             raise InvalidInput({"name": problem})
         dates = None if ics is not None else [_date(day) for day in text]
+        given = CalendarGiven(dates, ics, description)
         try:
-            calendars_.create(g.tenant, name, dates, ics, description)
+            calendars_.create(g.tenant, name, given)
         except CalendarExists:
-            calendars_.replace(g.tenant, name, dates, ics, description)
+            calendars_.replace(g.tenant, name, given)
     except InvalidInput as exc:
         return calendars_page(str(exc)), 400
     except CalendarConflict as exc:

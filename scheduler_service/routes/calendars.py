@@ -13,6 +13,7 @@ from scheduler_service.presenting.calendar_schemas import CalendarListSchema, Ca
 from scheduler_service.presenting.views import json_answer
 from scheduler_service.requests.calendars import CalendarBodySchema, check_calendar_name
 from scheduler_service.routes.common import Blueprint, service
+from scheduler_service.service.calendars import CalendarGiven
 from shared.errors import InvalidInput
 from shared.ports import Calendar, Role
 
@@ -47,9 +48,7 @@ class CalendarsResource(MethodView):
         """Make a calendar from its dates, or from an iCalendar file of holidays"""
         if "name" not in body:
             raise InvalidInput({"name": "Missing data for required field."})
-        calendar = service().calendars.create(
-            g.tenant, body["name"], body.get("dates"), body.get("ics"), body["description"]
-        )
+        calendar = service().calendars.create(g.tenant, body["name"], _given(body))
         return _answer(calendar, 201)
 
 
@@ -80,9 +79,7 @@ class CalendarResource(MethodView):
         check_calendar_name(name)
         if body.get("name", name) != name:
             raise InvalidInput({"name": f"does not match the name in the path ({name!r})"})
-        calendar = service().calendars.replace(
-            g.tenant, name, body.get("dates"), body.get("ics"), body["description"]
-        )
+        calendar = service().calendars.replace(g.tenant, name, _given(body))
         return _answer(calendar, 200)
 
     @blp.requires(Role.ADMIN)
@@ -96,6 +93,10 @@ class CalendarResource(MethodView):
         check_calendar_name(name)
         service().calendars.delete(g.tenant, name)
         return Response(status=204)
+
+
+def _given(body: dict[str, Any]) -> CalendarGiven:
+    return CalendarGiven(body.get("dates"), body.get("ics"), body["description"])
 
 
 def _answer(calendar: Calendar, status: int) -> Response:

@@ -10,6 +10,7 @@ the calendar."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import date
 
 from shared.calendar_files import dates_from_ics
@@ -37,6 +38,16 @@ class CalendarConflict(SchedulerError):
     (the API answers 409)."""
 
 
+@dataclass(frozen=True)
+class CalendarGiven:
+    """What a create or replace gives: the dates, or an iCalendar file's text (one of the
+    two), and a description."""
+
+    dates: Sequence[date] | None
+    ics: str | None
+    description: str = ""
+
+
 class Calendars:
     def __init__(self, store: Store, clock: Clock) -> None:
         self.store = store
@@ -51,36 +62,21 @@ class Calendars:
             raise NoCalendar(name)
         return found
 
-    def create(
-        self,
-        tenant: str,
-        name: str,
-        dates: Sequence[date] | None,
-        ics: str | None,
-        description: str = "",
-    ) -> Calendar:
-        days = self._dates(dates, ics)
+    def create(self, tenant: str, name: str, given: CalendarGiven) -> Calendar:
+        days = self._dates(given)
         if len(self.store.list_calendars(tenant)) >= MAX_CALENDARS:
             raise InvalidInput({"name": f"a tenant keeps at most {MAX_CALENDARS} calendars"})
-        calendar = Calendar(tenant, name, days, 1, self.clock.now(), description)
+        calendar = Calendar(tenant, name, days, 1, self.clock.now(), given.description)
         if not self.store.create_calendar(calendar):
             raise CalendarExists(f"a calendar {name!r} exists: replace it with PUT")
         return calendar
 
-    def replace(
-        self,
-        tenant: str,
-        name: str,
-        dates: Sequence[date] | None,
-        ics: str | None,
-        description: str = "",
-    ) -> Calendar:
-        days = self._dates(dates, ics)
+    def replace(self, tenant: str, name: str, given: CalendarGiven) -> Calendar:
+        days = self._dates(given)
         for _ in range(_ATTEMPTS):
             stored = self.get(tenant, name)
-            calendar = Calendar(
-                tenant, name, days, stored.revision + 1, self.clock.now(), description
-            )
+            revision = stored.revision + 1
+            calendar = Calendar(tenant, name, days, revision, self.clock.now(), given.description)
             if self.store.replace_calendar(calendar):
                 self.store.recheck_schedules(tenant, name, calendar.updated_at)
                 return calendar
@@ -99,7 +95,8 @@ class Calendars:
         if not self.store.delete_calendar(tenant, name):
             raise NoCalendar(name)
 
-    def _dates(self, dates: Sequence[date] | None, ics: str | None) -> tuple[date, ...]:
+    def _dates(self, given: CalendarGiven) -> tuple[date, ...]:
+        dates, ics = given.dates, given.ics
         if (dates is None) == (ics is None):
             message = "give the calendar's dates, or an iCalendar file in ics: one of the two"
             raise InvalidInput({"dates": message, "ics": message})
