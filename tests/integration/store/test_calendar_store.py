@@ -1,17 +1,22 @@
 """The contract of ``CalendarStore`` (``shared.ports``) over every store adapter (SQLite,
 mongomock, nx-27017 over the wire, and ``SCHEDULER_TEST_MONGO_URL`` if set): a tenant's own
-calendars by name, created once, replaced by compare-and-set, never another tenant's."""
+calendars by name, created once, replaced by compare-and-set, never another tenant's; the
+schedules naming one found, and their next times brought back, the tenant's only."""
 
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from datetime import date, datetime
+from dataclasses import replace
+from datetime import date, datetime, timedelta
 
 import mongomock_ng
 import pytest
 
 from shared.adapters.mongo.store import MongoStore
+from shared.calendars import CalendarRule
+from shared.model import ScheduleStatus
 from shared.ports import Calendar, Store
+from shared.recurrence.business import Shift
 from shared.timeutil import UTC
 from tests.integration.store import test_store_contract as contract
 
@@ -89,3 +94,55 @@ def test_a_delete_removes_the_tenants_calendar_only(store: Store) -> None:
     assert store.get_calendars("globex", ["holidays"])["holidays"].tenant == "globex"
     # The name is free again.
     assert store.create_calendar(a_calendar("acme", "holidays"))
+
+
+def naming(store: Store, tenant: str, schedule_id: str, *names: str, at: datetime = T0) -> None:
+    definition = replace(contract.definition(), calendar=CalendarRule(names, Shift.SKIP))
+    assert store.apply_definition(tenant, schedule_id, 1, definition, at, T0 - timedelta(days=1))
+
+
+def test_the_schedules_naming_a_calendar_are_the_tenants_live_ones(store: Store) -> None:
+    later = T0 + timedelta(days=3)
+    naming(store, "acme", "payroll", "holidays", "closures", at=later)
+    naming(store, "acme", "digest", "holidays")
+    naming(store, "acme", "other", "closures", at=later)
+    naming(store, "globex", "theirs", "holidays", at=later)
+    assert contract.create(store, "plain")  # names none
+    assert store.schedules_naming("acme", "holidays", 10) == ["digest", "payroll"]
+    assert store.schedules_naming("acme", "holidays", 1) == ["digest"]
+    assert store.schedules_naming("acme", "nowhere", 10) == []
+    # Paused it still names it; deleted, no longer.
+    store.apply_state("acme", "digest", 5, ScheduleStatus.PAUSED, None, T0)
+    store.apply_state("acme", "payroll", 5, ScheduleStatus.DELETED, None, T0)
+    assert store.schedules_naming("acme", "holidays", 10) == ["digest"]
+    assert store.schedules_naming("globex", "holidays", 10) == ["theirs"]
+
+
+def test_a_recheck_brings_back_the_later_next_times_of_the_active_schedules_naming_it(
+    store: Store,
+) -> None:
+    later = T0 + timedelta(days=3)
+    naming(store, "acme", "payroll", "holidays", "closures", at=later)
+    naming(store, "acme", "sooner", "holidays", at=T0 - timedelta(minutes=1))
+    naming(store, "acme", "paused", "holidays", at=later)
+    store.apply_state("acme", "paused", 5, ScheduleStatus.PAUSED, None, T0)
+    naming(store, "acme", "other", "closures", at=later)
+    naming(store, "globex", "theirs", "holidays", at=later)
+    assert store.recheck_schedules("acme", "holidays", T0) == 1
+    next_times = {
+        key[1]: schedule.next_schedule_time
+        for key, schedule in store.get_schedules(
+            [("acme", "payroll"), ("acme", "sooner"), ("acme", "other"), ("globex", "theirs")]
+        ).items()
+    }
+    assert next_times == {
+        "payroll": T0,  # brought back, to be computed again
+        "sooner": T0 - timedelta(minutes=1),  # sooner already: kept
+        "other": later,  # names another calendar
+        "theirs": later,  # another tenant's
+    }
+    # The poller claims it at once.
+    claimed = store.claim_due_schedules(
+        horizon=T0, now=T0, limit=10, owner="p", lease_until=T0 + timedelta(seconds=30)
+    )
+    assert {item.schedule_id for item in claimed} == {"payroll", "sooner"}
