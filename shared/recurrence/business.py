@@ -14,30 +14,32 @@ day is, by ``shift``:
   does), it fires once.
 
 Every search is by day: the occurrences that land on a business day are those of the days that
-move to it (the day itself and the days off next to it), found with the engine's own search
-from each day's first instant. Each step is charged to the CPU budget (``cpu_budget``), and a
-search goes no further than ``SEARCH_HORIZON``: a calendar that leaves no business day, or
-an engine that never fires on one, ends in ``None`` or ``TooMuchWork``, never in a long loop.
+move to it (the day itself and the days off next to it); the first after a moment is the
+earliest of each such day's first, found with the engine's own search from that moment's wall
+time on it (a few steps, whatever the rate: an ``@every 1s`` costs no more than a daily one).
+Past a day without one, the search jumps to the day the engine's next occurrence lands on.
+Each step is charged to the CPU budget (``cpu_budget``), and a search goes no further than
+``SEARCH_HORIZON``: a calendar that leaves no business day, or an engine that never fires on
+one, ends in ``None`` or ``TooMuchWork``, never in a long loop.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Collection
 from datetime import date, datetime, time, timedelta, tzinfo
 from enum import StrEnum
 
 from shared.recurrence.base import (
+    _MS,
     SEARCH_HORIZON,
     Recurrence,
+    _jump_near,
     _spend,
     instant_in,
 )
 
 _DAY = timedelta(days=1)
 _SATURDAY = 5
-# The target days whose occurrences a walk keeps (a walk goes forward day by day).
-_KEPT_DAYS = 4
 
 
 class Shift(StrEnum):
@@ -54,18 +56,18 @@ class BusinessDays(Recurrence):
         self.zone = zone
         self.holidays = frozenset(holidays)
         self.shift = shift
-        self._landing: OrderedDict[date, list[datetime]] = OrderedDict()
 
     def is_business_day(self, day: date) -> bool:
         return day.weekday() < _SATURDAY and day not in self.holidays
 
     def next_after(self, moment: datetime) -> datetime | None:
         horizon = moment + SEARCH_HORIZON
-        day = self._business_from(self._day_of(moment) - _DAY, forward=True)
+        today = self._day_of(moment)
+        day = self._business_from(today, forward=True)
         while day is not None and self._start_of(day) <= horizon:
-            for found in self._landing_on(day):
-                if found > moment:
-                    return found
+            found = self._first_landing(day, moment, day == today)
+            if found is not None:
+                return found
             day = self._after(day)
         return None
 
@@ -95,22 +97,38 @@ class BusinessDays(Recurrence):
             return self._business_from(day + _DAY, forward=True)
         return target
 
-    def _landing_on(self, day: date) -> list[datetime]:
-        """The instants that land on business day ``day``, earliest first, each once."""
-        kept = self._landing.get(day)
-        if kept is not None:
-            return kept
-        found: set[datetime] = set()
+    def _first_landing(self, day: date, moment: datetime, same_day: bool) -> datetime | None:
+        """The first instant after ``moment`` that lands on business day ``day``, from its
+        own occurrences or those moved to it; ``same_day``: ``moment`` is on ``day``."""
+        best: datetime | None = None
         for source in self._sources(day):
-            for occurrence in self._on(source):
-                moved = occurrence if source == day else self._moved(occurrence, day)
-                if moved is not None:
-                    found.add(moved)
-        landing = sorted(found)
-        self._landing[day] = landing
-        if len(self._landing) > _KEPT_DAYS:
-            self._landing.popitem(last=False)
-        return landing
+            found = self._first_from(source, day, moment, same_day)
+            if found is not None and (best is None or found < best):
+                best = found
+        return best
+
+    def _first_from(
+        self, source: date, day: date, moment: datetime, same_day: bool
+    ) -> datetime | None:
+        """The first occurrence of ``source`` that lands on ``day`` after ``moment``. Within a
+        day, wall times follow the occurrences (but for a repeated hour), so the search starts
+        at ``moment``'s wall time on ``source``, less the size of an offset change near it."""
+        if source == day:
+            found = self.inner.next_after(max(moment, self._start_of(day) - _MS))
+            return found if found is not None and self._day_of(found) == day else None
+        start = self._start_of(source)
+        if same_day:
+            wall = moment.astimezone(self.zone).replace(tzinfo=None).time()
+            at = instant_in(datetime.combine(source, wall), self.zone)
+            start = max(start, at - _jump_near(self.zone, at))
+        occurrence = self.inner.first_at_or_after(start)
+        while occurrence is not None and self._day_of(occurrence) == source:
+            _spend()
+            moved = self._moved(occurrence, day)
+            if moved is not None and moved > moment:
+                return moved
+            occurrence = self.inner.next_after(occurrence)
+        return None
 
     def _sources(self, day: date) -> list[date]:
         """The days whose occurrences land on business day ``day``, in order."""
