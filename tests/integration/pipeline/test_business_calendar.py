@@ -1,7 +1,8 @@
-"""End to end on the embedded backends, as ``scheduler dev`` runs them (issue 27 item 3): a
-daily 09:00 schedule excluding today fires on the next business day, once, at its local time,
-and not today; the preview shows the shifted times first. The four components share a clock
-the test moves (real time plus an offset): the shifted day is a day away."""
+"""End to end (issue 27 item 3), on the embedded backends as ``scheduler dev`` runs them and on
+the wire peers (nx-27017 + LocalStack): a daily 09:00 schedule excluding today fires on the
+next business day, once, at its local time, and not today; the preview shows the shifted times
+first. The four components share a clock the test moves (real time plus an offset): the
+shifted day is a day away."""
 
 from __future__ import annotations
 
@@ -12,15 +13,18 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import pytest
 from flask.testing import FlaskClient
 
 from scheduler_cli.components import build_executor, build_poller, build_processor
 from scheduler_service.app import create_app
-from shared.backends import open_backends
+from shared.backends import Backends, open_backends
 from shared.lifecycle import Shutdown
+from shared.settings import Settings
 from shared.timeutil import UTC, parse_iso
 from tests.support.api import SteppedClock
-from tests.support.harness import API, sqlite_settings
+from tests.support.harness import API, FAST, sqlite_settings
+from tests.support.peers import WIRE_VARIANTS, wire_backends
 from tests.support.receiver import running_receiver
 from tests.support.schedules import ON_TIME_SECONDS
 
@@ -30,10 +34,27 @@ WEDNESDAY_0900 = datetime(2026, 12, 30, 8, 0, tzinfo=UTC)
 THURSDAY_0900 = datetime(2026, 12, 31, 8, 0, tzinfo=UTC)
 
 
+@pytest.fixture(params=["sqlite", *WIRE_VARIANTS])
+def backends(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[Settings, Backends]]:
+    if request.param == "sqlite":
+        settings = sqlite_settings(tmp_path)
+        opened = open_backends(settings)
+        yield settings, opened
+        opened.close()
+        return
+    with wire_backends(request, monkeypatch, tmp_path, request.param) as wire:
+        settings = wire.settings(Settings.from_env({}, **FAST))
+        opened = wire.open(settings)
+        yield settings, opened
+        opened.close()
+
+
 @contextmanager
-def pipeline_at(tmp_path: Path, clock: SteppedClock) -> Iterator[FlaskClient]:
-    settings = sqlite_settings(tmp_path)
-    backends = open_backends(settings)
+def pipeline_at(
+    settings: Settings, backends: Backends, clock: SteppedClock
+) -> Iterator[FlaskClient]:
     app = create_app(settings, backends, clock)
     shutdown = Shutdown()
     workers = (
@@ -50,7 +71,6 @@ def pipeline_at(tmp_path: Path, clock: SteppedClock) -> Iterator[FlaskClient]:
         shutdown.request()
         for thread in threads:
             thread.join(timeout=10)
-        backends.close()
 
 
 def real_time_of(moment: datetime, clock: SteppedClock) -> float:
@@ -58,10 +78,12 @@ def real_time_of(moment: datetime, clock: SteppedClock) -> float:
     return (moment - clock.offset).timestamp()
 
 
-def test_a_schedule_excluding_today_fires_on_the_next_business_day_only(tmp_path: Path) -> None:
+def test_a_schedule_excluding_today_fires_on_the_next_business_day_only(
+    backends: tuple[Settings, Backends],
+) -> None:
     clock = SteppedClock()
     clock.offset = TODAY - datetime.now(UTC)
-    with running_receiver() as receiver, pipeline_at(tmp_path, clock) as client:
+    with running_receiver() as receiver, pipeline_at(*backends, clock) as client:
         made = client.post(f"{API}/calendars", json={"name": "closed", "dates": ["2026-12-30"]})
         assert made.status_code == 201, made.get_json()
         body = {
