@@ -73,7 +73,7 @@ COSTLY_PER_POLL = 2
 LATE_CHECK_SECONDS = 1.0
 
 # Priority under a backlog (docs/architecture.md, "Priority under a backlog"): a claim takes
-# the highest priority first (shared.store_rules.BY_PRIORITY); while the poller is behind (its
+# the highest priority first (shared.claim_rules.BY_PRIORITY); while the poller is behind (its
 # last claim came back full), every OLDEST_EVERY-th claim takes the earliest due whatever its
 # priority, so the most overdue schedule waits at most that many claims.
 OLDEST_EVERY = 4

@@ -34,10 +34,10 @@ from shared.messages import DefinitionMutation, encode_mutation
 from shared.model import Schedule, ScheduleDefinition
 from shared.notations import build_recurrence
 from shared.ports import Clock, IdempotencyRecord, OutgoingMessage, Queues, SlotReservation, Store
+from shared.quota_rules import LIVE_STATUSES
 from shared.recurrence import TooMuchWork, cpu_budget
 from shared.secrets import SecretBox, carries_mask, keep_masked_hook, keep_masked_secrets
 from shared.settings import Settings
-from shared.store_rules import LIVE_STATUSES
 
 # A repeat of an idempotent create this long after the first, with the schedule still unknown,
 # re-sends its mutation (the first may have died between recording and enqueueing).

@@ -210,7 +210,7 @@ def _key_roles(connection: sqlite3.Connection, target_of: TargetOf) -> None:
 
 
 def _overlap_marker(connection: sqlite3.Connection, target_of: TargetOf) -> None:
-    # A schedule's overlap marker (``shared.store_rules.HOLD_OVERLAP``): the occurrence in
+    # A schedule's overlap marker (``shared.overlap_rules.HOLD_OVERLAP``): the occurrence in
     # progress and the one waiting for it, each with the end of its hold. A file whose record
     # of versions was lost may have them already.
     present = {row["name"] for row in connection.execute("PRAGMA table_info(schedules)")}
