@@ -22,8 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from execution_worker.notifier import FailureEvent
-from polling_worker.alerts import AlertSender, LateChecks, missed_events
+from execution_worker.notifier import FailureEvent, missed_events
+from polling_worker.alerts import AlertSender, LateChecks
 from shared.backoff import Backoff
 from shared.calendar_reads import business_calendars
 from shared.calendars import BusinessCalendar
