@@ -6,8 +6,8 @@
 
 Runs: firing (100, 500, 1,000, 2,000 per second, APScheduler 3 side by side), firing once more
 with the queues on moto's server (unless ``--no-moto`` or a queue URL is given), creation,
-dispatch, storage, request bodies, console pages, costly rules and what each kind of API
-request costs.
+dispatch, storage, request bodies, console pages, costly rules, what each kind of API
+request costs, and bulk operations over 100,000 schedules.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from pathlib import Path
 from bench import (
     api_requests,
     bodies,
+    bulk,
     console,
     costly_rules,
     creation,
@@ -71,6 +72,7 @@ def main(argv: list[str] | None = None) -> None:
     api_requests.main(
         [*out("api_requests")] + (["--requests", "50", "--rounds", "2"] if quick else [])
     )
+    bulk.main([*backends, *out("bulk")] + (["--schedules", "5000"] if quick else []))
 
 
 if __name__ == "__main__":

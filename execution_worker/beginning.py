@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from execution_worker.notifier import FailureEvent, missed_events
 from execution_worker.observer import ExecutorObserver
 from execution_worker.sending import HostLimits
 from execution_worker.timer import FIRE_SLACK, PREPARE_AHEAD, Held
@@ -80,6 +81,8 @@ class Plan:
     # Occurrences that wait for an earlier one of their schedule (``buffer_one``): checked
     # again after ``OVERLAP_RECHECK``.
     waiting: list[Held] = field(default_factory=list)
+    # The occurrences of schedules with an alert dropped for their grace: told as missed.
+    missed: list[FailureEvent] = field(default_factory=list)
 
 
 class CheckAndBegin:
@@ -129,6 +132,8 @@ class CheckAndBegin:
         # Read before any call slot is taken: a store that fails here fails the batch whole.
         retries = {id(item) for item in batch if self._is_retry(item)}
         skips: list[tuple[Held, str]] = []
+        # Dropped for their grace, of schedules with an alert (``occurrence.missed``).
+        graced: list[tuple[Schedule, Occurrence]] = []
         replaced: list[tuple[Held, Superseded]] = []
         going: dict[float, list[tuple[Held, Schedule, str]]] = defaultdict(list)
         # Those of schedules whose overlap policy is not ``allow``: they go once they hold
@@ -150,6 +155,8 @@ class CheckAndBegin:
             reason = grace_refusal(occurrence, schedule.live_definition, now, id(item) in retries)
             if reason is not None:
                 skips.append((item, reason))
+                if schedule.live_definition.alert is not None:
+                    graced.append((schedule, occurrence))
                 if overlap_guarded(schedule):
                     releases.append(_marker(occurrence))
                 continue
@@ -170,7 +177,7 @@ class CheckAndBegin:
             if replaced:
                 self._supersede(replaced, now, plan)
             if skips:
-                self._skip(skips, now, plan)
+                self._skip(skips, now, plan, graced)
             for timeout, group in going.items():
                 self._begin(group, timeout, now, plan)
         except Transient as exc:
@@ -384,7 +391,22 @@ class CheckAndBegin:
             plan.to_delete.append(item.message.receipt_handle)
             plan.superseded.append((item.occurrence, change))
 
-    def _skip(self, skips: Sequence[tuple[Held, str]], now: datetime, plan: Plan) -> None:
+    def _skip(
+        self,
+        skips: Sequence[tuple[Held, str]],
+        now: datetime,
+        plan: Plan,
+        graced: Sequence[tuple[Schedule, Occurrence]] = (),
+    ) -> None:
+        # Told as missed: those dropped for their grace that no other delivery recorded first.
+        plan.missed = [
+            event
+            for schedule, occurrence in graced
+            if not self.store.recorded_occurrences(
+                occurrence.tenant, occurrence.schedule_id, [occurrence.occurrence_id]
+            )
+            for event in missed_events(schedule, [occurrence], now)
+        ]
         self.store.record_skips([(item.occurrence, reason) for item, reason in skips], now)
         for item, reason in skips:
             plan.to_delete.append(item.message.receipt_handle)

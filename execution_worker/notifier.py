@@ -23,7 +23,10 @@ from datetime import datetime
 
 from execution_worker.observer import ExecutorObserver
 from shared.adapters.http_target import SignerFor
-from shared.model import FailureHook
+from shared.executions import nominal_time
+from shared.lateness import LATE, MISSED
+from shared.metrics import OCCURRENCE_ALERTS
+from shared.model import FailureHook, Occurrence, Schedule
 from shared.ports import Clock, WebhookError, WebhookRequest, WebhookSender
 from shared.redaction import redact
 from shared.timeutil import iso_z
@@ -78,6 +81,47 @@ class FailureEvent:
         return json.dumps(document, separators=(",", ":"))
 
 
+def alert_event(
+    schedule: Schedule, kind: str, occurrence_id: str, scheduled_time: datetime, now: datetime
+) -> FailureEvent:
+    """A late or missed occurrence of ``schedule``, told at its ``on_failure`` hook."""
+    definition = schedule.live_definition
+    assert definition.on_failure is not None and definition.alert is not None
+    after = definition.alert.late_after_seconds
+    why = (
+        f"not started {after} s after its time" if kind == LATE else "dropped by the misfire policy"
+    )
+    return FailureEvent(
+        type=kind,
+        hook=definition.on_failure,
+        tenant=schedule.tenant,
+        schedule_id=schedule.schedule_id,
+        occurrence_id=occurrence_id,
+        error=why,
+        http_status=None,
+        at=now,
+        scheduled_time=scheduled_time,
+        late_after_seconds=after,
+    )
+
+
+def missed_events(
+    schedule: Schedule, dropped: Sequence[Occurrence], now: datetime
+) -> list[FailureEvent]:
+    """``occurrence.missed`` of each occurrence of ``schedule`` dropped, if it has an alert."""
+    definition = schedule.definition
+    if definition is None or definition.alert is None or definition.on_failure is None:
+        return []
+    return [
+        alert_event(schedule, MISSED, item.occurrence_id, _nominal(item), now) for item in dropped
+    ]
+
+
+def _nominal(occurrence: Occurrence) -> datetime:
+    """The occurrence's time before jitter (its id keeps it)."""
+    return nominal_time(occurrence.occurrence_id) or occurrence.scheduled_time
+
+
 def notification_request(
     event: FailureEvent, signer: WebhookSigner | None, now: datetime
 ) -> WebhookRequest:
@@ -124,6 +168,9 @@ class Notifier:
 
     def notify(self, events: Sequence[FailureEvent]) -> None:
         """Hand events over to be sent; from any thread, never waits."""
+        for event in events:
+            if event.type in (LATE, MISSED):
+                OCCURRENCE_ALERTS.labels(event.tenant, event.type).inc()
         loop = self._loop
         if loop is None or loop.is_closed():
             self.observer.notifications_dropped(events, "no event loop")

@@ -304,6 +304,8 @@ class Executor:
     def start_calls(self, plan: Plan) -> None:
         """Take a checked batch on: its calls start, its skips and duplicates go."""
         self.observer.checked(plan.skipped, plan.superseded, plan.duplicates)
+        if plan.missed:
+            self.notifier.notify(plan.missed)
         self.settling.delete(plan.to_delete)
         self._due.put_back(plan.due_again)
         if plan.waiting:

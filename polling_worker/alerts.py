@@ -18,13 +18,10 @@ import threading
 from collections.abc import Sequence
 from datetime import datetime
 
-from execution_worker.notifier import NOTIFY_TIMEOUT_SECONDS, FailureEvent, Notifier
+from execution_worker.notifier import NOTIFY_TIMEOUT_SECONDS, FailureEvent, Notifier, alert_event
 from execution_worker.observer import ExecutorObserver
 from execution_worker.signers import TenantSigners
-from shared.executions import nominal_time
-from shared.lateness import LATE, MISSED, late_walk
-from shared.metrics import OCCURRENCE_ALERTS
-from shared.model import Occurrence, Schedule
+from shared.lateness import LATE, late_walk
 from shared.ports import Clock, Store, WebhookSender
 from shared.recurrence import TooMuchWork
 
@@ -49,10 +46,9 @@ class AlertSender:
     def send(self, events: Sequence[FailureEvent]) -> None:
         if not events:
             return
-        for event in events:
-            OCCURRENCE_ALERTS.labels(event.tenant, event.type).inc()
         self.signers.refresh({event.tenant for event in events})
-        self._running().call_soon_threadsafe(self.notifier.notify, list(events))
+        self._running()
+        self.notifier.notify(events)
 
     def _running(self) -> asyncio.AbstractEventLoop:
         if self._loop is None:
@@ -73,7 +69,11 @@ class AlertSender:
             await self.notifier.wait(NOTIFY_TIMEOUT_SECONDS)
             await self.sender.close()
 
-        asyncio.run_coroutine_threadsafe(finish(), loop).result(NOTIFY_TIMEOUT_SECONDS + 1)
+        try:
+            asyncio.run_coroutine_threadsafe(finish(), loop).result(NOTIFY_TIMEOUT_SECONDS + 1)
+        except Exception:
+            # Best effort, as every alert: the stop goes on.
+            log.warning("alerts in flight not finished at stop", extra={"event": "alerts_stop"})
         loop.call_soon_threadsafe(loop.stop)
         thread.join(timeout=5)
         loop.close()
@@ -116,44 +116,3 @@ class LateChecks:
             )
         self.alerts.send(events)
         return len(events)
-
-
-def alert_event(
-    schedule: Schedule, kind: str, occurrence_id: str, scheduled_time: datetime, now: datetime
-) -> FailureEvent:
-    """A late or missed occurrence of ``schedule``, told at its ``on_failure`` hook."""
-    definition = schedule.live_definition
-    assert definition.on_failure is not None and definition.alert is not None
-    after = definition.alert.late_after_seconds
-    why = (
-        f"not started {after} s after its time" if kind == LATE else "dropped by the misfire policy"
-    )
-    return FailureEvent(
-        type=kind,
-        hook=definition.on_failure,
-        tenant=schedule.tenant,
-        schedule_id=schedule.schedule_id,
-        occurrence_id=occurrence_id,
-        error=why,
-        http_status=None,
-        at=now,
-        scheduled_time=scheduled_time,
-        late_after_seconds=after,
-    )
-
-
-def missed_events(
-    schedule: Schedule, dropped: Sequence[Occurrence], now: datetime
-) -> list[FailureEvent]:
-    """``occurrence.missed`` of each occurrence of ``schedule`` dropped, if it has an alert."""
-    definition = schedule.definition
-    if definition is None or definition.alert is None or definition.on_failure is None:
-        return []
-    return [
-        alert_event(schedule, MISSED, item.occurrence_id, _nominal(item), now) for item in dropped
-    ]
-
-
-def _nominal(occurrence: Occurrence) -> datetime:
-    """The occurrence's time before jitter (its id keeps it)."""
-    return nominal_time(occurrence.occurrence_id) or occurrence.scheduled_time

@@ -18,12 +18,15 @@ import logging
 import math
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from execution_worker.notifier import FailureEvent
-from polling_worker.alerts import AlertSender, LateChecks, missed_events
+from execution_worker.notifier import FailureEvent, missed_events
+from polling_worker.alerts import AlertSender, LateChecks
 from shared.backoff import Backoff
+from shared.calendar_reads import business_calendars
+from shared.calendars import BusinessCalendar
 from shared.dispatch import DispatchPlan, plan_dispatch
 from shared.errors import Transient
 from shared.lateness import armed_check_at
@@ -70,7 +73,7 @@ COSTLY_PER_POLL = 2
 LATE_CHECK_SECONDS = 1.0
 
 # Priority under a backlog (docs/architecture.md, "Priority under a backlog"): a claim takes
-# the highest priority first (shared.store_rules.BY_PRIORITY); while the poller is behind (its
+# the highest priority first (shared.claim_rules.BY_PRIORITY); while the poller is behind (its
 # last claim came back full), every OLDEST_EVERY-th claim takes the earliest due whatever its
 # priority, so the most overdue schedule waits at most that many claims.
 OLDEST_EVERY = 4
@@ -212,12 +215,19 @@ class Poller:
             if schedule.next_schedule_time is not None:
                 overdue = (now - schedule.next_schedule_time).total_seconds()
                 CLAIM_LAG.observe(max(0.0, overdue))
+        # The calendars the claimed schedules name, as they are now: one read per tenant.
+        calendars = business_calendars(
+            self.store,
+            (((item.tenant, item.schedule_id), item.live_definition.calendar) for item in claimed),
+        )
         # A schedule whose times are costly to compute never holds back the others: each gets a
         # short budget first, and those that need more are planned after the others are sent.
-        plans, costly = self._plan(claimed, now, horizon, QUICK_PLAN_SECONDS)
+        plans, costly = self._plan(claimed, now, horizon, QUICK_PLAN_SECONDS, calendars)
         self._dispatch(plans, now, leased_until)
         if costly:
-            plans, _ = self._plan(costly[:COSTLY_PER_POLL], now, horizon, CPU_BUDGET_SECONDS)
+            plans, _ = self._plan(
+                costly[:COSTLY_PER_POLL], now, horizon, CPU_BUDGET_SECONDS, calendars
+            )
             self._dispatch(plans, now, leased_until)
             for schedule in costly[COSTLY_PER_POLL:]:
                 self._not_planned(schedule, "other costly schedules took this poll's budget")
@@ -225,7 +235,12 @@ class Poller:
         return len(claimed)
 
     def _plan(
-        self, claimed: list[Schedule], now: datetime, horizon: datetime, budget_seconds: float
+        self,
+        claimed: list[Schedule],
+        now: datetime,
+        horizon: datetime,
+        budget_seconds: float,
+        calendars: Mapping[tuple[str, str], BusinessCalendar],
     ) -> tuple[list[tuple[Schedule, DispatchPlan]], list[Schedule]]:
         """The plans of the schedules computable within ``budget_seconds`` of CPU each, and
         the schedules that were not (left out of a first pass, to be planned with more).
@@ -244,6 +259,7 @@ class Poller:
                     settings.max_occurrences_per_claim,
                     timedelta(seconds=settings.misfire_threshold_seconds),
                     budget_seconds,
+                    calendars.get((schedule.tenant, schedule.schedule_id)),
                 )
             except TooMuchWork as exc:
                 if budget_seconds < CPU_BUDGET_SECONDS:

@@ -15,13 +15,21 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from shared.backoff import Backoff
+from shared.calendar_reads import business_calendars
 from shared.changes import Change
 from shared.errors import Transient
 from shared.lifecycle import Shutdown
 from shared.messages import DefinitionMutation, decode_mutation
 from shared.metrics import MUTATIONS, PROCESSING, Heartbeat
 from shared.notations import first_occurrence
-from shared.ports import Clock, MessageQueue, OutgoingMessage, Store, SystemClock
+from shared.ports import (
+    Clock,
+    MessageQueue,
+    OutgoingMessage,
+    ReceivedMessage,
+    Store,
+    SystemClock,
+)
 from shared.secrets import SecretBox
 from shared.timeutil import iso_z
 
@@ -90,22 +98,33 @@ class Processor:
         done: list[str] = []
         applied_before = self.stats.applied
         started = time.perf_counter()
-        decoded: list[tuple[str, DefinitionMutation, datetime | None]] = []
+        read: list[tuple[ReceivedMessage, DefinitionMutation]] = []
         for message in messages:
             try:
-                mutation = decode_mutation(message.body, self.secrets)
+                read.append((message, decode_mutation(message.body, self.secrets)))
+            except Exception as exc:
+                done.append(self._poisoned(message, exc))
+        # The calendars the definitions name, read together (shared.calendar_reads).
+        calendars = self.backoff.call(
+            lambda: business_calendars(
+                self.store,
+                (((item.tenant, item.schedule_id), item.definition.calendar) for _, item in read),
+            ),
+            self.stopping,
+            visible_again,
+        )
+        decoded: list[tuple[str, DefinitionMutation, datetime | None]] = []
+        for message, mutation in read:
+            try:
                 # Within the CPU budget (TooMuchWork is a ValueError).
                 next_time = first_occurrence(
-                    mutation.definition.timing, mutation.accepted_at, mutation.schedule_id
+                    mutation.definition.timing,
+                    mutation.accepted_at,
+                    mutation.schedule_id,
+                    calendars.get((mutation.tenant, mutation.schedule_id)),
                 )
             except Exception as exc:
-                # Undecodable, or its time cannot be computed (whatever the library raised):
-                # it never holds back the mutations beside it.
-                log.error("poison message on queue 1: %s", exc, extra={"event": "poison_message"})
-                self.dead_letters.send([OutgoingMessage(message.body)])
-                self.stats.poisoned += 1
-                MUTATIONS.labels("poisoned").inc()
-                done.append(message.receipt_handle)
+                done.append(self._poisoned(message, exc))
                 continue
             decoded.append((message.receipt_handle, mutation, next_time))
         # The batch's definitions in one write (one command on MongoDB for new schedules), tried
@@ -166,3 +185,13 @@ class Processor:
         if self.stats.applied > applied_before and self.on_applied is not None:
             self.on_applied()
         return len(messages)
+
+    def _poisoned(self, message: ReceivedMessage, exc: Exception) -> str:
+        """Dead-letter a message that cannot be decoded, or whose time cannot be computed
+        (whatever the library raised): it never holds back the mutations beside it. Returns its
+        receipt, to delete."""
+        log.error("poison message on queue 1: %s", exc, extra={"event": "poison_message"})
+        self.dead_letters.send([OutgoingMessage(message.body)])
+        self.stats.poisoned += 1
+        MUTATIONS.labels("poisoned").inc()
+        return message.receipt_handle

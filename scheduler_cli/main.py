@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from scheduler_cli import apply, keys, operator, receiver, signing_secrets
+from scheduler_cli import apply, calendars, keys, operator, receiver, signing_secrets
 from scheduler_cli.components import build_executor, build_poller, build_processor
 from scheduler_cli.serving import ApiProcess, run_api
 from shared.backends import KEY_FILE, Backends, open_backends, opened_store
@@ -76,6 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     operator.add_commands(commands)
     apply.add_commands(commands)
     signing_secrets.add_commands(commands)
+    calendars.add_commands(commands)
     keys.add_commands(commands)
     receiver.add_command(commands)
     args = parser.parse_args(argv)
@@ -85,6 +86,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return apply.run(args, dict(os.environ))
     if args.command == "signing-secrets":
         return signing_secrets.run(args, dict(os.environ))
+    if args.command == "calendars":
+        return calendars.run(args, dict(os.environ))
     if args.command == "receiver":
         return receiver.run(args)
     if args.command == "secret-key":

@@ -9,8 +9,9 @@ that a repeat answers the same schedule.
 ``bulk`` sends one ``Idempotency-Key`` with each of its parts, so a retried part answers as it
 first did.
 ``trigger`` (each call is one more run), ``delete``, ``replay`` and ``discard`` (a repeat of
-one that was applied answers 404) and ``rotate_signing_secret`` (each call makes one more
-secret) are never repeated once sent.
+one that was applied answers 404), ``rotate_signing_secret`` (each call makes one more
+secret), ``create_calendar`` and ``delete_calendar`` are never repeated once sent;
+``replace_calendar`` (a PUT) is.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from __future__ import annotations
 import builtins
 import json
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Unpack, cast
 from urllib.parse import quote
 
@@ -33,6 +34,9 @@ from scheduler_client.types import (
     BulkDone,
     BulkDryRun,
     BulkSelector,
+    Calendar,
+    CalendarList,
+    CalendarSummary,
     Change,
     ChangePage,
     Comparison,
@@ -257,13 +261,20 @@ class SchedulerClient:
         return cast(BulkDryRun, self._call("POST", "/schedules/bulk", body=body, idempotent=True))
 
     def preview(
-        self, schedule: Mapping[str, Any], count: int = 10, after: str | None = None
+        self,
+        schedule: Mapping[str, Any],
+        count: int = 10,
+        after: str | None = None,
+        calendar: Mapping[str, Any] | None = None,
     ) -> Preview:
         """The next ``count`` fire times of ``schedule`` (as in a create body) and its
-        description, storing nothing."""
+        description, storing nothing; on the business days of ``calendar`` if given (as a
+        create body's ``calendar``)."""
         body: dict[str, Any] = {"schedule": dict(schedule), "count": count}
         if after is not None:
             body["after"] = after
+        if calendar is not None:
+            body["calendar"] = dict(calendar)
         return cast(Preview, self._call("POST", "/schedule/preview", body=body, idempotent=True))
 
     def list(self, **filters: Unpack[ScheduleFilters]) -> Iterator[Schedule]:
@@ -363,6 +374,47 @@ class SchedulerClient:
             Rotation, self._call("POST", "/signing-secrets/rotate", body=body, idempotent=False)
         )
 
+    # -- business calendars (admin keys) -------------------------------------------------------
+
+    def calendars(self) -> builtins.list[CalendarSummary]:
+        """The tenant's calendars, by name, without their dates."""
+        listing = cast(CalendarList, self._call("GET", "/calendars", idempotent=True))
+        return listing["items"]
+
+    def calendar(self, name: str) -> Calendar:
+        """One calendar with its dates."""
+        return cast(Calendar, self._call("GET", _calendar_path(name), idempotent=True))
+
+    def create_calendar(
+        self,
+        name: str,
+        *,
+        dates: Sequence[str] | None = None,
+        ics: str | None = None,
+        description: str = "",
+    ) -> Calendar:
+        """Make a calendar from its ``dates`` (``YYYY-MM-DD``) or from an iCalendar file's
+        text (``ics``): one of the two. A name the tenant has already is a ``Conflict``."""
+        body = _calendar_body(dates, ics, description) | {"name": name}
+        return cast(Calendar, self._call("POST", "/calendars", body=body, idempotent=False))
+
+    def replace_calendar(
+        self,
+        name: str,
+        *,
+        dates: Sequence[str] | None = None,
+        ics: str | None = None,
+        description: str = "",
+    ) -> Calendar:
+        """Replace a calendar's dates; every schedule naming it follows them from its next
+        time on."""
+        body = _calendar_body(dates, ics, description)
+        return cast(Calendar, self._call("PUT", _calendar_path(name), body=body, idempotent=True))
+
+    def delete_calendar(self, name: str) -> None:
+        """Delete a calendar; a ``Conflict`` naming them while schedules name it."""
+        self._call("DELETE", _calendar_path(name), idempotent=False)
+
     # -- transport ----------------------------------------------------------------------------
 
     @staticmethod
@@ -457,3 +509,18 @@ def _reason(error: HTTPError) -> str:
 def _schedule_query(filters: ScheduleFilters) -> dict[str, Any]:
     """The query of ``GET /schedules``: ``search`` is its ``q``."""
     return {"q" if name == "search" else name: value for name, value in filters.items()}
+
+
+def _calendar_path(name: str) -> str:
+    return f"/calendars/{quote(name, safe='')}"
+
+
+def _calendar_body(
+    dates: Sequence[str] | None, ics: str | None, description: str
+) -> dict[str, Any]:
+    body: dict[str, Any] = {"description": description}
+    if dates is not None:
+        body["dates"] = list(dates)
+    if ics is not None:
+        body["ics"] = ics
+    return body

@@ -230,6 +230,32 @@ class Alert(TypedDict):
     late_after_seconds: int  # an occurrence not started this long after its time is late
 
 
+class CalendarRule(TypedDict):
+    """A schedule's ``calendar``: the tenant's calendars it excludes, and what an occurrence on
+    a day off does (``skip``, ``next_business_day``, ``previous_business_day``)."""
+
+    exclude: list[str]
+    shift: str
+
+
+class CalendarSummary(TypedDict):
+    name: str
+    description: str
+    revision: int
+    updated_at: str
+    date_count: int
+    first_date: str | None
+    last_date: str | None
+
+
+class Calendar(CalendarSummary):
+    dates: list[str]  # YYYY-MM-DD, sorted
+
+
+class CalendarList(TypedDict):
+    items: list[CalendarSummary]
+
+
 class Schedule(TypedDict):
     id: str
     name: str
@@ -254,6 +280,7 @@ class Schedule(TypedDict):
     overlap: str  # "allow", "skip" or "buffer_one"
     alert: Alert | None  # occurrence.late and occurrence.missed told at on_failure
     managed_by: str | None  # what keeps it (``scheduler apply``'s label); None: by hand
+    calendar: CalendarRule | None  # business days only
     runs: int
     superseded: int
     failures: int

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import NamedTuple
 
+from shared.calendars import BusinessCalendar
 from shared.errors import InvalidInput
 from shared.model import Execution, ExecutionStatus, MisfirePolicy, Occurrence, Schedule
 from shared.notations import build_recurrence
@@ -62,9 +63,14 @@ class BackfillRange:
 
 
 def backfill_range(
-    schedule: Schedule, start: datetime, end: datetime, now: datetime
+    schedule: Schedule,
+    start: datetime,
+    end: datetime,
+    now: datetime,
+    calendar: BusinessCalendar | None = None,
 ) -> BackfillRange:
-    """The schedule's times in ``[start, end)``, within one CPU budget; ``InvalidInput`` naming
+    """The schedule's times in ``[start, end)`` (on the business days of ``calendar``, the
+    calendars it names as they are now), within one CPU budget; ``InvalidInput`` naming
     ``from`` or ``to`` for a range that is empty, in the future, longer than
     ``MAX_BACKFILL_DAYS``, holding more than ``MAX_BACKFILL_OCCURRENCES`` or too costly."""
     errors: dict[str, str] = {}
@@ -81,7 +87,9 @@ def backfill_range(
     # One budget for the range's times and for where max_occurrences ends.
     try:
         with cpu_budget():
-            recurrence = build_recurrence(timing, schedule.accepted_at, schedule.schedule_id)
+            recurrence = build_recurrence(
+                timing, schedule.accepted_at, schedule.schedule_id, calendar=calendar
+            )
             moments = times_between(recurrence, start, end)
             try:
                 outside = outside_bounds(recurrence, schedule.accepted_at, limit, moments)

@@ -12,6 +12,7 @@ import hashlib
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from shared.calendars import BusinessCalendar
 from shared.formats import occurrence_id
 from shared.model import MisfirePolicy, Occurrence, Schedule, ScheduleStatus
 from shared.notations import build_recurrence
@@ -24,6 +25,7 @@ MAX_MISSED_WALK = 10_000
 # (``Schedule.sent_ahead``) so that a read shows the next fire without computing the rule; a
 # schedule firing more often than this within the look-ahead is sent this far ahead only.
 MAX_SENT_AHEAD = 100
+_MS = timedelta(milliseconds=1)
 
 
 def fire_time(occurrence_id: str, nominal: datetime, jitter_seconds: float) -> datetime:
@@ -61,6 +63,7 @@ def plan_dispatch(
     max_to_send: int,
     misfire_threshold: timedelta,
     budget_seconds: float = CPU_BUDGET_SECONDS,
+    calendar: BusinessCalendar | None = None,
 ) -> DispatchPlan:
     """Walk the occurrences of a due schedule up to ``horizon``.
 
@@ -76,9 +79,14 @@ def plan_dispatch(
     keeps what it found: the last occurrence it found is not sent but becomes the new
     ``next_schedule_time``, from which the next poll goes on; ``TooMuchWork`` if it found none
     past ``next_schedule_time``.
+
+    With a ``calendar`` (the business days of the calendars the schedule names, as they are
+    now), the walk starts from ``next_schedule_time`` checked again: it was computed with the
+    calendars as they were. The first occurrence at or after it, if it is due; else the first
+    from now on that was not sent yet (what was sent ahead fires as sent).
     """
     with cpu_budget(budget_seconds):
-        return _plan(schedule, now, horizon, max_to_send, misfire_threshold)
+        return _plan(schedule, now, horizon, max_to_send, misfire_threshold, calendar)
 
 
 def _plan(
@@ -87,9 +95,12 @@ def _plan(
     horizon: datetime,
     max_to_send: int,
     misfire_threshold: timedelta,
+    calendar: BusinessCalendar | None,
 ) -> DispatchPlan:
     definition = schedule.live_definition
-    recurrence = build_recurrence(definition.timing, schedule.accepted_at, schedule.schedule_id)
+    recurrence = build_recurrence(
+        definition.timing, schedule.accepted_at, schedule.schedule_id, calendar=calendar
+    )
     limit = definition.timing.max_occurrences
     policy = definition.misfire.policy
     missed_before = now - misfire_threshold
@@ -112,6 +123,9 @@ def _plan(
     missed: list[datetime] = []
     count = schedule.occurrence_count
     moment = schedule.next_schedule_time
+    if calendar is not None and moment is not None:
+        since = moment if moment <= now else max([now, *(item + _MS for item in sent_before)])
+        moment = recurrence.first_at_or_after(since)
     walked = 0
     cut_short = False
     while (

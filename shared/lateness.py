@@ -7,7 +7,7 @@ earliest occurrence not yet checked, plus ``late_after_seconds``. The poller's a
 from the first occurrence it sends where there is none (``armed_check_at``); a check walks
 the occurrences from it that are due by now (``late_walk``), reads which have an execution
 record (begun, or skipped on purpose), and moves the cursor past them with a compare-and-set
-(``shared.store_rules.MOVE_LATE_CHECK``): only the checker whose move applies tells of those
+(``shared.claim_rules.MOVE_LATE_CHECK``): only the checker whose move applies tells of those
 without one, so two pollers tell each once. An occurrence that starts after it was told of
 is told of no more; its run shows its lateness (``Execution.lateness_ms``).
 

@@ -11,6 +11,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from shared.calendars import CalendarRule
 from shared.executions import KEPT_ATTEMPTS as KEPT_ATTEMPTS
 from shared.executions import Attempt as Attempt
 from shared.executions import AttemptOutcome as AttemptOutcome
@@ -144,6 +145,8 @@ class ScheduleDefinition:
     alert: Alert | None = None
     # What keeps the schedule (``scheduler apply``'s label); ``None``: a person, by hand.
     managed_by: str | None = None
+    # Business days only: the tenant's calendars it excludes, and the shift (shared.calendars).
+    calendar: CalendarRule | None = None
 
     def to_document(self) -> dict[str, JSON]:
         return {
@@ -164,6 +167,7 @@ class ScheduleDefinition:
             "overlap": self.overlap.value,
             "alert": None if self.alert is None else self.alert.to_document(),
             "managed_by": self.managed_by,
+            "calendar": None if self.calendar is None else self.calendar.to_document(),
         }
 
     def body(self) -> dict[str, JSON]:
@@ -187,6 +191,7 @@ class ScheduleDefinition:
             "on_failure": self.on_failure and self.on_failure.to_document(),
             "alert": self.alert and self.alert.to_document(),
             "managed_by": self.managed_by,
+            "calendar": self.calendar and self.calendar.to_document(),
         }
 
     @classmethod
@@ -211,6 +216,9 @@ class ScheduleDefinition:
             overlap=OverlapPolicy(document.get("overlap") or OverlapPolicy.ALLOW.value),
             alert=Alert.from_document(alert) if (alert := document.get("alert")) else None,
             managed_by=document.get("managed_by"),
+            calendar=CalendarRule.from_document(rule)
+            if (rule := document.get("calendar"))
+            else None,
         )
 
 

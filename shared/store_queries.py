@@ -13,13 +13,17 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from shared.claim_rules import LATE_DUE
 from shared.execution_rules import DEAD_LETTER, IS_RUN
 from shared.formats import parse_execution_cursor
 from shared.guards import After, AnyOf, Condition, Field, Param
 from shared.model import ExecutionStatus, ScheduleStatus
 from shared.ports import ScheduleOrder
 from shared.schedule_listing import KEYLESS_LAST, Segment, name_key, searched_host
-from shared.store_rules import LATE_DUE, SHOWN, STATUS
+from shared.store_rules import (
+    SHOWN,
+    STATUS,
+)
 from shared.timeutil import from_epoch_ms
 
 TENANT = Field("tenant") == Param("tenant")

@@ -8,12 +8,17 @@ record, and what it changes (a record it may make besides); a query's selection 
 parameters through the functions beside it here; the contract suite
 (``tests/integration/store/test_store_contract.py``) checks that every adapter keeps them, and
 ``tests/unit/test_guards.py`` that each translation means what ``shared.guards.holds`` does.
+
+This module holds the vocabulary (statuses, keys, fields) and the schedules' writes made by
+changes and runs; beside it, ``shared.claim_rules`` (the poller's claim, advance and lateness
+check), ``shared.overlap_rules`` (the overlap marker), ``shared.quota_rules`` (a tenant's quota)
+and ``shared.execution_rules`` (execution records).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -33,7 +38,6 @@ from shared.model import (
     ScheduleStatus,
     revision_at,
 )
-from shared.ports import Advance
 
 # What ``delete_api_key`` accepts as a ``key_id``: hex digits of a SHA-256, at least eight.
 _KEY_ID = re.compile(r"^[0-9a-f]{8,64}$")
@@ -47,9 +51,6 @@ RETRYING = ExecutionStatus.RETRYING.value
 SUCCEEDED = ExecutionStatus.SUCCEEDED.value
 FAILED = ExecutionStatus.FAILED.value
 SKIPPED = ExecutionStatus.SKIPPED.value
-
-# The schedules that count against a tenant's quota: those that can still fire.
-LIVE_STATUSES = (ScheduleStatus.ACTIVE, ScheduleStatus.PAUSED)
 
 SCHEDULE_KEY = ("tenant", "schedule_id")
 EXECUTION_KEY = ("tenant", "occurrence_id")
@@ -84,6 +85,7 @@ DEFINITION_FIELDS = (
     "name_key",
     "pause_after_failures",
     "priority",
+    "calendars",
 )
 
 LAND_DEFINITION = Write(
@@ -203,6 +205,7 @@ DELETE = Write(
         ("definition", None),
         ("name", ""),
         ("tags", ()),
+        ("calendars", ()),
         ("target", ""),
         ("name_key", ""),
         ("accepted_at", Param("now")),
@@ -239,90 +242,6 @@ def state_params(
         "next_schedule_time": next_schedule_time,
         "status": status_by_next_time(next_schedule_time).value,
         "now": now,
-    }
-
-
-# A poller claims an active schedule due by the horizon that no live lease holds (one whose
-# lease ran out: its poller died).
-DUE = (STATUS == ACTIVE) & (NEXT_TIME <= Param("horizon"))
-CLAIMABLE = DUE & ((LEASE_UNTIL == None) | (LEASE_UNTIL < Param("now")))
-# The order a claim takes what is due in (issue 27 item 4; docs/architecture.md, "Priority
-# under a backlog"): the highest priority first, then the earliest; and, for the claims of a
-# poller that is behind which age the backlog (``polling_worker.worker.OLDEST_EVERY``), the
-# earliest first whatever its priority. Pairs of a stored field and whether it descends.
-BY_PRIORITY = (("priority", True), ("next_schedule_time", False))
-OLDEST_FIRST = (("next_schedule_time", False),)
-CLAIM = Write(
-    "schedules",
-    SCHEDULE_KEY,
-    CLAIMABLE,
-    (Set("lease_owner", Param("owner")), Set("lease_until", Param("lease_until"))),
-)
-# Moved on only by the lease's owner, and only if neither revision changed since the claim (a
-# replace or a pause that landed meanwhile wins).
-ADVANCE = Write(
-    "schedules",
-    SCHEDULE_KEY,
-    (LEASE_OWNER == Param("owner"))
-    & (REVISION == Param("revision"))
-    & (STATE_REVISION == Param("state_revision"))
-    & (STATUS == ACTIVE),
-    (
-        Set("next_schedule_time", Param("next_schedule_time")),
-        Set("occurrence_count", Param("occurrence_count")),
-        Set("status", Param("status")),
-        Set("sent_ahead", Param("sent_ahead")),
-        Set("late_check_at", Param("late_check_at")),
-        Set("updated_at", Param("now")),
-        *RELEASED,
-    ),
-)
-
-
-def advance_params(advance: Advance, owner: str, now: datetime) -> dict[str, Any]:
-    """``ADVANCE``'s parameters."""
-    claimed, next_time, count, sent_ahead = advance[:4]
-    return {
-        "tenant": claimed.tenant,
-        "schedule_id": claimed.schedule_id,
-        "owner": owner,
-        "revision": claimed.revision,
-        "state_revision": claimed.state_revision,
-        "next_schedule_time": next_time,
-        "occurrence_count": count,
-        "status": status_by_next_time(next_time).value,
-        "sent_ahead": sent_ahead,
-        "late_check_at": advance.late_check_at,
-        "now": now,
-    }
-
-
-# Lateness (``shared.lateness``): the schedules with an alert whose earliest unchecked
-# occurrence is due to be checked (a paused one is not: what a pause holds back is not late).
-# Equalities rather than a list: nx-27017 0.8.1 (a wire server we test against) gets an $in
-# wrong beside a date written by an update operator, and an $or of them right.
-LATE_DUE = ((STATUS == ACTIVE) | (STATUS == COMPLETED)) & (LATE_CHECK_AT <= Param("now"))
-# A check moves the cursor past what it looked at only if no other check did first and no
-# poller holds the schedule (its advance keeps the cursor it claimed), for the same revision:
-# of two pollers checking at once, one moves it and tells.
-MOVE_LATE_CHECK = Write(
-    "schedules",
-    SCHEDULE_KEY,
-    (LATE_CHECK_AT == Param("checked")) & (LEASE_OWNER == None) & (REVISION == Param("revision")),
-    (Set("late_check_at", Param("late_check_at")),),
-)
-
-
-def late_check_params(
-    tenant: str, schedule_id: str, revision: int, checked: datetime, late_check_at: datetime | None
-) -> dict[str, Any]:
-    """``MOVE_LATE_CHECK``'s parameters: the cursor as read (``checked``), and where it goes."""
-    return {
-        "tenant": tenant,
-        "schedule_id": schedule_id,
-        "revision": revision,
-        "checked": checked,
-        "late_check_at": late_check_at,
     }
 
 
@@ -396,89 +315,6 @@ def run_counts(
     return counts, [params for rule, params in last.values() if rule is COUNT_FAILURE]
 
 
-# -- overlap (``shared.model.OverlapPolicy``) -------------------------------------------------
-# A schedule whose policy is not ``allow`` keeps a marker: the occurrence in progress (begun,
-# not yet final) holds it until ``overlap_until``, renewed at each of its attempts and retries;
-# with ``buffer_one``, one later occurrence waits in ``overlap_waiting`` until
-# ``overlap_waiting_until``, renewed each time its executor checks again. A hold or a wait
-# whose time passed is free: its executor died. ``allow`` never writes it.
-OVERLAP_HOLDER = Field("overlap_holder")
-OVERLAP_UNTIL = Field("overlap_until")
-OVERLAP_WAITING = Field("overlap_waiting")
-OVERLAP_WAITING_UNTIL = Field("overlap_waiting_until")
-_OCCURRENCE = Param("occurrence")
-# No live hold, and no other live wait (disjoint cases: one guarded update each on MongoDB).
-_NO_LIVE_HOLD = (OVERLAP_UNTIL == None) | (OVERLAP_UNTIL < Param("now"))
-_NO_OTHER_WAIT = (
-    (OVERLAP_WAITING_UNTIL == None)
-    | (OVERLAP_WAITING_UNTIL < Param("now"))
-    | ((OVERLAP_WAITING_UNTIL >= Param("now")) & (OVERLAP_WAITING == _OCCURRENCE))
-)
-# An occurrence takes a free marker (the one waiting for it, or none waiting): its wait ends.
-HOLD_OVERLAP = Write(
-    "schedules",
-    SCHEDULE_KEY,
-    _NO_LIVE_HOLD & _NO_OTHER_WAIT,
-    (
-        Set("overlap_holder", _OCCURRENCE),
-        Set("overlap_until", Param("until")),
-        Set("overlap_waiting", None),
-        Set("overlap_waiting_until", None),
-    ),
-)
-# The occurrence that holds it renews its hold (its next attempt, a retry's wait); a wait stays.
-RENEW_OVERLAP = Write(
-    "schedules",
-    SCHEDULE_KEY,
-    OVERLAP_HOLDER == _OCCURRENCE,
-    (Set("overlap_until", Param("until")),),
-)
-# With ``buffer_one``, an occurrence refused a hold waits, if none other waits (the same
-# condition, its own wait first: the case a wait checked again meets).
-WAIT_OVERLAP = Write(
-    "schedules",
-    SCHEDULE_KEY,
-    ((OVERLAP_WAITING_UNTIL >= Param("now")) & (OVERLAP_WAITING == _OCCURRENCE))
-    | (OVERLAP_WAITING_UNTIL == None)
-    | (OVERLAP_WAITING_UNTIL < Param("now")),
-    (Set("overlap_waiting", _OCCURRENCE), Set("overlap_waiting_until", Param("until"))),
-)
-# A run taken over (its executor died mid-call, its hold ended with its lease) waits first in
-# line, whatever the policy: it is the earlier occurrence, already begun; a wait it displaces
-# finds its own gone at its next check and is skipped as one more waiting.
-WAIT_OVERLAP_FIRST = Write(
-    "schedules",
-    SCHEDULE_KEY,
-    ALWAYS,
-    (Set("overlap_waiting", _OCCURRENCE), Set("overlap_waiting_until", Param("until"))),
-)
-# A final occurrence (or one skipped, or taken by none) frees the marker it holds.
-RELEASE_OVERLAP = Write(
-    "schedules",
-    SCHEDULE_KEY,
-    OVERLAP_HOLDER == _OCCURRENCE,
-    (Set("overlap_holder", None), Set("overlap_until", None)),
-)
-
-
-def overlap_params(
-    tenant: str,
-    schedule_id: str,
-    occurrence: str,
-    now: datetime | None = None,
-    until: datetime | None = None,
-) -> dict[str, Any]:
-    """The parameters of ``HOLD_OVERLAP``, ``RENEW_OVERLAP``, ``WAIT_OVERLAP``,
-    ``WAIT_OVERLAP_FIRST`` and ``RELEASE_OVERLAP`` (which needs no ``until``)."""
-    return {
-        "tenant": tenant,
-        "schedule_id": schedule_id,
-        "occurrence": occurrence,
-        "now": now,
-        "until": until,
-    }
-
-
 # Superseded occurrences skipped, counted on their schedule.
 COUNT_SUPERSEDED = Write(
     "schedules", SCHEDULE_KEY, ALWAYS, (Inc("superseded_count", Param("count")),)
@@ -495,56 +331,6 @@ RESEAL = Write(
 ENDED = (COMPLETED, DELETED)
 CHANGED_BEFORE = Field("updated_at") < Param("before")
 EXPIRED_SCHEDULE = STATUS.one_of(*ENDED) & CHANGED_BEFORE
-# -- quota -----------------------------------------------------------------------------------
-
-
-class StoredState(NamedTuple):
-    """What the quota needs of a stored schedule: its status and both revisions."""
-
-    status: ScheduleStatus
-    revision: int
-    state_revision: int
-
-
-def pending_slot(
-    revision: int, expires_at: datetime, stored: StoredState | None, now: datetime
-) -> bool:
-    """Whether a quota reservation for a mutation of ``revision`` still counts: until the store
-    holds that mutation or one newer (the schedule no longer ``takes_definition`` of it), and
-    until it expires."""
-    if expires_at <= now:
-        return False
-    return stored is None or takes_definition(
-        stored.revision, stored.status, stored.state_revision, revision
-    )
-
-
-def admit_to_quota(
-    schedule_id: str,
-    states: Mapping[str, StoredState],
-    pending_ids: Collection[str],
-    live_elsewhere: int,
-    quota: int,
-) -> tuple[bool, int]:
-    """Whether a reservation for ``schedule_id`` is held, and the slots the tenant then takes.
-
-    ``states`` holds, in one snapshot, the stored schedules among ``schedule_id`` and the ids of
-    the tenant's reservations; ``pending_ids`` are those whose reservation still counts;
-    ``live_elsewhere`` counts the tenant's other live schedules. Each of these schedules takes
-    one slot while live or pending. A schedule that takes one already is always admitted (a
-    replace does not add a schedule); another only while fewer than ``quota`` are taken.
-    """
-    holding = {
-        name
-        for name in {schedule_id, *states, *pending_ids}
-        if name in pending_ids or (name in states and states[name].status in LIVE_STATUSES)
-    }
-    taken = live_elsewhere + len(holding)
-    if schedule_id in holding:
-        return True, taken
-    if taken < quota:
-        return True, taken + 1
-    return False, taken
 
 
 def is_key_id(text: str) -> bool:

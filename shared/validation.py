@@ -17,6 +17,7 @@ import itertools
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
+from shared.calendars import BusinessCalendar
 from shared.errors import InvalidInput
 from shared.notations import Anchors, build_recurrence, notation_of
 from shared.recurrence import (
@@ -41,14 +42,16 @@ def check_timing(
     min_interval: timedelta,
     prefix: str = "schedule",
     schedule_id: str | None = None,
+    calendar: BusinessCalendar | None = None,
 ) -> Bounded:
-    """The recurrence of the timing accepted at ``now`` (``build_recurrence``), checked: raise
-    ``InvalidInput`` naming the field if it can never be scheduled: unreadable, never firing,
-    firing more often than ``min_interval``, or too costly to compute. A cron line's ``H``
-    spreads by ``schedule_id``."""
+    """The recurrence of the timing accepted at ``now`` (``build_recurrence``) on the business
+    days of ``calendar`` if given, checked: raise ``InvalidInput`` naming the field if it can
+    never be scheduled: unreadable, never firing (``calendar`` when only its days off stop
+    it), firing more often than ``min_interval``, or too costly to compute. A cron line's
+    ``H`` spreads by ``schedule_id``."""
     try:
         with cpu_budget():
-            return _check_timing(timing, now, min_interval, prefix, schedule_id)
+            return _check_timing(timing, now, min_interval, prefix, schedule_id, calendar)
     except TooMuchWork as exc:
         raise InvalidInput({f"{prefix}.{timing.kind}": str(exc)}) from None
 
@@ -59,6 +62,7 @@ def _check_timing(
     min_interval: timedelta,
     prefix: str,
     schedule_id: str | None,
+    calendar: BusinessCalendar | None,
 ) -> Bounded:
     def field(name: str) -> str:
         return f"{prefix}.{name}"
@@ -86,12 +90,22 @@ def _check_timing(
         raise InvalidInput(unreadable)
 
     try:
-        recurrence = build_recurrence(timing, now, schedule_id, inner=inner)
+        recurrence = build_recurrence(timing, now, schedule_id, inner=inner, calendar=calendar)
         upcoming = list(recurrence.upcoming(now, INTERVAL_SAMPLE + 1))
     except TooMuchWork:
         raise
     except (ValueError, TypeError, OverflowError) as exc:
         raise InvalidInput({field(timing.kind): f"cannot compute its times: {exc}"}) from None
+    if not upcoming and calendar is not None:
+        without = build_recurrence(timing, now, schedule_id, inner=inner)
+        if without.first_fire(now) is not None:
+            raise InvalidInput(
+                {
+                    "calendar": "the schedule never fires on a business day: each of its "
+                    f"times falls on a day off and shift is {calendar.shift.value}"
+                }
+            )
+        recurrence = without
     if not upcoming:
         raise InvalidInput(_why_it_never_fires(timing, recurrence, now, field))
     for earlier, later in itertools.pairwise(upcoming):

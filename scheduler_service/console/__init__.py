@@ -1,9 +1,10 @@
 """The web console at ``/console``: overview, schedules, one schedule, its history and its
-changes, dead letters, create and edit, the signing secrets. Importing the page modules registers
-their routes."""
+changes, dead letters, create and edit, the signing secrets, the business calendars.
+Importing the page modules registers their routes."""
 
 from scheduler_service.console import (
     backfill_page,
+    calendar_page,
     change_pages,
     dead_letter_pages,
     form_pages,
@@ -18,6 +19,7 @@ __all__ = [
     "PREFIX",
     "backfill_page",
     "blp",
+    "calendar_page",
     "change_pages",
     "dead_letter_pages",
     "form_pages",

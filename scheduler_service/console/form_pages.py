@@ -44,6 +44,7 @@ def form_page(
         units=forms.UNITS,
         policies=forms.POLICIES,
         overlaps=forms.OVERLAPS,
+        shifts=forms.SHIFTS,
         methods=forms.HTTP_METHODS,
         kinds=target_form.KIND_LABELS,
         zones=forms.time_zones(),

@@ -21,11 +21,13 @@ from scheduler_service.console import target_form
 from shared.definition_rules import METHODS
 from shared.model import MisfirePolicy, OverlapPolicy, Schedule, Unit
 from shared.notations import NOTATIONS, Member, MemberKind, Notation
+from shared.recurrence.business import Shift
 from shared.timeutil import load_zone, parse_iso
 
 UNITS = [unit.value for unit in Unit]
 POLICIES = [policy.value for policy in MisfirePolicy]
 OVERLAPS = [policy.value for policy in OverlapPolicy]
+SHIFTS = [shift.value for shift in Shift]
 HTTP_METHODS = list(METHODS)
 
 
@@ -98,6 +100,8 @@ OTHER_INPUTS = (
     "misfire.grace_seconds",
     "jitter_seconds",
     "overlap",
+    "calendar.exclude",
+    "calendar.shift",
     "pause_after_failures",
     "on_failure.url",
     "on_failure.headers",
@@ -263,6 +267,12 @@ def request_body(
             continue
         if name == "tags":
             body["tags"] = [tag.strip() for tag in text.split(",") if tag.strip()]
+        elif name == "calendar.exclude":
+            names = [item.strip() for item in text.split(",") if item.strip()]
+            shift = values.get("calendar.shift", "").strip() or Shift.SKIP.value
+            body["calendar"] = {"exclude": names, "shift": shift} if names else None
+        elif name == "calendar.shift":
+            continue  # with calendar.exclude
         elif name == "payload.auth.scopes" and text:
             _put(body, name, target_form.listed(text))
         elif name == "payload.expect.status" and text:
@@ -341,6 +351,7 @@ def form_values(view: Mapping[str, Any]) -> dict[str, str]:
             values["schedule.time_of_day"], values.pop("schedule.am_pm", None)
         )
     hook = view["on_failure"] or {}
+    calendar = view["calendar"] or {}
 
     def number(value: Any) -> str:
         return "" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
@@ -359,6 +370,8 @@ def form_values(view: Mapping[str, Any]) -> dict[str, str]:
             "misfire.grace_seconds": number(view["misfire"]["grace_seconds"]),
             "jitter_seconds": number(view["jitter_seconds"]),
             "overlap": view["overlap"],
+            "calendar.exclude": ", ".join(calendar.get("exclude", [])),
+            "calendar.shift": calendar.get("shift", Shift.SKIP.value),
             "pause_after_failures": number(view["pause_after_failures"]),
             "on_failure.url": hook.get("url", ""),
             "on_failure.headers": json.dumps(hook["headers"]) if hook.get("headers") else "",

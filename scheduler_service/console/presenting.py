@@ -157,7 +157,19 @@ def when_rows(view: Mapping[str, Any]) -> list[Row]:
         rows.append(Row("jitter", f"each call up to {_seconds(view['jitter_seconds'])} late"))
     if view["overlap"] != OverlapPolicy.ALLOW.value:
         rows.append(Row("overlap", _OVERLAP[view["overlap"]]))
+    calendar = view.get("calendar")
+    if calendar:
+        shift = _SHIFTS.get(calendar["shift"], calendar["shift"])
+        names = ", ".join(calendar["exclude"])
+        rows.append(Row("business days", f"not weekends nor the dates of {names}; {shift}"))
     return rows
+
+
+_SHIFTS = {
+    "skip": "a run on a day off is skipped",
+    "next_business_day": "a run on a day off moves to the next business day, same time",
+    "previous_business_day": "a run on a day off moves to the previous business day, same time",
+}
 
 
 def call_rows(view: Mapping[str, Any]) -> list[Row]:

@@ -31,6 +31,7 @@ from scheduler_service.console.presenting import summary
 from scheduler_service.presenting.views import execution_view, schedule_view, time_pair
 from scheduler_service.roles import requires
 from scheduler_service.service.bulk import BulkAction, BulkAnswer, Selector
+from shared.calendars import BusinessCalendar
 from shared.errors import InvalidInput, NotFound
 from shared.model import LISTED_STATUSES, Schedule, ScheduleStatus
 from shared.notations import upcoming_for_a_page
@@ -320,11 +321,15 @@ def confirm_all(
     ), 200
 
 
-def next_times(schedule: Schedule, now: datetime) -> list[dict[str, str | None]]:
+def next_times(
+    schedule: Schedule, now: datetime, calendar: BusinessCalendar | None
+) -> list[dict[str, str | None]]:
     if schedule.status is ScheduleStatus.COMPLETED:
         return []
     timing = schedule.live_definition.timing
-    times = upcoming_for_a_page(timing, schedule.accepted_at, now, NEXT_TIMES, schedule.schedule_id)
+    times = upcoming_for_a_page(
+        timing, schedule.accepted_at, now, NEXT_TIMES, schedule.schedule_id, calendar
+    )
     return [time_pair(moment, timing.timezone) for moment in times]
 
 
@@ -379,7 +384,7 @@ def schedule(schedule_id: str) -> str | tuple[str, int]:
         schedule=view,
         summary=summary(view),
         raw=pretty_json(view),
-        times=next_times(found, service().clock.now()),
+        times=next_times(found, service().clock.now(), service().reads.business_calendar(found)),
         runs=runs,
         chart=lateness_chart(runs),
     )

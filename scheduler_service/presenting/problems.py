@@ -11,6 +11,7 @@ from werkzeug.exceptions import HTTPException
 
 from scheduler_service.auth import AuthFailure
 from scheduler_service.presenting.schemas import ProblemSchema
+from scheduler_service.service.calendars import CalendarConflict, CalendarExists, NoCalendar
 from scheduler_service.service.creating import IdempotencyConflict, QuotaExceeded
 from scheduler_service.service.running import NoDeadLetter, NotReplayable
 from shared.errors import InvalidInput, NotFound, Transient
@@ -119,8 +120,20 @@ def register_error_handlers(app: Flask) -> None:
     @app.errorhandler(IdempotencyConflict)
     @app.errorhandler(NotReplayable)
     @app.errorhandler(RotationConflict)
-    def conflict(exc: IdempotencyConflict | NotReplayable | RotationConflict) -> Response:
+    @app.errorhandler(CalendarExists)
+    @app.errorhandler(CalendarConflict)
+    def conflict(
+        exc: IdempotencyConflict
+        | NotReplayable
+        | RotationConflict
+        | CalendarExists
+        | CalendarConflict,
+    ) -> Response:
         return problem(409, "Conflict", str(exc))
+
+    @app.errorhandler(NoCalendar)
+    def no_calendar(exc: NoCalendar) -> Response:
+        return problem(404, "Not Found", f"no calendar {exc.args[0]!r}")
 
     @app.errorhandler(NoDeadLetter)
     def no_dead_letter(exc: NoDeadLetter) -> Response:

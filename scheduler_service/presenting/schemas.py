@@ -27,6 +27,7 @@ from scheduler_service.presenting.fields import (
 from scheduler_service.requests.targets import PAYLOAD_DOCUMENT
 from shared.model import LISTED_STATUSES, OverlapPolicy, Unit
 from shared.notations import TIMING_NOTATIONS, MemberKind, TimingNotation
+from shared.recurrence.business import Shift
 
 
 class FieldErrorSchema(Open):
@@ -157,6 +158,24 @@ class FailureHookSchema(Open):
 
     url = fields.String(required=True)
     headers = fields.Dict(keys=fields.String(), values=fields.String(), required=True)
+
+
+class CalendarViewSchema(Open):
+    """Dumps a schedule's ``calendar`` (``shared.calendars.CalendarRule``)."""
+
+    # ``exclude`` is a Schema's own attribute: the field is named apart.
+    names = fields.List(
+        fields.String(),
+        required=True,
+        data_key="exclude",
+        attribute="exclude",
+        metadata={"description": "the tenant's calendars"},
+    )
+    shift = fields.String(
+        required=True,
+        validate=validate.OneOf([shift.value for shift in Shift]),
+        metadata={"description": "what an occurrence on a day off does"},
+    )
 
 
 class EverySchema(Open):
@@ -304,6 +323,16 @@ class ScheduleViewSchema(Open):
         required=True,
         attribute="definition.managed_by",
         metadata={"description": "what keeps it (`scheduler apply`'s label); null: by hand"},
+    )
+    calendar = fields.Nested(
+        CalendarViewSchema,
+        allow_none=True,
+        required=True,
+        attribute="calendar_document",
+        metadata={
+            "description": "business days only: not weekends nor the dates of the calendars "
+            "named; null: every day"
+        },
     )
     runs = fields.Integer(required=True, attribute="schedule.run_count")
     failures = fields.Integer(required=True, attribute="schedule.failure_count")

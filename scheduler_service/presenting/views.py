@@ -193,6 +193,11 @@ class ScheduleView:
     def misfire_document(self) -> dict[str, JSON]:
         return self.definition.misfire.to_document()
 
+    @property
+    def calendar_document(self) -> dict[str, JSON] | None:
+        calendar = self.definition.calendar
+        return None if calendar is None else calendar.to_document()
+
 
 def schedule_view_of(
     schedule: Schedule, secret_patterns: Iterable[str], next_time: datetime | None

@@ -74,6 +74,7 @@ class SchedulePatchSchema(Schema):
     on_failure = fields.Raw(allow_none=True, metadata={"description": "replaced whole"})
     alert = fields.Raw(allow_none=True)
     managed_by = fields.Raw(allow_none=True)
+    calendar = fields.Raw(allow_none=True, metadata={"description": "merged; null removes it"})
 
 
 def merge_patch(target: JSON, patch: JSON) -> JSON:

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from flask import current_app, has_app_context
+from flask import current_app, g, has_app_context
 from marshmallow import (
     EXCLUDE,
     RAISE,
@@ -24,6 +24,7 @@ from marshmallow import (
     validates_schema,
 )
 
+from scheduler_service.requests.calendars import CalendarRuleSchema
 from scheduler_service.requests.call import (
     AlertSchema,
     FailureHookField,
@@ -93,7 +94,9 @@ class DomainChecked(Schema):
                 parts["schedule"], names = parts["schedule"]
             sent = data.get("schedule") if isinstance(data, dict) else None
             parts["fire_if_past"] = isinstance(sent, dict) and sent.get("fire_if_past") is True
-            found = scheduler.checks.domain_errors(parts, scheduler.clock.now(), parts.get("id"))
+            found = scheduler.checks.domain_errors(
+                parts, scheduler.clock.now(), parts.get("id"), getattr(g, "tenant", None)
+            )
             for name, messages in named_as_sent(found, names).items():
                 error.messages.setdefault(name, messages)
 
@@ -177,6 +180,17 @@ class ScheduleBodySchema(DomainChecked):
             "nullable": True,
         },
     )
+    calendar = fields.Nested(
+        CalendarRuleSchema,
+        load_default=None,
+        allow_none=True,
+        metadata={
+            "description": "fire on business days only: not Saturday or Sunday, nor a date of "
+            "the tenant's calendars named in exclude, in the schedule's timezone; an occurrence "
+            "on another day is skipped, or shifted to the next or previous business day at the "
+            "same local time (docs/time-semantics.md, Business calendars)"
+        },
+    )
     pause_after_failures = WholeNumber(
         load_default=None,
         allow_none=True,
@@ -254,6 +268,7 @@ class ScheduleBodySchema(DomainChecked):
             overlap=body["overlap"],
             alert=body["alert"],
             managed_by=body["managed_by"],
+            calendar=body["calendar"],
         )
         fire_if_past = original["schedule"].get("fire_if_past") is True
         return ScheduleRequest(body.get("id"), definition, names, fire_if_past)
@@ -269,6 +284,12 @@ class PreviewSchema(DomainChecked):
     before = DateTimeText()
     # The schedule's id, for the times of a cron line with H (which spreads by it).
     id = fields.String(validate=validate.Regexp(SCHEDULE_ID))
+    calendar = fields.Nested(
+        CalendarRuleSchema,
+        load_default=None,
+        allow_none=True,
+        metadata={"description": "the schedule's calendar: its times on business days only"},
+    )
 
 
 class BackfillSchema(Schema):

@@ -11,6 +11,7 @@ order the OpenAPI document lists them.
 from scheduler_service.routes import (
     actions,
     bulk,
+    calendars,
     changes,
     dead_letters,
     diff,
@@ -23,6 +24,13 @@ from scheduler_service.routes import (
 )
 
 # The blueprints the OpenAPI document shows, in its order. (``docs`` serves Swagger UI's files.)
-BLUEPRINTS = (schedules.blp, dead_letters.blp, signing_secrets.blp, health.blp, metrics.blp)
+BLUEPRINTS = (
+    schedules.blp,
+    dead_letters.blp,
+    signing_secrets.blp,
+    calendars.blp,
+    health.blp,
+    metrics.blp,
+)
 
 __all__ = ["BLUEPRINTS", "actions", "bulk", "changes", "diff", "history", "preview"]

@@ -14,7 +14,8 @@ does, as procrastinate's manager holds them):
 - ``reads`` (``Reads``): schedules, histories, change histories and dead letters as stored;
 - ``recorder`` (``ChangeRecorder``): every change to a schedule, recorded in its change history
   (``recording``'s docstring says how to record one);
-- ``signing`` (``shared.signing.SigningSecrets``): the tenant's signing secrets, rotated.
+- ``signing`` (``shared.signing.SigningSecrets``): the tenant's signing secrets, rotated;
+- ``calendars`` (``Calendars``): the tenant's business calendars.
 
 Every operation takes the caller's tenant: a schedule of another tenant is ``NotFound``.
 """
@@ -24,6 +25,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from scheduler_service.service.bulk import Bulk
+from scheduler_service.service.calendars import Calendars
 from scheduler_service.service.changes import StateChanges
 from scheduler_service.service.checks import DefinitionChecks
 from scheduler_service.service.creating import Creation
@@ -50,7 +52,7 @@ class ScheduleService:
         # Revisions order a schedule's creates, replaces and state changes alike.
         revisions = RevisionClock()
         self.reads = Reads(store, clock)
-        self.checks = DefinitionChecks(settings, clock)
+        self.checks = DefinitionChecks(settings, clock, store)
         self.recorder = ChangeRecorder(store, clock, revisions, settings.secret_headers)
         self.creation = Creation(
             store, queues, settings, clock, secret_box, self.checks, revisions, self.recorder
@@ -65,3 +67,4 @@ class ScheduleService:
             deployment_signs=bool(settings.webhook_secret),
             overlap=timedelta(seconds=settings.signing_overlap_seconds),
         )
+        self.calendars = Calendars(store, clock)

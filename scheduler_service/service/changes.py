@@ -14,6 +14,8 @@ from datetime import datetime
 from scheduler_service.service.reading import Reads
 from scheduler_service.service.recording import ChangeRecorder, state_field
 from scheduler_service.service.revisions import RevisionClock
+from shared.calendar_reads import business_calendars
+from shared.calendars import BusinessCalendar
 from shared.changes import Actor, Change, ChangeAction
 from shared.errors import InvalidInput, NotFound
 from shared.model import Schedule, ScheduleStatus
@@ -76,7 +78,7 @@ class StateChanges:
         schedule = self.reads.get(tenant, schedule_id)
         if schedule.status is ScheduleStatus.PAUSED:
             now = self.clock.now()
-            next_time = resume_time(schedule, now)
+            next_time = resume_time(schedule, now, self.reads.business_calendar(schedule))
             revision = self._apply(tenant, schedule_id, ScheduleStatus.ACTIVE, next_time, now)
             self.recorder.state_changed(
                 tenant,
@@ -101,6 +103,16 @@ class StateChanges:
         now = self.clock.now()
         answers: list[bool | InvalidInput] = []
         changes: list[StateChange] = []
+        # A resume's next time is on the business days of the calendars each names: read
+        # together, once.
+        calendars = business_calendars(
+            self.store,
+            (
+                ((item.tenant, item.schedule_id), item.live_definition.calendar)
+                for item in schedules
+                if status is ScheduleStatus.ACTIVE
+            ),
+        )
         for schedule in schedules:
             next_time = None
             if status is not ScheduleStatus.DELETED and schedule.status is not _FROM[status]:
@@ -108,7 +120,8 @@ class StateChanges:
                 continue
             if status is ScheduleStatus.ACTIVE:
                 try:
-                    next_time = resume_time(schedule, now)
+                    key = (schedule.tenant, schedule.schedule_id)
+                    next_time = resume_time(schedule, now, calendars.get(key))
                 except InvalidInput as exc:
                     answers.append(exc)
                     continue
@@ -161,9 +174,12 @@ _ACTIONS = {
 _FROM = {ScheduleStatus.PAUSED: ScheduleStatus.ACTIVE, ScheduleStatus.ACTIVE: ScheduleStatus.PAUSED}
 
 
-def resume_time(schedule: Schedule, now: datetime) -> datetime | None:
+def resume_time(
+    schedule: Schedule, now: datetime, calendar: BusinessCalendar | None = None
+) -> datetime | None:
     """The next time of a paused schedule resumed at ``now``: its own if still to come, else
-    the first of its rule from ``now`` (the occurrences of the pause are not caught up); or
+    the first of its rule from ``now`` (the occurrences of the pause are not caught up), on the
+    business days of ``calendar`` (the calendars it names, as they are now); or
     ``InvalidInput`` naming its notation where that cannot be computed."""
     timing = schedule.live_definition.timing
     candidate = schedule.next_schedule_time
@@ -171,7 +187,9 @@ def resume_time(schedule: Schedule, now: datetime) -> datetime | None:
         return candidate
     try:
         with cpu_budget():
-            recurrence = build_recurrence(timing, schedule.accepted_at, schedule.schedule_id)
+            recurrence = build_recurrence(
+                timing, schedule.accepted_at, schedule.schedule_id, calendar=calendar
+            )
             return recurrence.first_at_or_after(now)
     except ValueError as exc:  # too costly (TooMuchWork), or no longer readable
         raise InvalidInput(

@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from shared.calendars import BusinessCalendar, CalendarRule
 from shared.describe import describe
 from shared.errors import InvalidInput
 from shared.model import FailureHook, Payload, RetryPolicy, Timing
-from shared.ports import Clock
+from shared.ports import CalendarStore, Clock
 from shared.recurrence import SEARCH_HORIZON, Bounded, OneTime, TooMuchWork, cpu_budget, instant_in
 from shared.settings import Settings
 from shared.ssrf import TargetPolicy, TargetRefused
@@ -38,9 +39,12 @@ class Preview:
 
 
 class DefinitionChecks:
-    def __init__(self, settings: Settings, clock: Clock) -> None:
+    def __init__(self, settings: Settings, clock: Clock, calendars: CalendarStore) -> None:
+        """``calendars``: the tenant's calendars a schedule's ``calendar`` names, read fresh at
+        every check (a name that is not there is refused)."""
         self.settings = settings
         self.clock = clock
+        self.calendars = calendars
         self.targets = TargetPolicy(settings.allowed_networks)
         self.rules = TargetRules(
             self.targets,
@@ -48,15 +52,38 @@ class DefinitionChecks:
             own_queue_names=settings.own_queue_names,
         )
 
-    def check(self, timing: Timing, now: datetime, schedule_id: str | None = None) -> Bounded:
-        """The recurrence of a parsed timing, its domain checks passed (``shared.validation``);
-        a cron line's ``H`` spreads by ``schedule_id``."""
+    def check(
+        self,
+        timing: Timing,
+        now: datetime,
+        schedule_id: str | None = None,
+        calendar: BusinessCalendar | None = None,
+    ) -> Bounded:
+        """The recurrence of a parsed timing on the business days of ``calendar`` (if given),
+        its domain checks passed (``shared.validation``); a cron line's ``H`` spreads by
+        ``schedule_id``."""
         return check_timing(
             timing,
             now,
             timedelta(seconds=self.settings.min_interval_seconds),
             schedule_id=schedule_id,
+            calendar=calendar,
         )
+
+    def business_calendar(self, tenant: str, rule: CalendarRule | None) -> BusinessCalendar | None:
+        """The calendars ``rule`` names, read from the tenant's; ``InvalidInput`` naming
+        ``calendar.exclude[i]`` for each the tenant has none of (another tenant's included)."""
+        if rule is None:
+            return None
+        found = self.calendars.get_calendars(tenant, rule.exclude)
+        missing = {
+            f"calendar.exclude[{index}]": f"no calendar {name!r}: make it with POST /calendars"
+            for index, name in enumerate(rule.exclude)
+            if name not in found
+        }
+        if missing:
+            raise InvalidInput(missing)
+        return BusinessCalendar.of(rule, found.values())
 
     def check_retry(self, retry: RetryPolicy) -> None:
         if retry.max_attempts > self.settings.max_receives:
@@ -79,28 +106,43 @@ class DefinitionChecks:
             raise InvalidInput({field: str(exc)}) from None
 
     def domain_errors(
-        self, parts: Mapping[str, Any], now: datetime, schedule_id: str | None = None
+        self,
+        parts: Mapping[str, Any],
+        now: datetime,
+        schedule_id: str | None = None,
+        tenant: str | None = None,
     ) -> dict[str, list[str]]:
         """The domain checks of a body's parts that were read (``schedule`` as a ``Timing``,
         ``payload``, ``retry``), every bad field named (by its canonical name): so a body with
         a bad field elsewhere still learns that its cron line is bad, in the same answer. A
         one-time schedule's time that has passed is one, unless ``parts["fire_if_past"]``."""
-        recurrence, errors = self.domain_checks(parts, now, schedule_id)
+        recurrence, errors = self.domain_checks(parts, now, schedule_id, tenant)
         if recurrence is not None and not parts.get("fire_if_past"):
             for name, message in self.passed(parts["schedule"], recurrence, now).items():
                 errors[name] = [message]
         return errors
 
     def domain_checks(
-        self, parts: Mapping[str, Any], now: datetime, schedule_id: str | None
+        self,
+        parts: Mapping[str, Any],
+        now: datetime,
+        schedule_id: str | None,
+        tenant: str | None = None,
     ) -> tuple[Bounded | None, dict[str, list[str]]]:
-        """``domain_errors``, and the recurrence of a ``schedule`` that passed its checks."""
+        """``domain_errors``, and the recurrence of a ``schedule`` that passed its checks (on
+        the business days of its ``calendar``, the tenant's calendars it names)."""
         recurrence: Bounded | None = None
         errors: dict[str, list[str]] = {}
-        # A part that was not read is absent, or left as the partial dict marshmallow read.
-        if isinstance(parts.get("schedule"), Timing):
+        calendar: BusinessCalendar | None = None
+        if isinstance(parts.get("calendar"), CalendarRule) and tenant is not None:
             try:
-                recurrence = self.check(parts["schedule"], now, schedule_id)
+                calendar = self.business_calendar(tenant, parts["calendar"])
+            except InvalidInput as exc:
+                errors.update(exc.fields)
+        # A part that was not read is absent, or left as the partial dict marshmallow read.
+        if isinstance(parts.get("schedule"), Timing) and not errors:
+            try:
+                recurrence = self.check(parts["schedule"], now, schedule_id, calendar)
             except InvalidInput as exc:
                 errors.update(exc.fields)
         checks: list[Callable[[], object]] = []
@@ -139,6 +181,7 @@ class DefinitionChecks:
         after: datetime | None = None,
         before: datetime | None = None,
         schedule_id: str | None = None,
+        calendar: BusinessCalendar | None = None,
     ) -> Preview:
         """The first ``count`` times of the timing accepted now, or at ``after``; or, with
         ``before``, its last ``count`` times before that moment (what should have fired), oldest
@@ -152,11 +195,11 @@ class DefinitionChecks:
                 if before is not None:
                     moment = instant_in(before, zone)
                     # As if accepted a search horizon earlier, so that its times up to now count.
-                    recurrence = self.check(timing, _search_back(moment), schedule_id)
+                    recurrence = self.check(timing, _search_back(moment), schedule_id, calendar)
                     times = recurrence.before(moment, count)
                 else:
                     accepted_at = self.clock.now() if after is None else instant_in(after, zone)
-                    recurrence = self.check(timing, accepted_at, schedule_id)
+                    recurrence = self.check(timing, accepted_at, schedule_id, calendar)
                     times = list(recurrence.upcoming(accepted_at, count))
         except TooMuchWork as exc:
             raise InvalidInput({f"schedule.{timing.kind}": str(exc)}) from None

@@ -36,10 +36,10 @@ from shared.messages import DefinitionMutation, encode_mutation
 from shared.model import Schedule, ScheduleDefinition, ScheduleStatus
 from shared.notations import build_recurrence
 from shared.ports import Clock, IdempotencyRecord, OutgoingMessage, Queues, SlotReservation, Store
+from shared.quota_rules import LIVE_STATUSES
 from shared.recurrence import TooMuchWork, cpu_budget
 from shared.secrets import SecretBox, carries_mask, keep_masked_hook, keep_masked_secrets
 from shared.settings import Settings
-from shared.store_rules import LIVE_STATUSES
 
 # A repeat of an idempotent create this long after the first, with the schedule still unknown,
 # re-sends its mutation (the first may have died between recording and enqueueing).
@@ -125,7 +125,7 @@ class Creation:
         before = stored.definition if stored is not None and live else None
         # The id is known before the checks: a cron line's H spreads by it.
         schedule_id = schedule_id or str(uuid.uuid4())
-        next_time, late = self._checked(schedule_id, definition, now, fire_if_past)
+        next_time, late = self._checked(tenant, schedule_id, definition, now, fire_if_past)
         if idempotency is not None:
             recorded = self.store.get_idempotency_record(tenant, idempotency.key, now)
             if recorded is not None:
@@ -175,7 +175,7 @@ class Creation:
                 # recurrence is built again (the checks walk 50 occurrences: most of a
                 # change's CPU).
                 kept = definition.timing == stored.live_definition.timing
-                next_time, late = self._checked(schedule_id, definition, now, False, kept)
+                next_time, late = self._checked(tenant, schedule_id, definition, now, False, kept)
                 if late:
                     raise InvalidInput(late)
                 revision = self.revisions.next()
@@ -208,6 +208,7 @@ class Creation:
 
     def _checked(
         self,
+        tenant: str,
         schedule_id: str,
         definition: ScheduleDefinition,
         now: datetime,
@@ -222,15 +223,19 @@ class Creation:
             "payload": definition.payload,
             "retry": definition.retry,
             "on_failure": definition.on_failure,
+            "calendar": definition.calendar,
         }
         if not timing_checked:
             parts["schedule"] = definition.timing
         # The checks and the first time share one budget.
         try:
             with cpu_budget():
-                recurrence, errors = self.checks.domain_checks(parts, now, schedule_id)
-                if timing_checked:
-                    recurrence = build_recurrence(definition.timing, now, schedule_id)
+                recurrence, errors = self.checks.domain_checks(parts, now, schedule_id, tenant)
+                if timing_checked and not errors:
+                    calendar = self.checks.business_calendar(tenant, definition.calendar)
+                    recurrence = build_recurrence(
+                        definition.timing, now, schedule_id, calendar=calendar
+                    )
                 late: dict[str, str] = {}
                 if recurrence is not None and not fire_if_past:
                     late = self.checks.passed(definition.timing, recurrence, now)

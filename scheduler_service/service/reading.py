@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from datetime import datetime
 
+from shared.calendar_reads import business_calendars
+from shared.calendars import BusinessCalendar
 from shared.changes import Change
 from shared.dispatch import next_fire_time
 from shared.errors import NotFound
@@ -25,6 +27,11 @@ class Reads:
         if schedule is None or schedule.status is ScheduleStatus.DELETED:
             raise NotFound(schedule_id)
         return schedule
+
+    def business_calendar(self, schedule: Schedule) -> BusinessCalendar | None:
+        """The business days of the calendars the schedule names, as they are now."""
+        key = (schedule.tenant, schedule.schedule_id)
+        return business_calendars(self.store, [(key, schedule.live_definition.calendar)]).get(key)
 
     def next_fire_time(self, schedule: Schedule) -> datetime | None:
         """When the schedule fires next, as of now, as the store keeps it

@@ -79,7 +79,8 @@ class ManualRuns:
         ``InvalidInput`` naming ``from`` or ``to`` for a range that cannot be backfilled;
         nothing is queued then."""
         schedule = self.reads.get(tenant, schedule_id)
-        found = backfill_range(schedule, start, end, self.clock.now())
+        calendar = self.reads.business_calendar(schedule)
+        found = backfill_range(schedule, start, end, self.clock.now(), calendar)
         recorded = self._records_between(tenant, schedule_id, *found.records_window(schedule))
         queued, left_out = plan_backfill(schedule, found, policy, recorded)
         if queued:

@@ -18,10 +18,22 @@ from enum import Enum
 from typing import Any
 
 from shared.adapters.records import Fields, definition_fields, execution_of
+from shared.claim_rules import (
+    MOVE_LATE_CHECK,
+    late_check_params,
+)
 from shared.definition_codec import DefinitionCodec
 from shared.execution_rules import DISCARD, FORGET_IDEMPOTENCY, REOPEN, RESTORE
 from shared.guards import Remove, Write
 from shared.model import Execution, Schedule, ScheduleStatus
+from shared.overlap_rules import (
+    HOLD_OVERLAP,
+    RELEASE_OVERLAP,
+    RENEW_OVERLAP,
+    WAIT_OVERLAP,
+    WAIT_OVERLAP_FIRST,
+    overlap_params,
+)
 from shared.ports import (
     DefinitionToApply,
     OverlapClaim,
@@ -31,19 +43,11 @@ from shared.ports import (
 )
 from shared.store_rules import (
     DELETE,
-    HOLD_OVERLAP,
-    MOVE_LATE_CHECK,
     PAUSE,
     RAISE_TOMBSTONE,
-    RELEASE_OVERLAP,
-    RENEW_OVERLAP,
     RESEAL,
     RESUME,
-    WAIT_OVERLAP,
-    WAIT_OVERLAP_FIRST,
     definition_params,
-    late_check_params,
-    overlap_params,
     state_params,
 )
 

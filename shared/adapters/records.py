@@ -60,6 +60,7 @@ SCHEDULE: Mapping[str, Kind] = {
     "name_key": Kind.VALUE,
     "pause_after_failures": Kind.VALUE,
     "priority": Kind.VALUE,
+    "calendars": Kind.TEXTS,
     "next_schedule_time": Kind.INSTANT,
     "accepted_at": Kind.INSTANT,
     "created_at": Kind.INSTANT,
@@ -150,6 +151,8 @@ def definition_fields(definition: ScheduleDefinition, definitions: DefinitionCod
         "name_key": name_key(definition.name),
         "pause_after_failures": definition.pause_after_failures,
         "priority": definition.priority,
+        # The calendars it names: a calendar's change and delete find them by it.
+        "calendars": [] if definition.calendar is None else list(definition.calendar.exclude),
     }
 
 

@@ -6,8 +6,9 @@ defines ``NOTATION`` (``shared.notations.base``). Every list of notations reads 
 Its order is theirs (the API's members and messages, the console's choices).
 
 Here too, for a ``Timing`` whatever its notation: ``build_recurrence`` (its notation's engine,
-bounded by its start, end and max_occurrences), ``first_occurrence``, ``upcoming``,
-``upcoming_for_a_page`` and ``previous``, each within the CPU budget.
+on business days only with a ``BusinessCalendar``, bounded by its start, end and
+max_occurrences), ``first_occurrence``, ``upcoming``, ``upcoming_for_a_page`` and
+``previous``, each within the CPU budget.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 from datetime import datetime
 from importlib import import_module
 
+from shared.calendars import BusinessCalendar
 from shared.notations.base import (
     Anchors,
     InvalidMembers,
@@ -24,6 +26,7 @@ from shared.notations.base import (
     TimingNotation,
 )
 from shared.recurrence import SEARCH_HORIZON, Bounded, Recurrence, cpu_budget, instant_in
+from shared.recurrence.business import BusinessDays
 from shared.timeutil import load_zone, utc_ms
 from shared.timing import Timing
 
@@ -65,11 +68,14 @@ def build_recurrence(
     schedule_id: str | None = None,
     *,
     inner: Recurrence | None = None,
+    calendar: BusinessCalendar | None = None,
 ) -> Bounded:
-    """The recurrence of a timing: its notation's engine, bounded by its start, end and
-    max_occurrences. ``accepted_at`` anchors forms that have no explicit start (an interval or
-    ``@every`` then fires first one interval after it; an RRULE's DTSTART is 00:00 local on
-    that day). A cron line's ``H`` spreads by ``schedule_id``.
+    """The recurrence of a timing: its notation's engine, on the business days of ``calendar``
+    if given (``shared.recurrence.business``), bounded by its start, end and max_occurrences
+    (which bound the times it fires, shifted ones included). ``accepted_at`` anchors forms that
+    have no explicit start (an interval or ``@every`` then fires first one interval after it;
+    an RRULE's DTSTART is 00:00 local on that day). A cron line's ``H`` spreads by
+    ``schedule_id``.
 
     ``inner`` is the engine already built (``shared.validation`` reads the value once)."""
     zone = load_zone(timing.timezone)
@@ -78,11 +84,16 @@ def build_recurrence(
     if inner is None:
         anchors = Anchors(zone, start, utc_ms(accepted_at), schedule_id)
         inner = notation_of(timing).recurrence(timing, anchors)
+    if calendar is not None:
+        inner = BusinessDays(inner, zone, calendar.holidays, calendar.shift)
     return Bounded(inner, start, end, timing.max_occurrences)
 
 
 def first_occurrence(
-    timing: Timing, accepted_at: datetime, schedule_id: str | None = None
+    timing: Timing,
+    accepted_at: datetime,
+    schedule_id: str | None = None,
+    calendar: BusinessCalendar | None = None,
 ) -> datetime | None:
     """The first occurrence of a schedule accepted at ``accepted_at``.
 
@@ -90,15 +101,20 @@ def first_occurrence(
     already passed fires once, right away (its time is returned; the poller sees it overdue).
     """
     with cpu_budget():
-        return build_recurrence(timing, accepted_at, schedule_id).first_fire(accepted_at)
+        recurrence = build_recurrence(timing, accepted_at, schedule_id, calendar=calendar)
+        return recurrence.first_fire(accepted_at)
 
 
 def upcoming(
-    timing: Timing, accepted_at: datetime, count: int, schedule_id: str | None = None
+    timing: Timing,
+    accepted_at: datetime,
+    count: int,
+    schedule_id: str | None = None,
+    calendar: BusinessCalendar | None = None,
 ) -> list[datetime]:
     """The first ``count`` occurrences of a schedule accepted at ``accepted_at``."""
     with cpu_budget():
-        recurrence = build_recurrence(timing, accepted_at, schedule_id)
+        recurrence = build_recurrence(timing, accepted_at, schedule_id, calendar=calendar)
         return list(recurrence.upcoming(accepted_at, count))
 
 
@@ -108,6 +124,7 @@ def upcoming_for_a_page(
     moment: datetime,
     count: int,
     schedule_id: str | None = None,
+    calendar: BusinessCalendar | None = None,
 ) -> list[datetime]:
     """The first ``count`` occurrences from ``moment`` of a schedule accepted at
     ``accepted_at``, for a page that shows what it can: those found within
@@ -115,7 +132,7 @@ def upcoming_for_a_page(
     found: list[datetime] = []
     try:
         with cpu_budget(PAGE_BUDGET_SECONDS):
-            recurrence = build_recurrence(timing, accepted_at, schedule_id)
+            recurrence = build_recurrence(timing, accepted_at, schedule_id, calendar=calendar)
             for occurrence in recurrence.upcoming(moment, count):
                 found.append(occurrence)
     except (ValueError, TypeError, OverflowError, IndexError):
@@ -124,12 +141,18 @@ def upcoming_for_a_page(
 
 
 def previous(
-    timing: Timing, moment: datetime, count: int, schedule_id: str | None = None
+    timing: Timing,
+    moment: datetime,
+    count: int,
+    schedule_id: str | None = None,
+    calendar: BusinessCalendar | None = None,
 ) -> list[datetime]:
     """The last ``count`` occurrences before ``moment``, oldest first, of a schedule taken as
     accepted ``SEARCH_HORIZON`` earlier (forms without a start count from acceptance)."""
     with cpu_budget():
-        recurrence = build_recurrence(timing, moment - SEARCH_HORIZON, schedule_id)
+        recurrence = build_recurrence(
+            timing, moment - SEARCH_HORIZON, schedule_id, calendar=calendar
+        )
         return recurrence.before(moment, count)
 
 

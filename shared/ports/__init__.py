@@ -6,6 +6,7 @@ are the specification both must meet. Each name is importable from here too
 (``from shared.ports import Store``).
 """
 
+from shared.ports.calendars import Calendar, CalendarStore
 from shared.ports.changes import ChangeStore
 from shared.ports.clock import Clock, SystemClock
 from shared.ports.delivery import (
@@ -51,6 +52,8 @@ __all__ = [
     "Advance",
     "ApiKey",
     "ApiKeyStore",
+    "Calendar",
+    "CalendarStore",
     "CallFailed",
     "ChangeStore",
     "Clock",

@@ -240,7 +240,7 @@ class ScheduleStore(ABC):
         oldest_first: bool = False,
     ) -> list[Schedule]:
         """Claim at most ``limit`` active schedules with ``next_schedule_time <= horizon``, in
-        the order of ``shared.store_rules.BY_PRIORITY`` (the highest priority first, then the
+        the order of ``shared.claim_rules.BY_PRIORITY`` (the highest priority first, then the
         earliest) and returned in it; with ``oldest_first``, of ``OLDEST_FIRST``.
 
         A claim following a full one may take them from a part of the due schedules (MongoDB:
@@ -342,7 +342,7 @@ class ScheduleStore(ABC):
         """Hold room for one more live schedule of the tenant, or say how many it has taken.
 
         The slots taken are the tenant's live schedules (``ACTIVE`` and ``PAUSED``) plus its
-        reservations still pending (``shared.store_rules.pending_slot``) of schedules not
+        reservations still pending (``shared.quota_rules.pending_slot``) of schedules not
         live, each schedule once. A reservation of a schedule that already takes a slot (a
         replace) is always held; another one only while fewer than ``quota`` are taken.
         Atomic against every other reservation of the tenant, from any process: of concurrent

@@ -6,6 +6,7 @@ from abc import abstractmethod
 from collections.abc import Sequence
 
 from shared.model import AttemptOutcome, Execution
+from shared.ports.calendars import CalendarStore
 from shared.ports.changes import ChangeStore
 from shared.ports.executions import ExecutionStore
 from shared.ports.keys import ApiKeyStore, IdempotencyStore
@@ -14,7 +15,13 @@ from shared.ports.signing_secrets import SigningSecretStore
 
 
 class Store(
-    ScheduleStore, ExecutionStore, IdempotencyStore, ApiKeyStore, SigningSecretStore, ChangeStore
+    ScheduleStore,
+    ExecutionStore,
+    IdempotencyStore,
+    ApiKeyStore,
+    SigningSecretStore,
+    CalendarStore,
+    ChangeStore,
 ):
     """Every store port over one backend: every store adapter implements this."""
 

@@ -146,6 +146,12 @@ class Recurrence(ABC):
     def first_at_or_after(self, moment: datetime) -> datetime | None:
         return self.next_after(utc_ms(moment) - _MS)
 
+    def at_wall(self, wall: datetime, zone: tzinfo) -> datetime | None:
+        """The instant this engine fires the naive wall time ``wall`` of ``zone`` at, for an
+        occurrence a business calendar moves there (``shared.recurrence.business``): as RFC
+        5545 reads it (``fold=0``), unless the engine has rules of its own (cron)."""
+        return instant_in(wall, zone)
+
     def first_fire(self, accepted_at: datetime) -> datetime | None:
         """The first occurrence of a schedule accepted at ``accepted_at``: the first at or after
         it (earlier ones are not backfilled)."""

@@ -63,6 +63,12 @@ class CronRecurrence(Recurrence):
                 found.append(instant)
         return found
 
+    def at_wall(self, wall: datetime, zone: tzinfo) -> datetime | None:
+        """By the rules above: a fixed-time line's skipped wall time fires after the jump, a
+        wildcard line's does not happen (``None``)."""
+        instants = self.instants(wall)
+        return instants[0] if instants else None
+
     def next_after(self, moment: datetime) -> datetime | None:
         limit = _horizon(moment)
         if self.fields.years is not None:

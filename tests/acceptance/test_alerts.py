@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from standardwebhooks.webhooks import Webhook
 
-from shared.timeutil import iso_z
+from shared.timeutil import iso_z, parse_iso
 from tests.support.harness import API
 from tests.support.peers import ComponentBackends
 from tests.support.processes import QUICK, UNDER_FAULTS, Process, http_json, started_components
@@ -71,6 +71,53 @@ def test_a_frozen_executor_is_told_of_once_by_two_pollers(
         time.sleep(1.5)
         assert len(late_alerts(receiver.calls)) == 1
         assert set(components.terminate().values()) == {0}
+
+
+def test_scheduler_dev_tells_of_an_occurrence_held_back_by_a_slow_call_once(
+    tmp_path: Path,
+) -> None:
+    """One call at a time to the host (``calls_per_host``) and a receiver that holds the first
+    call 6 s: the next occurrence cannot start, and is told of once as late."""
+
+    def slow_first(call: Call) -> tuple[int, dict[str, str]]:
+        if call.path == "/hook" and len([c for c in receiver.calls if c.path == "/hook"]) == 0:
+            time.sleep(6)
+        return 200, {}
+
+    with running_receiver(slow_first) as receiver:
+        args = ["dev", "--port", "0", "--data-dir", str(tmp_path / "data")]
+        dev = Process(args, {}, tmp_path / "dev.log")
+        try:
+            base = dev.wait_for_output(r"API on (http://127\.0\.0\.1:\d+)").group(1)
+            start = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=3)
+            schedule = {"interval": {"number": 1, "unit": "second"}, "start": iso_z(start)}
+            body = alerted(
+                receiver.url,
+                schedule={**schedule, "max_occurrences": 2},
+                payload={
+                    "method": "POST",
+                    "url": f"{receiver.url}/hook",
+                    "calls_per_host": 1,
+                    "timeout_seconds": 10,
+                },
+            )
+            # The first request of a just started API may take a while on a loaded machine.
+            status, created = http_json("POST", f"{base}{API}/schedule", body, timeout=30)
+            assert status == 202, created
+            # The first time at or after the create was accepted (which may be after start).
+            second = parse_iso(created["next_schedule_time"]) + timedelta(seconds=1)
+            [call] = eventually(lambda: late_alerts(receiver.calls), 20, "the late alert")
+            assert call.json()["occurrence_id"] == f"{created['id']}:{iso_z(second)}"
+            waited = call.received_at - second.timestamp()
+            assert LATE_AFTER <= waited < LATE_AFTER + 4.0, waited
+            secret = (tmp_path / "data" / "webhook-secret").read_text().strip()
+            Webhook(secret).verify(call.body, call.headers)
+            # Both run in the end; the second, late, is told of no more.
+            eventually(lambda: len([c for c in receiver.calls if c.path == "/hook"]) == 2, 20)
+            time.sleep(1.5)
+            assert len(late_alerts(receiver.calls)) == 1
+        finally:
+            assert dev.terminate() == 0, dev.output()[-3000:]
 
 
 def test_scheduler_dev_tells_nothing_of_occurrences_on_time(tmp_path: Path) -> None:

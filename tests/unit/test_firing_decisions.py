@@ -33,9 +33,14 @@ from shared.model import (
     ScheduleStatus,
     Timing,
 )
+from shared.overlap_rules import (
+    HOLD_OVERLAP,
+    RENEW_OVERLAP,
+    WAIT_OVERLAP,
+    overlap_params,
+)
 from shared.ports import ReceivedMessage
 from shared.retry import Verdict, next_step
-from shared.store_rules import HOLD_OVERLAP, RENEW_OVERLAP, WAIT_OVERLAP, overlap_params
 from tests.support.factories import make_schedule
 
 NOON = datetime(2026, 3, 8, 12, 0, tzinfo=UTC)

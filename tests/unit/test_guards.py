@@ -1,7 +1,8 @@
-"""Each rule of ``shared.store_rules`` and ``shared.execution_rules`` means the same in its
-three forms: in Python (``shared.guards.holds``), as SQL (``shared.adapters.sqlite.sql``) and as
-MongoDB filters (``shared.adapters.mongo.filters``, each case of a write and their union), over
-every record made of the values that matter to it (missing ones included)."""
+"""Each rule of ``shared.store_rules`` (``claim_rules``, ``overlap_rules``) and
+``shared.execution_rules`` means the same in its three forms: in Python
+(``shared.guards.holds``), as SQL (``shared.adapters.sqlite.sql``) and as MongoDB filters
+(``shared.adapters.mongo.filters``, each case of a write and their union), over every record
+made of the values that matter to it (missing ones included)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Any
 import mongomock_ng
 import pytest
 
-from shared import execution_rules, store_rules
+from shared import claim_rules, execution_rules, overlap_rules, store_rules
 from shared.adapters.mongo.documents import document_of
 from shared.adapters.mongo.filters import Filters, write_cases
 from shared.adapters.records import TABLES
@@ -109,12 +110,16 @@ BASE: Mapping[str, Mapping[str, Any]] = {
 NAME = {"schedules": "schedule_id", "executions": "occurrence_id", "idempotency_keys": "key"}
 
 
-RULES = {**vars(store_rules), **vars(execution_rules)}
+RULES = {
+    name: value
+    for module in (store_rules, claim_rules, overlap_rules, execution_rules)
+    for name, value in vars(module).items()
+}
 
 
 def rules() -> Iterator[tuple[str, str, Condition]]:
-    """Every rule of ``shared.store_rules`` and ``shared.execution_rules``: its name, table
-    and condition."""
+    """Every rule of ``shared.store_rules``, ``shared.claim_rules``, ``shared.overlap_rules``
+    and ``shared.execution_rules``: its name, table and condition."""
     for name, value in RULES.items():
         if isinstance(value, Write | Remove):
             yield name, value.table, value.guard

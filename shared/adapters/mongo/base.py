@@ -79,6 +79,7 @@ class MongoBacked(GuardedWrites, Reads):
         self.migrations: Collection[Document] = database["migrations"]
         self.schedule_slots: Collection[Document] = database["schedule_slots"]
         self.signing_secrets: Collection[Document] = database["signing_secrets"]
+        self.calendars: Collection[Document] = database["calendars"]
         self.changes: Collection[Document] = database["changes"]
 
     @classmethod

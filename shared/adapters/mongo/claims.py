@@ -16,10 +16,16 @@ from shared.adapters.mongo.base import Document, MongoBacked, write_cases_of
 from shared.adapters.mongo.documents import SLICES
 from shared.adapters.mongo.filters import Filters
 from shared.adapters.mongo.transient import transient
+from shared.claim_rules import (
+    BY_PRIORITY,
+    CLAIM,
+    CLAIMABLE,
+    DUE,
+    OLDEST_FIRST,
+)
 from shared.guards import holds
 from shared.model import Schedule
 from shared.ports import ScheduleStore
-from shared.store_rules import BY_PRIORITY, CLAIM, CLAIMABLE, DUE, OLDEST_FIRST
 
 # How often a claim looks again for candidates it lost to a concurrent claimer.
 _CLAIM_ROUNDS = 3

@@ -133,7 +133,7 @@ class FillSearchFields:
 @dataclass(frozen=True)
 class FillPriorities:
     """Give the schedules stored before their priority was kept beside the definition (for
-    the claim's order, ``shared.store_rules.BY_PRIORITY``) theirs, from the definition's text
+    the claim's order, ``shared.claim_rules.BY_PRIORITY``) theirs, from the definition's text
     (where the priority is never sealed)."""
 
     def apply(self, database: Database[Document], target_of: TargetOf) -> None:
@@ -237,7 +237,7 @@ STEPS: tuple[Versioned, ...] = (
     # The lateness checks (shared.lateness): the schedules whose cursor is due. Those without
     # an alert keep null there, which a range of dates never reads.
     Versioned(18, Index("schedules", (("late_check_at", ASCENDING),))),
-    # The poller's claim by priority (shared.store_rules.BY_PRIORITY; issue 27 item 4): the
+    # The poller's claim by priority (shared.claim_rules.BY_PRIORITY; issue 27 item 4): the
     # due of each priority in time order, the highest first; the slice and lease checked in
     # the index, as step 1's. The schedules stored before carry their priority first.
     Versioned(19, FillPriorities()),
@@ -254,9 +254,13 @@ STEPS: tuple[Versioned, ...] = (
             ),
         ),
     ),
+    # A tenant's business calendars by name.
+    Versioned(21, Index("calendars", (("tenant", ASCENDING), ("name", ASCENDING)))),
+    # The schedules naming a calendar (its change and delete look for them).
+    Versioned(22, _listing("calendars")),
     # A schedule's change history, newest first.
     Versioned(
-        21,
+        23,
         Index(
             "changes",
             (("tenant", ASCENDING), ("schedule_id", ASCENDING), ("seq", DESCENDING)),

@@ -15,18 +15,20 @@ from shared.adapters.mongo.base import DUPLICATE_KEY, MongoBacked, write_cases_o
 from shared.adapters.mongo.documents import key_of
 from shared.adapters.mongo.filters import Filters, keyed
 from shared.adapters.mongo.transient import transient
+from shared.claim_rules import (
+    ADVANCE,
+    advance_params,
+)
 from shared.definition_cache import DefinitionCache
 from shared.model import Schedule, ScheduleDefinition
 from shared.ports import Advance, DefinitionToApply, ScheduleStore
 from shared.store_rules import (
-    ADVANCE,
     CHANGED_BEFORE,
     ENDED,
     LAND_DEFINITION,
     PAUSE_ON_FAILURES,
     SHOWN,
     Run,
-    advance_params,
     run_counts,
 )
 

@@ -3,9 +3,10 @@
 Documents mirror the SQLite adapter's rows: collection ``schedules`` keyed
 ``_id = "<tenant>/<schedule_id>"``, collection ``executions`` keyed
 ``_id = "<tenant>/<occurrence_id>"``, ``idempotency_keys`` keyed ``_id = "<tenant>/<key>"``,
-``api_keys`` keyed by the key's SHA-256, ``schedule_slots`` (quota reservations) and
-``signing_secrets`` keyed by the tenant, ``changes`` keyed
-``_id = "<tenant>/<schedule_id>/<seq>"``. Every instant is a BSON date (milliseconds, UTC).
+``api_keys`` keyed by the key's SHA-256, ``schedule_slots`` (quota reservations),
+``signing_secrets`` keyed by the tenant, ``calendars`` keyed ``_id = "<tenant>/<name>"`` and
+``changes`` keyed ``_id = "<tenant>/<schedule_id>/<seq>"``. Every instant is a BSON date
+(milliseconds, UTC).
 
 Every mutation is one guarded, atomic update: the filter states the condition under which the
 change applies (a newer revision, the lease owner, a status), so concurrent workers never
@@ -28,6 +29,7 @@ whose filter has ``$or`` to a document with another ``_id``.
 from __future__ import annotations
 
 from shared.adapters.mongo.api_keys import MongoApiKeys
+from shared.adapters.mongo.calendars import MongoCalendars
 from shared.adapters.mongo.changes import MongoChanges
 from shared.adapters.mongo.claims import MongoClaims
 from shared.adapters.mongo.executions import MongoExecutions
@@ -46,6 +48,7 @@ class MongoStore(
     MongoIdempotency,
     MongoApiKeys,
     MongoSigningSecrets,
+    MongoCalendars,
     MongoChanges,
     Store,
 ):

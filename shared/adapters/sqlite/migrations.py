@@ -210,7 +210,7 @@ def _key_roles(connection: sqlite3.Connection, target_of: TargetOf) -> None:
 
 
 def _overlap_marker(connection: sqlite3.Connection, target_of: TargetOf) -> None:
-    # A schedule's overlap marker (``shared.store_rules.HOLD_OVERLAP``): the occurrence in
+    # A schedule's overlap marker (``shared.overlap_rules.HOLD_OVERLAP``): the occurrence in
     # progress and the one waiting for it, each with the end of its hold. A file whose record
     # of versions was lost may have them already.
     present = {row["name"] for row in connection.execute("PRAGMA table_info(schedules)")}
@@ -257,6 +257,29 @@ def _bulk_answers(connection: sqlite3.Connection, target_of: TargetOf) -> None:
         connection.execute("ALTER TABLE idempotency_keys ADD COLUMN answer TEXT")
 
 
+def _calendars(connection: sqlite3.Connection, target_of: TargetOf) -> None:
+    # Each tenant's business calendars (shared.adapters.sqlite.calendars): the dates as JSON.
+    connection.execute(
+        """CREATE TABLE IF NOT EXISTS calendars (
+            tenant TEXT NOT NULL,
+            name TEXT NOT NULL,
+            revision INTEGER NOT NULL,
+            description TEXT NOT NULL DEFAULT '',
+            dates TEXT NOT NULL,
+            updated_ms INTEGER NOT NULL,
+            PRIMARY KEY (tenant, name)
+        ) WITHOUT ROWID"""
+    )
+
+
+def _schedule_calendars(connection: sqlite3.Connection, target_of: TargetOf) -> None:
+    # The calendars a schedule names (JSON, as its tags), which a calendar's change and delete
+    # look for. Added only where missing; a schedule stored before names none.
+    present = {row["name"] for row in connection.execute("PRAGMA table_info(schedules)")}
+    if "calendars" not in present:
+        connection.execute("ALTER TABLE schedules ADD COLUMN calendars TEXT NOT NULL DEFAULT '[]'")
+
+
 def _schedule_changes(connection: sqlite3.Connection, target_of: TargetOf) -> None:
     # Each schedule's change history (shared.adapters.sqlite.changes), newest first by its key;
     # retention deletes the oldest first (at_ms).
@@ -295,7 +318,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(5, "each schedule's lateness cursor", _late_checks),
     Migration(6, "each schedule's priority beside its definition", _priorities),
     Migration(7, "the answers of bulk operations", _bulk_answers),
-    Migration(8, "each schedule's change history", _schedule_changes),
+    Migration(8, "each tenant's business calendars", _calendars),
+    Migration(9, "the calendars each schedule names", _schedule_calendars),
+    Migration(10, "each schedule's change history", _schedule_changes),
 )
 
 _RECORD_TABLE = """CREATE TABLE IF NOT EXISTS store_migrations (

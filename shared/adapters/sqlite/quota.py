@@ -8,7 +8,12 @@ from shared.adapters.sqlite.base import SqliteBacked
 from shared.adapters.sqlite.sql import where
 from shared.model import ScheduleStatus
 from shared.ports import ScheduleStore, SlotReservation
-from shared.store_rules import LIVE, StoredState, admit_to_quota, pending_slot
+from shared.quota_rules import (
+    StoredState,
+    admit_to_quota,
+    pending_slot,
+)
+from shared.store_rules import LIVE
 from shared.timeutil import from_epoch_ms, to_epoch_ms
 
 _LIVE = where("schedules", LIVE)

@@ -12,6 +12,14 @@ from shared.adapters.guarded import Outcome
 from shared.adapters.sqlite.base import SqliteBacked, statements, write_in
 from shared.adapters.sqlite.migrations import migrate
 from shared.adapters.sqlite.sql import Folded, Params, chunks, ordered, where
+from shared.claim_rules import (
+    ADVANCE,
+    BY_PRIORITY,
+    CLAIM,
+    CLAIMABLE,
+    OLDEST_FIRST,
+    advance_params,
+)
 from shared.definition_cache import DefinitionCache
 from shared.errors import Transient
 from shared.execution_rules import EXPIRED_EXECUTION
@@ -19,19 +27,13 @@ from shared.guards import Write, folded
 from shared.model import Schedule
 from shared.ports import Advance, DefinitionToApply, ScheduleStore
 from shared.store_rules import (
-    ADVANCE,
-    BY_PRIORITY,
-    CLAIM,
-    CLAIMABLE,
     COUNT_FAILURE,
     COUNT_SUCCESS,
     EXPIRED_SCHEDULE,
     LAND_DEFINITION,
-    OLDEST_FIRST,
     PAUSE_ON_FAILURES,
     SHOWN,
     Run,
-    advance_params,
     run_counts,
 )
 from shared.timeutil import utc_ms

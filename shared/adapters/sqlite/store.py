@@ -4,6 +4,7 @@ part in its own module, over one database file."""
 from __future__ import annotations
 
 from shared.adapters.sqlite.api_keys import SqliteApiKeys
+from shared.adapters.sqlite.calendars import SqliteCalendars
 from shared.adapters.sqlite.changes import SqliteChanges
 from shared.adapters.sqlite.executions import SqliteExecutions
 from shared.adapters.sqlite.idempotency import SqliteIdempotency
@@ -20,6 +21,7 @@ class SqliteStore(
     SqliteIdempotency,
     SqliteApiKeys,
     SqliteSigningSecrets,
+    SqliteCalendars,
     SqliteChanges,
     Store,
 ):

@@ -13,6 +13,7 @@ import pytest
 from bench import (
     api_requests,
     bodies,
+    bulk,
     console,
     costly_rules,
     creation,
@@ -235,3 +236,16 @@ def test_store_cut(tmp_path: Path, nx_27017: Peer, localstack: Peer) -> None:
     [run] = result["runs"]
     assert run["fired"] == run["expected"] == 10, run
     assert run["missing"] == run["doubled"] == 0, run
+
+
+def test_bulk_operations(nx_27017: Peer) -> None:
+    small = ["--schedules", "30", "--others", "5", "--single", "5"]
+    result = bulk.main(["--store-url", nx_27017.url, *small])
+    steps = {step["step"]: step for step in result["steps"]}
+    assert steps["dry run"]["outcome"] == 30
+    for name in ("pause", "resume", "patch", "delete"):
+        assert steps[name]["outcome"]["changed"] == 30, steps[name]
+    # One listing, one bulk write and one insert of the change history a page; one request
+    # each costs 4 commands a schedule (3, and its change's insert).
+    assert steps["pause"]["store_commands"] <= 4, steps["pause"]
+    assert result["single_pause"]["store_commands_per_schedule"] == 4

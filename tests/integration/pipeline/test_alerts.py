@@ -120,3 +120,34 @@ def test_an_occurrence_the_misfire_policy_drops_is_told_as_missed_once(tmp_path:
             assert "misfire" in call.json()["error"]
         assert counted("default", "occurrence.missed") == before + len(ids)
         pipeline.client.delete(f"{API}/schedule/m1")
+
+
+def test_an_occurrence_past_its_grace_when_the_executor_takes_it_is_told_as_missed(
+    tmp_path: Path,
+) -> None:
+    before = counted("default", "occurrence.missed")
+    with running_receiver() as receiver, pipeline_parts(sqlite_settings(tmp_path)) as pipeline:
+        pipeline.run_worker(pipeline.poller)
+        at = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=2)
+        graced = body(
+            receiver.url,
+            schedule={"at": iso_z(at)},
+            misfire={"policy": "fire_once", "grace_seconds": 1},
+            alert={"late_after_seconds": 600},
+        )
+        assert pipeline.client.put(f"{API}/schedule/g1", json=graced).status_code == 202
+        # The executor comes 3 s after the time: beyond the grace of 1 s, it drops it.
+        time.sleep(max(0.0, at.timestamp() + 3 - time.time()))
+        pipeline.run_worker(pipeline.executor)
+        pipeline.run_worker(pipeline.another("executor"))
+        [call] = eventually(lambda: alerts(receiver.calls, "occurrence.missed"), 15, "missed")
+        Webhook(FAST["webhook_secret"]).verify(call.body, call.headers)
+        assert call.json()["occurrence_id"] == f"g1:{iso_z(at)}"
+        time.sleep(1.5)
+        assert len(alerts(receiver.calls, "occurrence.missed")) == 1
+        assert [c for c in receiver.calls if c.path == "/hook"] == []
+        [record] = pipeline.client.get(f"{API}/schedule/g1/executions?status=skipped").get_json()[
+            "items"
+        ]
+        assert "grace" in record["error"]
+        assert counted("default", "occurrence.missed") == before + 1

@@ -1,0 +1,84 @@
+"""``scheduler calendars list|get|create|put|delete``: the tenant's business calendars, through
+a running API (``--url``, ``--api-key``: an admin key; its tenant's calendars). ``create`` and
+``put`` take the dates (``--dates 2026-12-24 2026-12-25``) or an iCalendar file of holidays
+(``--ics holidays.ics``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from scheduler_cli.operator import call_api, client_options, table
+from scheduler_client import SchedulerClient
+
+CALENDAR_COLUMNS = (
+    ("name", "NAME"),
+    ("date_count", "DATES"),
+    ("first_date", "FIRST"),
+    ("last_date", "LAST"),
+    ("revision", "REVISION"),
+    ("description", "DESCRIPTION"),
+)
+
+
+def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = commands.add_parser(
+        "calendars",
+        help="business calendars (the days schedules exclude) via the API: list, get, create, "
+        "put, delete",
+        description="The tenant of the API key (an admin key): its business calendars, the "
+        "local dates that schedules naming them in calendar.exclude treat as days off.",
+    )
+    actions = parser.add_subparsers(dest="action", required=True)
+    client_options(actions.add_parser("list", help="names and how many dates, without them"))
+    get = actions.add_parser("get", help="one calendar with its dates")
+    get.add_argument("name")
+    client_options(get)
+    for action, helped in (
+        ("create", "make a calendar from dates or an iCalendar file"),
+        ("put", "replace a calendar's dates; schedules naming it follow from their next time"),
+    ):
+        writing = actions.add_parser(action, help=helped)
+        writing.add_argument("name")
+        given = writing.add_mutually_exclusive_group(required=True)
+        given.add_argument("--dates", nargs="*", metavar="YYYY-MM-DD", help="the dates off")
+        given.add_argument("--ics", type=Path, metavar="FILE", help="an iCalendar file of holidays")
+        writing.add_argument("--description", default="", help="what the calendar is")
+        client_options(writing)
+    delete = actions.add_parser("delete", help="delete a calendar no schedule names")
+    delete.add_argument("name")
+    client_options(delete)
+
+
+def run(args: argparse.Namespace, environ: dict[str, str], out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+
+    def request(client: SchedulerClient) -> Any:
+        if args.action == "list":
+            return {"items": client.calendars()}
+        if args.action == "get":
+            return client.calendar(args.name)
+        if args.action == "delete":
+            client.delete_calendar(args.name)
+            return {"deleted": args.name}
+        ics = None if args.ics is None else args.ics.read_text(encoding="utf-8")
+        write = client.create_calendar if args.action == "create" else client.replace_calendar
+        return write(args.name, dates=args.dates, ics=ics, description=args.description)
+
+    answer = call_api(args, environ, request)
+    if answer is None:
+        return 1
+    if args.json:
+        out.write(json.dumps(answer, indent=2) + "\n")
+    elif args.action == "list":
+        table(answer["items"], CALENDAR_COLUMNS, out)
+    elif args.action == "delete":
+        out.write(f"calendar {args.name} deleted\n")
+    else:
+        table([answer], CALENDAR_COLUMNS, out)
+        for day in answer["dates"]:
+            out.write(f"{day}\n")
+    return 0
