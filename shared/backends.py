@@ -12,6 +12,7 @@ from shared.adapters.sqlite.db import SqliteDatabase, sqlite_path
 from shared.backoff import Backoff, Stop
 from shared.errors import ConfigurationError
 from shared.ports import MessageQueue, Queues, Store
+from shared.ports.spans import NoSpans, Spans
 from shared.secrets import SecretBox, key_file_keys
 from shared.settings import Settings
 
@@ -31,10 +32,13 @@ class Backends:
     # Checks that this process can still open its local files (the SQLite databases); each
     # raises Transient when it cannot. Remote backends are readiness, not liveness.
     liveness: list[Callable[[], None]] = field(default_factory=list)
+    # What the process records of traces (``shared.ports.spans``).
+    spans: Spans = field(default_factory=NoSpans)
 
     def close(self) -> None:
         self.queues.close()
         self.store.close()
+        self.spans.close()
         for close in self.resources:
             close()
 

@@ -23,7 +23,11 @@ from scheduler_service.presenting.schemas import (
     ScheduleViewSchema,
 )
 from scheduler_service.presenting.views import PageView, json_answer
-from scheduler_service.requests.headers import IdempotencyHeader, idempotent_request
+from scheduler_service.requests.headers import (
+    IdempotencyHeader,
+    idempotent_request,
+    trace_parent,
+)
 from scheduler_service.requests.patch import (
     PATCH_DESCRIPTION,
     SchedulePatchSchema,
@@ -64,9 +68,12 @@ ACCEPTED_HEADERS = {
 }
 
 
-def accept(body: ScheduleRequest, schedule_id: str | None, headers: dict[str, Any]) -> Response:
+def accept(
+    body: ScheduleRequest, schedule_id: str | None, headers: dict[str, Any], operation: str
+) -> Response:
     """A create, replace or change accepted (``202``, ``Location``), or refused with its fields
-    named as the body named them."""
+    named as the body named them. Its occurrences continue the request's W3C ``traceparent``
+    (an invalid one is ignored, as the specification says: a new trace begins)."""
     with as_sent(body.names):
         accepted = service().creation.accept_definition(
             g.tenant,
@@ -74,6 +81,8 @@ def accept(body: ScheduleRequest, schedule_id: str | None, headers: dict[str, An
             body.definition,
             idempotent_request(headers),
             fire_if_past=body.fire_if_past,
+            parent=trace_parent(headers),
+            operation=operation,
         )
     return accepted_response(accepted)
 
@@ -112,7 +121,7 @@ def create_schedule(body: ScheduleRequest, headers: dict[str, Any]) -> Response:
     With an `Idempotency-Key`, a repeat with the same body answers the same schedule and
     creates nothing; with another body, 409.
     """
-    return accept(body, body.schedule_id, headers)
+    return accept(body, body.schedule_id, headers, "create")
 
 
 @blp.listing("/schedules", ListSchedulesQuery, SchedulePageSchema, "listSchedules")
@@ -155,7 +164,7 @@ class ScheduleResource(MethodView):
         if body.schedule_id not in (None, schedule_id):
             raise InvalidInput({"id": f"does not match the id in the path ({schedule_id!r})"})
         check_id(schedule_id)
-        return accept(body, schedule_id, headers)
+        return accept(body, schedule_id, headers, "replace")
 
     @definition_write(SchedulePatchSchema, "patchSchedule", 404, description=PATCH_DESCRIPTION)
     def patch(self, patch: dict[str, Any], headers: dict[str, Any], schedule_id: str) -> Response:
@@ -166,7 +175,7 @@ class ScheduleResource(MethodView):
         if patch.get("id") not in (None, schedule_id):
             raise InvalidInput({"id": f"does not match the id in the path ({schedule_id!r})"})
         stored = service().reads.get(g.tenant, schedule_id)
-        return accept(patched_request(stored.live_definition, patch), schedule_id, headers)
+        return accept(patched_request(stored.live_definition, patch), schedule_id, headers, "patch")
 
     @blp.requires(Role.WRITE)
     @blp.response(202, DeletedSchema)

@@ -31,6 +31,7 @@ from scheduler_service.service.reading import Reads
 from scheduler_service.service.revisions import RevisionClock
 from scheduler_service.service.running import ManualRuns
 from shared.ports import Clock, Queues, Store
+from shared.ports.spans import Spans
 from shared.secrets import SecretBox
 from shared.settings import Settings
 from shared.signing import SigningSecrets
@@ -41,7 +42,13 @@ class ScheduleService:
     beside them (the settings, the clock, the secret box that seals the console's session)."""
 
     def __init__(
-        self, store: Store, queues: Queues, settings: Settings, clock: Clock, secret_box: SecretBox
+        self,
+        store: Store,
+        queues: Queues,
+        settings: Settings,
+        clock: Clock,
+        secret_box: SecretBox,
+        spans: Spans | None = None,
     ) -> None:
         self.settings = settings
         self.clock = clock
@@ -50,7 +57,9 @@ class ScheduleService:
         revisions = RevisionClock()
         self.reads = Reads(store, clock)
         self.checks = DefinitionChecks(settings, clock, store)
-        self.creation = Creation(store, queues, settings, clock, secret_box, self.checks, revisions)
+        self.creation = Creation(
+            store, queues, settings, clock, secret_box, self.checks, revisions, spans
+        )
         self.changes = StateChanges(store, clock, revisions, self.reads)
         self.bulk = Bulk(store, clock, settings, self.changes, self.creation)
         self.runs = ManualRuns(store, queues, clock, self.reads)

@@ -34,10 +34,12 @@ from shared.messages import DefinitionMutation, encode_mutation
 from shared.model import Schedule, ScheduleDefinition
 from shared.notations import build_recurrence
 from shared.ports import Clock, IdempotencyRecord, OutgoingMessage, Queues, SlotReservation, Store
+from shared.ports.spans import NoSpans, SpanKind, Spans
 from shared.quota_rules import LIVE_STATUSES
 from shared.recurrence import TooMuchWork, cpu_budget
 from shared.secrets import SecretBox, carries_mask, keep_masked_hook, keep_masked_secrets
 from shared.settings import Settings
+from shared.tracing import TraceContext
 
 # A repeat of an idempotent create this long after the first, with the schedule still unknown,
 # re-sends its mutation (the first may have died between recording and enqueueing).
@@ -82,8 +84,11 @@ class Creation:
         secret_box: SecretBox,
         checks: DefinitionChecks,
         revisions: RevisionClock,
+        spans: Spans | None = None,
     ) -> None:
-        """``secret_box`` seals the payloads of the mutations sent on queue 1."""
+        """``secret_box`` seals the payloads of the mutations sent on queue 1; ``spans``
+        records each create, replace and patch (``shared.ports.spans``)."""
+        self.spans = spans or NoSpans()
         self.store = store
         self.queues = queues
         self.settings = settings
@@ -100,12 +105,49 @@ class Creation:
         idempotency: IdempotentRequest | None = None,
         *,
         fire_if_past: bool = False,
+        parent: TraceContext | None = None,
+        operation: str = "create",
     ) -> Accepted:
         """Check the definition and send it on queue 1 (see the module docstring), or
         ``InvalidInput`` naming every bad field by its canonical name. A one-time schedule
         whose time passed more than ``misfire_threshold_seconds`` ago is refused unless
         ``fire_if_past`` (then it fires once, at once); a repeat of an ``Idempotency-Key``
-        accepted before its time passed gets its answer again."""
+        accepted before its time passed gets its answer again.
+
+        The definition's occurrences continue the trace of this ``operation``'s span
+        ("create", "replace", "patch"), a child of ``parent`` (the request's ``traceparent``)
+        or the start of a new trace."""
+        span = self.spans.begin(
+            f"schedule {operation}",
+            SpanKind.SERVER,
+            parent,
+            {"scheduler.tenant": tenant, "scheduler.schedule.id": schedule_id},
+        )
+        try:
+            accepted = self._accept(
+                tenant,
+                schedule_id,
+                dataclasses.replace(definition, trace=span.context),
+                idempotency,
+                fire_if_past,
+            )
+        except BaseException as exc:
+            span.end(type(exc).__name__)
+            raise
+        span.set(
+            {"scheduler.schedule.id": accepted.schedule_id, "scheduler.revision": accepted.revision}
+        )
+        span.end()
+        return accepted
+
+    def _accept(
+        self,
+        tenant: str,
+        schedule_id: str | None,
+        definition: ScheduleDefinition,
+        idempotency: IdempotentRequest | None,
+        fire_if_past: bool,
+    ) -> Accepted:
         now = self.clock.now()
         definition = self.keep_secrets(tenant, schedule_id, definition)
         # The id is known before the checks: a cron line's H spreads by it.
