@@ -63,7 +63,11 @@ def submit(values: Mapping[str, str], editing: Schedule | None) -> Response | tu
     try:
         with as_sent(loaded.names):
             accepted = service().creation.accept_definition(
-                g.tenant, schedule_id, loaded.definition, fire_if_past=loaded.fire_if_past
+                g.tenant,
+                schedule_id,
+                loaded.definition,
+                fire_if_past=loaded.fire_if_past,
+                operation="create" if editing is None else "replace",
             )
     except InvalidInput as exc:
         failed = [
