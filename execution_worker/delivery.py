@@ -73,7 +73,7 @@ class Delivery:
                     "scheduler.outcome": step.status.value,
                 }
             )
-        span.end(None if delivered.verdict.succeeded else delivered.verdict.reason)
+        span.end(None if delivered.verdict.succeeded else _failed(delivered.status))
         finished = delivered.finished_at
         outcome = AttemptOutcome(
             step.status,
@@ -107,3 +107,8 @@ class Delivery:
             "scheduler.attempt": call.execution.attempts,
             "scheduler.target": call.schedule.live_definition.payload.kind,
         }
+
+
+def _failed(status: int | None) -> str:
+    """A failed attempt's span status: never the verdict's reason, which may quote the URL."""
+    return "no answer" if status is None else f"answered {status}"

@@ -118,6 +118,7 @@ def test_create_process_dispatch_and_each_attempt_form_one_trace(
         )
         for attempt in attempts
     ] == [(1, 503, "retrying", StatusCode.ERROR), (2, 200, "succeeded", StatusCode.UNSET)]
+    assert attempts[0].status.description == "answered 503"
     assert {dict(a.attributes or {}).get("scheduler.occurrence.id") for a in attempts} == {
         occurrence_id
     }
