@@ -1,9 +1,13 @@
 """CPU of one HTTP delivery in process, without the network: the request built and signed,
 the sender (a stub that answers 200 at once) called, the answer judged, through the delivery
-port as the executor calls it (``shared.adapters.targets.Targets``). Prints microseconds per
-delivery, best and median of 7 rounds of 20,000 (``--rounds``, ``--deliveries``).
+port as the executor calls it (``shared.adapters.targets.Targets``), each attempt with its
+trace context as ``execution_worker.delivery`` gives it (an unrecorded span: a fresh span id,
+the ``traceparent`` header; ``--no-trace``: an occurrence without one, no span). Prints
+microseconds per delivery, best and median of 7 rounds of 20,000 (``--rounds``,
+``--deliveries``).
 
     python -m bench.delivery_cpu
+    python -m bench.delivery_cpu --no-trace
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ from shared.adapters.http_target import one_signer
 from shared.adapters.targets import TargetContext, Targets
 from shared.model import Occurrence, Payload
 from shared.ports import SystemClock, WebhookRequest, WebhookResponse, WebhookSender
+from shared.ports.spans import NoSpans, SpanKind
 from shared.settings import Settings
+from shared.tracing import TraceContext
 from shared.webhooks import WebhookSigner
 
 
@@ -29,7 +35,7 @@ class AnsweredAtOnce(WebhookSender):
         return None
 
 
-async def measure(rounds: int, deliveries: int) -> tuple[list[float], int]:
+async def measure(rounds: int, deliveries: int, traced: bool = True) -> tuple[list[float], int]:
     """Microseconds of CPU per delivery in each round, fastest first, and how many
     deliveries succeeded."""
     clock = SystemClock()
@@ -42,15 +48,24 @@ async def measure(rounds: int, deliveries: int) -> tuple[list[float], int]:
         body={"task": "report", "n": 1},
     )
     first = datetime(2026, 11, 26, 9, 0, tzinfo=UTC)
+    trace = TraceContext.new() if traced else None
     occurrences = [
-        Occurrence("acme", "s1", 1, first + timedelta(seconds=n)) for n in range(deliveries)
+        Occurrence("acme", "s1", 1, first + timedelta(seconds=n), trace=trace)
+        for n in range(deliveries)
     ]
+    spans = NoSpans()
     now = clock.now()
     per_delivery, succeeded = [], 0
     for _ in range(rounds):
         started = time.process_time()
         for occurrence in occurrences:
-            delivered = await targets.deliver(occurrence, payload, 1, now, "report")
+            attempt = None
+            if traced:
+                span = spans.begin(
+                    "occurrence attempt", SpanKind.CLIENT, occurrence.trace, {}, outgoing=True
+                )
+                attempt = span.context
+            delivered = await targets.deliver(occurrence, payload, 1, now, "report", attempt)
             succeeded += delivered.verdict.succeeded
         per_delivery.append((time.process_time() - started) / deliveries * 1e6)
     return sorted(per_delivery), succeeded
@@ -60,8 +75,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--deliveries", type=int, default=20_000, help="per round")
+    parser.add_argument("--no-trace", action="store_true", help="occurrences without a trace")
     args = parser.parse_args(argv)
-    measured, succeeded = asyncio.run(measure(args.rounds, args.deliveries))
+    measured, succeeded = asyncio.run(measure(args.rounds, args.deliveries, not args.no_trace))
     figures = {
         "best_us": measured[0],
         "median_us": measured[len(measured) // 2],

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from shared.model import Payload, ScheduleDefinition, Timing
 from shared.ports import Store
 from shared.timeutil import utc_ms
+from shared.tracing import TraceContext
 
 TENANT = "default"
 
@@ -33,6 +34,8 @@ def one_time_definition(url: str, at: datetime, name: str = "bench") -> Schedule
         ),
         name=name,
         request={"schedule": {"at": at.isoformat(), "timezone": "UTC"}},
+        # As the API stores it: with the trace its calls continue.
+        trace=TraceContext.new(),
     )
 
 

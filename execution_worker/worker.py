@@ -57,6 +57,7 @@ from shared.errors import Transient
 from shared.lifecycle import Shutdown
 from shared.metrics import Heartbeat
 from shared.ports import Clock, MessageQueue, Store, SystemClock, WebhookSender
+from shared.ports.spans import Spans
 from shared.secrets import SecretBox
 from shared.settings import Settings
 
@@ -82,9 +83,10 @@ class Executor:
         settings: Settings,
         clock: Clock | None = None,
         box: SecretBox | None = None,
+        spans: Spans | None = None,
     ) -> None:
         """``box`` opens the tenants' signing secrets (by default the one the settings name,
-        as the store's)."""
+        as the store's); ``spans`` records each attempt (``shared.ports.spans``)."""
         self.settings = settings
         self.clock = clock or SystemClock()
         self.owner = f"executor:{settings.worker_id}"
@@ -112,7 +114,7 @@ class Executor:
             clock=self.clock,
             observer=self.observer,
         )
-        self.delivery = Delivery(self.target, self.clock, settings.max_receives)
+        self.delivery = Delivery(self.target, self.clock, settings.max_receives, spans)
         self.notifier = Notifier(sender, self.signers.signer, self.clock, observer=self.observer)
         self.settler = Settler(
             store,

@@ -19,7 +19,7 @@ import math
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from execution_worker.notifier import FailureEvent, missed_events
@@ -42,7 +42,7 @@ from shared.metrics import (
     SCHEDULES_NOT_PLANNED,
     Heartbeat,
 )
-from shared.model import Schedule
+from shared.model import Occurrence, Schedule
 from shared.ports import (
     Advance,
     Clock,
@@ -51,6 +51,7 @@ from shared.ports import (
     Store,
     SystemClock,
 )
+from shared.ports.spans import NoSpans, OpenSpan, SpanKind, Spans
 from shared.recurrence import CPU_BUDGET_SECONDS, TooMuchWork
 from shared.settings import Settings
 from shared.timeutil import iso_z
@@ -96,9 +97,11 @@ class Poller:
         settings: Settings,
         clock: Clock | None = None,
         alerts: AlertSender | None = None,
+        spans: Spans | None = None,
     ) -> None:
         """``alerts`` sends the schedules' late and missed alerts; without it none is sent."""
         self.store = store
+        self.spans = spans or NoSpans()
         self.occurrences = occurrences
         self.settings = settings
         self.owner = f"poller:{settings.worker_id}"
@@ -297,17 +300,31 @@ class Poller:
         store's writes tried again until ``leased_until``, monotonic)."""
         if not plans:
             return
+        to_send = [occurrence for _, plan in plans for occurrence in plan.to_send]
+        # Recorded, each occurrence's dispatch span is the parent its attempts continue.
+        spans = [self._span(occurrence) for occurrence in to_send] if self.spans.recording else []
+        if spans:
+            to_send = [
+                replace(occurrence, trace=span.context)
+                for occurrence, span in zip(to_send, spans, strict=True)
+            ]
         messages = [
             OutgoingMessage(
                 encode_occurrence(occurrence), self._delay(occurrence.scheduled_time, now)
             )
-            for _, plan in plans
-            for occurrence in plan.to_send
+            for occurrence in to_send
         ]
         # Send before advancing: a crash in between re-sends (deduplicated), never loses. In the
         # claim's order, the highest priority first: an SQS standard queue gives them back in
         # about that order, the SQLite queue exactly (by visibility, then as sent).
-        self.occurrences.send(messages)
+        try:
+            self.occurrences.send(messages)
+        except BaseException as exc:
+            for span in spans:
+                span.end(f"not sent: {type(exc).__name__}")
+            raise
+        for span in spans:
+            span.end()
         self.stats.sent += len(messages)
         OCCURRENCES_SENT.inc(len(messages))
         skips = [(item.occurrence, item.reason) for _, plan in plans for item in plan.skipped]
@@ -377,6 +394,19 @@ class Poller:
             recorded = self.backoff.call(read, self.stopping, leased_until)
             events.extend(event for event in found if event.occurrence_id not in recorded)
         return events
+
+    def _span(self, occurrence: Occurrence) -> OpenSpan:
+        return self.spans.begin(
+            "occurrence dispatch",
+            SpanKind.PRODUCER,
+            occurrence.trace,
+            {
+                "scheduler.tenant": occurrence.tenant,
+                "scheduler.schedule.id": occurrence.schedule_id,
+                "scheduler.occurrence.id": occurrence.occurrence_id,
+                "scheduler.scheduled_time": iso_z(occurrence.scheduled_time),
+            },
+        )
 
     def _delay(self, scheduled_time: datetime, now: datetime) -> float:
         """Whole seconds (as SQS counts them) so the message arrives a little before its time."""

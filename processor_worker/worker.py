@@ -11,7 +11,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from shared.backoff import Backoff
@@ -30,6 +30,7 @@ from shared.ports import (
     Store,
     SystemClock,
 )
+from shared.ports.spans import NoSpans, OpenSpan, SpanKind, Spans
 from shared.secrets import SecretBox
 from shared.timeutil import iso_z
 
@@ -58,8 +59,10 @@ class Processor:
         wait_seconds: float = 1.0,
         clock: Clock | None = None,
         on_applied: Callable[[], None] | None = None,
+        spans: Spans | None = None,
     ) -> None:
         self.store = store
+        self.spans = spans or NoSpans()
         self.mutations = mutations
         self.dead_letters = dead_letters
         self.secrets = secrets
@@ -144,23 +147,35 @@ class Processor:
             for _, mutation, _ in decoded
             if mutation.change is not None
         ]
+        # Recorded, each definition's span is the parent its occurrences continue.
+        spans = [self._span(mutation) for _, mutation, _ in decoded] if self.spans.recording else []
         definitions = [
             (
                 mutation.tenant,
                 mutation.schedule_id,
                 mutation.revision,
-                mutation.definition,
+                replace(mutation.definition, trace=spans[index].context)
+                if spans
+                else mutation.definition,
                 next_time,
                 mutation.accepted_at,
             )
-            for _, mutation, next_time in decoded
+            for index, (_, mutation, next_time) in enumerate(decoded)
         ]
 
         def write() -> list[bool]:
             self.store.record_changes(changes)
             return self.store.apply_definitions(definitions)
 
-        results = self.backoff.call(write, self.stopping, visible_again)
+        try:
+            results = self.backoff.call(write, self.stopping, visible_again)
+        except BaseException as exc:
+            for span in spans:
+                span.end(f"not stored: {type(exc).__name__}")
+            raise
+        for span, applied in zip(spans, results, strict=False):
+            span.set({"scheduler.applied": applied})
+            span.end()
         for (receipt, mutation, next_time), applied in zip(decoded, results, strict=True):
             if applied:
                 self.stats.applied += 1
@@ -195,3 +210,15 @@ class Processor:
         self.stats.poisoned += 1
         MUTATIONS.labels("poisoned").inc()
         return message.receipt_handle
+
+    def _span(self, mutation: DefinitionMutation) -> OpenSpan:
+        return self.spans.begin(
+            "schedule process",
+            SpanKind.CONSUMER,
+            mutation.definition.trace,
+            {
+                "scheduler.tenant": mutation.tenant,
+                "scheduler.schedule.id": mutation.schedule_id,
+                "scheduler.revision": mutation.revision,
+            },
+        )

@@ -25,6 +25,7 @@ def build_processor(
         batch_size=settings.processor_batch_size,
         wait_seconds=settings.receive_wait_seconds,
         clock=clock,
+        spans=backends.spans,
     )
 
 
@@ -39,7 +40,9 @@ def build_poller(settings: Settings, backends: Backends, clock: Clock | None = N
     )
     sender = HttpSender(policy=TargetPolicy(settings.allowed_networks))
     alerts = AlertSender(sender, signers, clock)
-    return Poller(backends.store, backends.queues.occurrences, settings, clock, alerts)
+    return Poller(
+        backends.store, backends.queues.occurrences, settings, clock, alerts, backends.spans
+    )
 
 
 def build_executor(settings: Settings, backends: Backends, clock: Clock | None = None) -> Executor:
@@ -55,4 +58,5 @@ def build_executor(settings: Settings, backends: Backends, clock: Clock | None =
         settings,
         clock,
         backends.secrets,
+        spans=backends.spans,
     )

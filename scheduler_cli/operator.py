@@ -259,7 +259,8 @@ def run(args: argparse.Namespace, environ: dict[str, str], out: TextIO | None = 
     if args.command == "schedules" and args.action == "bulk":
         result = call_api(args, environ, lambda client: bulk.run(client, args, out, sys.stdin))
         return 1 if result is None else result
-    called = call_api(args, environ, lambda client: _request(client, args))
+    trace = {name: environ.get(name.upper()) for name in ("traceparent", "tracestate")}
+    called = call_api(args, environ, lambda client: _request(client, args, trace))
     if called is None:
         return 1
     answer, rows, columns = called
@@ -283,8 +284,10 @@ def run(args: argparse.Namespace, environ: dict[str, str], out: TextIO | None = 
 
 
 def _request(
-    client: SchedulerClient, args: argparse.Namespace
+    client: SchedulerClient, args: argparse.Namespace, trace: dict[str, str | None]
 ) -> tuple[Any, list[dict[str, Any]] | None, Sequence[tuple[str, str]]]:
+    """``trace``: the W3C trace context a create, replace or update continues, from the
+    ``TRACEPARENT`` and ``TRACESTATE`` variables (OpenTelemetry's carriers for processes)."""
     if args.command == "executions" and args.occurrence:
         answer: Any = client.execution(args.id, args.occurrence)
         return answer, [_attempt_row(item) for item in answer["attempt_log"]], ATTEMPT_COLUMNS
@@ -330,11 +333,13 @@ def _request(
         return answer, [_change_row(item) for item in answer["items"]], CHANGE_COLUMNS
     if action == "create":
         body = _body_file(args.file)
-        return (client.replace(args.id, body) if args.id else client.create(body)), None, ()
+        if args.id:
+            return client.replace(args.id, body, **trace), None, ()
+        return client.create(body, **trace), None, ()
     if action == "backfill":
         return client.backfill(args.id, args.start, args.end, policy=args.policy), None, ()
     if action == "update":
-        return client.update(args.id, _body_file(args.file)), None, ()
+        return client.update(args.id, _body_file(args.file), **trace), None, ()
     by_id: dict[str, Callable[[str], Any]] = {
         "get": client.get,
         "pause": client.pause,

@@ -118,15 +118,23 @@ class SchedulerClient:
 
     # -- schedules ----------------------------------------------------------------------------
 
-    def create(self, body: Mapping[str, Any], *, idempotency_key: str | None = None) -> Accepted:
+    def create(
+        self,
+        body: Mapping[str, Any],
+        *,
+        idempotency_key: str | None = None,
+        traceparent: str | None = None,
+        tracestate: str | None = None,
+    ) -> Accepted:
         """Create a schedule (asynchronously: ``get`` may raise ``NotFound`` for a few ms).
 
         Without ``idempotency_key`` a fresh one is sent, so a retry never creates a second.
+        With ``traceparent`` (W3C Trace Context, and ``tracestate``), its webhook calls
+        continue that trace; without, the service starts one (docs/tracing.md).
         """
         key = idempotency_key or str(uuid.uuid4())
-        answer = self._call(
-            "POST", "/schedule", body=body, headers={"Idempotency-Key": key}, idempotent=True
-        )
+        headers = {"Idempotency-Key": key, **_trace(traceparent, tracestate)}
+        answer = self._call("POST", "/schedule", body=body, headers=headers, idempotent=True)
         return cast(Accepted, answer)
 
     def replace(
@@ -135,9 +143,14 @@ class SchedulerClient:
         body: Mapping[str, Any],
         *,
         idempotency_key: str | None = None,
+        traceparent: str | None = None,
+        tracestate: str | None = None,
     ) -> Accepted:
-        """Create or replace the schedule with this id."""
-        return self._write("PUT", schedule_id, body, idempotency_key)
+        """Create or replace the schedule with this id (its calls then continue
+        ``traceparent``'s trace, or a new one)."""
+        return self._write(
+            "PUT", schedule_id, body, idempotency_key, _trace(traceparent, tracestate)
+        )
 
     def update(
         self,
@@ -145,18 +158,29 @@ class SchedulerClient:
         changes: Mapping[str, Any],
         *,
         idempotency_key: str | None = None,
+        traceparent: str | None = None,
+        tracestate: str | None = None,
     ) -> Accepted:
         """Change some fields of the schedule (a PATCH: a JSON merge patch onto the stored
         body; ``None`` removes a member). Applying the same changes twice gives the same
-        schedule, so it is retried like ``replace``."""
-        return self._write("PATCH", schedule_id, changes, idempotency_key)
+        schedule, so it is retried like ``replace``. Its calls then continue
+        ``traceparent``'s trace, or a new one."""
+        return self._write(
+            "PATCH", schedule_id, changes, idempotency_key, _trace(traceparent, tracestate)
+        )
 
     def _write(
-        self, method: str, schedule_id: str, body: Mapping[str, Any], idempotency_key: str | None
+        self,
+        method: str,
+        schedule_id: str,
+        body: Mapping[str, Any],
+        idempotency_key: str | None,
+        trace: dict[str, str],
     ) -> Accepted:
         """A PUT or PATCH of the schedule: the same request gives the same schedule, so it is
         retried; with ``idempotency_key``, under that key."""
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
+        headers.update(trace)
         answer = self._call(
             method, self._path(schedule_id), body=body, headers=headers, idempotent=True
         )
@@ -524,3 +548,11 @@ def _calendar_body(
     if ics is not None:
         body["ics"] = ics
     return body
+
+
+def _trace(traceparent: str | None, tracestate: str | None) -> dict[str, str]:
+    """The W3C trace context headers of a create, replace or change."""
+    headers = {"traceparent": traceparent} if traceparent else {}
+    if traceparent and tracestate:
+        headers["tracestate"] = tracestate
+    return headers

@@ -293,6 +293,7 @@ class Schedule(TypedDict):
     last_status: str | None
     created_at: str
     updated_at: str
+    trace_id: str | None  # the W3C trace its calls continue (docs/tracing.md)
 
 
 class Execution(TypedDict):

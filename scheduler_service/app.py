@@ -90,7 +90,12 @@ def create_app(
         JSON_SORT_KEYS=False,
     )
     service = ScheduleService(
-        backends.store, backends.queues, settings, clock or SystemClock(), backends.secrets
+        backends.store,
+        backends.queues,
+        settings,
+        clock or SystemClock(),
+        backends.secrets,
+        backends.spans,
     )
     authenticator = Authenticator(settings, backends.store)
     rate_limiter = TenantRateLimiter(settings.tenant_rate_limit)

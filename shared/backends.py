@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -12,10 +13,13 @@ from shared.adapters.sqlite.db import SqliteDatabase, sqlite_path
 from shared.backoff import Backoff, Stop
 from shared.errors import ConfigurationError
 from shared.ports import MessageQueue, Queues, Store
+from shared.ports.spans import NoSpans, Spans
 from shared.secrets import SecretBox, key_file_keys
 from shared.settings import Settings
 
 KEY_FILE = "secret-keys"
+
+log = logging.getLogger(__name__)
 
 DatabaseOpener = Callable[[str], SqliteDatabase]
 
@@ -31,10 +35,13 @@ class Backends:
     # Checks that this process can still open its local files (the SQLite databases); each
     # raises Transient when it cannot. Remote backends are readiness, not liveness.
     liveness: list[Callable[[], None]] = field(default_factory=list)
+    # What the process records of traces (``open_spans``).
+    spans: Spans = field(default_factory=NoSpans)
 
     def close(self) -> None:
         self.queues.close()
         self.store.close()
+        self.spans.close()
         for close in self.resources:
             close()
 
@@ -73,8 +80,31 @@ def open_backends(settings: Settings, *, create: bool = True, wait: Stop | None 
         else:
             Backoff("starting").call(make, wait)
     return Backends(
-        store, queues, secrets, resources, [opened.check for opened in databases.values()]
+        store,
+        queues,
+        secrets,
+        resources,
+        [opened.check for opened in databases.values()],
+        open_spans(settings),
     )
+
+
+def open_spans(settings: Settings) -> Spans:
+    """Spans exported over OTLP when an endpoint is set and the SDK is installed (the ``otel``
+    extra); else none recorded, the trace context passed on all the same."""
+    if not settings.trace_export:
+        return NoSpans()
+    try:
+        from shared.adapters.otel_spans import exporting_spans
+    except ImportError as exc:
+        log.warning(
+            "OTEL_EXPORTER_OTLP_ENDPOINT is set but the OpenTelemetry SDK is not installed "
+            "(pip install 'scheduler-service[otel]'): no spans are exported (%s)",
+            exc,
+            extra={"event": "trace_export_unavailable"},
+        )
+        return NoSpans()
+    return exporting_spans()
 
 
 @contextmanager

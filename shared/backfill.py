@@ -126,6 +126,7 @@ def plan_backfill(
             scheduled_time=moment,
             priority=definition.priority,
             manual=True,
+            trace=definition.trace,
         )
         record = recorded.get(occurrence.occurrence_id)
         if record is not None and record.status is not ExecutionStatus.SKIPPED:

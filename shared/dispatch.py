@@ -116,6 +116,7 @@ def _plan(
             scheduled_time=fire_time(nominal_id, moment, definition.jitter_seconds),
             priority=definition.priority,
             occurrence_id=nominal_id,
+            trace=definition.trace,
         )
 
     sent_before = tuple(moment for moment in schedule.sent_ahead if moment >= now)

@@ -16,6 +16,7 @@ from shared.errors import ConfigurationError, PoisonMessage
 from shared.model import Occurrence, ScheduleDefinition
 from shared.secrets import SecretBox
 from shared.timeutil import iso_z, parse_iso
+from shared.tracing import TRACEPARENT, TraceContext
 
 FORMAT_VERSION = 1
 
@@ -85,6 +86,8 @@ def encode_occurrence(occurrence: Occurrence) -> str:
     }
     if occurrence.not_before is not None:
         message["not_before"] = iso_z(occurrence.not_before)
+    if occurrence.trace is not None:
+        message.update(occurrence.trace.headers())
     return json.dumps(message, separators=(",", ":"))
 
 
@@ -100,6 +103,8 @@ def decode_occurrence(body: str) -> Occurrence:
             priority=int(data.get("priority", 5)),
             manual=bool(data.get("manual", False)),
             not_before=_instant(data["not_before"]) if "not_before" in data else None,
+            # Absent from a message sent before traces were carried (during an upgrade).
+            trace=TraceContext.from_document(data) if TRACEPARENT in data else None,
         )
     except PoisonMessage:
         raise

@@ -30,6 +30,7 @@ from shared.timing import JSON as JSON
 from shared.timing import Every as Every
 from shared.timing import Timing as Timing
 from shared.timing import Unit as Unit
+from shared.tracing import TraceContext
 
 
 @dataclass(frozen=True)
@@ -147,6 +148,9 @@ class ScheduleDefinition:
     managed_by: str | None = None
     # Business days only: the tenant's calendars it excludes, and the shift (shared.calendars).
     calendar: CalendarRule | None = None
+    # The trace its occurrences continue (``shared.tracing``): the request that created or last
+    # replaced it. Not part of what was asked for: two definitions differing only in it are equal.
+    trace: TraceContext | None = field(default=None, compare=False)
 
     def to_document(self) -> dict[str, JSON]:
         return {
@@ -168,6 +172,7 @@ class ScheduleDefinition:
             "alert": None if self.alert is None else self.alert.to_document(),
             "managed_by": self.managed_by,
             "calendar": None if self.calendar is None else self.calendar.to_document(),
+            "trace": None if self.trace is None else self.trace.to_document(),
         }
 
     def body(self) -> dict[str, JSON]:
@@ -219,6 +224,8 @@ class ScheduleDefinition:
             calendar=CalendarRule.from_document(rule)
             if (rule := document.get("calendar"))
             else None,
+            # Absent from what was stored before traces were kept.
+            trace=TraceContext.from_document(trace) if (trace := document.get("trace")) else None,
         )
 
 
@@ -334,6 +341,9 @@ class Occurrence:
     # A retry waiting out a delay longer than a queue message can stay invisible: re-sent,
     # and never attempted before this instant.
     not_before: datetime | None = None
+    # The trace it continues (its schedule's, or its dispatch span's); None on a message sent
+    # before traces were carried: its attempts then start traces of their own.
+    trace: TraceContext | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "scheduled_time", utc_ms(self.scheduled_time))

@@ -21,6 +21,7 @@ from shared.redaction import DEFAULT_SECRET_NAMES
 from shared.secrets import SecretBox
 
 PREFIX = "SCHEDULER_"
+OTLP_ENDPOINTS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 TENANT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._~-]{0,63}$")
 API_AUTH_MODES = ("auto", "keys", "none")
 # A DNS name: labels of letters, digits, hyphens (and underscores, which some names have).
@@ -145,6 +146,9 @@ class Settings:
     metrics_host: str = "127.0.0.1"
     # How old the schedules-by-status gauge may be: counting is a scan of the store.
     schedule_counts_seconds: float = 30.0
+    # Spans exported over OTLP (docs/tracing.md): set from OpenTelemetry's own variables,
+    # OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, which the SDK reads.
+    trace_export: bool = False
 
     # Worker identity (defaults to host:pid)
     worker_id: str = field(default_factory=lambda: f"{os.uname().nodename}:{os.getpid()}")
@@ -163,6 +167,8 @@ class Settings:
         for variable in ("AWS_REGION", "AWS_DEFAULT_REGION"):
             if "aws_region" not in values and environ.get(variable):
                 values["aws_region"] = environ[variable]
+        if "trace_export" not in values:
+            values["trace_export"] = any(environ.get(variable) for variable in OTLP_ENDPOINTS)
         values.update(overrides)
         settings = cls(**values)
         settings.validate()

@@ -168,6 +168,9 @@ PAUSE = Write(
         Set("status", PAUSED),
         Set("paused_by", PausedBy.USER.value),
         Set("paused_at", Param("now")),
+        # What a pause holds back is not late, however it ends (``shared.lateness``): the
+        # advance after it arms the check again.
+        Set("late_check_at", None),
     ),
 )
 # A resume applies to a paused one, sets its next time, and clears the pause and the failures
@@ -271,6 +274,7 @@ PAUSE_ON_FAILURES = Write(
         Set("paused_at", Param("at")),
         Set("updated_at", Param("at")),
         Set("state_revision", Param("state_revision")),
+        Set("late_check_at", None),
         *RELEASED,
     ),
 )

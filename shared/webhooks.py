@@ -2,8 +2,9 @@
 
 Every delivery of one occurrence carries the same ``Idempotency-Key`` and ``webhook-id`` (the
 occurrence id), signed as Standard Webhooks specifies (``webhook-signature: v1,<base64 HMAC>``;
-with several secrets, one signature each, separated by spaces). A payload with placeholders is
-filled in first (``shared.templating``: the URL's query values, header values, query
+with several secrets, one signature each, separated by spaces), and its attempt's W3C
+``traceparent`` (``shared.tracing``: a span id of its own per attempt). A payload with
+placeholders is filled in first (``shared.templating``: the URL's query values, header values, query
 parameters and the body's strings), so what is signed and sent is the filled-in request.
 """
 
@@ -24,9 +25,11 @@ from shared.ports import WebhookRequest
 from shared.targets.http import CHECKED_BODY_BYTES
 from shared.templating import TemplateValues, header_value, render_json, render_text
 from shared.timeutil import iso_z
+from shared.tracing import TRACEPARENT, TRACESTATE, TraceContext
 
 USER_AGENT = "scheduler-service/0.1"
 METHODS_WITHOUT_BODY = frozenset({"GET", "HEAD", "OPTIONS"})
+TRACE_HEADERS = frozenset({TRACEPARENT, TRACESTATE})
 
 
 def new_webhook_secret() -> str:
@@ -99,9 +102,11 @@ def build_request(
     now: datetime,
     schedule_name: str = "",
     authorization: str | None = None,
+    trace: TraceContext | None = None,
 ) -> WebhookRequest:
     """The signed request of attempt ``attempt``; ``authorization`` (a bearer token's
-    header value) replaces any ``Authorization`` header of the payload's."""
+    header value) replaces any ``Authorization`` header of the payload's, ``trace`` (the
+    attempt's context: ``traceparent``, ``tracestate``) any trace header of the payload's."""
     if payload.templated:
         values = TemplateValues.of(occurrence, attempt, schedule_name).by_name()
         payload = filled_in(payload, values)
@@ -119,6 +124,10 @@ def build_request(
             "X-Scheduler-Attempt": str(attempt),
         }
     )
+    if trace is not None:
+        for name in [name for name in headers if name.lower() in TRACE_HEADERS]:
+            del headers[name]
+        headers.update(trace.headers())
     if body_text:
         headers.setdefault("Content-Type", "application/json")
     if authorization is not None:

@@ -69,6 +69,7 @@ def submit(values: Mapping[str, str], editing: Schedule | None) -> Response | tu
                 loaded.definition,
                 actor=request_actor(),
                 fire_if_past=loaded.fire_if_past,
+                operation="create" if editing is None else "replace",
             )
     except InvalidInput as exc:
         failed = [

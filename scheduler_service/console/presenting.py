@@ -278,6 +278,9 @@ def about_rows(view: Mapping[str, Any]) -> list[Row]:
         Row("created", view["created_at"], "time"),
         Row("changed", view["updated_at"], "time"),
     ]
+    if view.get("trace_id"):
+        # The W3C trace its calls continue: what to search a tracing back end for.
+        rows.append(Row("trace id", view["trace_id"], "code"))
     return rows
 
 

@@ -367,6 +367,15 @@ class ScheduleViewSchema(Open):
     last_status = fields.String(allow_none=True, required=True, attribute="schedule.last_status")
     created_at = Instant(required=True, attribute="schedule.created_at")
     updated_at = Instant(required=True, attribute="schedule.updated_at")
+    trace_id = fields.String(
+        allow_none=True,
+        required=True,
+        metadata={
+            "description": "the W3C trace its webhook calls continue (each call's traceparent): "
+            "the one of the request that created or last replaced it (docs/tracing.md); null "
+            "for a schedule stored before traces were kept"
+        },
+    )
 
 
 class SchedulePageSchema(Open):

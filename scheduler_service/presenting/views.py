@@ -186,6 +186,11 @@ class ScheduleView:
         return TimingView.of(self.timing)
 
     @property
+    def trace_id(self) -> str | None:
+        trace = self.definition.trace
+        return None if trace is None else trace.trace_id
+
+    @property
     def retry_document(self) -> dict[str, JSON]:
         return self.definition.retry.to_document()
 

@@ -1,5 +1,5 @@
-"""The request headers the API reads beside the key: ``Idempotency-Key``, and the fingerprint
-of the request it names."""
+"""The request headers the API reads beside the key: ``Idempotency-Key`` and the fingerprint
+of the request it names; a create's W3C ``traceparent`` and ``tracestate``."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from flask import request
 from marshmallow import EXCLUDE, Schema, fields, validate
 
 from scheduler_service.service.creating import IdempotentRequest
+from shared.tracing import TRACEPARENT, TRACESTATE, TraceContext, from_headers
 
 IDEMPOTENCY_KEY = r"^[\x21-\x7e]{1,255}$"
 
@@ -33,6 +34,19 @@ class IdempotencyHeader(Headers):
             "schedule and creates nothing; with another body it is a 409. Kept 24 h by default."
         },
     )
+    # Never refused: an invalid traceparent is ignored (W3C Trace Context), a new trace begins.
+    traceparent = fields.String(
+        data_key=TRACEPARENT,
+        metadata={
+            "description": "W3C trace context: the schedule's occurrences and each webhook call "
+            "continue this trace (docs/tracing.md); without one (or an invalid one) a new "
+            "trace begins"
+        },
+    )
+    tracestate = fields.String(
+        data_key=TRACESTATE,
+        metadata={"description": "W3C trace context: passed on with the traceparent"},
+    )
 
 
 def idempotent_request(headers: dict[str, Any]) -> IdempotentRequest | None:
@@ -46,3 +60,13 @@ def idempotent_request(headers: dict[str, Any]) -> IdempotentRequest | None:
         [request.method, request.path, raw], sort_keys=True, separators=(",", ":")
     )
     return IdempotentRequest(key, hashlib.sha256(canonical.encode()).hexdigest())
+
+
+def trace_parent(headers: dict[str, Any]) -> TraceContext | None:
+    """The trace ``headers`` (as ``IdempotencyHeader`` loaded them) continue, if valid."""
+    return from_headers(
+        {
+            TRACEPARENT: headers.get("traceparent") or "",
+            TRACESTATE: headers.get("tracestate") or "",
+        }
+    )

@@ -24,7 +24,11 @@ from scheduler_service.presenting.schemas import (
     ScheduleViewSchema,
 )
 from scheduler_service.presenting.views import PageView, json_answer
-from scheduler_service.requests.headers import IdempotencyHeader, idempotent_request
+from scheduler_service.requests.headers import (
+    IdempotencyHeader,
+    idempotent_request,
+    trace_parent,
+)
 from scheduler_service.requests.patch import (
     PATCH_DESCRIPTION,
     SchedulePatchSchema,
@@ -70,11 +74,14 @@ def accept(
     body: ScheduleRequest,
     schedule_id: str | None,
     headers: dict[str, Any],
+    operation: str,
     action: ChangeAction | None = None,
 ) -> Response:
     """A create, replace or change accepted (``202``, ``Location``), or refused with its fields
     named as the body named them; recorded in the history as ``action`` (by default a create,
-    or a replace of a stored schedule)."""
+    or a replace of a stored schedule). Its occurrences continue the request's W3C
+    ``traceparent`` (an invalid one is ignored, as the specification says: a new trace
+    begins)."""
     with as_sent(body.names):
         accepted = service().creation.accept_definition(
             g.tenant,
@@ -84,6 +91,8 @@ def accept(
             actor=request_actor(),
             action=action,
             fire_if_past=body.fire_if_past,
+            parent=trace_parent(headers),
+            operation=operation,
         )
     return accepted_response(accepted)
 
@@ -122,7 +131,7 @@ def create_schedule(body: ScheduleRequest, headers: dict[str, Any]) -> Response:
     With an `Idempotency-Key`, a repeat with the same body answers the same schedule and
     creates nothing; with another body, 409.
     """
-    return accept(body, body.schedule_id, headers)
+    return accept(body, body.schedule_id, headers, "create")
 
 
 @blp.listing("/schedules", ListSchedulesQuery, SchedulePageSchema, "listSchedules")
@@ -165,7 +174,7 @@ class ScheduleResource(MethodView):
         if body.schedule_id not in (None, schedule_id):
             raise InvalidInput({"id": f"does not match the id in the path ({schedule_id!r})"})
         check_id(schedule_id)
-        return accept(body, schedule_id, headers)
+        return accept(body, schedule_id, headers, "replace")
 
     @definition_write(SchedulePatchSchema, "patchSchedule", 404, description=PATCH_DESCRIPTION)
     def patch(self, patch: dict[str, Any], headers: dict[str, Any], schedule_id: str) -> Response:
@@ -180,6 +189,7 @@ class ScheduleResource(MethodView):
             patched_request(stored.live_definition, patch),
             schedule_id,
             headers,
+            "patch",
             ChangeAction.PATCH,
         )
 

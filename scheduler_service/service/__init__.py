@@ -34,6 +34,7 @@ from scheduler_service.service.recording import ChangeRecorder
 from scheduler_service.service.revisions import RevisionClock
 from scheduler_service.service.running import ManualRuns
 from shared.ports import Clock, Queues, Store
+from shared.ports.spans import Spans
 from shared.secrets import SecretBox
 from shared.settings import Settings
 from shared.signing import SigningSecrets
@@ -44,7 +45,13 @@ class ScheduleService:
     beside them (the settings, the clock, the secret box that seals the console's session)."""
 
     def __init__(
-        self, store: Store, queues: Queues, settings: Settings, clock: Clock, secret_box: SecretBox
+        self,
+        store: Store,
+        queues: Queues,
+        settings: Settings,
+        clock: Clock,
+        secret_box: SecretBox,
+        spans: Spans | None = None,
     ) -> None:
         self.settings = settings
         self.clock = clock
@@ -55,7 +62,15 @@ class ScheduleService:
         self.checks = DefinitionChecks(settings, clock, store)
         self.recorder = ChangeRecorder(store, clock, revisions, settings.secret_headers)
         self.creation = Creation(
-            store, queues, settings, clock, secret_box, self.checks, revisions, self.recorder
+            store,
+            queues,
+            settings,
+            clock,
+            secret_box,
+            self.checks,
+            revisions,
+            self.recorder,
+            spans,
         )
         self.changes = StateChanges(store, clock, revisions, self.reads, self.recorder)
         self.bulk = Bulk(store, clock, settings, self.changes, self.creation)

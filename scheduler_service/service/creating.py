@@ -36,10 +36,12 @@ from shared.messages import DefinitionMutation, encode_mutation
 from shared.model import Schedule, ScheduleDefinition, ScheduleStatus
 from shared.notations import build_recurrence
 from shared.ports import Clock, IdempotencyRecord, OutgoingMessage, Queues, SlotReservation, Store
+from shared.ports.spans import NoSpans, SpanKind, Spans
 from shared.quota_rules import LIVE_STATUSES
 from shared.recurrence import TooMuchWork, cpu_budget
 from shared.secrets import SecretBox, carries_mask, keep_masked_hook, keep_masked_secrets
 from shared.settings import Settings
+from shared.tracing import TraceContext
 
 # A repeat of an idempotent create this long after the first, with the schedule still unknown,
 # re-sends its mutation (the first may have died between recording and enqueueing).
@@ -85,9 +87,12 @@ class Creation:
         checks: DefinitionChecks,
         revisions: RevisionClock,
         recorder: ChangeRecorder,
+        spans: Spans | None = None,
     ) -> None:
         """``secret_box`` seals the payloads of the mutations sent on queue 1; ``recorder``
-        notes each change for the history (sent with it)."""
+        notes each change for the history (sent with it); ``spans`` records each create,
+        replace and patch (``shared.ports.spans``)."""
+        self.spans = spans or NoSpans()
         self.store = store
         self.queues = queues
         self.settings = settings
@@ -107,6 +112,8 @@ class Creation:
         actor: Actor,
         action: ChangeAction | None = None,
         fire_if_past: bool = False,
+        parent: TraceContext | None = None,
+        operation: str = "create",
     ) -> Accepted:
         """Check the definition and send it on queue 1 (see the module docstring), or
         ``InvalidInput`` naming every bad field by its canonical name. A one-time schedule
@@ -116,7 +123,46 @@ class Creation:
 
         The change history records it as ``action`` by ``actor`` (a create, or a replace of a
         stored schedule, unless ``action`` says otherwise: a patch), with the fields it changes
-        from the stored definition (``scheduler_service.service.recording``)."""
+        from the stored definition (``scheduler_service.service.recording``).
+
+        The definition's occurrences continue the trace of this ``operation``'s span
+        ("create", "replace", "patch"), a child of ``parent`` (the request's ``traceparent``)
+        or the start of a new trace."""
+        span = self.spans.begin(
+            f"schedule {operation}",
+            SpanKind.SERVER,
+            parent,
+            {"scheduler.tenant": tenant, "scheduler.schedule.id": schedule_id},
+        )
+        try:
+            accepted = self._accept(
+                tenant,
+                schedule_id,
+                dataclasses.replace(definition, trace=span.context),
+                idempotency,
+                fire_if_past,
+                actor,
+                action,
+            )
+        except BaseException as exc:
+            span.end(type(exc).__name__)
+            raise
+        span.set(
+            {"scheduler.schedule.id": accepted.schedule_id, "scheduler.revision": accepted.revision}
+        )
+        span.end()
+        return accepted
+
+    def _accept(
+        self,
+        tenant: str,
+        schedule_id: str | None,
+        definition: ScheduleDefinition,
+        idempotency: IdempotentRequest | None,
+        fire_if_past: bool,
+        actor: Actor,
+        action: ChangeAction | None,
+    ) -> Accepted:
         now = self.clock.now()
         stored = self.store.get_schedule(tenant, schedule_id) if schedule_id else None
         definition = self.kept_secrets(stored.definition if stored else None, definition)

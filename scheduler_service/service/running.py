@@ -61,6 +61,7 @@ class ManualRuns:
             priority=schedule.live_definition.priority,
             occurrence_id=manual_occurrence_id(schedule_id, now),
             manual=True,
+            trace=schedule.live_definition.trace,
         )
         self.send([occurrence])
         return occurrence
@@ -131,6 +132,7 @@ class ManualRuns:
             priority=schedule.live_definition.priority,
             occurrence_id=occurrence_id,
             manual=True,
+            trace=schedule.live_definition.trace,
         )
         try:
             self.send([occurrence])

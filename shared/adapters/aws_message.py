@@ -4,9 +4,10 @@
 The body: the payload's body with its placeholders filled in (a string as it is, any other
 JSON value as compact JSON), or, without one, the occurrence in JSON. The attributes (String):
 ``Scheduler-Occurrence-Id``, ``Scheduler-Schedule-Id``, ``Scheduler-Scheduled-Time`` (ISO 8601
-UTC), ``Scheduler-Attempt``. To a FIFO queue or topic also a message group id (the payload's,
-else the schedule id) and a deduplication id (the payload's, else the occurrence id: a retry
-of an attempt that did arrive is dropped by SQS within its five-minute window).
+UTC), ``Scheduler-Attempt``, and the attempt's W3C ``traceparent`` (and ``tracestate``). To a
+FIFO queue or topic also a message group id (the payload's, else the schedule id) and a
+deduplication id (the payload's, else the occurrence id: a retry of an attempt that did arrive
+is dropped by SQS within its five-minute window).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from shared.retry import Verdict
 from shared.targets.aws import AwsMessage, deduplication_id
 from shared.templating import TemplateValues, render_json
 from shared.timeutil import iso_z
+from shared.tracing import TraceContext
 
 
 def message_body(
@@ -42,13 +44,18 @@ def message_body(
     return body if isinstance(body, str) else json.dumps(body, separators=(",", ":"))
 
 
-def message_attributes(occurrence: Occurrence, attempt: int) -> dict[str, dict[str, str]]:
+def message_attributes(
+    occurrence: Occurrence, attempt: int, trace: TraceContext | None
+) -> dict[str, dict[str, str]]:
     values = {
         "Scheduler-Occurrence-Id": occurrence.occurrence_id,
         "Scheduler-Schedule-Id": occurrence.schedule_id,
         "Scheduler-Scheduled-Time": iso_z(occurrence.scheduled_time),
         "Scheduler-Attempt": str(attempt),
     }
+    if trace is not None:
+        # The attempt's span: a consumer continues the trace from ``traceparent``.
+        values.update(trace.headers())
     return {name: {"DataType": "String", "StringValue": value} for name, value in values.items()}
 
 

@@ -34,6 +34,7 @@ from shared.ports import (
     WebhookSender,
 )
 from shared.retry import Verdict
+from shared.tracing import TraceContext
 from shared.webhooks import WebhookSigner, build_request
 
 # The signer of a tenant's calls (its signing secrets), or None to send them unsigned.
@@ -79,10 +80,13 @@ class HttpTarget(DeliveryTarget[Payload]):
         attempt: int,
         now: datetime,
         schedule_name: str,
+        trace: TraceContext | None = None,
     ) -> Delivered:
         signer = self.signers(occurrence.tenant)
         if payload.auth is None:
-            request = build_request(occurrence, payload, attempt, signer, now, schedule_name)
+            request = build_request(
+                occurrence, payload, attempt, signer, now, schedule_name, trace=trace
+            )
             try:
                 response = await self.sender.send(request)
             except WebhookError as exc:
@@ -94,14 +98,21 @@ class HttpTarget(DeliveryTarget[Payload]):
                 occurrence.tenant, payload.auth, payload.timeout_seconds
             )
             request = build_request(
-                occurrence, payload, attempt, signer, now, schedule_name, f"Bearer {token}"
+                occurrence, payload, attempt, signer, now, schedule_name, f"Bearer {token}", trace
             )
             response = await self.sender.send(_within(request, deadline))
             if response.status == 401 and kept:
                 self.tokens.forget(occurrence.tenant, payload.auth, token)
                 token, _ = await self.tokens.token(occurrence.tenant, payload.auth, _left(deadline))
                 request = build_request(
-                    occurrence, payload, attempt, signer, now, schedule_name, f"Bearer {token}"
+                    occurrence,
+                    payload,
+                    attempt,
+                    signer,
+                    now,
+                    schedule_name,
+                    f"Bearer {token}",
+                    trace,
                 )
                 response = await self.sender.send(_within(request, deadline))
         except (TokenError, WebhookError) as exc:

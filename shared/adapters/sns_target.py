@@ -18,6 +18,7 @@ from shared.adapters.aws_message import (
 from shared.model import Occurrence
 from shared.ports import Clock, Delivered, DeliveryTarget
 from shared.targets.sns import TopicPayload
+from shared.tracing import TraceContext
 
 
 class SnsTarget(DeliveryTarget[TopicPayload]):
@@ -35,6 +36,7 @@ class SnsTarget(DeliveryTarget[TopicPayload]):
         attempt: int,
         now: datetime,
         schedule_name: str,
+        trace: TraceContext | None = None,
     ) -> Delivered:
         try:
             topic = payload.topic()
@@ -43,7 +45,7 @@ class SnsTarget(DeliveryTarget[TopicPayload]):
         request: dict[str, Any] = {
             "TopicArn": payload.topic_arn,
             "Message": message_body(occurrence, payload, attempt, schedule_name),
-            "MessageAttributes": message_attributes(occurrence, attempt),
+            "MessageAttributes": message_attributes(occurrence, attempt, trace),
         }
         if topic.fifo:
             request.update(fifo_fields(occurrence, payload))

@@ -24,6 +24,7 @@ from shared.model import Occurrence
 from shared.ports import Clock, Delivered, DeliveryTarget
 from shared.targets.aws import AwsResource
 from shared.targets.sqs import QueuePayload
+from shared.tracing import TraceContext
 
 
 class SqsTarget(DeliveryTarget[QueuePayload]):
@@ -51,6 +52,7 @@ class SqsTarget(DeliveryTarget[QueuePayload]):
         attempt: int,
         now: datetime,
         schedule_name: str,
+        trace: TraceContext | None = None,
     ) -> Delivered:
         try:
             queue = self._queue(payload)
@@ -62,7 +64,7 @@ class SqsTarget(DeliveryTarget[QueuePayload]):
         request: dict[str, Any] = {
             "QueueUrl": self._url(payload, queue),
             "MessageBody": message_body(occurrence, payload, attempt, schedule_name),
-            "MessageAttributes": message_attributes(occurrence, attempt),
+            "MessageAttributes": message_attributes(occurrence, attempt, trace),
         }
         if queue.fifo:
             request.update(fifo_fields(occurrence, payload))

@@ -21,6 +21,7 @@ from shared.targets import DeliveryPayload
 from shared.targets.http import HTTP
 from shared.targets.sns import SNS
 from shared.targets.sqs import SQS
+from shared.tracing import TraceContext
 
 # AWS sends in flight at once, each on a thread of its own, at most.
 MAX_AWS_THREADS = 64
@@ -72,10 +73,11 @@ class Targets(DeliveryTarget[DeliveryPayload]):
         attempt: int,
         now: datetime,
         schedule_name: str,
+        trace: TraceContext | None = None,
     ) -> Coroutine[Any, Any, Delivered]:
         # The adapter's own coroutine, not one more around it: this is on every fire's path.
         target = self.by_kind[payload.kind]
-        return target.deliver(occurrence, payload, attempt, now, schedule_name)
+        return target.deliver(occurrence, payload, attempt, now, schedule_name, trace)
 
     async def close(self) -> None:
         for target in self.by_kind.values():

@@ -11,6 +11,7 @@ from typing import Generic, TypeVar
 from shared.model import Occurrence
 from shared.retry import Verdict
 from shared.targets import DeliveryPayload
+from shared.tracing import TraceContext
 
 
 @dataclass(frozen=True)
@@ -97,12 +98,19 @@ class DeliveryTarget(ABC, Generic[P]):
 
     @abstractmethod
     async def deliver(
-        self, occurrence: Occurrence, payload: P, attempt: int, now: datetime, schedule_name: str
+        self,
+        occurrence: Occurrence,
+        payload: P,
+        attempt: int,
+        now: datetime,
+        schedule_name: str,
+        trace: TraceContext | None = None,
     ) -> Delivered:
         """Make attempt number ``attempt`` of ``occurrence`` (of the schedule named
-        ``schedule_name``, for its placeholders), starting at ``now``. A failure of the target
-        (no answer, a refused target, an answer that is not a success) is a verdict, never an
-        exception."""
+        ``schedule_name``, for its placeholders), starting at ``now``, sending ``trace``, the
+        attempt's own trace context (``traceparent``, ``tracestate``: a header, a message
+        attribute). A failure of the target (no answer, a refused target, an answer that is not
+        a success) is a verdict, never an exception."""
 
     @abstractmethod
     async def close(self) -> None:

@@ -25,6 +25,7 @@ from tests.support.receiver import Call, Receiver, running_receiver
 pytestmark = pytest.mark.slow
 
 T = TypeVar("T")
+TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 
 
 def eventually(probe: Callable[[], T], timeout: float = 15.0) -> T:
@@ -91,6 +92,19 @@ def exercise(client: SchedulerClient, receiver: Receiver) -> None:
     assert [(a["number"], a["status"]) for a in one["attempt_log"]] == [(1, "succeeded")]
     assert one["attempt_log"][0]["response_status_line"] == "HTTP/1.1 200 OK"
     assert receiver.calls[-1].json() == {"from": "renamed"}
+
+    # The caller's W3C trace, continued by the schedule's calls (docs/tracing.md).
+    traced = client.create(
+        {**hourly("traced", receiver), "payload": {"method": "GET", "url": f"{receiver.url}/t"}},
+        traceparent=f"00-{TRACE_ID}-00f067aa0ba902b7-01",
+    )["id"]
+    assert eventually(lambda: client.get(traced))["trace_id"] == TRACE_ID
+    client.trigger(traced)
+    [call] = eventually(lambda: [call for call in receiver.calls if call.path == "/t"], timeout=20)
+    version, trace_id, span_id, flags = call.headers["traceparent"].split("-")
+    assert (version, trace_id, flags) == ("00", TRACE_ID, "01")
+    assert span_id not in ("00f067aa0ba902b7", "0" * 16)
+    assert client.delete(traced)["status"] == "deleted"
 
     preview = client.preview({"cron": "30 9 * * 1-5", "timezone": "Asia/Kolkata"}, count=3)
     assert len(preview["occurrences"]) == 3

@@ -533,7 +533,11 @@ def test_the_served_spec_declares_every_operation_and_its_errors(api: ApiUnderTe
     create_op = spec["paths"][f"{API}/schedule"]["post"]
     assert {"202", "400", "401", "403", "409", "413", "415"} <= set(create_op["responses"])
     assert "application/problem+json" in create_op["responses"]["409"]["content"]
-    assert [p["name"] for p in create_op["parameters"]] == ["Idempotency-Key"]
+    assert [p["name"] for p in create_op["parameters"]] == [
+        "Idempotency-Key",
+        "traceparent",
+        "tracestate",
+    ]
     assert set(spec["components"]["securitySchemes"]) == {"ApiKey", "Bearer"}
     assert api.client.get("/docs").status_code == 200
 

@@ -424,3 +424,34 @@ def test_an_alert_is_set_from_the_body_file_and_shown_by_get(
     api.apply()
     code, out, _ = run(capfd, "schedules", "get", "daily", "--url", url)
     assert ["alert:", "-"] in [line.split() for line in out.splitlines()]
+
+
+def test_create_and_update_continue_the_trace_of_traceparent_in_the_environment(
+    served: tuple[ApiUnderTest, str],
+    capfd: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """OpenTelemetry's carriers for processes: a script run inside a trace passes TRACEPARENT
+    (and TRACESTATE) to the commands it runs; the schedule's calls continue that trace."""
+    api, url = served
+    body = tmp_path / "body.json"
+    body.write_text(json.dumps(BODY))
+    trace_id = "4bf92f3577b34da6a3ce929d0e0e4736"
+    monkeypatch.setenv("TRACEPARENT", f"00-{trace_id}-00f067aa0ba902b7-01")
+    monkeypatch.setenv("TRACESTATE", "congo=t61")
+    code, _, err = run(
+        capfd, "schedules", "create", "--id", "traced", "-f", str(body), "--url", url
+    )
+    assert (code, err) == (0, "")
+    api.apply()
+    assert api.client.get(f"{API}/schedule/traced").get_json()["trace_id"] == trace_id
+    stored = api.backends.store.get_schedule("default", "traced")
+    assert stored is not None and stored.definition is not None
+    assert stored.definition.trace is not None and stored.definition.trace.state == "congo=t61"
+
+    monkeypatch.delenv("TRACEPARENT")
+    code, _, err = run(capfd, "schedules", "update", "traced", "-f", str(body), "--url", url)
+    assert (code, err) == (0, "")
+    api.apply()
+    assert api.client.get(f"{API}/schedule/traced").get_json()["trace_id"] not in (None, trace_id)

@@ -196,6 +196,10 @@ def test_create_then_view_edit_pause_and_delete_through_the_console(api: ApiUnde
     assert "At 02:00 every day, Europe/Paris" in page
     assert "s3cret-token" not in page and "********" in page
     assert len(re.findall(r"<li><time", page)) == 10  # the next 10 times
+    # The trace its calls continue (a new one: a form sends no traceparent), as the API says.
+    trace_id = api.client.get(f"{API}/schedule/nightly", headers=KEY_HEADER).get_json()["trace_id"]
+    assert re.fullmatch("[0-9a-f]{32}", trace_id)
+    assert re.search(rf"trace id</\w+>\s*<\w+[^>]*><code>{trace_id}</code>", page), page
 
     edit = text(api.client.get("/console/schedules/nightly/edit"))
     values = dict(re.findall(r'name="([^"]+)" type="text" value="([^"]*)"', edit))

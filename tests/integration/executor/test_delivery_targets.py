@@ -3,7 +3,8 @@ an HTTP webhook (a local receiver), an SQS queue and an SNS topic (the user's, o
 read back as the user would).
 
 Whatever the kind: a delivery that arrives is a success, and what arrived names the occurrence,
-its schedule and its time, with the body's placeholders filled in; a target that cannot take it
+its schedule and its time, carries the attempt's W3C ``traceparent`` and ``tracestate`` (a
+header, a message attribute), with the body's placeholders filled in; a target that cannot take it
 is a verdict that is not a success, never an exception; calls are counted by destination.
 """
 
@@ -28,6 +29,7 @@ from shared.ssrf import TargetPolicy
 from shared.targets import DeliveryPayload
 from shared.targets.sns import TopicPayload
 from shared.targets.sqs import QueuePayload
+from shared.tracing import TraceContext
 from shared.webhooks import WebhookSigner
 from tests.support.peers import Peer
 from tests.support.receiver import Receiver, running_receiver
@@ -36,6 +38,8 @@ from tests.support.user_aws import UserAws, user_aws
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 SCHEDULED = datetime(2030, 1, 1, 9, 30, tzinfo=UTC)
 OCCURRENCE = Occurrence("acme", "nightly-report", 7, SCHEDULED)
+# The context the executor gives an attempt (``execution_worker.delivery``): the target sends it.
+TRACE = TraceContext("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7", "01", "congo=t61")
 TEMPLATED = {
     "run": "{{ occurrence.id }}",
     "at": "{{occurrence.scheduled_time}}",
@@ -59,6 +63,8 @@ class Arrival:
     schedule_id: str
     scheduled_time: str
     attempt: str
+    traceparent: str | None
+    tracestate: str | None
 
 
 @dataclass
@@ -82,7 +88,7 @@ def deliver(targets: Targets, payload: DeliveryPayload) -> Delivered:
     async def once() -> Delivered:
         try:
             return await targets.deliver(
-                OCCURRENCE, payload, 3, SystemClock().now(), "Nightly report"
+                OCCURRENCE, payload, 3, SystemClock().now(), "Nightly report", TRACE
             )
         finally:
             await targets.close()
@@ -101,6 +107,8 @@ def http_kind(receiver: Receiver) -> Kind:
                 call.headers["x-scheduler-schedule-id"],
                 call.headers["x-scheduler-scheduled-time"],
                 call.headers["x-scheduler-attempt"],
+                call.headers.get("traceparent"),
+                call.headers.get("tracestate"),
             )
             for call in calls
         ]
@@ -128,6 +136,8 @@ def aws_arrivals(aws: UserAws, queue_url: str) -> Callable[[int], list[Arrival]]
                 message.attributes["Scheduler-Schedule-Id"],
                 message.attributes["Scheduler-Scheduled-Time"],
                 message.attributes["Scheduler-Attempt"],
+                message.attributes.get("traceparent"),
+                message.attributes.get("tracestate"),
             )
             for message in aws.arrived(queue_url, count)
         ]
@@ -205,6 +215,8 @@ def test_a_delivery_that_arrives_names_its_occurrence_and_fills_in_its_placehold
         "nightly-report",
         "2030-01-01T09:30:00.000Z",
         "3",
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        "congo=t61",
     )
 
 

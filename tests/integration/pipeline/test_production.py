@@ -10,6 +10,7 @@ assertions hold for all.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,7 +31,7 @@ from shared.settings import Settings
 from tests.support.executor_steps import fire, receive_once, take_due
 from tests.support.harness import API, FAST, TEST_SECRETS, Pipeline
 from tests.support.peers import WIRE_VARIANTS, fake_aws, wire_backends
-from tests.support.receiver import lateness, running_receiver
+from tests.support.receiver import answers, lateness, running_receiver
 from tests.support.schedules import ON_TIME_SECONDS, every_second_body
 
 
@@ -199,3 +200,37 @@ def test_every_attempt_and_its_answer_is_kept_through_mongodb_and_sqs(
         (2, "retrying", 500, "HTTP/1.1 500 Internal Server Error", "down"),
         (3, "succeeded", 200, "HTTP/1.1 200 OK", "ok"),
     ]
+
+
+def test_each_webhook_call_continues_the_trace_sent_on_create_with_a_span_per_attempt(
+    pipeline: ProductionPipeline,
+) -> None:
+    """What a receiver that records ``traceparent`` sees (W3C Trace Context): the trace id the
+    create was sent with, a span id of its own per attempt (a 503, then a 200), never the
+    caller's; the vendors' ``tracestate`` passed on."""
+    trace_id = "4bf92f3577b34da6a3ce929d0e0e4736"
+    sent = f"00-{trace_id}-00f067aa0ba902b7-01"
+    with running_receiver(answers(503, 200)) as receiver:
+        created = pipeline.client.post(
+            f"{API}/schedule",
+            json={
+                "schedule": {"at": "2026-01-01T09:00:00Z", "fire_if_past": True},
+                "payload": {"method": "POST", "url": f"{receiver.url}/traced"},
+                "retry": {"max_attempts": 3, "backoff_seconds": 0.01, "max_backoff_seconds": 0.05},
+            },
+            headers={"traceparent": sent, "tracestate": "congo=t61rcWkgMzE"},
+        )
+        assert created.status_code == 202
+        schedule_id = created.get_json()["id"]
+        deadline = time.monotonic() + 20
+        while len(receiver.calls) < 2:
+            assert time.monotonic() < deadline, receiver.calls
+            pipeline.run_for(0.2)
+        assert view(pipeline, schedule_id)["trace_id"] == trace_id
+    received = [call.headers["traceparent"] for call in receiver.calls]
+    version, ids, spans, flags = zip(*(header.split("-") for header in received), strict=True)
+    assert set(version) == {"00"} and set(flags) == {"01"}
+    assert set(ids) == {trace_id}
+    assert len(set(spans)) == 2 and "00f067aa0ba902b7" not in spans
+    assert all(re.fullmatch("[0-9a-f]{16}", span) and set(span) != {"0"} for span in spans)
+    assert {call.headers["tracestate"] for call in receiver.calls} == {"congo=t61rcWkgMzE"}

@@ -57,6 +57,8 @@ def test_a_claim_holds_the_cursor_and_a_replace_or_resume_disarms_it(contract_st
     assert store.move_late_check(due, T0 + 90 * SECOND)
     assert store.apply_state(TENANT, "s1", 2, ScheduleStatus.PAUSED, None, T0)
     assert store.late_schedules(T0 + 10 * MINUTE, 10) == []  # a paused schedule is not late
+    # Disarmed by the pause itself, whatever ends it.
+    assert store.get_schedule(TENANT, "s1").late_check_at is None  # type: ignore[union-attr]
     assert store.apply_state(TENANT, "s1", 3, ScheduleStatus.ACTIVE, T0 + 10 * MINUTE, T0)
     assert store.get_schedule(TENANT, "s1").late_check_at is None  # type: ignore[union-attr]
     create(store, "s2", next_time=T0 + 10 * MINUTE)
