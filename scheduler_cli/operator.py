@@ -16,6 +16,7 @@ from typing import Any, TextIO, TypeVar
 
 from scheduler_cli import bulk
 from scheduler_client import ApiError, ConnectionFailed, SchedulerClient
+from shared.ports.keys import NO_KEY
 from shared.schedule_listing import SORTS
 from shared.targets import summary
 
@@ -169,9 +170,17 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="run each occurrence, or only the latest",
     )
     client_options(backfill)
+    pause = actions.add_parser("pause", help="stop firing until resumed, or until --until")
+    pause.add_argument("id")
+    pause.add_argument(
+        "--until",
+        help="ISO instant to come: it resumes by itself then, the misfire policy applied to "
+        "what the pause missed",
+    )
+    pause.add_argument("--note", help="why, shown with the pause")
+    client_options(pause)
     for action, text in (
         ("get", "one schedule"),
-        ("pause", "stop firing until resumed"),
         ("resume", "fire again from now on"),
         ("trigger", "one extra run now"),
         ("delete", "stop for good"),
@@ -316,9 +325,10 @@ def _request(
         return client.backfill(args.id, args.start, args.end, policy=args.policy), None, ()
     if action == "update":
         return client.update(args.id, _body_file(args.file), **trace), None, ()
+    if action == "pause":
+        return client.pause(args.id, until=args.until, note=args.note), None, ()
     by_id: dict[str, Callable[[str], Any]] = {
         "get": client.get,
-        "pause": client.pause,
         "resume": client.resume,
         "trigger": client.trigger,
         "delete": client.delete,
@@ -337,11 +347,17 @@ def _pages(page: Callable[[str | None], Any], args: argparse.Namespace) -> dict[
 
 
 def state_line(schedule: dict[str, Any]) -> str:
-    """A paused or resumed schedule in one line: its id, name, status, and who paused it or
-    when it fires next."""
+    """A paused or resumed schedule in one line: its id, name, status, and who paused it (and
+    with which key), until when and why, or when it fires next."""
     named = f"{schedule['id']} ({schedule['name']})" if schedule.get("name") else schedule["id"]
     if schedule.get("status") == "paused":
-        return f"{named}: paused by {schedule.get('paused_by') or 'user'}"
+        line = f"{named}: paused by {schedule.get('paused_by') or 'user'}"
+        set_by = schedule.get("pause_set_by")
+        if set_by and set_by != NO_KEY:
+            line += f" ({set_by})"
+        if schedule.get("paused_until"):
+            line += f" until {schedule['paused_until']}"
+        return line + (f": {schedule['pause_note']}" if schedule.get("pause_note") else "")
     upcoming = shown("next_schedule_time", schedule.get("next_schedule_time"))
     return f"{named}: {schedule.get('status')}, fires next at {upcoming}"
 

@@ -198,8 +198,16 @@ class SchedulerClient:
         """Stop the schedule for good."""
         return cast(Deleted, self._call("DELETE", self._path(schedule_id), idempotent=False))
 
-    def pause(self, schedule_id: str) -> Schedule:
-        answer = self._call("POST", self._path(schedule_id, "pause"), idempotent=True)
+    def pause(
+        self, schedule_id: str, *, until: str | None = None, note: str | None = None
+    ) -> Schedule:
+        """Pause; with ``until`` (an ISO instant to come) it resumes by itself then, the
+        misfire policy applied to what the pause missed; ``note`` says why."""
+        body = {
+            name: value for name, value in (("until", until), ("note", note)) if value is not None
+        }
+        path = self._path(schedule_id, "pause")
+        answer = self._call("POST", path, body=body or None, idempotent=True)
         return cast(Schedule, answer)
 
     def resume(self, schedule_id: str) -> Schedule:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from shared.ports import ApiKeyStore, Role
+from shared.ports.keys import NO_KEY
 from shared.settings import Settings, key_entry
 
 log = logging.getLogger(__name__)
@@ -45,11 +46,13 @@ def hash_key(key: str) -> str:
 
 @dataclass(frozen=True)
 class Caller:
-    """Who a request comes from: the key's tenant and role. Without a key (where none is
-    needed) the default tenant, as an admin: such a server trusts whoever reaches it."""
+    """Who a request comes from: the key's tenant and role, and its name as changes record it
+    (a stored key's name and id, a configured key's id). Without a key (where none is needed)
+    the default tenant, as an admin: such a server trusts whoever reaches it."""
 
     tenant: str
     role: Role
+    name: str = NO_KEY
 
 
 class AuthFailure(Exception):
@@ -68,7 +71,7 @@ class Authenticator:
                 continue  # Settings refused it already
             tenant, role, key = parsed
             digest = key.removeprefix("sha256:") if key.startswith("sha256:") else hash_key(key)
-            self.configured[digest] = Caller(tenant, role)
+            self.configured[digest] = Caller(tenant, role, f"key {digest[:12]}")
         self._keys_exist = bool(self.configured)
         self._checked_at = float("-inf")
         self._lock = threading.Lock()
@@ -116,7 +119,11 @@ class Authenticator:
         caller = self.configured.get(digest)
         if caller is None:
             stored = self.store.find_api_key(digest)
-            caller = None if stored is None else Caller(stored.tenant, stored.role)
+            caller = (
+                None
+                if stored is None
+                else Caller(stored.tenant, stored.role, f"{stored.name} ({stored.key_id})")
+            )
         if caller is None:
             raise AuthFailure("unknown API key")
         return caller

@@ -39,10 +39,17 @@ def superseded(occurrence: Occurrence, schedule: Schedule | None) -> Superseded 
     if schedule.revision != occurrence.revision:
         reason = f"schedule changed (revision {occurrence.revision} → {schedule.revision})"
         return Superseded("changed", reason, (occurrence.revision, schedule.revision))
-    if schedule.status is ScheduleStatus.PAUSED:
+    if schedule.status is ScheduleStatus.PAUSED and not pause_ended_by(schedule, occurrence):
         change = (occurrence.revision, schedule.state_revision)
         return Superseded("paused", "schedule paused", change)
     return None
+
+
+def pause_ended_by(schedule: Schedule, occurrence: Occurrence) -> bool:
+    """Whether the schedule's pause ends (``paused_until``) by the occurrence's time: it runs,
+    whether or not a poller has resumed the schedule yet (it does so within about a second)."""
+    until = schedule.paused_until
+    return until is not None and occurrence.scheduled_time >= until
 
 
 def grace_refusal(

@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from flask import g, request, url_for
+from marshmallow import ValidationError
 from werkzeug import Response
 
 from scheduler_service.console.pages import (
@@ -28,11 +29,12 @@ from scheduler_service.console.pages import (
 )
 from scheduler_service.console.presenting import summary
 from scheduler_service.presenting.views import execution_view, schedule_view, time_pair
+from scheduler_service.requests.schedule import PauseSchema
 from scheduler_service.roles import requires
 from scheduler_service.service.bulk import BulkAction, BulkAnswer, Selector
 from shared.calendars import BusinessCalendar
 from shared.errors import InvalidInput, NotFound
-from shared.model import LISTED_STATUSES, Schedule, ScheduleStatus
+from shared.model import CONSOLE, LISTED_STATUSES, PauseIntent, Schedule, ScheduleStatus
 from shared.notations import upcoming_for_a_page
 from shared.ports import Role, ScheduleFilter, ScheduleOrder
 from shared.schedule_listing import SEARCH_LENGTH
@@ -182,14 +184,29 @@ NOTICES = ("bulk", "done", "missing", "deleted", "unchanged", "failed")
 # How long "all matching" works in one request before it asks to go on (the API's parts, one
 # after the other).
 ALL_MATCHING_SECONDS = 10.0
+# A pause from the console: no end, no note unless its page's fields say so.
+CONSOLE_PAUSE = PauseIntent(by=CONSOLE)
 
 
-def act_on(action: str, schedule_id: str) -> None:
+def pause_intent() -> PauseIntent:
+    """The pause's ``until`` and ``note`` from the schedule page's fields (blank: none), as
+    the API reads them; ``InvalidInput`` naming the field otherwise."""
+    sent = {name: request.form[name] for name in ("until", "note") if request.form.get(name)}
+    try:
+        body = PauseSchema().load(sent)
+    except ValidationError as exc:
+        raise InvalidInput(
+            {name: " ".join(map(str, why)) for name, why in exc.messages_dict.items()}
+        ) from None
+    return PauseIntent(body["until"], body["note"], CONSOLE)
+
+
+def act_on(action: str, schedule_id: str, intent: PauseIntent = CONSOLE_PAUSE) -> None:
     scheduler = service()
     if action == "delete":
         scheduler.changes.delete(g.tenant, schedule_id)
     elif action == "pause":
-        scheduler.changes.pause(g.tenant, schedule_id)
+        scheduler.changes.pause(g.tenant, schedule_id, intent)
     elif action == "resume":
         scheduler.changes.resume(g.tenant, schedule_id)
     else:
@@ -406,7 +423,7 @@ def runs(schedule_id: str) -> str:
     "/schedules/<schedule_id>/<any(pause, resume, trigger, delete):action>", methods=["POST"]
 )
 @requires(Role.WRITE)
-def act(schedule_id: str, action: str) -> Response | str:
+def act(schedule_id: str, action: str) -> Response | str | tuple[str, int]:
     """One schedule's action, from its page or its row in the list (which names where to go
     back to in ``next``). A delete is confirmed first."""
     if action == "delete" and not confirmed():
@@ -421,7 +438,12 @@ def act(schedule_id: str, action: str) -> Response | str:
             verb="Delete",
             back=back,
         )
-    act_on(action, schedule_id)
+    try:
+        act_on(action, schedule_id, pause_intent() if action == "pause" else CONSOLE_PAUSE)
+    except InvalidInput as exc:
+        back = console_target(url_for("console.schedule", schedule_id=schedule_id))
+        problem = "; ".join(f"{name}: {' '.join(why)}" for name, why in exc.fields.items())
+        return page("console/refused.html", problem=f"Not paused. {problem}", back=back), 400
     if action == "delete":
         target = console_target(url_for("console.schedules"))
         if target.startswith(f"{PREFIX}/schedules/{schedule_id}"):

@@ -317,3 +317,25 @@ class BackfillSchema(Schema):
     @post_load
     def to_policy(self, data: dict[str, Any], **_: Any) -> dict[str, Any]:
         return {**data, "policy": MisfirePolicy(data["policy"])}
+
+
+class PauseSchema(Schema):
+    """The body of ``POST /schedule/{id}/pause``, optional: when the pause ends by itself, and
+    why."""
+
+    class Meta:
+        unknown = RAISE
+
+    until = InstantText(
+        load_default=None,
+        metadata={
+            "description": "when it resumes by itself (the misfire policy applies to what the "
+            "pause missed); to come, and not after the schedule's last occurrence. Absent: "
+            "paused until resumed"
+        },
+    )
+    note = fields.String(
+        load_default=None,
+        validate=validate.Length(max=500),
+        metadata={"description": "why, in words (at most 500 characters), shown with the pause"},
+    )

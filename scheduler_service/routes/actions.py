@@ -15,11 +15,11 @@ from scheduler_service.presenting.schemas import (
     TriggeredSchema,
 )
 from scheduler_service.requests.paths import check_id
-from scheduler_service.requests.schedule import BackfillSchema
+from scheduler_service.requests.schedule import BackfillSchema, PauseSchema
 from scheduler_service.routes.common import View, schedule_answer, service
 from scheduler_service.routes.schedules import blp
 from shared.backfill import Backfill
-from shared.model import Occurrence
+from shared.model import Occurrence, PauseIntent
 from shared.ports import Role
 
 
@@ -37,12 +37,23 @@ def action(name: str, answer: type[Schema]) -> Callable[[View], View]:
     return decorate
 
 
-@action("pause", ScheduleViewSchema)
-def pause_schedule(schedule_id: str) -> Response:
-    """Stop firing until resumed; occurrences that fall in the pause are skipped. Pausing a
-    paused or completed schedule changes nothing."""
+@blp.route("/schedule/<schedule_id>/pause", methods=["POST"])
+@blp.requires(Role.WRITE)
+@blp.arguments(PauseSchema, required=False, error_status_code=400)
+@blp.response(202, ScheduleViewSchema)
+@blp.doc(operationId="pauseSchedule")
+@blp.problems(400, 404, 413, 415)
+def pause_schedule(body: dict[str, Any], schedule_id: str) -> Response:
+    """Stop firing until resumed, or until `until`; occurrences that fall in the pause are
+    skipped.
+
+    With `until` it resumes by itself then, the misfire policy applied to the occurrences the
+    pause missed; `note` says why. The schedule shows both, and who set the pause
+    (`pause_set_by`: the API key's name, `console`, or `system`). Pausing a paused or
+    completed schedule changes nothing."""
     check_id(schedule_id)
-    return schedule_answer(service().changes.pause(g.tenant, schedule_id), 202)
+    intent = PauseIntent(body.get("until"), body.get("note"), g.caller_name)
+    return schedule_answer(service().changes.pause(g.tenant, schedule_id, intent), 202)
 
 
 @action("resume", ScheduleViewSchema)

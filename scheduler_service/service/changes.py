@@ -16,10 +16,11 @@ from scheduler_service.service.revisions import RevisionClock
 from shared.calendar_reads import business_calendars
 from shared.calendars import BusinessCalendar
 from shared.errors import InvalidInput, NotFound
-from shared.model import Schedule, ScheduleStatus
+from shared.model import PauseIntent, Schedule, ScheduleStatus
 from shared.notations import build_recurrence
 from shared.ports import Clock, StateChange, Store
 from shared.recurrence import cpu_budget
+from shared.timeutil import iso_z
 
 
 class StateChanges:
@@ -37,11 +38,33 @@ class StateChanges:
         if existing is None or existing.status is ScheduleStatus.DELETED:
             raise NotFound(schedule_id)
 
-    def pause(self, tenant: str, schedule_id: str) -> Schedule:
+    def pause(self, tenant: str, schedule_id: str, intent: PauseIntent | None = None) -> Schedule:
+        """Pause an active schedule, with its ``intent``: until when (it resumes by itself
+        then, through the poller), a note, who set it. An ``until`` that has passed, or after
+        the schedule's last occurrence, is refused naming ``until``."""
         schedule = self.reads.get(tenant, schedule_id)
         if schedule.status is ScheduleStatus.ACTIVE:
-            self._apply(tenant, schedule_id, ScheduleStatus.PAUSED, None, self.clock.now())
+            now = self.clock.now()
+            if intent is not None and intent.until is not None:
+                self._check_until(schedule, intent.until, now)
+            self._apply(tenant, schedule_id, ScheduleStatus.PAUSED, None, now, intent)
         return self.reads.get(tenant, schedule_id)
+
+    def _check_until(self, schedule: Schedule, until: datetime, now: datetime) -> None:
+        if until <= now:
+            raise InvalidInput({"until": f"{iso_z(until)} has passed: give a time to come"})
+        # Beyond the schedule's end: nothing left to resume to.
+        timing = schedule.live_definition.timing
+        try:
+            with cpu_budget():
+                recurrence = build_recurrence(timing, schedule.accepted_at, schedule.schedule_id)
+                after = recurrence.first_at_or_after(until)
+        except ValueError:  # too costly to say: the pause ends by itself all the same
+            return
+        if after is None:
+            raise InvalidInput(
+                {"until": f"{iso_z(until)} is after the schedule's last occurrence: delete it"}
+            )
 
     def resume(self, tenant: str, schedule_id: str) -> Schedule:
         """Resume from now: occurrences that fell in the pause are not caught up."""
@@ -98,9 +121,12 @@ class StateChanges:
         status: ScheduleStatus,
         next_time: datetime | None,
         now: datetime,
+        intent: PauseIntent | None = None,
     ) -> None:
-        """Set the schedule's status (and next time) under a new state revision."""
-        self.store.apply_state(tenant, schedule_id, self.revisions.next(), status, next_time, now)
+        """Set the schedule's status (and next time, or a pause's intent) under a new state
+        revision."""
+        revision = self.revisions.next()
+        self.store.apply_state(tenant, schedule_id, revision, status, next_time, now, intent)
 
 
 # What a schedule's status is before a pause (``PAUSED``) or a resume (``ACTIVE``) changes it.

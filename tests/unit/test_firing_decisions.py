@@ -44,6 +44,7 @@ from shared.retry import Verdict, next_step
 from tests.support.factories import make_schedule
 
 NOON = datetime(2026, 3, 8, 12, 0, tzinfo=UTC)
+SECOND = timedelta(seconds=1)
 MESSAGE = ReceivedMessage("m", "{}", "receipt", 1)
 
 
@@ -92,6 +93,13 @@ def test_each_change_is_told_apart_from_the_next() -> None:
     )
     assert first is not None and paused_again is not None
     assert first.change != paused_again.change
+
+
+def test_an_occurrence_at_or_after_the_pause_until_runs_before_a_poller_resumes_it() -> None:
+    paused = schedule(ScheduleStatus.PAUSED)
+    for until, runs in ((NOON, True), (NOON - timedelta(seconds=1), True), (NOON + SECOND, False)):
+        stored = replace(paused, paused_until=until)
+        assert (superseded(occurrence(), stored) is None) is runs, until
 
 
 def test_a_manual_run_ignores_pause_and_revision_but_not_a_delete() -> None:

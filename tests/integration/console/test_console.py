@@ -541,3 +541,54 @@ def test_an_alert_is_set_shown_and_cleared_through_the_console(api: ApiUnderTest
     stored = api.backends.store.get_schedule("acme", "late")
     assert stored is not None and stored.live_definition.alert is None
     assert "not reported" in text(api.client.get("/console/schedules/late"))
+
+
+def test_a_pause_until_with_a_note_from_the_schedule_page(api: ApiUnderTest) -> None:
+    log_in(api.client, ACME_KEY)
+    created = api.client.put(
+        f"{API}/schedule/nightly",
+        json={
+            "name": "nightly",
+            "schedule": {"cron": "0 2 * * *"},
+            "payload": {"method": "POST", "url": "https://example.com/n"},
+        },
+        headers=KEY_HEADER,
+    )
+    assert created.status_code == 202
+    api.apply()
+    page_before = text(api.client.get("/console/schedules/nightly"))
+    assert 'name="until"' in page_before and 'name="note"' in page_before
+    # Refused, naming the field: nothing changes.
+    refused = api.client.post(
+        "/console/schedules/nightly/pause", data={"until": "2001-01-01T00:00:00Z", "note": "x"}
+    )
+    assert refused.status_code == 400 and "until: 2001-01-01T00:00:00.000Z has passed" in text(
+        refused
+    )
+    refused = api.client.post("/console/schedules/nightly/pause", data={"until": "friday"})
+    assert refused.status_code == 400 and "until:" in text(refused)
+    assert api.client.get(f"{API}/schedule/nightly", headers=KEY_HEADER).get_json()["status"] == (
+        "active"
+    )
+    until = (api.clock.now() + timedelta(days=2)).replace(microsecond=0)
+    shown_until = until.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    paused = api.client.post(
+        "/console/schedules/nightly/pause",
+        data={"until": shown_until, "note": "vendor outage <b>"},
+        headers={"HX-Request": "true"},
+    )
+    assert paused.headers["HX-Redirect"] == "/console/schedules/nightly"
+    shown = api.client.get(f"{API}/schedule/nightly", headers=KEY_HEADER).get_json()
+    assert (shown["paused_until"], shown["pause_note"], shown["pause_set_by"]) == (
+        shown_until,
+        "vendor outage <b>",
+        "console",
+    )
+    page_after = text(api.client.get("/console/schedules/nightly"))
+    assert f"paused by its owner until {shown_until}" in page_after
+    assert "(set by console)" in page_after
+    assert "vendor outage &lt;b&gt;" in page_after
+    # Another tenant's console cannot pause it.
+    other = api.app.test_client()
+    log_in(other, GLOBEX_KEY)
+    assert other.post("/console/schedules/nightly/pause", data={"note": "x"}).status_code == 404
