@@ -315,6 +315,11 @@ class Schedule:
     paused_until: datetime | None = None
     pause_note: str | None = None
     pause_set_by: str | None = None
+    # The nominal times of the occurrences its owner asked to skip (``POST …/skip``), earliest
+    # first: the executor skips them (superseded, not runs).
+    skips: tuple[datetime, ...] = ()
+    # Raised by each change of ``skips`` (0: never set).
+    skips_version: int = 0
 
     def __post_init__(self) -> None:
         for name in (
@@ -330,6 +335,7 @@ class Schedule:
             if value is not None:
                 object.__setattr__(self, name, utc_ms(value))
         object.__setattr__(self, "sent_ahead", tuple(utc_ms(item) for item in self.sent_ahead))
+        object.__setattr__(self, "skips", tuple(utc_ms(item) for item in self.skips))
 
     @property
     def live_definition(self) -> ScheduleDefinition:

@@ -369,6 +369,26 @@ def run_counts(
     return counts, [params for rule, params in last.values() if rule is COUNT_FAILURE]
 
 
+# The occurrences its owner asked to skip, replaced as a whole only if they are as read, by
+# their version (two requests at once: one goes, the other reads again); never set: ``None``.
+# (A version rather than the list itself: nx-27017 cannot compare a stored array with a
+# given one, which MongoDB can.) A completed schedule too: its last occurrences may still be
+# on their way to the executors.
+SKIPS_VERSION = Field("skips_version")
+SET_SKIPS = Write(
+    "schedules",
+    SCHEDULE_KEY,
+    SHOWN & (SKIPS_VERSION == Param("read_skips")),
+    (Set("skips", Param("skips")), Inc("skips_version", 1)),
+)
+SET_FIRST_SKIPS = Write(
+    "schedules",
+    SCHEDULE_KEY,
+    SHOWN & (SKIPS_VERSION == None),
+    (Set("skips", Param("skips")), Set("skips_version", 1)),
+)
+
+
 # Superseded occurrences skipped, counted on their schedule.
 COUNT_SUPERSEDED = Write(
     "schedules", SCHEDULE_KEY, ALWAYS, (Inc("superseded_count", Param("count")),)

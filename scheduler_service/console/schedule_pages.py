@@ -29,7 +29,7 @@ from scheduler_service.console.pages import (
 )
 from scheduler_service.console.presenting import summary
 from scheduler_service.presenting.views import execution_view, schedule_view, time_pair
-from scheduler_service.requests.schedule import PauseSchema
+from scheduler_service.requests.schedule import PauseSchema, SkipSchema, UnskipQuerySchema
 from scheduler_service.roles import requires
 from scheduler_service.service.bulk import BulkAction, BulkAnswer, Selector
 from shared.calendars import BusinessCalendar
@@ -442,11 +442,54 @@ def act(schedule_id: str, action: str) -> Response | str | tuple[str, int]:
         act_on(action, schedule_id, pause_intent() if action == "pause" else CONSOLE_PAUSE)
     except InvalidInput as exc:
         back = console_target(url_for("console.schedule", schedule_id=schedule_id))
-        problem = "; ".join(f"{name}: {' '.join(why)}" for name, why in exc.fields.items())
-        return page("console/refused.html", problem=f"Not paused. {problem}", back=back), 400
+        return refused_fields(exc.fields, back)
     if action == "delete":
         target = console_target(url_for("console.schedules"))
         if target.startswith(f"{PREFIX}/schedules/{schedule_id}"):
             target = url_for("console.schedules")
         return htmx_redirect(with_parameters(target, deleted=schedule_id, bulk=None))
     return htmx_redirect(console_target(url_for("console.schedule", schedule_id=schedule_id)))
+
+
+@blp.route("/schedules/<schedule_id>/skip", methods=["POST"])
+@requires(Role.WRITE)
+def skip(schedule_id: str) -> Response | tuple[str, int]:
+    """Skip the next ``count`` occurrences or the one ``at``, from the schedule's page (its
+    fields read as the API reads them)."""
+    sent = {name: request.form[name] for name in ("count", "at") if request.form.get(name)}
+    back = console_target(url_for("console.schedule", schedule_id=schedule_id))
+    try:
+        if "count" in sent and sent["count"].isdigit():
+            sent_count: Any = int(sent["count"])
+            sent = {**sent, "count": sent_count}
+        body = SkipSchema().load(sent)
+        service().changes.skip(g.tenant, schedule_id, body.get("count"), body.get("at"))
+    except ValidationError as exc:
+        return refused_fields({name: why for name, why in exc.messages_dict.items()}, back)
+    except InvalidInput as exc:
+        return refused_fields(exc.fields, back)
+    return htmx_redirect(back)
+
+
+@blp.route("/schedules/<schedule_id>/unskip", methods=["POST"])
+@requires(Role.WRITE)
+def unskip(schedule_id: str) -> Response | tuple[str, int]:
+    """Undo the skips still to come, or the one ``at``."""
+    back = console_target(url_for("console.schedule", schedule_id=schedule_id))
+    try:
+        at = UnskipQuerySchema().load({"at": request.form["at"]} if request.form.get("at") else {})
+        service().changes.unskip(g.tenant, schedule_id, at["at"])
+    except ValidationError as exc:
+        return refused_fields({name: why for name, why in exc.messages_dict.items()}, back)
+    except InvalidInput as exc:
+        return refused_fields(exc.fields, back)
+    return htmx_redirect(back)
+
+
+def refused_fields(fields: Mapping[str, Any], back: str) -> tuple[str, int]:
+    """The page that says which fields were refused and why, and where to go back to."""
+    problem = "; ".join(
+        f"{name}: {' '.join(map(str, why)) if isinstance(why, list) else why}"
+        for name, why in fields.items()
+    )
+    return page("console/refused.html", problem=f"Not done. {problem}", back=back), 400

@@ -365,6 +365,15 @@ class ScheduleViewSchema(Open):
             "system)"
         },
     )
+    skips = fields.List(
+        Instant(),
+        required=True,
+        attribute="pending_skips",
+        metadata={
+            "description": "the occurrences still to come that it skips (POST …/skip), "
+            "earliest first"
+        },
+    )
     superseded = fields.Integer(
         required=True,
         attribute="schedule.superseded_count",

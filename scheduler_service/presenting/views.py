@@ -14,7 +14,7 @@ import dataclasses
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
 from flask import Response, current_app
@@ -176,6 +176,12 @@ class ScheduleView:
     @property
     def pause(self) -> PauseView:
         return PauseView(self.schedule)
+
+    @property
+    def pending_skips(self) -> list[datetime]:
+        """The skips still to come (those passed are done: the history shows them)."""
+        now = datetime.now(UTC)
+        return [moment for moment in self.schedule.skips if moment > now]
 
     @property
     def definition(self) -> ScheduleDefinition:

@@ -15,7 +15,12 @@ from scheduler_service.presenting.schemas import (
     TriggeredSchema,
 )
 from scheduler_service.requests.paths import check_id
-from scheduler_service.requests.schedule import BackfillSchema, PauseSchema
+from scheduler_service.requests.schedule import (
+    BackfillSchema,
+    PauseSchema,
+    SkipSchema,
+    UnskipQuerySchema,
+)
 from scheduler_service.routes.common import View, schedule_answer, service
 from scheduler_service.routes.schedules import blp
 from shared.backfill import Backfill
@@ -91,3 +96,37 @@ def backfill_schedule(body: dict[str, Any], schedule_id: str) -> Backfill:
     check_id(schedule_id)
     runs = service().runs
     return runs.backfill(g.tenant, schedule_id, body["start"], body["end"], body["policy"])
+
+
+@blp.route("/schedule/<schedule_id>/skip", methods=["POST"])
+@blp.requires(Role.WRITE)
+@blp.arguments(SkipSchema, error_status_code=400)
+@blp.response(202, ScheduleViewSchema)
+@blp.doc(operationId="skipOccurrences")
+@blp.problems(400, 404, 413, 415)
+def skip_occurrences(body: dict[str, Any], schedule_id: str) -> Response:
+    """Skip the next `count` occurrences, or the one at `at`
+
+    `count` counts the occurrences the schedule's rule has from now (paused or not; fewer where
+    a bounded rule has fewer left); `at` must be an occurrence the schedule has, still to
+    come, else a `400` naming `at`. Each is skipped at its time, even if already sent to the
+    executors: recorded `skipped` (`superseded: true`, listed by `?status=skipped`), never
+    called. The schedule shows the skips still to come in `skips`; `DELETE …/skip` undoes
+    them before they are due. A manual run, a backfill or a replay still runs."""
+    check_id(schedule_id)
+    changes = service().changes
+    skipped = changes.skip(g.tenant, schedule_id, body.get("count"), body.get("at"))
+    return schedule_answer(skipped, 202)
+
+
+@blp.route("/schedule/<schedule_id>/skip", methods=["DELETE"])
+@blp.requires(Role.WRITE)
+@blp.arguments(UnskipQuerySchema, location="query", error_status_code=400)
+@blp.response(202, ScheduleViewSchema)
+@blp.doc(operationId="undoSkips")
+@blp.problems(400, 404)
+def undo_skips(query: dict[str, Any], schedule_id: str) -> Response:
+    """Undo the skips still to come: every one, or with `?at=` the one at that time (a `400`
+    naming `at` where none is pending then)."""
+    check_id(schedule_id)
+    return schedule_answer(service().changes.unskip(g.tenant, schedule_id, query["at"]), 202)

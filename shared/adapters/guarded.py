@@ -50,6 +50,8 @@ from shared.store_rules import (
     RESEAL,
     RESUME,
     RESUME_AT_UNTIL,
+    SET_FIRST_SKIPS,
+    SET_SKIPS,
     definition_params,
     resume_at_until_params,
     state_params,
@@ -163,6 +165,17 @@ class GuardedWrites(ABC):
         outcomes = self.write_many(writes)
         applied = dict(zip(chosen, outcomes, strict=True))
         return [applied.get(index) is Outcome.CHANGED for index in range(len(changes))]
+
+    def set_skips(
+        self,
+        tenant: str,
+        schedule_id: str,
+        read: int,
+        skips: tuple[datetime, ...],
+    ) -> bool:
+        rule = SET_SKIPS if read else SET_FIRST_SKIPS
+        params = {"tenant": tenant, "schedule_id": schedule_id, "read_skips": read}
+        return self.write(rule, {**params, "skips": skips}) is Outcome.CHANGED
 
     @abstractmethod
     def select(self, query: Query) -> list[Fields]:

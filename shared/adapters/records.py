@@ -85,6 +85,8 @@ SCHEDULE: Mapping[str, Kind] = {
     "paused_until": Kind.INSTANT,
     "pause_note": Kind.VALUE,
     "pause_set_by": Kind.VALUE,
+    "skips": Kind.INSTANTS,
+    "skips_version": Kind.VALUE,
 }
 
 EXECUTION: Mapping[str, Kind] = {
@@ -196,6 +198,8 @@ def schedule_of(
         paused_until=fields.get("paused_until"),
         pause_note=fields.get("pause_note"),
         pause_set_by=fields.get("pause_set_by"),
+        skips=tuple(fields.get("skips") or ()),
+        skips_version=fields.get("skips_version") or 0,
     )
 
 

@@ -206,6 +206,18 @@ class ScheduleStore(ABC):
         """
 
     @abstractmethod
+    def set_skips(
+        self,
+        tenant: str,
+        schedule_id: str,
+        read: int,
+        skips: tuple[datetime, ...],
+    ) -> bool:
+        """Replace the schedule's ``skips`` with ``skips``, atomically, if their version
+        (``skips_version``) is still ``read``; whether it was (a deleted or unknown schedule:
+        never)."""
+
+    @abstractmethod
     def resume_ended_pauses(self, now: datetime, limit: int) -> list[Schedule]:
         """Resume up to ``limit`` paused schedules whose ``paused_until`` came by ``now``, each
         once whoever else resumes them at the same time (a guarded write of its state revision

@@ -304,6 +304,11 @@ def _schedule_calendars(connection: sqlite3.Connection, target_of: TargetOf) -> 
         connection.execute("ALTER TABLE schedules ADD COLUMN calendars TEXT NOT NULL DEFAULT '[]'")
 
 
+def _skips(connection: sqlite3.Connection, target_of: TargetOf) -> None:
+    # The occurrences a schedule's owner asked to skip (``shared.store_rules.SET_SKIPS``).
+    _add_missing_columns(connection, "schedules", (("skips", "TEXT"), ("skips_version", "INTEGER")))
+
+
 @dataclass(frozen=True)
 class Migration:
     """One step of the schema: ``apply`` runs inside the write transaction that records it."""
@@ -324,6 +329,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(8, "each tenant's business calendars", _calendars),
     Migration(9, "the calendars each schedule names", _schedule_calendars),
     Migration(10, "a pause's end, note and author", _pause_with_intent),
+    Migration(11, "the occurrences a schedule skips", _skips),
 )
 
 _RECORD_TABLE = """CREATE TABLE IF NOT EXISTS store_migrations (

@@ -592,3 +592,35 @@ def test_a_pause_until_with_a_note_from_the_schedule_page(api: ApiUnderTest) -> 
     other = api.app.test_client()
     log_in(other, GLOBEX_KEY)
     assert other.post("/console/schedules/nightly/pause", data={"note": "x"}).status_code == 404
+
+
+def test_skips_from_the_schedule_page_are_shown_and_undone(api: ApiUnderTest) -> None:
+    log_in(api.client, ACME_KEY)
+    body = {
+        "name": "hourly",
+        "schedule": {"interval": {"number": 1, "unit": "hour"}},
+        "payload": {"method": "POST", "url": "https://example.com/h"},
+    }
+    assert api.client.put(f"{API}/schedule/h", json=body, headers=KEY_HEADER).status_code == 202
+    api.apply()
+    assert 'name="count"' in text(api.client.get("/console/schedules/h"))
+    refused = api.client.post("/console/schedules/h/skip", data={"count": "two"})
+    assert refused.status_code == 400 and "count:" in text(refused)
+    refused = api.client.post("/console/schedules/h/skip", data={"at": "2001-01-01T00:00:00Z"})
+    assert refused.status_code == 400 and "at: 2001-01-01T00:00:00.000Z has passed" in text(refused)
+    done = api.client.post("/console/schedules/h/skip", data={"count": "2"})
+    assert done.status_code in (200, 303), text(done)
+    skips = api.client.get(f"{API}/schedule/h", headers=KEY_HEADER).get_json()["skips"]
+    assert len(skips) == 2
+    shown = text(api.client.get("/console/schedules/h"))
+    assert "Skips 2 occurrences to come" in shown
+    assert f'name="at" value="{skips[0]}"' in shown
+    api.client.post("/console/schedules/h/unskip", data={"at": skips[0]})
+    assert api.client.get(f"{API}/schedule/h", headers=KEY_HEADER).get_json()["skips"] == skips[1:]
+    api.client.post("/console/schedules/h/unskip")
+    assert api.client.get(f"{API}/schedule/h", headers=KEY_HEADER).get_json()["skips"] == []
+    assert "Skips" not in text(api.client.get("/console/schedules/h"))
+    other = api.app.test_client()
+    log_in(other, GLOBEX_KEY)
+    assert other.post("/console/schedules/h/skip", data={"count": "1"}).status_code == 404
+    assert other.post("/console/schedules/h/unskip").status_code == 404

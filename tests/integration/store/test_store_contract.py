@@ -1057,6 +1057,21 @@ def test_a_pause_resumed_by_its_owner_first_is_not_resumed_again(store: Store) -
     assert again is not None and again.status is ScheduleStatus.PAUSED
 
 
+def test_skips_are_replaced_only_as_read(store: Store) -> None:
+    create(store, "s1")
+    first, second = (T0 + MINUTE,), (T0 + MINUTE, T0 + 2 * MINUTE)
+    assert store.set_skips(TENANT, "s1", 0, first)
+    assert not store.set_skips(TENANT, "s1", 0, second)  # another wrote first
+    assert store.set_skips(TENANT, "s1", 1, second)
+    assert not store.set_skips(TENANT, "s1", 1, ())
+    stored = store.get_schedule(TENANT, "s1")
+    assert stored is not None and (stored.skips, stored.skips_version) == (second, 2)
+    assert store.set_skips(TENANT, "s1", 2, ())
+    emptied = store.get_schedule(TENANT, "s1")
+    assert emptied is not None and emptied.skips == ()
+    assert not store.set_skips(TENANT, "unknown", 0, first)
+
+
 def test_a_replace_or_a_pause_keeps_the_overlap_marker(store: Store) -> None:
     create(store, "s1")
     first = overlap_claim(T0, T0 + MINUTE)
