@@ -49,13 +49,12 @@ def action(name: str, answer: type[Schema]) -> Callable[[View], View]:
 @blp.doc(operationId="pauseSchedule")
 @blp.problems(400, 404, 413, 415)
 def pause_schedule(body: dict[str, Any], schedule_id: str) -> Response:
-    """Stop firing until resumed, or until `until`; occurrences that fall in the pause are
-    skipped.
+    """Stop firing until resumed, or until a time
 
-    With `until` it resumes by itself then, the misfire policy applied to the occurrences the
-    pause missed; `note` says why. The schedule shows both, and who set the pause
-    (`pause_set_by`: the API key's name, `console`, or `system`). Pausing a paused or
-    completed schedule changes nothing."""
+    Occurrences that fall in the pause are skipped. With `until` it resumes by itself then,
+    the misfire policy applied to the occurrences the pause missed; `note` says why. The
+    schedule shows both, and who set the pause (`pause_set_by`: the API key's name,
+    `console`, or `system`). Pausing a paused or completed schedule changes nothing."""
     check_id(schedule_id)
     intent = PauseIntent(body.get("until"), body.get("note"), g.caller_name)
     return schedule_answer(service().changes.pause(g.tenant, schedule_id, intent), 202)
@@ -105,14 +104,15 @@ def backfill_schedule(body: dict[str, Any], schedule_id: str) -> Backfill:
 @blp.doc(operationId="skipOccurrences")
 @blp.problems(400, 404, 413, 415)
 def skip_occurrences(body: dict[str, Any], schedule_id: str) -> Response:
-    """Skip the next `count` occurrences, or the one at `at`
+    """Skip some of the next occurrences
 
-    `count` counts the occurrences the schedule's rule has from now (paused or not; fewer where
-    a bounded rule has fewer left); `at` must be an occurrence the schedule has, still to
-    come, else a `400` naming `at`. Each is skipped at its time, even if already sent to the
-    executors: recorded `skipped` (`superseded: true`, listed by `?status=skipped`), never
-    called. The schedule shows the skips still to come in `skips`; `DELETE …/skip` undoes
-    them before they are due. A manual run, a backfill or a replay still runs."""
+    The next `count` occurrences, or the one at `at`. `count` counts the occurrences the
+    schedule's rule has from now (paused or not; fewer where a bounded rule has fewer left);
+    `at` must be an occurrence the schedule has, still to come, else a `400` naming `at`.
+    Each is skipped at its time, even if already sent to the executors: recorded `skipped`
+    (`superseded: true`, listed by `?status=skipped`), never called. The schedule shows the
+    skips still to come in `skips`; `DELETE …/skip` undoes them before they are due. A
+    manual run, a backfill or a replay still runs."""
     check_id(schedule_id)
     changes = service().changes
     skipped = changes.skip(g.tenant, schedule_id, body.get("count"), body.get("at"))
@@ -126,7 +126,9 @@ def skip_occurrences(body: dict[str, Any], schedule_id: str) -> Response:
 @blp.doc(operationId="undoSkips")
 @blp.problems(400, 404)
 def undo_skips(query: dict[str, Any], schedule_id: str) -> Response:
-    """Undo the skips still to come: every one, or with `?at=` the one at that time (a `400`
-    naming `at` where none is pending then)."""
+    """Undo skips still to come
+
+    Every one, or with `?at=` the one at that time (a `400` naming `at` where none is pending
+    then)."""
     check_id(schedule_id)
     return schedule_answer(service().changes.unskip(g.tenant, schedule_id, query["at"]), 202)
