@@ -31,7 +31,7 @@ class SupersededLog:
         self._logged: OrderedDict[tuple[str, str, str, tuple[int, int]], None] = OrderedDict()
         self._counters = {
             cause: OCCURRENCES_SUPERSEDED.labels(cause)
-            for cause in ("changed", "paused", "deleted")
+            for cause in ("changed", "paused", "deleted", "skipped")
         }
 
     def tell(self, occurrence: Occurrence, change: Superseded) -> None:

@@ -61,6 +61,9 @@ log = logging.getLogger(__name__)
 # Retention deletes in batches, at most this many per sweep, so a sweep never holds up polling.
 SWEEP_BATCH = 1000
 SWEEP_BATCHES = 20
+# Pauses that ended (``until``) are looked for this often, and resumed this many at a time.
+RESUME_EVERY_SECONDS = 1.0
+RESUME_BATCH = 500
 # The writes after a claim are tried again until this long before its lease ends: another
 # poller may claim the schedules then.
 LEASE_MARGIN_SECONDS = 1.0
@@ -119,6 +122,7 @@ class Poller:
         self._next_late_check = time.monotonic()
         # Claims in a row that came back full (the poller is behind).
         self._full_claims = 0
+        self._next_resume = time.monotonic()
 
     def run(self, shutdown: Shutdown) -> None:
         log.info("poller started", extra={"event": "poller_started", "owner": self.owner})
@@ -193,6 +197,25 @@ class Poller:
             )
         return executions, schedules
 
+    def resume_ended_pauses(self, now: datetime) -> int:
+        """Resume the schedules whose pause ended by ``now`` (each once, whichever poller reads
+        it first): the claim that follows fires what is due, the misfire policy applied to what
+        the pause missed."""
+        self._next_resume = time.monotonic() + RESUME_EVERY_SECONDS
+        resumed = self.store.resume_ended_pauses(now, RESUME_BATCH)
+        for schedule in resumed:
+            log.info(
+                "schedule %s resumed: its pause ended at %s",
+                schedule.schedule_id,
+                iso_z(schedule.paused_until) if schedule.paused_until else "-",
+                extra={
+                    "event": "pause_ended",
+                    "tenant": schedule.tenant,
+                    "schedule_id": schedule.schedule_id,
+                },
+            )
+        return len(resumed)
+
     def poll_once(self) -> int:
         """Claim one batch of due schedules, enqueue their occurrences, advance them."""
         settings = self.settings
@@ -200,6 +223,8 @@ class Poller:
         now = self.clock.now()
         horizon = now + timedelta(seconds=settings.lookahead_seconds)
         leased_until = time.monotonic() + settings.poller_lease_seconds - LEASE_MARGIN_SECONDS
+        if time.monotonic() >= self._next_resume:
+            self.resume_ended_pauses(now)
         claimed = self.store.claim_due_schedules(
             horizon=horizon,
             now=now,

@@ -16,6 +16,7 @@ from typing import Any, TextIO, TypeVar
 
 from scheduler_cli import bulk
 from scheduler_client import ApiError, ConnectionFailed, SchedulerClient
+from shared.ports.keys import NO_KEY
 from shared.schedule_listing import SORTS
 from shared.targets import summary
 
@@ -179,6 +180,25 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="run each occurrence, or only the latest",
     )
     client_options(backfill)
+    pause = actions.add_parser("pause", help="stop firing until resumed, or until --until")
+    pause.add_argument("id")
+    pause.add_argument(
+        "--until",
+        help="ISO instant to come: it resumes by itself then, the misfire policy applied to "
+        "what the pause missed",
+    )
+    pause.add_argument("--note", help="why, shown with the pause")
+    client_options(pause)
+    skip = actions.add_parser("skip", help="skip the next N occurrences, or the one at a time")
+    skip.add_argument("id")
+    skipped = skip.add_mutually_exclusive_group(required=True)
+    skipped.add_argument("--count", type=int, help="how many of the next occurrences")
+    skipped.add_argument("--at", help="the ISO instant of one occurrence to come")
+    client_options(skip)
+    unskip = actions.add_parser("unskip", help="undo the skips still to come (or --at one)")
+    unskip.add_argument("id")
+    unskip.add_argument("--at", help="undo only the skip of this occurrence")
+    client_options(unskip)
     changes = actions.add_parser(
         "changes", help="a schedule's change history: who changed what, newest first"
     )
@@ -188,7 +208,6 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     client_options(changes)
     for action, text in (
         ("get", "one schedule"),
-        ("pause", "stop firing until resumed"),
         ("resume", "fire again from now on"),
         ("trigger", "one extra run now"),
         ("delete", "stop for good"),
@@ -270,6 +289,8 @@ def run(args: argparse.Namespace, environ: dict[str, str], out: TextIO | None = 
         table(rows, columns, out)
     elif args.command == "schedules" and args.action in ("pause", "resume"):
         out.write(state_line(answer) + "\n")
+    elif args.command == "schedules" and args.action in ("skip", "unskip"):
+        out.write(skips_line(answer) + "\n")
     else:
         for key, value in answer.items():
             out.write(f"{key + ':':<26} {shown(key, value)}\n")
@@ -340,9 +361,14 @@ def _request(
         return client.backfill(args.id, args.start, args.end, policy=args.policy), None, ()
     if action == "update":
         return client.update(args.id, _body_file(args.file), **trace), None, ()
+    if action == "pause":
+        return client.pause(args.id, until=args.until, note=args.note), None, ()
+    if action == "skip":
+        return client.skip(args.id, count=args.count, at=args.at), None, ()
+    if action == "unskip":
+        return client.undo_skips(args.id, at=args.at), None, ()
     by_id: dict[str, Callable[[str], Any]] = {
         "get": client.get,
-        "pause": client.pause,
         "resume": client.resume,
         "trigger": client.trigger,
         "delete": client.delete,
@@ -361,13 +387,32 @@ def _pages(page: Callable[[str | None], Any], args: argparse.Namespace) -> dict[
 
 
 def state_line(schedule: dict[str, Any]) -> str:
-    """A paused or resumed schedule in one line: its id, name, status, and who paused it or
-    when it fires next."""
-    named = f"{schedule['id']} ({schedule['name']})" if schedule.get("name") else schedule["id"]
+    """A paused or resumed schedule in one line: its id, name, status, and who paused it (and
+    with which key), until when and why, or when it fires next."""
+    named = _named(schedule)
     if schedule.get("status") == "paused":
-        return f"{named}: paused by {schedule.get('paused_by') or 'user'}"
+        line = f"{named}: paused by {schedule.get('paused_by') or 'user'}"
+        set_by = schedule.get("pause_set_by")
+        if set_by and set_by != NO_KEY:
+            line += f" ({set_by})"
+        if schedule.get("paused_until"):
+            line += f" until {schedule['paused_until']}"
+        return line + (f": {schedule['pause_note']}" if schedule.get("pause_note") else "")
     upcoming = shown("next_schedule_time", schedule.get("next_schedule_time"))
     return f"{named}: {schedule.get('status')}, fires next at {upcoming}"
+
+
+def _named(schedule: dict[str, Any]) -> str:
+    return f"{schedule['id']} ({schedule['name']})" if schedule.get("name") else schedule["id"]
+
+
+def skips_line(schedule: dict[str, Any]) -> str:
+    """A schedule's skips still to come in one line."""
+    named = _named(schedule)
+    skips = schedule.get("skips") or []
+    if not skips:
+        return f"{named}: skips nothing"
+    return f"{named}: skips {len(skips)}: {', '.join(skips)}"
 
 
 def _body_file(path: Path) -> Any:

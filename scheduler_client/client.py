@@ -200,8 +200,32 @@ class SchedulerClient:
         """Stop the schedule for good."""
         return cast(Deleted, self._call("DELETE", self._path(schedule_id), idempotent=False))
 
-    def pause(self, schedule_id: str) -> Schedule:
-        answer = self._call("POST", self._path(schedule_id, "pause"), idempotent=True)
+    def pause(
+        self, schedule_id: str, *, until: str | None = None, note: str | None = None
+    ) -> Schedule:
+        """Pause; with ``until`` (an ISO instant to come) it resumes by itself then, the
+        misfire policy applied to what the pause missed; ``note`` says why."""
+        body = {
+            name: value for name, value in (("until", until), ("note", note)) if value is not None
+        }
+        path = self._path(schedule_id, "pause")
+        answer = self._call("POST", path, body=body or None, idempotent=True)
+        return cast(Schedule, answer)
+
+    def skip(
+        self, schedule_id: str, *, count: int | None = None, at: str | None = None
+    ) -> Schedule:
+        """Skip the next ``count`` occurrences, or the one at ``at`` (an ISO instant it has);
+        the schedule's ``skips`` shows those still to come."""
+        body = {"count": count} if count is not None else {"at": at}
+        answer = self._call("POST", self._path(schedule_id, "skip"), body=body, idempotent=False)
+        return cast(Schedule, answer)
+
+    def undo_skips(self, schedule_id: str, *, at: str | None = None) -> Schedule:
+        """Undo the skips still to come: all, or the one at ``at``."""
+        fields = {"at": at} if at is not None else None
+        path = self._path(schedule_id, "skip")
+        answer = self._call("DELETE", path, fields=fields, idempotent=True)
         return cast(Schedule, answer)
 
     def resume(self, schedule_id: str) -> Schedule:

@@ -288,6 +288,10 @@ class Schedule(TypedDict):
     paused_by: str | None  # "user" or "failures" while paused
     paused_at: str | None
     paused_reason: str | None
+    paused_until: str | None  # while paused: when it resumes by itself
+    pause_note: str | None
+    pause_set_by: str | None  # the API key's name and id, "console" or "system"
+    skips: list[str]  # the occurrences still to come that it skips, earliest first
     occurrences_sent: int  # sent to the executors, ahead of their time included; not runs
     last_run_at: str | None
     last_status: str | None

@@ -131,10 +131,12 @@ def create_app(
         # The key first: a caller without one learns nothing about what its body would get.
         if request.path in PUBLIC_PATHS or request.path.startswith("/docs"):
             g.tenant = None
+            g.caller_name = None
         else:
             # AuthFailure, raised here, is answered 401 by the error handlers.
             caller = authenticator.caller_for(request.headers)
             g.tenant = caller.tenant
+            g.caller_name = caller.name
             g.actor = Actor(ActorKind.API_KEY, caller.key_id, caller.key_name)
             retry_after = rate_limiter.retry_after(g.tenant)
             if retry_after is not None:

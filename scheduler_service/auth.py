@@ -24,7 +24,7 @@ from flask import g
 
 from shared.changes import Actor
 from shared.ports import ApiKeyStore, Role
-from shared.ports.keys import KEY_ID_LENGTH
+from shared.ports.keys import KEY_ID_LENGTH, NO_KEY
 from shared.settings import Settings, key_entry
 
 log = logging.getLogger(__name__)
@@ -51,13 +51,14 @@ def hash_key(key: str) -> str:
 
 @dataclass(frozen=True)
 class Caller:
-    """Who a request comes from: the key's tenant and role, and its id and name (what the change
-    history shows: ``shared.ports.ApiKey.key_id``). Without a key (where none is needed) the
-    default tenant, as an admin, with no id or name: such a server trusts whoever reaches it.
-    A key of ``SCHEDULER_API_KEYS`` is named ``CONFIGURED``."""
+    """Who a request comes from: the key's tenant and role, and its name as changes record it
+    (a stored key's name and id, a configured key's id). Without a key (where none is needed)
+    the default tenant, as an admin: such a server trusts whoever reaches it."""
 
     tenant: str
     role: Role
+    name: str = NO_KEY
+    # The key's id and name apart, for the change history's actor.
     key_id: str | None = None
     key_name: str | None = None
 
@@ -78,7 +79,9 @@ class Authenticator:
                 continue  # Settings refused it already
             tenant, role, key = parsed
             digest = key.removeprefix("sha256:") if key.startswith("sha256:") else hash_key(key)
-            self.configured[digest] = Caller(tenant, role, digest[:KEY_ID_LENGTH], CONFIGURED)
+            self.configured[digest] = Caller(
+                tenant, role, f"key {digest[:12]}", digest[:KEY_ID_LENGTH], CONFIGURED
+            )
         self._keys_exist = bool(self.configured)
         self._checked_at = float("-inf")
         self._lock = threading.Lock()
@@ -129,7 +132,13 @@ class Authenticator:
             caller = (
                 None
                 if stored is None
-                else Caller(stored.tenant, stored.role, stored.key_id, stored.name)
+                else Caller(
+                    stored.tenant,
+                    stored.role,
+                    f"{stored.name} ({stored.key_id})",
+                    stored.key_id,
+                    stored.name,
+                )
             )
         if caller is None:
             raise AuthFailure("unknown API key")

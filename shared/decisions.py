@@ -12,7 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from shared.model import Occurrence, OverlapPolicy, Schedule, ScheduleDefinition, ScheduleStatus
+from shared.formats import occurrence_id
+from shared.model import (
+    Occurrence,
+    OverlapPolicy,
+    Schedule,
+    ScheduleDefinition,
+    ScheduleStatus,
+)
 from shared.ports import OverlapSeen
 
 DELETED = "schedule deleted"
@@ -22,7 +29,7 @@ DELETED = "schedule deleted"
 class Superseded:
     """A change, pause or delete of the schedule that came after its occurrence was sent."""
 
-    cause: str  # changed, paused, deleted
+    cause: str  # changed, paused, deleted, skipped (on request)
     reason: str
     # Which change: every occurrence it supersedes has the same (schedule, cause, change).
     change: tuple[int, int]
@@ -39,10 +46,32 @@ def superseded(occurrence: Occurrence, schedule: Schedule | None) -> Superseded 
     if schedule.revision != occurrence.revision:
         reason = f"schedule changed (revision {occurrence.revision} → {schedule.revision})"
         return Superseded("changed", reason, (occurrence.revision, schedule.revision))
-    if schedule.status is ScheduleStatus.PAUSED:
+    if schedule.status is ScheduleStatus.PAUSED and not pause_ended_by(schedule, occurrence):
         change = (occurrence.revision, schedule.state_revision)
         return Superseded("paused", "schedule paused", change)
+    if skipped_on_request(schedule, occurrence):
+        return Superseded("skipped", SKIPPED_ON_REQUEST, (occurrence.revision, 0))
     return None
+
+
+# Why an occurrence its schedule's owner asked to skip was skipped (``POST …/skip``).
+SKIPPED_ON_REQUEST = "skipped on request (POST …/skip)"
+
+
+def skipped_on_request(schedule: Schedule, occurrence: Occurrence) -> bool:
+    """Whether the occurrence is one the schedule's owner asked to skip: by its nominal time,
+    which its id keeps (jitter moves only the time it fires)."""
+    return any(
+        occurrence_id(schedule.schedule_id, nominal) == occurrence.occurrence_id
+        for nominal in schedule.skips
+    )
+
+
+def pause_ended_by(schedule: Schedule, occurrence: Occurrence) -> bool:
+    """Whether the schedule's pause ends (``paused_until``) by the occurrence's time: it runs,
+    whether or not a poller has resumed the schedule yet (it does so within about a second)."""
+    until = schedule.paused_until
+    return until is not None and occurrence.scheduled_time >= until
 
 
 def grace_refusal(

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 from shared.calendars import CalendarRule
 from shared.executions import KEPT_ATTEMPTS as KEPT_ATTEMPTS
@@ -248,6 +248,21 @@ class PausedBy(StrEnum):
     FAILURES = "failures"
 
 
+# Who set a change the service made by itself (a pause after failures, a pause's end), and one
+# made in the console.
+SYSTEM = "system"
+CONSOLE = "console"
+
+
+class PauseIntent(NamedTuple):
+    """What a pause says beside itself: when it ends by itself (``None``: when resumed), the
+    owner's note, and who set it (an API key's name, ``console``, ``system``)."""
+
+    until: datetime | None = None
+    note: str | None = None
+    by: str | None = None
+
+
 @dataclass(frozen=True)
 class Schedule:
     """A stored schedule.
@@ -295,6 +310,16 @@ class Schedule:
     # has not started (its time + ``late_after_seconds``); None: none is waiting to be checked
     # (``shared.lateness``).
     late_check_at: datetime | None = None
+    # A pause with intent: it ends by itself at ``paused_until`` (the poller resumes it), with
+    # its owner's note; and who set it (an API key's name, ``console``, ``system``).
+    paused_until: datetime | None = None
+    pause_note: str | None = None
+    pause_set_by: str | None = None
+    # The nominal times of the occurrences its owner asked to skip (``POST …/skip``), earliest
+    # first: the executor skips them (superseded, not runs).
+    skips: tuple[datetime, ...] = ()
+    # Raised by each change of ``skips`` (0: never set).
+    skips_version: int = 0
 
     def __post_init__(self) -> None:
         for name in (
@@ -304,11 +329,13 @@ class Schedule:
             "updated_at",
             "paused_at",
             "late_check_at",
+            "paused_until",
         ):
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, utc_ms(value))
         object.__setattr__(self, "sent_ahead", tuple(utc_ms(item) for item in self.sent_ahead))
+        object.__setattr__(self, "skips", tuple(utc_ms(item) for item in self.skips))
 
     @property
     def live_definition(self) -> ScheduleDefinition:

@@ -33,8 +33,11 @@ from shared.guards import (
     holds,
 )
 from shared.model import (
+    SYSTEM,
     ExecutionStatus,
     PausedBy,
+    PauseIntent,
+    Schedule,
     ScheduleStatus,
     revision_at,
 )
@@ -158,7 +161,10 @@ _STATE_CHANGED = (
     Set("updated_at", Param("now")),
     *RELEASED,
 )
-# A pause applies to an active schedule and says who paused it, and when.
+# A pause's intent: when it ends by itself, the owner's note, who set it.
+PAUSED_UNTIL = Field("paused_until")
+_NO_INTENT = (Set("paused_until", None), Set("pause_note", None), Set("pause_set_by", None))
+# A pause applies to an active schedule and says who paused it, when, until when and why.
 PAUSE = Write(
     "schedules",
     SCHEDULE_KEY,
@@ -171,6 +177,9 @@ PAUSE = Write(
         # What a pause holds back is not late, however it ends (``shared.lateness``): the
         # advance after it arms the check again.
         Set("late_check_at", None),
+        Set("paused_until", Param("until")),
+        Set("pause_note", Param("note")),
+        Set("pause_set_by", Param("by")),
     ),
 )
 # A resume applies to a paused one, sets its next time, and clears the pause and the failures
@@ -185,6 +194,24 @@ RESUME = Write(
         Set("next_schedule_time", Param("next_schedule_time")),
         Set("paused_by", None),
         Set("paused_at", None),
+        *_NO_INTENT,
+        Set("consecutive_failures", 0),
+    ),
+)
+# A pause that ended (its ``paused_until`` came): the poller resumes it once, whichever poller
+# reads it first; its next time stays where the pause left it, so that the poller's next claim
+# applies the misfire policy to the occurrences the pause missed.
+PAUSE_ENDED = (STATUS == PAUSED) & (PAUSED_UNTIL <= Param("now"))
+RESUME_AT_UNTIL = Write(
+    "schedules",
+    SCHEDULE_KEY,
+    PAUSE_ENDED & (STATE_REVISION == Param("read_state_revision")),
+    (
+        *_STATE_CHANGED,
+        Set("status", ACTIVE),
+        Set("paused_by", None),
+        Set("paused_at", None),
+        *_NO_INTENT,
         Set("consecutive_failures", 0),
         # What the pause held back is not late: the next advance arms the check again.
         Set("late_check_at", None),
@@ -202,6 +229,7 @@ DELETE = Write(
         Set("next_schedule_time", None),
         Set("paused_by", None),
         Set("paused_at", None),
+        *_NO_INTENT,
     ),
     created=(
         ("revision", 0),
@@ -236,14 +264,33 @@ def state_params(
     state_revision: int,
     next_schedule_time: datetime | None,
     now: datetime,
+    intent: PauseIntent | None = None,
 ) -> dict[str, Any]:
-    """The parameters of ``PAUSE``, ``RESUME``, ``DELETE`` and ``RAISE_TOMBSTONE``."""
+    """The parameters of ``PAUSE`` (with its ``intent``), ``RESUME``, ``DELETE`` and
+    ``RAISE_TOMBSTONE``."""
+    until, note, by = intent or PauseIntent()
     return {
         "tenant": tenant,
         "schedule_id": schedule_id,
         "state_revision": state_revision,
         "next_schedule_time": next_schedule_time,
         "status": status_by_next_time(next_schedule_time).value,
+        "now": now,
+        "until": until,
+        "note": note,
+        "by": by,
+    }
+
+
+def resume_at_until_params(paused: Schedule, now: datetime) -> dict[str, Any]:
+    """``RESUME_AT_UNTIL``'s parameters for a paused schedule as read: its state revision
+    raised past both the one read and the clock's (``revision_at``), ordered with its owner's
+    pauses and resumes."""
+    return {
+        "tenant": paused.tenant,
+        "schedule_id": paused.schedule_id,
+        "read_state_revision": paused.state_revision,
+        "state_revision": max(paused.state_revision + 1, revision_at(now)),
         "now": now,
     }
 
@@ -272,6 +319,9 @@ PAUSE_ON_FAILURES = Write(
         Set("status", PAUSED),
         Set("paused_by", PausedBy.FAILURES.value),
         Set("paused_at", Param("at")),
+        Set("paused_until", None),
+        Set("pause_note", None),
+        Set("pause_set_by", SYSTEM),
         Set("updated_at", Param("at")),
         Set("state_revision", Param("state_revision")),
         Set("late_check_at", None),
@@ -317,6 +367,26 @@ def run_counts(
         counts.append((run, rule, params))
         last[(run.tenant, run.schedule_id)] = (rule, params)
     return counts, [params for rule, params in last.values() if rule is COUNT_FAILURE]
+
+
+# The occurrences its owner asked to skip, replaced as a whole only if they are as read, by
+# their version (two requests at once: one goes, the other reads again); never set: ``None``.
+# (A version rather than the list itself: nx-27017 cannot compare a stored array with a
+# given one, which MongoDB can.) A completed schedule too: its last occurrences may still be
+# on their way to the executors.
+SKIPS_VERSION = Field("skips_version")
+SET_SKIPS = Write(
+    "schedules",
+    SCHEDULE_KEY,
+    SHOWN & (SKIPS_VERSION == Param("read_skips")),
+    (Set("skips", Param("skips")), Inc("skips_version", 1)),
+)
+SET_FIRST_SKIPS = Write(
+    "schedules",
+    SCHEDULE_KEY,
+    SHOWN & (SKIPS_VERSION == None),
+    (Set("skips", Param("skips")), Set("skips_version", 1)),
+)
 
 
 # Superseded occurrences skipped, counted on their schedule.

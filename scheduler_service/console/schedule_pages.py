@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from flask import g, request, url_for
+from marshmallow import ValidationError
 from werkzeug import Response
 
 from scheduler_service.auth import request_actor
@@ -29,11 +30,12 @@ from scheduler_service.console.pages import (
 )
 from scheduler_service.console.presenting import summary
 from scheduler_service.presenting.views import execution_view, schedule_view, time_pair
+from scheduler_service.requests.schedule import PauseSchema, SkipSchema, UnskipQuerySchema
 from scheduler_service.roles import requires
 from scheduler_service.service.bulk import BulkAction, BulkAnswer, Selector
 from shared.calendars import BusinessCalendar
 from shared.errors import InvalidInput, NotFound
-from shared.model import LISTED_STATUSES, Schedule, ScheduleStatus
+from shared.model import CONSOLE, LISTED_STATUSES, PauseIntent, Schedule, ScheduleStatus
 from shared.notations import upcoming_for_a_page
 from shared.ports import Role, ScheduleFilter, ScheduleOrder
 from shared.schedule_listing import SEARCH_LENGTH
@@ -183,14 +185,29 @@ NOTICES = ("bulk", "done", "missing", "deleted", "unchanged", "failed")
 # How long "all matching" works in one request before it asks to go on (the API's parts, one
 # after the other).
 ALL_MATCHING_SECONDS = 10.0
+# A pause from the console: no end, no note unless its page's fields say so.
+CONSOLE_PAUSE = PauseIntent(by=CONSOLE)
 
 
-def act_on(action: str, schedule_id: str) -> None:
+def pause_intent() -> PauseIntent:
+    """The pause's ``until`` and ``note`` from the schedule page's fields (blank: none), as
+    the API reads them; ``InvalidInput`` naming the field otherwise."""
+    sent = {name: request.form[name] for name in ("until", "note") if request.form.get(name)}
+    try:
+        body = PauseSchema().load(sent)
+    except ValidationError as exc:
+        raise InvalidInput(
+            {name: " ".join(map(str, why)) for name, why in exc.messages_dict.items()}
+        ) from None
+    return PauseIntent(body["until"], body["note"], CONSOLE)
+
+
+def act_on(action: str, schedule_id: str, intent: PauseIntent = CONSOLE_PAUSE) -> None:
     scheduler = service()
     if action == "delete":
         scheduler.changes.delete(g.tenant, schedule_id, request_actor())
     elif action == "pause":
-        scheduler.changes.pause(g.tenant, schedule_id, request_actor())
+        scheduler.changes.pause(g.tenant, schedule_id, request_actor(), intent)
     elif action == "resume":
         scheduler.changes.resume(g.tenant, schedule_id, request_actor())
     else:
@@ -407,7 +424,7 @@ def runs(schedule_id: str) -> str:
     "/schedules/<schedule_id>/<any(pause, resume, trigger, delete):action>", methods=["POST"]
 )
 @requires(Role.WRITE)
-def act(schedule_id: str, action: str) -> Response | str:
+def act(schedule_id: str, action: str) -> Response | str | tuple[str, int]:
     """One schedule's action, from its page or its row in the list (which names where to go
     back to in ``next``). A delete is confirmed first."""
     if action == "delete" and not confirmed():
@@ -422,10 +439,58 @@ def act(schedule_id: str, action: str) -> Response | str:
             verb="Delete",
             back=back,
         )
-    act_on(action, schedule_id)
+    try:
+        act_on(action, schedule_id, pause_intent() if action == "pause" else CONSOLE_PAUSE)
+    except InvalidInput as exc:
+        back = console_target(url_for("console.schedule", schedule_id=schedule_id))
+        return refused_fields(exc.fields, back)
     if action == "delete":
         target = console_target(url_for("console.schedules"))
         if target.startswith(f"{PREFIX}/schedules/{schedule_id}"):
             target = url_for("console.schedules")
         return htmx_redirect(with_parameters(target, deleted=schedule_id, bulk=None))
     return htmx_redirect(console_target(url_for("console.schedule", schedule_id=schedule_id)))
+
+
+@blp.route("/schedules/<schedule_id>/skip", methods=["POST"])
+@requires(Role.WRITE)
+def skip(schedule_id: str) -> Response | tuple[str, int]:
+    """Skip the next ``count`` occurrences or the one ``at``, from the schedule's page (its
+    fields read as the API reads them)."""
+    sent = {name: request.form[name] for name in ("count", "at") if request.form.get(name)}
+    back = console_target(url_for("console.schedule", schedule_id=schedule_id))
+    try:
+        if "count" in sent and sent["count"].isdigit():
+            sent_count: Any = int(sent["count"])
+            sent = {**sent, "count": sent_count}
+        body = SkipSchema().load(sent)
+        service().changes.skip(g.tenant, schedule_id, body.get("count"), body.get("at"))
+    except ValidationError as exc:
+        return refused_fields({name: why for name, why in exc.messages_dict.items()}, back)
+    except InvalidInput as exc:
+        return refused_fields(exc.fields, back)
+    return htmx_redirect(back)
+
+
+@blp.route("/schedules/<schedule_id>/unskip", methods=["POST"])
+@requires(Role.WRITE)
+def unskip(schedule_id: str) -> Response | tuple[str, int]:
+    """Undo the skips still to come, or the one ``at``."""
+    back = console_target(url_for("console.schedule", schedule_id=schedule_id))
+    try:
+        at = UnskipQuerySchema().load({"at": request.form["at"]} if request.form.get("at") else {})
+        service().changes.unskip(g.tenant, schedule_id, at["at"])
+    except ValidationError as exc:
+        return refused_fields({name: why for name, why in exc.messages_dict.items()}, back)
+    except InvalidInput as exc:
+        return refused_fields(exc.fields, back)
+    return htmx_redirect(back)
+
+
+def refused_fields(fields: Mapping[str, Any], back: str) -> tuple[str, int]:
+    """The page that says which fields were refused and why, and where to go back to."""
+    problem = "; ".join(
+        f"{name}: {' '.join(map(str, why)) if isinstance(why, list) else why}"
+        for name, why in fields.items()
+    )
+    return page("console/refused.html", problem=f"Not done. {problem}", back=back), 400

@@ -344,6 +344,36 @@ class ScheduleViewSchema(Open):
     paused_by = paused_by()
     paused_at = paused_at()
     paused_reason = paused_reason()
+    paused_until = Instant(
+        allow_none=True,
+        required=True,
+        attribute="pause.paused_until",
+        metadata={"description": "while paused: when it resumes by itself; null: when resumed"},
+    )
+    pause_note = fields.String(
+        allow_none=True,
+        required=True,
+        attribute="pause.pause_note",
+        metadata={"description": "while paused: the note its pause was given"},
+    )
+    pause_set_by = fields.String(
+        allow_none=True,
+        required=True,
+        attribute="pause.pause_set_by",
+        metadata={
+            "description": "while paused: who paused it (the API key's name and id, console, "
+            "system)"
+        },
+    )
+    skips = fields.List(
+        Instant(),
+        required=True,
+        attribute="pending_skips",
+        metadata={
+            "description": "the occurrences still to come that it skips (POST …/skip), "
+            "earliest first"
+        },
+    )
     superseded = fields.Integer(
         required=True,
         attribute="schedule.superseded_count",

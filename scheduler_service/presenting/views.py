@@ -14,7 +14,7 @@ import dataclasses
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
 from flask import Response, current_app
@@ -41,7 +41,7 @@ from shared.notations import TIMING_NOTATIONS, notation_of
 from shared.recurrence import instant_in
 from shared.redaction import redact, redact_body
 from shared.secrets import masked_hook, masked_payload
-from shared.timeutil import load_zone
+from shared.timeutil import iso_z, load_zone
 
 T = TypeVar("T")
 
@@ -113,7 +113,24 @@ class PauseView:
                 f"paused itself after {paused.consecutive_failures} failed occurrences in a row "
                 "(pause_after_failures); resume to restart it"
             )
+        if paused.paused_until is not None:
+            return f"paused by its owner until {iso_z(paused.paused_until)}"
         return "paused by its owner"
+
+    @property
+    def paused_until(self) -> datetime | None:
+        paused = self.paused
+        return None if paused is None else paused.paused_until
+
+    @property
+    def pause_note(self) -> str | None:
+        paused = self.paused
+        return None if paused is None else paused.pause_note
+
+    @property
+    def pause_set_by(self) -> str | None:
+        paused = self.paused
+        return None if paused is None else paused.pause_set_by
 
 
 @dataclass(frozen=True)
@@ -159,6 +176,12 @@ class ScheduleView:
     @property
     def pause(self) -> PauseView:
         return PauseView(self.schedule)
+
+    @property
+    def pending_skips(self) -> list[datetime]:
+        """The skips still to come (those passed are done: the history shows them)."""
+        now = datetime.now(UTC)
+        return [moment for moment in self.schedule.skips if moment > now]
 
     @property
     def definition(self) -> ScheduleDefinition:

@@ -317,3 +317,58 @@ class BackfillSchema(Schema):
     @post_load
     def to_policy(self, data: dict[str, Any], **_: Any) -> dict[str, Any]:
         return {**data, "policy": MisfirePolicy(data["policy"])}
+
+
+class PauseSchema(Schema):
+    """The body of ``POST /schedule/{id}/pause``, optional: when the pause ends by itself, and
+    why."""
+
+    class Meta:
+        unknown = RAISE
+
+    until = InstantText(
+        load_default=None,
+        metadata={
+            "description": "when it resumes by itself (the misfire policy applies to what the "
+            "pause missed); to come, and not after the schedule's last occurrence. Absent: "
+            "paused until resumed"
+        },
+    )
+    note = fields.String(
+        load_default=None,
+        validate=validate.Length(max=500),
+        metadata={"description": "why, in words (at most 500 characters), shown with the pause"},
+    )
+
+
+class SkipSchema(Schema):
+    """The body of ``POST /schedule/{id}/skip``: how many of the next occurrences, or which one."""
+
+    class Meta:
+        unknown = RAISE
+
+    count = fields.Integer(
+        strict=True,
+        validate=validate.Range(min=1, max=1000),
+        metadata={"description": "skip the next count occurrences (1 to 1000)"},
+    )
+    at = InstantText(
+        metadata={"description": "skip the occurrence at this time (one the schedule has, to come)"}
+    )
+
+    @validates_schema
+    def one_of_them(self, data: dict[str, Any], **_: Any) -> None:
+        if ("count" in data) == ("at" in data):
+            raise ValidationError("give count or at, not both", "count")
+
+
+class UnskipQuerySchema(Schema):
+    """The query of ``DELETE /schedule/{id}/skip``: one skip to undo, or all."""
+
+    class Meta:
+        unknown = RAISE
+
+    at = InstantText(
+        load_default=None,
+        metadata={"description": "undo the skip of this occurrence only; absent: every skip"},
+    )

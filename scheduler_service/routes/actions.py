@@ -16,11 +16,16 @@ from scheduler_service.presenting.schemas import (
     TriggeredSchema,
 )
 from scheduler_service.requests.paths import check_id
-from scheduler_service.requests.schedule import BackfillSchema
+from scheduler_service.requests.schedule import (
+    BackfillSchema,
+    PauseSchema,
+    SkipSchema,
+    UnskipQuerySchema,
+)
 from scheduler_service.routes.common import View, schedule_answer, service
 from scheduler_service.routes.schedules import blp
 from shared.backfill import Backfill
-from shared.model import Occurrence
+from shared.model import Occurrence, PauseIntent
 from shared.ports import Role
 
 
@@ -38,12 +43,24 @@ def action(name: str, answer: type[Schema]) -> Callable[[View], View]:
     return decorate
 
 
-@action("pause", ScheduleViewSchema)
-def pause_schedule(schedule_id: str) -> Response:
-    """Stop firing until resumed; occurrences that fall in the pause are skipped. Pausing a
-    paused or completed schedule changes nothing."""
+@blp.route("/schedule/<schedule_id>/pause", methods=["POST"])
+@blp.requires(Role.WRITE)
+@blp.arguments(PauseSchema, required=False, error_status_code=400)
+@blp.response(202, ScheduleViewSchema)
+@blp.doc(operationId="pauseSchedule")
+@blp.problems(400, 404, 413, 415)
+def pause_schedule(body: dict[str, Any], schedule_id: str) -> Response:
+    """Stop firing until resumed, or until a time
+
+    Occurrences that fall in the pause are skipped. With `until` it resumes by itself then,
+    the misfire policy applied to the occurrences the pause missed; `note` says why. The
+    schedule shows both, and who set the pause (`pause_set_by`: the API key's name,
+    `console`, or `system`). Pausing a paused or completed schedule changes nothing."""
     check_id(schedule_id)
-    return schedule_answer(service().changes.pause(g.tenant, schedule_id, request_actor()), 202)
+    intent = PauseIntent(body.get("until"), body.get("note"), g.caller_name)
+    return schedule_answer(
+        service().changes.pause(g.tenant, schedule_id, request_actor(), intent), 202
+    )
 
 
 @action("resume", ScheduleViewSchema)
@@ -81,3 +98,40 @@ def backfill_schedule(body: dict[str, Any], schedule_id: str) -> Backfill:
     check_id(schedule_id)
     runs = service().runs
     return runs.backfill(g.tenant, schedule_id, body["start"], body["end"], body["policy"])
+
+
+@blp.route("/schedule/<schedule_id>/skip", methods=["POST"])
+@blp.requires(Role.WRITE)
+@blp.arguments(SkipSchema, error_status_code=400)
+@blp.response(202, ScheduleViewSchema)
+@blp.doc(operationId="skipOccurrences")
+@blp.problems(400, 404, 413, 415)
+def skip_occurrences(body: dict[str, Any], schedule_id: str) -> Response:
+    """Skip some of the next occurrences
+
+    The next `count` occurrences, or the one at `at`. `count` counts the occurrences the
+    schedule's rule has from now (paused or not; fewer where a bounded rule has fewer left);
+    `at` must be an occurrence the schedule has, still to come, else a `400` naming `at`.
+    Each is skipped at its time, even if already sent to the executors: recorded `skipped`
+    (`superseded: true`, listed by `?status=skipped`), never called. The schedule shows the
+    skips still to come in `skips`; `DELETE …/skip` undoes them before they are due. A
+    manual run, a backfill or a replay still runs."""
+    check_id(schedule_id)
+    changes = service().changes
+    skipped = changes.skip(g.tenant, schedule_id, body.get("count"), body.get("at"))
+    return schedule_answer(skipped, 202)
+
+
+@blp.route("/schedule/<schedule_id>/skip", methods=["DELETE"])
+@blp.requires(Role.WRITE)
+@blp.arguments(UnskipQuerySchema, location="query", error_status_code=400)
+@blp.response(202, ScheduleViewSchema)
+@blp.doc(operationId="undoSkips")
+@blp.problems(400, 404)
+def undo_skips(query: dict[str, Any], schedule_id: str) -> Response:
+    """Undo skips still to come
+
+    Every one, or with `?at=` the one at that time (a `400` naming `at` where none is pending
+    then)."""
+    check_id(schedule_id)
+    return schedule_answer(service().changes.unskip(g.tenant, schedule_id, query["at"]), 202)

@@ -8,7 +8,7 @@ a call already begun when the delete lands completes. Each is guarded by a state
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from scheduler_service.service.reading import Reads
@@ -17,11 +17,17 @@ from scheduler_service.service.revisions import RevisionClock
 from shared.calendar_reads import business_calendars
 from shared.calendars import BusinessCalendar
 from shared.changes import Actor, Change, ChangeAction
-from shared.errors import InvalidInput, NotFound
-from shared.model import Schedule, ScheduleStatus
+from shared.errors import InvalidInput, NotFound, Transient
+from shared.model import PauseIntent, Schedule, ScheduleStatus
 from shared.notations import build_recurrence
 from shared.ports import Clock, StateChange, Store
-from shared.recurrence import cpu_budget
+from shared.recurrence import Recurrence, cpu_budget
+from shared.timeutil import iso_z
+
+# How many skips a schedule keeps pending at once, and how often a skip reads again when
+# another changed them meanwhile.
+MAX_SKIPS = 1000
+SKIP_TRIES = 5
 
 
 class StateChanges:
@@ -56,12 +62,18 @@ class StateChanges:
             ScheduleStatus.DELETED,
         )
 
-    def pause(self, tenant: str, schedule_id: str, actor: Actor) -> Schedule:
+    def pause(
+        self, tenant: str, schedule_id: str, actor: Actor, intent: PauseIntent | None = None
+    ) -> Schedule:
+        """Pause an active schedule, with its ``intent``: until when (it resumes by itself
+        then, through the poller), a note, who set it. An ``until`` that has passed, or after
+        the schedule's last occurrence, is refused naming ``until``."""
         schedule = self.reads.get(tenant, schedule_id)
         if schedule.status is ScheduleStatus.ACTIVE:
-            revision = self._apply(
-                tenant, schedule_id, ScheduleStatus.PAUSED, None, self.clock.now()
-            )
+            now = self.clock.now()
+            if intent is not None and intent.until is not None:
+                self._check_until(schedule, intent.until, now)
+            revision = self._apply(tenant, schedule_id, ScheduleStatus.PAUSED, None, now, intent)
             self.recorder.state_changed(
                 tenant,
                 schedule_id,
@@ -72,6 +84,22 @@ class StateChanges:
                 ScheduleStatus.PAUSED,
             )
         return self.reads.get(tenant, schedule_id)
+
+    def _check_until(self, schedule: Schedule, until: datetime, now: datetime) -> None:
+        if until <= now:
+            raise InvalidInput({"until": f"{iso_z(until)} has passed: give a time to come"})
+        # Beyond the schedule's end: nothing left to resume to.
+        timing = schedule.live_definition.timing
+        try:
+            with cpu_budget():
+                recurrence = build_recurrence(timing, schedule.accepted_at, schedule.schedule_id)
+                after = recurrence.first_at_or_after(until)
+        except ValueError:  # too costly to say: the pause ends by itself all the same
+            return
+        if after is None:
+            raise InvalidInput(
+                {"until": f"{iso_z(until)} is after the schedule's last occurrence: delete it"}
+            )
 
     def resume(self, tenant: str, schedule_id: str, actor: Actor) -> Schedule:
         """Resume from now: occurrences that fell in the pause are not caught up."""
@@ -150,6 +178,90 @@ class StateChanges:
         applied = iter(done)
         return [next(applied) if answer is True else answer for answer in answers]
 
+    def skip(
+        self, tenant: str, schedule_id: str, count: int | None, at: datetime | None
+    ) -> Schedule:
+        """Skip the next ``count`` occurrences (those the rule has from now, a pause or not;
+        fewer where a bounded rule has fewer left), or the one at ``at`` (it must be one the
+        schedule has, still to come). The executor skips each at its time: recorded skipped
+        (superseded), never called; a manual run, a backfill or a replay still runs."""
+        now = self.clock.now()
+        field = "at" if at is not None else "count"
+
+        def added(schedule: Schedule, pending: tuple[datetime, ...]) -> tuple[datetime, ...]:
+            recurrence = self._recurrence(schedule, field)
+            if at is not None:
+                if at <= now:
+                    raise InvalidInput({"at": f"{iso_z(at)} has passed: skip one to come"})
+                found = recurrence.first_at_or_after(at)
+                if found != at:
+                    nearest = "none after it" if found is None else f"the next is {iso_z(found)}"
+                    raise InvalidInput(
+                        {"at": f"{iso_z(at)} is not an occurrence of this schedule ({nearest})"}
+                    )
+                return (at,)
+            assert count is not None
+            times: list[datetime] = []
+            try:
+                with cpu_budget():
+                    moment = recurrence.next_after(now)
+                    while moment is not None and len(times) < count:
+                        if moment not in pending:
+                            times.append(moment)
+                        moment = recurrence.next_after(moment)
+            except ValueError as exc:  # too costly
+                raise InvalidInput({"count": f"too costly to compute ({exc})"}) from None
+            if not times:
+                raise InvalidInput({"count": "the schedule has no occurrence left to skip"})
+            return tuple(times)
+
+        return self._change_skips(tenant, schedule_id, now, added)
+
+    def unskip(self, tenant: str, schedule_id: str, at: datetime | None) -> Schedule:
+        """Undo the skips still to come: all, or the one at ``at`` (a ``400`` naming ``at``
+        where none is pending at that time)."""
+        now = self.clock.now()
+
+        def kept(schedule: Schedule, pending: tuple[datetime, ...]) -> tuple[datetime, ...]:
+            if at is None:
+                return ()
+            if at not in pending:
+                raise InvalidInput({"at": f"no skip of {iso_z(at)} is pending"})
+            return tuple(moment for moment in pending if moment != at)
+
+        return self._change_skips(tenant, schedule_id, now, kept, replace=True)
+
+    def _change_skips(
+        self,
+        tenant: str,
+        schedule_id: str,
+        now: datetime,
+        change: Callable[[Schedule, tuple[datetime, ...]], tuple[datetime, ...]],
+        replace: bool = False,
+    ) -> Schedule:
+        """Read the schedule, work out its skips still to come (``change``: added to them, or
+        with ``replace`` instead of them) and write them if unchanged since read; a request at
+        the same time makes it read again."""
+        for _ in range(SKIP_TRIES):
+            # Completed too: its last occurrences may still be on their way.
+            schedule = self.reads.get(tenant, schedule_id)
+            pending = tuple(moment for moment in schedule.skips if moment > now)
+            new = change(schedule, pending)
+            skips = new if replace else tuple(sorted({*pending, *new}))
+            if len(skips) > MAX_SKIPS:
+                raise InvalidInput({"count": f"at most {MAX_SKIPS} skips pending at once"})
+            if self.store.set_skips(tenant, schedule_id, schedule.skips_version, skips):
+                return self.reads.get(tenant, schedule_id)
+        raise Transient("the schedule's skips kept changing; try again")
+
+    def _recurrence(self, schedule: Schedule, field: str) -> Recurrence:
+        timing = schedule.live_definition.timing
+        try:
+            with cpu_budget():
+                return build_recurrence(timing, schedule.accepted_at, schedule.schedule_id)
+        except ValueError as exc:
+            raise InvalidInput({field: f"its occurrences cannot be computed ({exc})"}) from None
+
     def _apply(
         self,
         tenant: str,
@@ -157,10 +269,12 @@ class StateChanges:
         status: ScheduleStatus,
         next_time: datetime | None,
         now: datetime,
+        intent: PauseIntent | None = None,
     ) -> int:
-        """Set the schedule's status (and next time) under a new state revision; returns it."""
+        """Set the schedule's status (and next time, or a pause's intent) under a new state
+        revision; returns it."""
         revision = self.revisions.next()
-        self.store.apply_state(tenant, schedule_id, revision, status, next_time, now)
+        self.store.apply_state(tenant, schedule_id, revision, status, next_time, now, intent)
         return revision
 
 

@@ -17,7 +17,7 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
-from shared.adapters.records import Fields, definition_fields, execution_of
+from shared.adapters.records import Fields, definition_fields, execution_of, schedule_of
 from shared.claim_rules import (
     MOVE_LATE_CHECK,
     late_check_params,
@@ -25,7 +25,7 @@ from shared.claim_rules import (
 from shared.definition_codec import DefinitionCodec
 from shared.execution_rules import DISCARD, FORGET_IDEMPOTENCY, REOPEN, RESTORE
 from shared.guards import Remove, Write
-from shared.model import Execution, Schedule, ScheduleStatus
+from shared.model import Execution, PauseIntent, Schedule, ScheduleStatus
 from shared.overlap_rules import (
     HOLD_OVERLAP,
     RELEASE_OVERLAP,
@@ -41,13 +41,19 @@ from shared.ports import (
     OverlapTurn,
     StateChange,
 )
+from shared.store_queries import Query
 from shared.store_rules import (
     DELETE,
     PAUSE,
+    PAUSE_ENDED,
     RAISE_TOMBSTONE,
     RESEAL,
     RESUME,
+    RESUME_AT_UNTIL,
+    SET_FIRST_SKIPS,
+    SET_SKIPS,
     definition_params,
+    resume_at_until_params,
     state_params,
 )
 
@@ -133,8 +139,9 @@ class GuardedWrites(ABC):
         status: ScheduleStatus,
         next_schedule_time: datetime | None,
         now: datetime,
+        intent: PauseIntent | None = None,
     ) -> bool:
-        params = state_params(tenant, schedule_id, state_revision, next_schedule_time, now)
+        params = state_params(tenant, schedule_id, state_revision, next_schedule_time, now, intent)
         outcome = self.write(state_rule(status), params)
         if status is ScheduleStatus.DELETED and outcome is Outcome.REFUSED:
             self.write(RAISE_TOMBSTONE, params)
@@ -158,6 +165,33 @@ class GuardedWrites(ABC):
         outcomes = self.write_many(writes)
         applied = dict(zip(chosen, outcomes, strict=True))
         return [applied.get(index) is Outcome.CHANGED for index in range(len(changes))]
+
+    def set_skips(
+        self,
+        tenant: str,
+        schedule_id: str,
+        read: int,
+        skips: tuple[datetime, ...],
+    ) -> bool:
+        rule = SET_SKIPS if read else SET_FIRST_SKIPS
+        params = {"tenant": tenant, "schedule_id": schedule_id, "read_skips": read}
+        return self.write(rule, {**params, "skips": skips}) is Outcome.CHANGED
+
+    @abstractmethod
+    def select(self, query: Query) -> list[Fields]:
+        """As ``shared.adapters.reads.Reads.select``."""
+
+    def resume_ended_pauses(self, now: datetime, limit: int) -> list[Schedule]:
+        # The pauses that ended, earliest first (an index on both backends), each resumed by a
+        # guarded write of the state revision read.
+        ended = self.select(
+            Query("schedules", PAUSE_ENDED, {"now": now}, ("paused_until",), False, limit)
+        )
+        return [
+            paused
+            for paused in (schedule_of(fields, self.definitions) for fields in ended)
+            if self.write(RESUME_AT_UNTIL, resume_at_until_params(paused, now)) is Outcome.CHANGED
+        ]
 
     def take_overlaps(self, claims: Sequence[OverlapClaim], now: datetime) -> list[OverlapTurn]:
         # One guarded write after another, each of one schedule: only the occurrences of

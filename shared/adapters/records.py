@@ -82,6 +82,11 @@ SCHEDULE: Mapping[str, Kind] = {
     "overlap_waiting": Kind.VALUE,
     "overlap_waiting_until": Kind.INSTANT,
     "late_check_at": Kind.INSTANT,
+    "paused_until": Kind.INSTANT,
+    "pause_note": Kind.VALUE,
+    "pause_set_by": Kind.VALUE,
+    "skips": Kind.INSTANTS,
+    "skips_version": Kind.VALUE,
 }
 
 EXECUTION: Mapping[str, Kind] = {
@@ -190,6 +195,11 @@ def schedule_of(
         overlap_waiting=fields.get("overlap_waiting"),
         overlap_waiting_until=fields.get("overlap_waiting_until"),
         late_check_at=fields.get("late_check_at"),
+        paused_until=fields.get("paused_until"),
+        pause_note=fields.get("pause_note"),
+        pause_set_by=fields.get("pause_set_by"),
+        skips=tuple(fields.get("skips") or ()),
+        skips_version=fields.get("skips_version") or 0,
     )
 
 

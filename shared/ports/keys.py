@@ -26,6 +26,10 @@ class Role(StrEnum):
         return order.index(self) >= order.index(needed)
 
 
+# Who a caller without a key is, in what it changes (``pause_set_by``).
+NO_KEY = "no key"
+
+
 @dataclass(frozen=True)
 class ApiKey:
     """An API key as stored: only its SHA-256 (``key_hash``, hex), never the key itself.

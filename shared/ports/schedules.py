@@ -10,7 +10,7 @@ from enum import StrEnum
 from typing import NamedTuple
 
 from shared.definition_cache import DefinitionCache
-from shared.model import Schedule, ScheduleDefinition, ScheduleStatus
+from shared.model import PauseIntent, Schedule, ScheduleDefinition, ScheduleStatus
 from shared.ports.pages import Page
 
 
@@ -192,6 +192,7 @@ class ScheduleStore(ABC):
         status: ScheduleStatus,
         next_schedule_time: datetime | None,
         now: datetime,
+        intent: PauseIntent | None = None,
     ) -> bool:
         """Pause, resume or delete, atomically, if ``state_revision`` is newer than the stored one.
 
@@ -200,8 +201,29 @@ class ScheduleStore(ABC):
         (a create accepted since the first delete cannot land either) and returns ``False``.
         Pausing or resuming an unknown or deleted schedule changes nothing and returns
         ``False``. Resume sets ``next_schedule_time`` as given. A pause records who paused
-        (``PausedBy.USER``) and when; a resume clears that and the consecutive failures.
+        (``PausedBy.USER``) and when, and its ``intent`` (until when, the note, who set it); a
+        resume clears that and the consecutive failures.
         """
+
+    @abstractmethod
+    def set_skips(
+        self,
+        tenant: str,
+        schedule_id: str,
+        read: int,
+        skips: tuple[datetime, ...],
+    ) -> bool:
+        """Replace the schedule's ``skips`` with ``skips``, atomically, if their version
+        (``skips_version``) is still ``read``; whether it was (a deleted or unknown schedule:
+        never)."""
+
+    @abstractmethod
+    def resume_ended_pauses(self, now: datetime, limit: int) -> list[Schedule]:
+        """Resume up to ``limit`` paused schedules whose ``paused_until`` came by ``now``, each
+        once whoever else resumes them at the same time (a guarded write of its state revision
+        as read): active again, the pause and its intent cleared, ``next_schedule_time`` left
+        where the pause found it (the next claim applies the misfire policy to what the pause
+        missed). Returns those this call resumed, as they were read."""
 
     @abstractmethod
     def take_overlaps(self, claims: Sequence[OverlapClaim], now: datetime) -> list[OverlapTurn]:

@@ -14,6 +14,7 @@ from execution_worker.timer import PRIORITY_STEP, DueOccurrences, Held, HeldOccu
 from shared.adapters.http_target import destination
 from shared.decisions import (
     DELETED,
+    SKIPPED_ON_REQUEST,
     Superseded,
     grace_refusal,
     overlap_blocked,
@@ -44,6 +45,7 @@ from shared.retry import Verdict, next_step
 from tests.support.factories import make_schedule
 
 NOON = datetime(2026, 3, 8, 12, 0, tzinfo=UTC)
+SECOND = timedelta(seconds=1)
 MESSAGE = ReceivedMessage("m", "{}", "receipt", 1)
 
 
@@ -92,6 +94,24 @@ def test_each_change_is_told_apart_from_the_next() -> None:
     )
     assert first is not None and paused_again is not None
     assert first.change != paused_again.change
+
+
+def test_an_occurrence_at_or_after_the_pause_until_runs_before_a_poller_resumes_it() -> None:
+    paused = schedule(ScheduleStatus.PAUSED)
+    for until, runs in ((NOON, True), (NOON - timedelta(seconds=1), True), (NOON + SECOND, False)):
+        stored = replace(paused, paused_until=until)
+        assert (superseded(occurrence(), stored) is None) is runs, until
+
+
+def test_an_occurrence_asked_to_be_skipped_is_by_its_nominal_time_not_a_manual_run() -> None:
+    asked = replace(schedule(), skips=(NOON - SECOND, NOON))
+    found = superseded(occurrence(), asked)
+    assert found is not None and (found.cause, found.reason) == ("skipped", SKIPPED_ON_REQUEST)
+    # Jitter moves the time it fires, not its id: still skipped.
+    jittered = replace(occurrence(), scheduled_time=NOON + 3 * SECOND)
+    assert superseded(jittered, asked) is not None
+    assert superseded(occurrence(), replace(schedule(), skips=(NOON + SECOND,))) is None
+    assert superseded(occurrence(manual=True), asked) is None
 
 
 def test_a_manual_run_ignores_pause_and_revision_but_not_a_delete() -> None:

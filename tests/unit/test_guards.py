@@ -63,6 +63,8 @@ DOMAINS: Mapping[str, list[Any]] = {
     "overlap_waiting": [None, "o1", "o2"],
     "overlap_waiting_until": TIMES,
     "late_check_at": TIMES,
+    "paused_until": TIMES,
+    "skips_version": [None, 1, 2],
 }
 PARAMS = {
     "revision": 5,
@@ -77,6 +79,8 @@ PARAMS = {
     "occurrence": "o1",
     "until": T + MINUTE,
     "checked": T,
+    "read_state_revision": 5,
+    "read_skips": 1,
 }
 # What every stored row needs (SQLite's NOT NULL columns), below the values a case gives.
 BASE: Mapping[str, Mapping[str, Any]] = {

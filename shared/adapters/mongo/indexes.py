@@ -258,9 +258,11 @@ STEPS: tuple[Versioned, ...] = (
     Versioned(21, Index("calendars", (("tenant", ASCENDING), ("name", ASCENDING)))),
     # The schedules naming a calendar (its change and delete look for them).
     Versioned(22, _listing("calendars")),
+    # The pauses that ended (``shared.store_rules.PAUSE_ENDED``), which the poller resumes.
+    Versioned(23, Index("schedules", (("status", ASCENDING), ("paused_until", ASCENDING)))),
     # A schedule's change history, newest first.
     Versioned(
-        23,
+        24,
         Index(
             "changes",
             (("tenant", ASCENDING), ("schedule_id", ASCENDING), ("seq", DESCENDING)),

@@ -38,6 +38,7 @@ _COLUMNS = {
     "expires_at": "expires_ms",
     "overlap_until": "overlap_until_ms",
     "overlap_waiting_until": "overlap_waiting_until_ms",
+    "paused_until": "paused_until_ms",
 }
 
 

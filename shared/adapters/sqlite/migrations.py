@@ -209,19 +209,43 @@ def _key_roles(connection: sqlite3.Connection, target_of: TargetOf) -> None:
         connection.execute("ALTER TABLE api_keys ADD COLUMN role TEXT NOT NULL DEFAULT 'admin'")
 
 
+def _add_missing_columns(
+    connection: sqlite3.Connection, table: str, columns: Sequence[tuple[str, str]]
+) -> None:
+    """Each column the table lacks: a file whose record of versions was lost may have them."""
+    present = {row["name"] for row in connection.execute(f"PRAGMA table_info({table})")}
+    for column, kind in columns:
+        if column not in present:
+            connection.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+
+
 def _overlap_marker(connection: sqlite3.Connection, target_of: TargetOf) -> None:
     # A schedule's overlap marker (``shared.overlap_rules.HOLD_OVERLAP``): the occurrence in
-    # progress and the one waiting for it, each with the end of its hold. A file whose record
-    # of versions was lost may have them already.
-    present = {row["name"] for row in connection.execute("PRAGMA table_info(schedules)")}
-    for column, kind in (
-        ("overlap_holder", "TEXT"),
-        ("overlap_until_ms", "INTEGER"),
-        ("overlap_waiting", "TEXT"),
-        ("overlap_waiting_until_ms", "INTEGER"),
-    ):
-        if column not in present:
-            connection.execute(f"ALTER TABLE schedules ADD COLUMN {column} {kind}")
+    # progress and the one waiting for it, each with the end of its hold.
+    _add_missing_columns(
+        connection,
+        "schedules",
+        (
+            ("overlap_holder", "TEXT"),
+            ("overlap_until_ms", "INTEGER"),
+            ("overlap_waiting", "TEXT"),
+            ("overlap_waiting_until_ms", "INTEGER"),
+        ),
+    )
+
+
+def _pause_with_intent(connection: sqlite3.Connection, target_of: TargetOf) -> None:
+    # A pause's end, note and author (``shared.store_rules.RESUME_AT_UNTIL``), and the index
+    # the poller finds the pauses that ended by.
+    _add_missing_columns(
+        connection,
+        "schedules",
+        (("paused_until_ms", "INTEGER"), ("pause_note", "TEXT"), ("pause_set_by", "TEXT")),
+    )
+    connection.execute(
+        "CREATE INDEX IF NOT EXISTS schedules_pause_ends ON schedules (paused_until_ms)"
+        " WHERE status = 'paused'"
+    )
 
 
 def _late_checks(connection: sqlite3.Connection, target_of: TargetOf) -> None:
@@ -280,6 +304,11 @@ def _schedule_calendars(connection: sqlite3.Connection, target_of: TargetOf) -> 
         connection.execute("ALTER TABLE schedules ADD COLUMN calendars TEXT NOT NULL DEFAULT '[]'")
 
 
+def _skips(connection: sqlite3.Connection, target_of: TargetOf) -> None:
+    # The occurrences a schedule's owner asked to skip (``shared.store_rules.SET_SKIPS``).
+    _add_missing_columns(connection, "schedules", (("skips", "TEXT"), ("skips_version", "INTEGER")))
+
+
 def _schedule_changes(connection: sqlite3.Connection, target_of: TargetOf) -> None:
     # Each schedule's change history (shared.adapters.sqlite.changes), newest first by its key;
     # retention deletes the oldest first (at_ms).
@@ -320,7 +349,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(7, "the answers of bulk operations", _bulk_answers),
     Migration(8, "each tenant's business calendars", _calendars),
     Migration(9, "the calendars each schedule names", _schedule_calendars),
-    Migration(10, "each schedule's change history", _schedule_changes),
+    Migration(10, "a pause's end, note and author", _pause_with_intent),
+    Migration(11, "the occurrences a schedule skips", _skips),
+    Migration(12, "each schedule's change history", _schedule_changes),
 )
 
 _RECORD_TABLE = """CREATE TABLE IF NOT EXISTS store_migrations (

@@ -234,6 +234,47 @@ def test_pause_and_resume_print_one_line(
     assert json.loads(out)["status"] == "paused"
 
 
+def test_pause_until_with_a_note_is_printed_and_shown_by_get(
+    served: tuple[ApiUnderTest, str], capfd: pytest.CaptureFixture[str]
+) -> None:
+    api, url = served
+    create_daily(api)
+    until = "2099-01-02T03:04:05.000Z"
+    code, out, err = run(
+        capfd, "schedules", "pause", "daily", "--until", until, "--note", "freeze", "--url", url
+    )
+    assert (code, out) == (0, f"daily (report): paused by user until {until}: freeze\n"), err
+    code, out, _ = run(capfd, "schedules", "get", "daily", "--url", url)
+    lines = [line.split(maxsplit=1) for line in out.splitlines()]
+    assert ["paused_until:", until] in lines and ["pause_note:", "freeze"] in lines
+    assert ["pause_set_by:", "no key"] in lines
+    run(capfd, "schedules", "resume", "daily", "--url", url)
+    code, _, err = run(
+        capfd, "schedules", "pause", "daily", "--until", "2001-01-01T00:00:00Z", "--url", url
+    )
+    assert code == 1 and "  until: 2001-01-01T00:00:00.000Z has passed" in err
+
+
+def test_skip_the_next_occurrences_or_one_and_undo(
+    served: tuple[ApiUnderTest, str], capfd: pytest.CaptureFixture[str]
+) -> None:
+    api, url = served
+    create_daily(api)
+    code, out, err = run(capfd, "schedules", "skip", "daily", "--count", "2", "--url", url)
+    assert code == 0, err
+    first, second = out.strip().split(": skips 2: ")[1].split(", ")
+    assert out.startswith("daily (report): skips 2: ")
+    code, out, _ = run(capfd, "schedules", "unskip", "daily", "--at", first, "--url", url)
+    assert out == f"daily (report): skips 1: {second}\n"
+    code, out, _ = run(capfd, "schedules", "get", "daily", "--url", url)
+    assert ["skips:", f'["{second}"]'] in [line.split(maxsplit=1) for line in out.splitlines()]
+    code, out, _ = run(capfd, "schedules", "unskip", "daily", "--url", url)
+    assert out == "daily (report): skips nothing\n"
+    half_past = second.replace(":00:00.000Z", ":30:00.000Z")
+    code, _, err = run(capfd, "schedules", "skip", "daily", "--at", half_past, "--url", url)
+    assert code == 1 and "  at: " in err and "not an occurrence" in err
+
+
 def test_a_body_file_that_is_not_json_or_not_there_is_named(
     served: tuple[ApiUnderTest, str], capfd: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

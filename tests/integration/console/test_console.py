@@ -541,3 +541,86 @@ def test_an_alert_is_set_shown_and_cleared_through_the_console(api: ApiUnderTest
     stored = api.backends.store.get_schedule("acme", "late")
     assert stored is not None and stored.live_definition.alert is None
     assert "not reported" in text(api.client.get("/console/schedules/late"))
+
+
+def test_a_pause_until_with_a_note_from_the_schedule_page(api: ApiUnderTest) -> None:
+    log_in(api.client, ACME_KEY)
+    created = api.client.put(
+        f"{API}/schedule/nightly",
+        json={
+            "name": "nightly",
+            "schedule": {"cron": "0 2 * * *"},
+            "payload": {"method": "POST", "url": "https://example.com/n"},
+        },
+        headers=KEY_HEADER,
+    )
+    assert created.status_code == 202
+    api.apply()
+    page_before = text(api.client.get("/console/schedules/nightly"))
+    assert 'name="until"' in page_before and 'name="note"' in page_before
+    # Refused, naming the field: nothing changes.
+    refused = api.client.post(
+        "/console/schedules/nightly/pause", data={"until": "2001-01-01T00:00:00Z", "note": "x"}
+    )
+    assert refused.status_code == 400 and "until: 2001-01-01T00:00:00.000Z has passed" in text(
+        refused
+    )
+    refused = api.client.post("/console/schedules/nightly/pause", data={"until": "friday"})
+    assert refused.status_code == 400 and "until:" in text(refused)
+    assert api.client.get(f"{API}/schedule/nightly", headers=KEY_HEADER).get_json()["status"] == (
+        "active"
+    )
+    until = (api.clock.now() + timedelta(days=2)).replace(microsecond=0)
+    shown_until = until.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    paused = api.client.post(
+        "/console/schedules/nightly/pause",
+        data={"until": shown_until, "note": "vendor outage <b>"},
+        headers={"HX-Request": "true"},
+    )
+    assert paused.headers["HX-Redirect"] == "/console/schedules/nightly"
+    shown = api.client.get(f"{API}/schedule/nightly", headers=KEY_HEADER).get_json()
+    assert (shown["paused_until"], shown["pause_note"], shown["pause_set_by"]) == (
+        shown_until,
+        "vendor outage <b>",
+        "console",
+    )
+    page_after = text(api.client.get("/console/schedules/nightly"))
+    assert f"paused by its owner until {shown_until}" in page_after
+    assert "(set by console)" in page_after
+    assert "vendor outage &lt;b&gt;" in page_after
+    # Another tenant's console cannot pause it.
+    other = api.app.test_client()
+    log_in(other, GLOBEX_KEY)
+    assert other.post("/console/schedules/nightly/pause", data={"note": "x"}).status_code == 404
+
+
+def test_skips_from_the_schedule_page_are_shown_and_undone(api: ApiUnderTest) -> None:
+    log_in(api.client, ACME_KEY)
+    body = {
+        "name": "hourly",
+        "schedule": {"interval": {"number": 1, "unit": "hour"}},
+        "payload": {"method": "POST", "url": "https://example.com/h"},
+    }
+    assert api.client.put(f"{API}/schedule/h", json=body, headers=KEY_HEADER).status_code == 202
+    api.apply()
+    assert 'name="count"' in text(api.client.get("/console/schedules/h"))
+    refused = api.client.post("/console/schedules/h/skip", data={"count": "two"})
+    assert refused.status_code == 400 and "count:" in text(refused)
+    refused = api.client.post("/console/schedules/h/skip", data={"at": "2001-01-01T00:00:00Z"})
+    assert refused.status_code == 400 and "at: 2001-01-01T00:00:00.000Z has passed" in text(refused)
+    done = api.client.post("/console/schedules/h/skip", data={"count": "2"})
+    assert done.status_code in (200, 303), text(done)
+    skips = api.client.get(f"{API}/schedule/h", headers=KEY_HEADER).get_json()["skips"]
+    assert len(skips) == 2
+    shown = text(api.client.get("/console/schedules/h"))
+    assert "Skips 2 occurrences to come" in shown
+    assert f'name="at" value="{skips[0]}"' in shown
+    api.client.post("/console/schedules/h/unskip", data={"at": skips[0]})
+    assert api.client.get(f"{API}/schedule/h", headers=KEY_HEADER).get_json()["skips"] == skips[1:]
+    api.client.post("/console/schedules/h/unskip")
+    assert api.client.get(f"{API}/schedule/h", headers=KEY_HEADER).get_json()["skips"] == []
+    assert "Skips" not in text(api.client.get("/console/schedules/h"))
+    other = api.app.test_client()
+    log_in(other, GLOBEX_KEY)
+    assert other.post("/console/schedules/h/skip", data={"count": "1"}).status_code == 404
+    assert other.post("/console/schedules/h/unskip").status_code == 404

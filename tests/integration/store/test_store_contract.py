@@ -25,6 +25,7 @@ from shared.model import (
     Every,
     ExecutionStatus,
     Occurrence,
+    PauseIntent,
     Payload,
     ScheduleDefinition,
     ScheduleStatus,
@@ -1018,6 +1019,57 @@ def test_a_run_taken_over_waits_first_in_line_under_either_policy(
     stored = store.get_schedule(TENANT, "s1")
     assert stored is not None
     assert (stored.overlap_holder, stored.overlap_waiting) == (dead.occurrence_id, None)
+
+
+def test_an_ended_pause_is_resumed_once_with_its_next_time_kept(store: Store) -> None:
+    create(store, "s1")
+    create(store, "s2")
+    before = store.get_schedule(TENANT, "s1")
+    assert before is not None
+    intent = PauseIntent(T0 + MINUTE, "maintenance", "ci (0123abcd4567)")
+    assert store.apply_state(TENANT, "s1", 10, ScheduleStatus.PAUSED, None, T0, intent)
+    assert store.apply_state(TENANT, "s2", 10, ScheduleStatus.PAUSED, None, T0)
+    paused = store.get_schedule(TENANT, "s1")
+    assert paused is not None
+    assert (paused.paused_until, paused.pause_note, paused.pause_set_by) == intent
+    assert store.resume_ended_pauses(T0 + MINUTE - SECOND, 10) == []
+    # Two pollers: the first resumes it, the second finds nothing (s2 has no end).
+    assert [one.schedule_id for one in store.resume_ended_pauses(T0 + MINUTE, 10)] == ["s1"]
+    assert store.resume_ended_pauses(T0 + MINUTE, 10) == []
+    resumed = store.get_schedule(TENANT, "s1")
+    assert resumed is not None
+    assert resumed.status is ScheduleStatus.ACTIVE
+    assert resumed.next_schedule_time == before.next_schedule_time
+    assert resumed.state_revision > 10
+    assert (resumed.paused_until, resumed.pause_note, resumed.pause_set_by) == (None, None, None)
+    still = store.get_schedule(TENANT, "s2")
+    assert still is not None and still.status is ScheduleStatus.PAUSED
+
+
+def test_a_pause_resumed_by_its_owner_first_is_not_resumed_again(store: Store) -> None:
+    create(store, "s1")
+    intent = PauseIntent(T0 + MINUTE, None, "console")
+    assert store.apply_state(TENANT, "s1", 10, ScheduleStatus.PAUSED, None, T0, intent)
+    assert store.apply_state(TENANT, "s1", 11, ScheduleStatus.ACTIVE, T0 + 2 * MINUTE, T0)
+    assert store.apply_state(TENANT, "s1", 12, ScheduleStatus.PAUSED, None, T0)
+    assert store.resume_ended_pauses(T0 + MINUTE, 10) == []
+    again = store.get_schedule(TENANT, "s1")
+    assert again is not None and again.status is ScheduleStatus.PAUSED
+
+
+def test_skips_are_replaced_only_as_read(store: Store) -> None:
+    create(store, "s1")
+    first, second = (T0 + MINUTE,), (T0 + MINUTE, T0 + 2 * MINUTE)
+    assert store.set_skips(TENANT, "s1", 0, first)
+    assert not store.set_skips(TENANT, "s1", 0, second)  # another wrote first
+    assert store.set_skips(TENANT, "s1", 1, second)
+    assert not store.set_skips(TENANT, "s1", 1, ())
+    stored = store.get_schedule(TENANT, "s1")
+    assert stored is not None and (stored.skips, stored.skips_version) == (second, 2)
+    assert store.set_skips(TENANT, "s1", 2, ())
+    emptied = store.get_schedule(TENANT, "s1")
+    assert emptied is not None and emptied.skips == ()
+    assert not store.set_skips(TENANT, "unknown", 0, first)
 
 
 def test_a_replace_or_a_pause_keeps_the_overlap_marker(store: Store) -> None:
