@@ -20,7 +20,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from shared.ports import Clock, SigningSecretSet, SigningSecretStore
@@ -44,23 +44,19 @@ class _Kept:
     until: datetime | None
 
 
+@dataclass(eq=False)
 class TenantSigners:
-    def __init__(
-        self,
-        store: SigningSecretStore,
-        box: SecretBox,
-        deployment_secret: str,
-        clock: Clock,
-        bound_seconds: float,
-    ) -> None:
-        self.store = store
-        self.box = box
-        self.deployment_secret = deployment_secret
-        self.clock = clock
-        self.bound_seconds = bound_seconds
-        self._deployment = WebhookSigner(deployment_secret) if deployment_secret else None
-        self._kept: OrderedDict[str, _Kept] = OrderedDict()
-        self._lock = threading.Lock()
+    store: SigningSecretStore
+    box: SecretBox
+    deployment_secret: str
+    clock: Clock
+    bound_seconds: float
+    _deployment: WebhookSigner | None = field(init=False)
+    _kept: OrderedDict[str, _Kept] = field(init=False, default_factory=OrderedDict)
+    _lock: threading.Lock = field(init=False, default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self._deployment = WebhookSigner(self.deployment_secret) if self.deployment_secret else None
 
     def refresh(self, tenants: Iterable[str]) -> None:
         """Read again, in one read, the secrets of those ``tenants`` read longer ago than the

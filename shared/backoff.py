@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
 from shared.errors import Transient
@@ -42,23 +43,20 @@ class Stop(Protocol):
     def wait(self, timeout: float) -> bool: ...
 
 
+@dataclass(eq=False)
 class Backoff:
-    """The pauses of one loop between tries of work its backend failed (see the module)."""
+    """The pauses of one loop between tries of work its backend failed (see the module);
+    ``what`` names the work in the log lines (``"poller: claim"``)."""
 
-    def __init__(
-        self,
-        what: str,
-        first: float = FIRST_PAUSE_SECONDS,
-        cap: float = MAX_PAUSE_SECONDS,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        """``what`` names the work in the log lines (``"poller: claim"``)."""
-        self.what = what
-        self.first = first
-        self.cap = cap
-        self.clock = clock
-        self._pause = first
-        self._failing_since: float | None = None
+    what: str
+    first: float = FIRST_PAUSE_SECONDS
+    cap: float = MAX_PAUSE_SECONDS
+    clock: Callable[[], float] = time.monotonic
+    _pause: float = field(init=False)
+    _failing_since: float | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        self._pause = self.first
 
     @property
     def failing(self) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
@@ -137,25 +138,19 @@ def count_responses(statuses: Iterable[int | None]) -> None:
         counter.inc(count)
 
 
+@dataclass(eq=False)
 class BackendCollector(Collector):
     """Gauges read from the backends at scrape time: queue depths, and schedules by status,
     counted at most once per ``max_age_seconds`` (a count of every schedule is a scan of the
     store, too dear to repeat for every scrape of every process)."""
 
-    def __init__(
-        self,
-        store: ScheduleStore,
-        queues: Queues,
-        max_age_seconds: float,
-        monotonic: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.store = store
-        self.queues = queues
-        self.max_age_seconds = max_age_seconds
-        self.monotonic = monotonic
-        self._counts: Mapping[str, int] = {}
-        self._counted_at: float | None = None
-        self._lock = threading.Lock()
+    store: ScheduleStore
+    queues: Queues
+    max_age_seconds: float
+    monotonic: Callable[[], float] = time.monotonic
+    _counts: Mapping[str, int] = field(init=False, default_factory=dict)
+    _counted_at: float | None = field(init=False, default=None)
+    _lock: threading.Lock = field(init=False, default_factory=threading.Lock)
 
     def schedule_counts(self) -> Mapping[str, int]:
         with self._lock:

@@ -153,20 +153,13 @@ class DryRun(Generic[Shown]):
     sample: list[Shown]
 
 
+@dataclass(eq=False)
 class Bulk:
-    def __init__(
-        self,
-        store: Store,
-        clock: Clock,
-        settings: Settings,
-        changes: StateChanges,
-        creation: Creation,
-    ) -> None:
-        self.store = store
-        self.clock = clock
-        self.settings = settings
-        self.changes = changes
-        self.creation = creation
+    store: Store
+    clock: Clock
+    settings: Settings
+    changes: StateChanges
+    creation: Creation
 
     def dry_run(self, tenant: str, selector: Selector) -> DryRun[Schedule]:
         """How many schedules ``selector`` matches, and the first few; changes nothing."""

@@ -9,6 +9,7 @@ a call already begun when the delete lands completes. Each is guarded by a state
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from scheduler_service.service.reading import Reads
@@ -30,20 +31,13 @@ MAX_SKIPS = 1000
 SKIP_TRIES = 5
 
 
+@dataclass(eq=False)
 class StateChanges:
-    def __init__(
-        self,
-        store: Store,
-        clock: Clock,
-        revisions: RevisionClock,
-        reads: Reads,
-        recorder: ChangeRecorder,
-    ) -> None:
-        self.store = store
-        self.clock = clock
-        self.revisions = revisions
-        self.reads = reads
-        self.recorder = recorder
+    store: Store
+    clock: Clock
+    revisions: RevisionClock
+    reads: Reads
+    recorder: ChangeRecorder
 
     def delete(self, tenant: str, schedule_id: str, actor: Actor) -> None:
         """Tombstone the schedule now. An unknown id is still tombstoned (a create may be in

@@ -6,6 +6,7 @@ Every method takes the caller's tenant: a schedule of another tenant is ``NotFou
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
+from dataclasses import dataclass
 from datetime import datetime
 
 from shared.calendar_reads import business_calendars
@@ -17,10 +18,10 @@ from shared.model import Execution, ExecutionStatus, Schedule, ScheduleStatus
 from shared.ports import Clock, Page, ScheduleFilter, Store
 
 
+@dataclass(eq=False)
 class Reads:
-    def __init__(self, store: Store, clock: Clock) -> None:
-        self.store = store
-        self.clock = clock
+    store: Store
+    clock: Clock
 
     def get(self, tenant: str, schedule_id: str) -> Schedule:
         schedule = self.store.get_schedule(tenant, schedule_id)

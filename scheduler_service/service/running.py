@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from dataclasses import dataclass
 from datetime import datetime
 
 from scheduler_service.service.reading import Reads
@@ -35,15 +36,13 @@ class NotReplayable(SchedulerError):
     """A dead letter of a deleted schedule: a replay would be skipped. The API answers 409."""
 
 
+@dataclass(eq=False)
 class ManualRuns:
-    def __init__(
-        self, store: Store, queues: Queues, clock: Clock, reads: Reads, recorder: ChangeRecorder
-    ) -> None:
-        self.store = store
-        self.queues = queues
-        self.clock = clock
-        self.reads = reads
-        self.recorder = recorder
+    store: Store
+    queues: Queues
+    clock: Clock
+    reads: Reads
+    recorder: ChangeRecorder
 
     def send(self, occurrences: list[Occurrence]) -> None:
         self.queues.occurrences.send([OutgoingMessage(encode_occurrence(o)) for o in occurrences])

@@ -6,7 +6,7 @@ import json
 import math
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -331,22 +331,14 @@ class SqsQueue(MessageQueue):
         return received
 
     def delete(self, receipt_handles: Sequence[str]) -> None:
-        if not receipt_handles:
-            return
-        with self._calling("delete") as url:
-            for batch in _chunks(receipt_handles, BATCH_SIZE):
-                response = self.client.delete_message_batch(
-                    QueueUrl=url,
-                    Entries=[
-                        {"Id": str(index), "ReceiptHandle": handle}
-                        for index, handle in enumerate(batch)
-                    ],
-                )
-                # A stale or unknown receipt is a sender fault and means there is nothing left
-                # to delete; only a server-side failure is worth an exception (and a retry).
-                failed = [entry for entry in response.get("Failed", []) if not entry["SenderFault"]]
-                if failed:
-                    raise _batch_error("delete", self.name, failed)
+        # A stale or unknown receipt is a sender fault and means there is nothing left to
+        # delete; only a server-side failure is worth an exception (and a retry).
+        self._each_batch(
+            "delete",
+            [{"ReceiptHandle": handle} for handle in receipt_handles],
+            self.client.delete_message_batch,
+            lambda entry: entry["SenderFault"],
+        )
 
     def change_visibility(self, receipt_handle: str, timeout_seconds: float) -> None:
         with self._calling("change_visibility") as url:
@@ -361,31 +353,41 @@ class SqsQueue(MessageQueue):
                     raise
 
     def change_visibilities(self, changes: Sequence[tuple[str, float]]) -> None:
-        if not changes:
+        # As in ``delete``: a stale receipt means nothing is left to change (LocalStack
+        # answers it as a server fault, by code).
+        self._each_batch(
+            "change_visibility",
+            [
+                {"ReceiptHandle": handle, "VisibilityTimeout": _visibility(seconds)}
+                for handle, seconds in changes
+            ],
+            self.client.change_message_visibility_batch,
+            lambda entry: (
+                entry["SenderFault"] or entry["Code"].removesuffix("Exception") in _STALE_RECEIPT
+            ),
+        )
+
+    def _each_batch(
+        self,
+        action: str,
+        entries: Sequence[Mapping[str, Any]],
+        send: Callable[..., Any],
+        nothing_left: Callable[[BatchResultErrorEntryTypeDef], bool],
+    ) -> None:
+        """``entries``, each given its ``Id``, ``BATCH_SIZE`` at a time through ``send`` (a
+        batch action of the client): a failed entry raises, unless it means there is nothing
+        left to do (``nothing_left``)."""
+        if not entries:
             return
-        with self._calling("change_visibility") as url:
-            for batch in _chunks(changes, BATCH_SIZE):
-                response = self.client.change_message_visibility_batch(
+        with self._calling(action) as url:
+            for batch in _chunks(entries, BATCH_SIZE):
+                response = send(
                     QueueUrl=url,
-                    Entries=[
-                        {
-                            "Id": str(index),
-                            "ReceiptHandle": handle,
-                            "VisibilityTimeout": _visibility(seconds),
-                        }
-                        for index, (handle, seconds) in enumerate(batch)
-                    ],
+                    Entries=[{"Id": str(index), **entry} for index, entry in enumerate(batch)],
                 )
-                # As in ``delete``: a stale receipt means nothing is left to change (LocalStack
-                # answers it as a server fault, by code).
-                failed = [
-                    entry
-                    for entry in response.get("Failed", [])
-                    if not entry["SenderFault"]
-                    and entry["Code"].removesuffix("Exception") not in _STALE_RECEIPT
-                ]
+                failed = [entry for entry in response.get("Failed", []) if not nothing_left(entry)]
                 if failed:
-                    raise _batch_error("change_visibility", self.name, failed)
+                    raise _batch_error(action, self.name, failed)
 
     def depth(self) -> QueueDepth:
         with self._calling("depth") as url:
