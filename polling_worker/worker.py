@@ -27,6 +27,7 @@ from polling_worker.alerts import AlertSender, LateChecks
 from shared.backoff import Backoff
 from shared.calendar_reads import business_calendars
 from shared.calendars import BusinessCalendar
+from shared.changes import SYSTEM, Change, ChangeAction, FieldChange
 from shared.dispatch import DispatchPlan, plan_dispatch
 from shared.errors import Transient
 from shared.lateness import armed_check_at
@@ -42,7 +43,7 @@ from shared.metrics import (
     SCHEDULES_NOT_PLANNED,
     Heartbeat,
 )
-from shared.model import Occurrence, Schedule
+from shared.model import Occurrence, Schedule, ScheduleStatus
 from shared.ports import (
     Advance,
     Clock,
@@ -54,6 +55,7 @@ from shared.ports import (
 from shared.ports.spans import NoSpans, OpenSpan, SpanKind, Spans
 from shared.recurrence import CPU_BUDGET_SECONDS, TooMuchWork
 from shared.settings import Settings
+from shared.store_rules import resumed_revision
 from shared.timeutil import iso_z
 
 log = logging.getLogger(__name__)
@@ -203,6 +205,8 @@ class Poller:
         the pause missed."""
         self._next_resume = time.monotonic() + RESUME_EVERY_SECONDS
         resumed = self.store.resume_ended_pauses(now, RESUME_BATCH)
+        if resumed:
+            self.store.record_changes([pause_ended(schedule, now) for schedule in resumed])
         for schedule in resumed:
             log.info(
                 "schedule %s resumed: its pause ended at %s",
@@ -437,3 +441,19 @@ class Poller:
         """Whole seconds (as SQS counts them) so the message arrives a little before its time."""
         seconds = (scheduled_time - now).total_seconds() - self.settings.dispatch_lead_seconds
         return float(max(0, math.floor(seconds)))
+
+
+def pause_ended(paused: Schedule, now: datetime) -> Change:
+    """The change history's record of a pause that ended at its ``until``, resumed by the
+    system at the state revision the resume made (written again, it is kept once)."""
+    revision = resumed_revision(paused, now)
+    return Change(
+        paused.tenant,
+        paused.schedule_id,
+        revision,
+        revision,
+        now,
+        ChangeAction.RESUME,
+        SYSTEM,
+        (FieldChange("state", ScheduleStatus.PAUSED.value, ScheduleStatus.ACTIVE.value),),
+    )

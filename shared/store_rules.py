@@ -282,15 +282,20 @@ def state_params(
     }
 
 
+def resumed_revision(paused: Schedule, now: datetime) -> int:
+    """The state revision ``RESUME_AT_UNTIL`` gives a paused schedule as read at ``now``: raised
+    past both the one read and the clock's (``revision_at``), ordered with its owner's pauses
+    and resumes."""
+    return max(paused.state_revision + 1, revision_at(now))
+
+
 def resume_at_until_params(paused: Schedule, now: datetime) -> dict[str, Any]:
-    """``RESUME_AT_UNTIL``'s parameters for a paused schedule as read: its state revision
-    raised past both the one read and the clock's (``revision_at``), ordered with its owner's
-    pauses and resumes."""
+    """``RESUME_AT_UNTIL``'s parameters for a paused schedule as read."""
     return {
         "tenant": paused.tenant,
         "schedule_id": paused.schedule_id,
         "read_state_revision": paused.state_revision,
-        "state_revision": max(paused.state_revision + 1, revision_at(now)),
+        "state_revision": resumed_revision(paused, now),
         "now": now,
     }
 

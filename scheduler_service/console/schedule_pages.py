@@ -464,7 +464,8 @@ def skip(schedule_id: str) -> Response | tuple[str, int]:
             sent_count: Any = int(sent["count"])
             sent = {**sent, "count": sent_count}
         body = SkipSchema().load(sent)
-        service().changes.skip(g.tenant, schedule_id, body.get("count"), body.get("at"))
+        count, at = body.get("count"), body.get("at")
+        service().changes.skip(g.tenant, schedule_id, request_actor(), count, at)
     except ValidationError as exc:
         return refused_fields({name: why for name, why in exc.messages_dict.items()}, back)
     except InvalidInput as exc:
@@ -479,7 +480,7 @@ def unskip(schedule_id: str) -> Response | tuple[str, int]:
     back = console_target(url_for("console.schedule", schedule_id=schedule_id))
     try:
         at = UnskipQuerySchema().load({"at": request.form["at"]} if request.form.get("at") else {})
-        service().changes.unskip(g.tenant, schedule_id, at["at"])
+        service().changes.unskip(g.tenant, schedule_id, request_actor(), at["at"])
     except ValidationError as exc:
         return refused_fields({name: why for name, why in exc.messages_dict.items()}, back)
     except InvalidInput as exc:

@@ -118,7 +118,9 @@ def skip_occurrences(body: dict[str, Any], schedule_id: str) -> Response:
     manual run, a backfill or a replay still runs."""
     check_id(schedule_id)
     changes = service().changes
-    skipped = changes.skip(g.tenant, schedule_id, body.get("count"), body.get("at"))
+    skipped = changes.skip(
+        g.tenant, schedule_id, request_actor(), body.get("count"), body.get("at")
+    )
     return schedule_answer(skipped, 202)
 
 
@@ -134,4 +136,5 @@ def undo_skips(query: dict[str, Any], schedule_id: str) -> Response:
     Every one, or with `?at=` the one at that time (a `400` naming `at` where none is pending
     then)."""
     check_id(schedule_id)
-    return schedule_answer(service().changes.unskip(g.tenant, schedule_id, query["at"]), 202)
+    changes = service().changes
+    return schedule_answer(changes.unskip(g.tenant, schedule_id, request_actor(), query["at"]), 202)

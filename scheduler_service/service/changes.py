@@ -17,8 +17,9 @@ from scheduler_service.service.recording import ChangeRecorder, state_field
 from scheduler_service.service.revisions import RevisionClock
 from shared.calendar_reads import business_calendars
 from shared.calendars import BusinessCalendar
-from shared.changes import Actor, Change, ChangeAction
+from shared.changes import Actor, Change, ChangeAction, FieldChange
 from shared.errors import InvalidInput, NotFound, Transient
+from shared.jsonvalues import JSON
 from shared.model import PauseIntent, Schedule, ScheduleStatus
 from shared.notations import build_recurrence
 from shared.ports import Clock, StateChange, Store
@@ -76,6 +77,7 @@ class StateChanges:
                 actor,
                 schedule.status,
                 ScheduleStatus.PAUSED,
+                *_intent_fields(intent),
             )
         return self.reads.get(tenant, schedule_id)
 
@@ -173,7 +175,7 @@ class StateChanges:
         return [next(applied) if answer is True else answer for answer in answers]
 
     def skip(
-        self, tenant: str, schedule_id: str, count: int | None, at: datetime | None
+        self, tenant: str, schedule_id: str, actor: Actor, count: int | None, at: datetime | None
     ) -> Schedule:
         """Skip the next ``count`` occurrences (those the rule has from now, a pause or not;
         fewer where a bounded rule has fewer left), or the one at ``at`` (it must be one the
@@ -209,9 +211,9 @@ class StateChanges:
                 raise InvalidInput({"count": "the schedule has no occurrence left to skip"})
             return tuple(times)
 
-        return self._change_skips(tenant, schedule_id, now, added)
+        return self._change_skips(tenant, schedule_id, actor, now, added)
 
-    def unskip(self, tenant: str, schedule_id: str, at: datetime | None) -> Schedule:
+    def unskip(self, tenant: str, schedule_id: str, actor: Actor, at: datetime | None) -> Schedule:
         """Undo the skips still to come: all, or the one at ``at`` (a ``400`` naming ``at``
         where none is pending at that time)."""
         now = self.clock.now()
@@ -223,19 +225,21 @@ class StateChanges:
                 raise InvalidInput({"at": f"no skip of {iso_z(at)} is pending"})
             return tuple(moment for moment in pending if moment != at)
 
-        return self._change_skips(tenant, schedule_id, now, kept, replace=True)
+        return self._change_skips(tenant, schedule_id, actor, now, kept, replace=True)
 
     def _change_skips(
         self,
         tenant: str,
         schedule_id: str,
+        actor: Actor,
         now: datetime,
         change: Callable[[Schedule, tuple[datetime, ...]], tuple[datetime, ...]],
         replace: bool = False,
     ) -> Schedule:
         """Read the schedule, work out its skips still to come (``change``: added to them, or
-        with ``replace`` instead of them) and write them if unchanged since read; a request at
-        the same time makes it read again."""
+        with ``replace`` instead of them) and write them if unchanged since read, recorded in
+        the change history as a ``skip`` (an undo too: its ``skips`` field shows what is left);
+        a request at the same time makes it read again."""
         for _ in range(SKIP_TRIES):
             # Completed too: its last occurrences may still be on their way.
             schedule = self.reads.get(tenant, schedule_id)
@@ -245,6 +249,8 @@ class StateChanges:
             if len(skips) > MAX_SKIPS:
                 raise InvalidInput({"count": f"at most {MAX_SKIPS} skips pending at once"})
             if self.store.set_skips(tenant, schedule_id, schedule.skips_version, skips):
+                field = FieldChange("skips", _times(pending), _times(skips))
+                self.recorder.record(tenant, schedule_id, None, ChangeAction.SKIP, actor, (field,))
                 return self.reads.get(tenant, schedule_id)
         raise Transient("the schedule's skips kept changing; try again")
 
@@ -270,6 +276,22 @@ class StateChanges:
         revision = self.revisions.next()
         self.store.apply_state(tenant, schedule_id, revision, status, next_time, now, intent)
         return revision
+
+
+def _intent_fields(intent: PauseIntent | None) -> tuple[FieldChange, ...]:
+    """The change history's fields of what a pause says beside itself: until when, its note."""
+    if intent is None:
+        return ()
+    fields = []
+    if intent.until is not None:
+        fields.append(FieldChange("paused_until", None, iso_z(intent.until)))
+    if intent.note is not None:
+        fields.append(FieldChange("pause_note", None, intent.note))
+    return tuple(fields)
+
+
+def _times(moments: Sequence[datetime]) -> list[JSON]:
+    return [iso_z(moment) for moment in moments]
 
 
 # What the change history calls a change to each status.

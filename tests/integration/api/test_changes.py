@@ -5,18 +5,19 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from polling_worker.worker import Poller
 from scheduler_service import auth
 from scheduler_service.requests.queries import encode_cursor
 from shared.formats import execution_cursor
 from shared.ports import ApiKey, Role
 from shared.redaction import MASK
-from shared.timeutil import UTC, parse_iso
+from shared.timeutil import UTC, iso_z, parse_iso
 from tests.support.api import ApiUnderTest, api_under_test
 from tests.support.harness import API
 
@@ -275,3 +276,38 @@ def test_a_bulk_pause_and_patch_land_in_each_schedules_history(api: ApiUnderTest
             "payload.url": ("https://hooks.example.com/n", "https://hooks.example.com/bulk", False)
         }
         assert fields_of(items[1]) == {"state": ("active", "paused", False)}
+
+
+def test_skips_a_pause_until_and_its_end_by_the_poller_are_in_the_history(
+    api: ApiUnderTest,
+) -> None:
+    writer = key(api, WRITER_KEY, "acme", "deploy-bot", Role.WRITE)
+    path = f"{API}/schedule/nightly"
+    api.client.put(path, json=BODY, headers=writer)
+    api.apply()
+    skipped = api.client.post(f"{path}/skip", json={"count": 2}, headers=writer).get_json()
+    first, second = skipped["skips"]
+    assert api.client.delete(f"{path}/skip?at={first}", headers=writer).status_code == 202
+    until = api.clock.now() + timedelta(days=2)
+    pause = {"until": iso_z(until), "note": "db migration"}
+    assert api.client.post(f"{path}/pause", json=pause, headers=writer).status_code == 202
+    # The pause ends by itself: a poller resumes the schedule at its until, as the system.
+    api.clock.advance((until - api.clock.now()).total_seconds())
+    poller = Poller(api.backends.store, api.backends.queues.occurrences, api.settings, api.clock)
+    assert poller.resume_ended_pauses(api.clock.now()) == 1
+
+    items = changes_of(api, "nightly", writer)["items"]
+    assert [item["action"] for item in items] == ["resume", "pause", "skip", "skip", "create"]
+    assert items[0]["actor"] == {"kind": "system", "key_id": None, "name": "system"}
+    assert fields_of(items[0]) == {"state": ("paused", "active", False)}
+    assert parse_iso(items[0]["at"]) == until
+    assert items[1]["actor"]["name"] == "deploy-bot"
+    assert fields_of(items[1]) == {
+        "state": ("active", "paused", False),
+        "paused_until": (None, iso_z(until), False),
+        "pause_note": (None, "db migration", False),
+    }
+    assert fields_of(items[2]) == {"skips": ([first, second], [second], False)}
+    assert fields_of(items[3]) == {"skips": ([], [first, second], False)}
+    stored = api.backends.store.get_schedule("acme", "nightly")
+    assert stored is not None and items[0]["revision"] == stored.state_revision
