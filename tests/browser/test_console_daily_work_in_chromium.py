@@ -210,6 +210,7 @@ def test_every_page_fits_a_phone(browser: webdriver.Chrome, site: Site, artifact
         "edit-schedule": ("/console/schedules/phone/edit", ["#f-payload\\.url", "#save"]),
         "backfill": ("/console/schedules/phone/backfill", ["#b-from", "#run-backfill"]),
         "signing-secrets": ("/console/signing-secrets", ["tr.signing-secret"]),
+        "calendars": ("/console/calendars", ["#calendar-form"]),
     }
     for name, (path, controls) in pages.items():
         browser.get(f"{url}{path}")
@@ -224,6 +225,7 @@ def test_every_page_fits_a_phone(browser: webdriver.Chrome, site: Site, artifact
             "New schedule",
             "Dead letters",
             "Signing secrets",
+            "Calendars",
             "API docs",
         ]
         for link in links:  # the whole navigation on the first screen
