@@ -203,20 +203,21 @@ def _signing_secrets(connection: sqlite3.Connection, target_of: TargetOf) -> Non
 
 def _key_roles(connection: sqlite3.Connection, target_of: TargetOf) -> None:
     # Each key's role (shared.ports.keys.Role); a key made before roles could do everything.
-    # Added only where missing: a file whose record of versions was lost runs every step again.
-    present = {row["name"] for row in connection.execute("PRAGMA table_info(api_keys)")}
-    if "role" not in present:
-        connection.execute("ALTER TABLE api_keys ADD COLUMN role TEXT NOT NULL DEFAULT 'admin'")
+    _add_missing_columns(connection, "api_keys", (("role", "TEXT NOT NULL DEFAULT 'admin'"),))
 
 
 def _add_missing_columns(
     connection: sqlite3.Connection, table: str, columns: Sequence[tuple[str, str]]
-) -> None:
-    """Each column the table lacks: a file whose record of versions was lost may have them."""
+) -> set[str]:
+    """Each column the table lacks (a file whose record of versions was lost runs every step
+    again, so it may have them); the names of those it added."""
     present = {row["name"] for row in connection.execute(f"PRAGMA table_info({table})")}
+    added = set()
     for column, kind in columns:
         if column not in present:
             connection.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+            added.add(column)
+    return added
 
 
 def _overlap_marker(connection: sqlite3.Connection, target_of: TargetOf) -> None:
@@ -250,10 +251,8 @@ def _pause_with_intent(connection: sqlite3.Connection, target_of: TargetOf) -> N
 
 def _late_checks(connection: sqlite3.Connection, target_of: TargetOf) -> None:
     # A schedule's lateness cursor (shared.lateness), and the checks' search of the few
-    # schedules that have one. Added only where missing, as migration 3.
-    present = {row["name"] for row in connection.execute("PRAGMA table_info(schedules)")}
-    if "late_check_ms" not in present:
-        connection.execute("ALTER TABLE schedules ADD COLUMN late_check_ms INTEGER")
+    # schedules that have one.
+    _add_missing_columns(connection, "schedules", (("late_check_ms", "INTEGER"),))
     connection.execute(
         "CREATE INDEX IF NOT EXISTS schedules_late_check ON schedules (late_check_ms)"
         " WHERE late_check_ms IS NOT NULL"
@@ -262,11 +261,9 @@ def _late_checks(connection: sqlite3.Connection, target_of: TargetOf) -> None:
 
 def _priorities(connection: sqlite3.Connection, target_of: TargetOf) -> None:
     # Each schedule's priority beside its definition, for the claim's order (BY_PRIORITY of
-    # shared.store_rules), filled from the definition (where priority is never sealed); only
-    # where missing, as migration 3.
-    present = {row["name"] for row in connection.execute("PRAGMA table_info(schedules)")}
-    if "priority" not in present:
-        connection.execute("ALTER TABLE schedules ADD COLUMN priority INTEGER NOT NULL DEFAULT 5")
+    # shared.store_rules), filled from the definition (where priority is never sealed).
+    priority = ("priority", "INTEGER NOT NULL DEFAULT 5")
+    if _add_missing_columns(connection, "schedules", (priority,)):
         connection.execute(
             "UPDATE schedules SET priority = coalesce(json_extract(definition, '$.priority'), 5)"
             " WHERE definition IS NOT NULL"
@@ -275,10 +272,7 @@ def _priorities(connection: sqlite3.Connection, target_of: TargetOf) -> None:
 
 def _bulk_answers(connection: sqlite3.Connection, target_of: TargetOf) -> None:
     # What a bulk operation's page answered (shared.ports.IdempotencyRecord.answer), JSON text.
-    # Added only where missing, as migration 3.
-    present = {row["name"] for row in connection.execute("PRAGMA table_info(idempotency_keys)")}
-    if "answer" not in present:
-        connection.execute("ALTER TABLE idempotency_keys ADD COLUMN answer TEXT")
+    _add_missing_columns(connection, "idempotency_keys", (("answer", "TEXT"),))
 
 
 def _calendars(connection: sqlite3.Connection, target_of: TargetOf) -> None:
@@ -298,10 +292,8 @@ def _calendars(connection: sqlite3.Connection, target_of: TargetOf) -> None:
 
 def _schedule_calendars(connection: sqlite3.Connection, target_of: TargetOf) -> None:
     # The calendars a schedule names (JSON, as its tags), which a calendar's change and delete
-    # look for. Added only where missing; a schedule stored before names none.
-    present = {row["name"] for row in connection.execute("PRAGMA table_info(schedules)")}
-    if "calendars" not in present:
-        connection.execute("ALTER TABLE schedules ADD COLUMN calendars TEXT NOT NULL DEFAULT '[]'")
+    # look for; a schedule stored before names none.
+    _add_missing_columns(connection, "schedules", (("calendars", "TEXT NOT NULL DEFAULT '[]'"),))
 
 
 def _skips(connection: sqlite3.Connection, target_of: TargetOf) -> None:
