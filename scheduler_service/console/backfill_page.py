@@ -7,8 +7,7 @@ from datetime import datetime
 from flask import g, request
 
 from scheduler_service.console.forms import ZONE_NAMES, time_zones
-from scheduler_service.console.pages import blp, page, service
-from scheduler_service.console.schedule_pages import view_of
+from scheduler_service.console.pages import blp, page, service, view_of
 from scheduler_service.roles import requires
 from shared.backfill import Backfill
 from shared.errors import InvalidInput

@@ -18,8 +18,8 @@ from scheduler_service.console.pages import (
     page,
     service,
     this_page,
+    with_parameters,
 )
-from scheduler_service.console.schedule_pages import with_parameters
 from scheduler_service.presenting.views import dead_letter_view
 from scheduler_service.roles import requires
 from scheduler_service.service.running import NoDeadLetter, NotReplayable

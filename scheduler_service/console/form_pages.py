@@ -10,8 +10,8 @@ from werkzeug import Response
 
 from scheduler_service.auth import request_actor
 from scheduler_service.console import forms, target_form
-from scheduler_service.console.pages import blp, page, service
-from scheduler_service.console.schedule_pages import NEXT_TIMES, view_of
+from scheduler_service.console.pages import blp, page, service, view_of
+from scheduler_service.console.schedule_page import NEXT_TIMES
 from scheduler_service.presenting.problems import flatten
 from scheduler_service.presenting.views import time_pair
 from scheduler_service.requests.schedule import (

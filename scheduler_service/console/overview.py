@@ -10,8 +10,7 @@ from datetime import datetime, timedelta
 
 from flask import g
 
-from scheduler_service.console.pages import blp, page, service
-from scheduler_service.console.schedule_pages import view_of
+from scheduler_service.console.pages import blp, page, service, view_of
 from scheduler_service.roles import requires
 from shared.model import Execution, ExecutionStatus, Schedule, ScheduleStatus
 from shared.ports import Role, ScheduleFilter

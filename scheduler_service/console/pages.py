@@ -1,8 +1,10 @@
 """``/console``: pages over the same service, tenant rules and keys as the API.
 
 This module holds what every page shares: the blueprint, the session, the checks made before
-each request, and how a page is rendered; the pages are in ``overview``, ``schedule_pages``,
-``history``, ``dead_letter_pages`` and ``form_pages``.
+each request, and how a page is rendered; the pages are in the other modules of
+this package, one per page or group of pages (``overview``, ``schedule_list_page``,
+``schedule_page``, ``history``, ``dead_letter_pages``, ``form_pages``, ...), and the actions
+on schedules in ``schedule_actions`` and ``bulk_actions``.
 
 Server-rendered Jinja templates (``templates/console/``), with htmx (vendored in ``static/``)
 for the live preview and the refreshing run list, and ``console.js`` for the viewer's time
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from flask import (
     Blueprint,
@@ -34,11 +36,13 @@ from werkzeug import Response
 
 from scheduler_service.auth import Authenticator, AuthFailure
 from scheduler_service.console.presenting import TEMPLATE_HELPERS
+from scheduler_service.presenting.views import schedule_view
 from scheduler_service.ratelimit import TenantRateLimiter
 from scheduler_service.roles import refusal, required_role, requires
 from scheduler_service.service import ScheduleService
 from shared.changes import Actor, ActorKind
 from shared.errors import NotFound, Transient
+from shared.model import Schedule
 from shared.ports import Role
 
 PREFIX = "/console"
@@ -199,6 +203,25 @@ def pretty_json(value: Any) -> str:
 
 
 # -- login --------------------------------------------------------------------------------
+
+
+def view_of(schedule: Schedule) -> dict[str, Any]:
+    scheduler = service()
+    return schedule_view(
+        schedule, scheduler.settings.secret_headers, scheduler.reads.next_fire_time(schedule)
+    )
+
+
+def with_parameters(target: str, **parameters: Any) -> str:
+    """``target`` (a console path with its query) with ``parameters`` set (``None``: left out)."""
+    parts = urlsplit(target)
+    kept = [
+        (name, value)
+        for name, value in parse_qsl(parts.query, keep_blank_values=True)
+        if name not in parameters
+    ]
+    added = [(name, str(value)) for name, value in parameters.items() if value is not None]
+    return urlunsplit(parts._replace(query=urlencode(kept + added)))
 
 
 def console_target(default: str) -> str:

@@ -11,7 +11,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from scheduler_service.console import schedule_pages
+from scheduler_service.console import bulk_actions
 from scheduler_service.service import bulk
 from tests.integration.console.test_console import (
     ACME_KEY,
@@ -100,7 +100,7 @@ def test_a_long_one_asks_to_go_on_from_where_it_stopped(
 ) -> None:
     monkeypatch.setattr(bulk, "PAGE", 4)
     monkeypatch.setattr(bulk, "TIME_BUDGET", 0.0)
-    monkeypatch.setattr(schedule_pages, "ALL_MATCHING_SECONDS", 0.0)
+    monkeypatch.setattr(bulk_actions, "ALL_MATCHING_SECONDS", 0.0)
     fields = {"action": "delete", "q": "billing", **CONFIRMED}
     asked = api.client.post("/console/schedules/all-matching", data=fields)
     page = text(asked)
