@@ -1,5 +1,7 @@
-"""What an SQS message and an SNS publish of an occurrence carry, shared by
-``shared.adapters.sqs_target`` and ``shared.adapters.sns_target``.
+"""Sending an occurrence as an SQS message or an SNS publish: ``AwsMessageTarget``, which
+``shared.adapters.sqs_target`` and ``shared.adapters.sns_target`` each complete with only what
+differs (the service, the request's members naming the queue or topic and holding the body, the
+call), and what the message carries.
 
 The body: the payload's body with its placeholders filled in (a string as it is, any other
 JSON value as compact JSON), or, without one, the occurrence in JSON. The attributes (String):
@@ -13,17 +15,89 @@ is dropped by SQS within its five-minute window).
 from __future__ import annotations
 
 import json
+from abc import abstractmethod
+from collections.abc import Collection
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
-from shared.adapters.aws_clients import AwsCallFailed
+from shared.adapters.aws_clients import AwsCallFailed, AwsClients, ClientKey
 from shared.model import Occurrence
-from shared.ports import Clock, Delivered
+from shared.ports import Clock, Delivered, DeliveryTarget
 from shared.retry import Verdict
-from shared.targets.aws import AwsMessage, deduplication_id
+from shared.targets.aws import AwsMessage, AwsResource, deduplication_id
+from shared.targets.sns import TopicPayload
+from shared.targets.sqs import QueuePayload
 from shared.templating import TemplateValues, render_json
 from shared.timeutil import iso_z
 from shared.tracing import TraceContext
+
+# The payloads that are an ``AwsMessage``.
+M = TypeVar("M", bound=QueuePayload | TopicPayload)
+
+
+class AwsMessageTarget(DeliveryTarget[M]):
+    """An occurrence sent to the queue or topic of a payload of kind ``M``, on the endpoint of
+    its region, with the credentials of its ``role_arn`` or the executor's; the scheduler's own
+    queues (``own_queue_names``) are refused."""
+
+    # The AWS service (its client's name), and how an answer names it.
+    service: ClassVar[str]
+    label: ClassVar[str]
+    # The request's member that holds the body.
+    body_member: ClassVar[str]
+
+    def __init__(
+        self, clients: AwsClients, clock: Clock, own_queue_names: Collection[str] = ()
+    ) -> None:
+        self.clients = clients
+        self.clock = clock
+        self.own_queue_names = frozenset(own_queue_names)
+
+    def resource(self, payload: M) -> AwsResource:
+        return payload.resource(own_endpoint=self.clients.endpoint_url is not None)
+
+    @abstractmethod
+    def addressed(self, payload: M, resource: AwsResource) -> dict[str, Any]:
+        """The request's member naming the queue or topic."""
+
+    @abstractmethod
+    def send(self, client: Any, request: dict[str, Any]) -> str:
+        """Make the request with ``client``; the id the service gave the message."""
+
+    async def deliver(
+        self,
+        occurrence: Occurrence,
+        payload: M,
+        attempt: int,
+        now: datetime,
+        schedule_name: str,
+        trace: TraceContext | None = None,
+    ) -> Delivered:
+        try:
+            resource = self.resource(payload)
+        except ValueError as exc:
+            return refused(self.clock, now, str(exc))
+        if (refusal := payload.refusal(resource, self.own_queue_names)) is not None:
+            return refused(self.clock, now, refusal)
+        request: dict[str, Any] = {
+            **self.addressed(payload, resource),
+            self.body_member: message_body(occurrence, payload, attempt, schedule_name),
+            "MessageAttributes": message_attributes(occurrence, attempt, trace),
+        }
+        if resource.fifo:
+            request.update(fifo_fields(occurrence, payload))
+        region = resource.region or self.clients.default_region
+        key = ClientKey(
+            self.service, region, payload.timeout_seconds, payload.role_arn, occurrence.tenant
+        )
+
+        def call(client: Any) -> str:
+            return self.send(client, request)
+
+        return await sent(self.clock, now, self.clients.call(key, call), self.label)
+
+    async def close(self) -> None:
+        self.clients.close()
 
 
 def message_body(

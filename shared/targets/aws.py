@@ -1,5 +1,7 @@
 """What the ``sqs`` and ``sns`` kinds share: reading a queue URL, a topic ARN and a role ARN,
-and the rules of FIFO message group and deduplication ids.
+the rules of FIFO message group and deduplication ids, and the payload of a message for an AWS
+queue or topic (``AwsMessage``: each kind says only the member that names where it goes and
+how that is read).
 
 The executor never connects to the host a queue URL names: it calls the SQS endpoint of the
 URL's region (``sqs.<region>.amazonaws.com``, or the executor's own
@@ -12,11 +14,14 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping
+from abc import abstractmethod
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
+from typing import ClassVar, Self
 from urllib.parse import urlsplit
 
 from shared.jsonvalues import JSON, optional_int
+from shared.targets.rules import TargetRules
 from shared.templating import json_has_template, json_problems
 
 REGION = r"[a-z]{2}(?:-[a-z]+)+-\d{1,2}"
@@ -98,7 +103,8 @@ def deduplication_id(occurrence_id: str) -> str:
 
 @dataclass(frozen=True, kw_only=True)
 class AwsMessage:
-    """A message for an AWS queue or topic (``shared.targets.sqs``, ``shared.targets.sns``).
+    """A message for an AWS queue or topic (``shared.targets.sqs``, ``shared.targets.sns``):
+    where it goes is the member ``address`` names (read by ``resource``).
 
     ``body``: a string is sent as it is, any other JSON value as compact JSON, and none as
     the occurrence described in JSON. Credentials are the executor's (the standard AWS chain),
@@ -106,6 +112,10 @@ class AwsMessage:
     ``message_group_id`` (a FIFO queue or topic needs one: the schedule id when not set) and
     ``message_deduplication_id`` (the occurrence id when not set) go to FIFO ones only.
     """
+
+    kind: ClassVar[str]
+    # The member naming the queue or topic (``queue_url``, ``topic_arn``).
+    address: ClassVar[str]
 
     body: JSON = None
     message_group_id: str | None = None
@@ -119,6 +129,37 @@ class AwsMessage:
     def __post_init__(self) -> None:
         if self.templated is None:
             object.__setattr__(self, "templated", json_has_template(self.body))
+
+    @property
+    def location(self) -> str:
+        return str(getattr(self, self.address))
+
+    @abstractmethod
+    def resource(self, own_endpoint: bool) -> AwsResource:
+        """The queue or topic it goes to; ``ValueError`` saying why ``location`` names none.
+        ``own_endpoint``: the executor sends to an endpoint of its own (``parse_queue_url``)."""
+
+    def refusal(self, resource: AwsResource, own_queue_names: Collection[str]) -> str | None:
+        """Why no message may go to ``resource`` (None: it may)."""
+        return None
+
+    def problems(self, rules: TargetRules) -> dict[str, str]:
+        problems = self.common_problems("payload")
+        try:
+            resource = self.resource(rules.own_aws_endpoint)
+        except ValueError as exc:
+            problems[f"payload.{self.address}"] = str(exc)
+        else:
+            if (refusal := self.refusal(resource, rules.own_queue_names)) is not None:
+                problems[f"payload.{self.address}"] = refusal
+        return problems
+
+    def to_document(self) -> dict[str, JSON]:
+        return {"kind": self.kind, self.address: self.location, **self.common_document()}
+
+    @classmethod
+    def from_document(cls, document: Mapping[str, JSON]) -> Self:
+        return cls(**{cls.address: document[cls.address]}, **cls.common_fields(document))
 
     def common_problems(self, prefix: str) -> dict[str, str]:
         """Problems of the fields every AWS message has, named ``<prefix>.<field>``."""
