@@ -7,8 +7,8 @@ Its order is theirs (the API's members and messages, the console's choices).
 
 Here too, for a ``Timing`` whatever its notation: ``build_recurrence`` (its notation's engine,
 on business days only with a ``BusinessCalendar``, bounded by its start, end and
-max_occurrences), ``first_occurrence``, ``upcoming``, ``upcoming_for_a_page`` and
-``previous``, each within the CPU budget.
+max_occurrences), ``first_occurrence`` and ``upcoming_for_a_page``, each within the CPU
+budget.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from shared.notations.base import (
     Notation,
     TimingNotation,
 )
-from shared.recurrence import SEARCH_HORIZON, Bounded, Recurrence, cpu_budget, instant_in
+from shared.recurrence import Bounded, Recurrence, cpu_budget, instant_in
 from shared.recurrence.business import BusinessDays
 from shared.timeutil import load_zone, utc_ms
 from shared.timing import Timing
@@ -105,19 +105,6 @@ def first_occurrence(
         return recurrence.first_fire(accepted_at)
 
 
-def upcoming(
-    timing: Timing,
-    accepted_at: datetime,
-    count: int,
-    schedule_id: str | None = None,
-    calendar: BusinessCalendar | None = None,
-) -> list[datetime]:
-    """The first ``count`` occurrences of a schedule accepted at ``accepted_at``."""
-    with cpu_budget():
-        recurrence = build_recurrence(timing, accepted_at, schedule_id, calendar=calendar)
-        return list(recurrence.upcoming(accepted_at, count))
-
-
 def upcoming_for_a_page(
     timing: Timing,
     accepted_at: datetime,
@@ -140,22 +127,6 @@ def upcoming_for_a_page(
     return found
 
 
-def previous(
-    timing: Timing,
-    moment: datetime,
-    count: int,
-    schedule_id: str | None = None,
-    calendar: BusinessCalendar | None = None,
-) -> list[datetime]:
-    """The last ``count`` occurrences before ``moment``, oldest first, of a schedule taken as
-    accepted ``SEARCH_HORIZON`` earlier (forms without a start count from acceptance)."""
-    with cpu_budget():
-        recurrence = build_recurrence(
-            timing, moment - SEARCH_HORIZON, schedule_id, calendar=calendar
-        )
-        return recurrence.before(moment, count)
-
-
 __all__ = [
     "NOTATIONS",
     "PAGE_BUDGET_SECONDS",
@@ -169,8 +140,6 @@ __all__ = [
     "build_recurrence",
     "first_occurrence",
     "notation_of",
-    "previous",
     "timing_notation",
-    "upcoming",
     "upcoming_for_a_page",
 ]

@@ -24,6 +24,7 @@ notation's choice (``shared.notations``, ``build_recurrence``).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import datetime
 
 from shared.recurrence.base import (
@@ -50,20 +51,14 @@ from shared.recurrence.rrule import RRuleRecurrence, RulePart, RuleText, parse_r
 from shared.timeutil import UTC
 
 
+@dataclass(eq=False)
 class Bounded(Recurrence):
     """Another recurrence limited to ``[start, end]`` and to ``max_occurrences`` occurrences."""
 
-    def __init__(
-        self,
-        inner: Recurrence,
-        start: datetime | None = None,
-        end: datetime | None = None,
-        max_occurrences: int | None = None,
-    ) -> None:
-        self.inner = inner
-        self.start = start
-        self.end = end
-        self.max_occurrences = max_occurrences
+    inner: Recurrence
+    start: datetime | None = None
+    end: datetime | None = None
+    max_occurrences: int | None = None
 
     def _within(self, found: datetime | None) -> datetime | None:
         if found is None:

@@ -24,12 +24,13 @@ from shared.calendars import BusinessCalendar, CalendarRule
 from shared.dispatch import plan_dispatch
 from shared.errors import InvalidInput
 from shared.model import Every, Payload, ScheduleDefinition, Timing, Unit
-from shared.notations import build_recurrence, first_occurrence, upcoming
+from shared.notations import build_recurrence, first_occurrence
 from shared.recurrence import TooMuchWork, cpu_budget
 from shared.recurrence.business import Shift
 from shared.timeutil import iso_z
 from shared.validation import check_timing
 from tests.support.factories import make_schedule
+from tests.support.times import upcoming
 
 BERLIN = "Europe/Berlin"
 HOLIDAYS = frozenset(

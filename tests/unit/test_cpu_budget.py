@@ -17,12 +17,13 @@ from dateutil.rrule import rrulestr
 
 from shared.errors import InvalidInput
 from shared.model import Every, Timing, Unit
-from shared.notations import build_recurrence, upcoming
+from shared.notations import build_recurrence
 from shared.recurrence import CPU_BUDGET_SECONDS, TooMuchWork, cpu_budget, parse_rrule
 from shared.recurrence import base as recurrence_base
 from shared.recurrence.dateutil_rules import single_rule
 from shared.timeutil import UTC
 from shared.validation import check_timing
+from tests.support.times import upcoming
 
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 # What a refusal may cost beyond the budget: the last steps before the clock is read again.

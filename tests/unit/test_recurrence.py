@@ -23,11 +23,12 @@ from scheduler_service.requests.schedule import as_sent
 from shared.describe import describe
 from shared.errors import InvalidInput
 from shared.model import Every, Timing, Unit
-from shared.notations import build_recurrence, first_occurrence, previous, upcoming
+from shared.notations import build_recurrence, first_occurrence
 from shared.notations.blueprint import NOTATION as BLUEPRINT
 from shared.recurrence import cron_recurrence, parse_duration, parse_rrule
 from shared.timeutil import UTC, iso_z, load_zone
 from shared.validation import check_timing
+from tests.support.times import previous, upcoming
 
 NY = "America/New_York"
 

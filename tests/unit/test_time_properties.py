@@ -32,7 +32,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from shared.model import Every, Timing, Unit
-from shared.notations import build_recurrence, upcoming
+from shared.notations import build_recurrence
+from tests.support.times import upcoming
 
 # Zones with something to test: 30- and 45-minute offsets and shifts, DST at midnight, negative
 # DST, 2-hour DST, zones that changed offset for good, links, and the date line.
