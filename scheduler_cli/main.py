@@ -12,7 +12,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from scheduler_cli import apply, calendars, keys, operator, receiver, signing_secrets
+from scheduler_cli import (
+    apply,
+    calendars,
+    dead_letters,
+    executions,
+    keys,
+    receiver,
+    schedules,
+    signing_secrets,
+)
 from scheduler_cli.components import build_executor, build_poller, build_processor
 from scheduler_cli.serving import ApiProcess, run_api
 from shared.backends import KEY_FILE, Backends, open_backends, opened_store
@@ -27,6 +36,12 @@ from shared.webhooks import new_webhook_secret
 log = logging.getLogger("scheduler")
 
 LOOPBACK_NETWORKS = ("127.0.0.0/8", "::1/128")
+# The commands that call a running API through ``scheduler_client``, by group.
+OPERATING: dict[str, Callable[[argparse.Namespace, dict[str, str]], int]] = {
+    "schedules": schedules.run,
+    "executions": executions.run,
+    "dead-letters": dead_letters.run,
+}
 
 
 class Worker(Protocol):
@@ -73,15 +88,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands.add_parser(
         "reseal", help="seal every stored schedule anew with the first of SCHEDULER_SECRET_KEYS"
     )
-    operator.add_commands(commands)
+    for group in (schedules, dead_letters, executions):
+        group.add_commands(commands)
     apply.add_commands(commands)
     signing_secrets.add_commands(commands)
     calendars.add_commands(commands)
     keys.add_commands(commands)
     receiver.add_command(commands)
     args = parser.parse_args(argv)
-    if args.command in ("schedules", "executions", "dead-letters"):
-        return operator.run(args, dict(os.environ))
+    if args.command in OPERATING:
+        return OPERATING[args.command](args, dict(os.environ))
     if args.command in ("apply", "export"):
         return apply.run(args, dict(os.environ))
     if args.command == "signing-secrets":

@@ -9,7 +9,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from scheduler_cli.operator import EXECUTION_COLUMNS, table
+from scheduler_cli.executions import EXECUTION_COLUMNS
+from scheduler_cli.operator import table
 from shared.timeutil import parse_iso
 from tests.support.harness import API, Pipeline, running_pipeline, sqlite_settings
 from tests.support.receiver import Call, answers, running_receiver
