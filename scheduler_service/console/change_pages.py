@@ -4,9 +4,9 @@ own."""
 
 from __future__ import annotations
 
-from flask import g, request
+from flask import g
 
-from scheduler_service.console.pages import blp, page, service
+from scheduler_service.console.pages import Paging, blp, given_cursor, page, service
 from scheduler_service.presenting.change_schemas import ChangeSchema
 from scheduler_service.roles import requires
 from shared.formats import CHANGE_CURSOR
@@ -38,9 +38,8 @@ def changes(schedule_id: str) -> tuple[str, int]:
     """Newest first; ``?cursor=`` the page after the one that gave it. A deleted schedule's
     changes too, as long as retention keeps them."""
     errors: dict[str, list[str]] = {}
-    cursor = request.args.get("cursor") or None
-    if cursor is not None and not CHANGE_CURSOR.match(cursor):
-        errors["cursor"] = ["not a cursor this page gave"]
+    cursor = given_cursor(errors, lambda given: CHANGE_CURSOR.match(given) is not None)
+    if errors:
         cursor = None
     stored, found = service().reads.list_changes(g.tenant, schedule_id, CHANGES_PAGE, cursor)
     html = page(
@@ -50,7 +49,6 @@ def changes(schedule_id: str) -> tuple[str, int]:
         deleted=stored is None or stored.status is ScheduleStatus.DELETED,
         changes=[CHANGE_VIEW.dump(change) for change in found.items],
         errors=errors,
-        next_cursor=found.next_cursor,
-        paged=cursor is not None,
+        paging=Paging(cursor, found.next_cursor),
     )
     return html, 400 if errors else 200

@@ -10,9 +10,11 @@ from werkzeug import Response
 
 from scheduler_service.auth import request_actor
 from scheduler_service.console.pages import (
+    Paging,
     blp,
     confirmed,
     console_target,
+    given_cursor,
     htmx_redirect,
     limited_ids,
     page,
@@ -54,9 +56,7 @@ def filtered_schedules(text: str) -> tuple[set[str] | None, bool]:
 
 def dead_letters_page(problem: str | None, status: int) -> tuple[str, int]:
     errors: dict[str, list[str]] = {}
-    cursor = request.args.get("cursor") or None
-    if cursor is not None and not is_execution_cursor(cursor):
-        errors["cursor"] = ["not a cursor this page gave"]
+    cursor = given_cursor(errors, is_execution_cursor)
     text = request.args.get("schedule", "").strip()
     if len(text) > FILTER_LENGTH:
         errors["schedule"] = [f"at most {FILTER_LENGTH} characters"]
@@ -79,8 +79,7 @@ def dead_letters_page(problem: str | None, status: int) -> tuple[str, int]:
         names=names,
         schedule_filter=text,
         partial=partial,
-        next_cursor=next_cursor,
-        paged=cursor is not None,
+        paging=Paging(cursor, next_cursor),
         errors=errors,
         problem=problem,
         here=this_page("replayed", "discarded", "gone", "unreplayable", *BULK_NOTICES),

@@ -9,7 +9,7 @@ from marshmallow import ValidationError
 from werkzeug import Response
 
 from scheduler_service.auth import request_actor
-from scheduler_service.console import forms, target_form
+from scheduler_service.console import forms
 from scheduler_service.console.pages import blp, page, service, view_of
 from scheduler_service.console.schedule_page import NEXT_TIMES
 from scheduler_service.presenting.problems import flatten
@@ -24,7 +24,6 @@ from scheduler_service.roles import requires
 from scheduler_service.service.creating import QuotaExceeded
 from shared.errors import InvalidInput
 from shared.model import Schedule
-from shared.notations import NOTATIONS
 from shared.ports import Role
 
 
@@ -38,17 +37,7 @@ def form_page(
         values={**forms.DEFAULTS, **values} if editing is None else dict(values),
         errors=forms.place_errors(errors),
         editing=view_of(editing) if editing is not None else None,
-        notations=NOTATIONS,
-        rows=forms.rows,
-        member_inputs=forms.member_inputs,
-        units=forms.UNITS,
-        policies=forms.POLICIES,
-        overlaps=forms.OVERLAPS,
-        shifts=forms.SHIFTS,
-        methods=forms.HTTP_METHODS,
-        kinds=target_form.KIND_LABELS,
-        zones=forms.time_zones(),
-        zone_names=forms.ZONE_NAMES,
+        **forms.template_choices(),
     )
 
 

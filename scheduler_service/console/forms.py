@@ -188,6 +188,26 @@ def time_zones() -> dict[str, list[str]]:
     return regions
 
 
+def template_choices() -> dict[str, Any]:
+    """What the form's template offers, the same on every form (as
+    ``presenting.TEMPLATE_HELPERS`` is what every page's template uses): the notations, the
+    rows and inputs of their members, the choices of each select, the target kinds and the time
+    zones."""
+    return {
+        "notations": NOTATIONS,
+        "rows": rows,
+        "member_inputs": member_inputs,
+        "units": UNITS,
+        "policies": POLICIES,
+        "overlaps": OVERLAPS,
+        "shifts": SHIFTS,
+        "methods": HTTP_METHODS,
+        "kinds": target_form.KIND_LABELS,
+        "zones": time_zones(),
+        "zone_names": ZONE_NAMES,
+    }
+
+
 def _put(document: dict[str, Any], dotted: str, value: Any) -> None:
     *parents, last = dotted.split(".")
     for part in parents:

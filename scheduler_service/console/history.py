@@ -6,7 +6,7 @@ from typing import Any
 
 from flask import g, request
 
-from scheduler_service.console.pages import blp, page, service
+from scheduler_service.console.pages import Paging, blp, given_cursor, page, service
 from scheduler_service.presenting.views import execution_view, occurrence_view
 from scheduler_service.roles import requires
 from shared.formats import is_execution_cursor
@@ -34,9 +34,7 @@ def history(schedule_id: str) -> tuple[str, int]:
     status = request.args.get("status", "")
     if status not in STATUS_CHOICES:
         errors["status"] = [f"one of {', '.join(choice for choice in STATUS_CHOICES if choice)}"]
-    cursor = request.args.get("cursor") or None
-    if cursor is not None and not is_execution_cursor(cursor):
-        errors["cursor"] = ["not a cursor this page gave"]
+    cursor = given_cursor(errors, is_execution_cursor)
     scheduler = service()
     stored = None
     runs: list[dict[str, Any]] = []
@@ -63,8 +61,7 @@ def history(schedule_id: str) -> tuple[str, int]:
         status=status,
         choices=STATUS_CHOICES,
         errors=errors,
-        next_cursor=next_cursor,
-        paged=cursor is not None,
+        paging=Paging(cursor, next_cursor),
     )
     return html, 400 if errors else 200
 

@@ -20,6 +20,8 @@ do.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -190,6 +192,28 @@ def limited_ids(name: str, most: int) -> list[str] | None:
     return None if len(ids) > most else ids
 
 
+def given_cursor(errors: dict[str, list[str]], valid: Callable[[str], bool]) -> str | None:
+    """The ``?cursor=`` of a list page (``None``: its first page); one that is not ``valid``,
+    so not one this page gave, is an error of ``errors``."""
+    cursor = request.args.get("cursor") or None
+    if cursor is not None and not valid(cursor):
+        errors["cursor"] = ["not a cursor this page gave"]
+    return cursor
+
+
+@dataclass(frozen=True)
+class Paging:
+    """Where a list page is among its pages, for the ``pager`` macro: the cursor it was given
+    (``None``: the first page) and the next page's (``None``: the last)."""
+
+    cursor: str | None
+    next_cursor: str | None = None
+
+    @property
+    def paged(self) -> bool:
+        return self.cursor is not None
+
+
 def this_page(*notices: str) -> str:
     """This page's path and query, without the parameters that only say what was just done
     (``notices``): where a form on it sends the browser back to."""
@@ -200,9 +224,6 @@ def this_page(*notices: str) -> str:
 def pretty_json(value: Any) -> str:
     """``value`` as indented JSON, its keys in the order given (the answer's documented one)."""
     return json.dumps(value, indent=2, ensure_ascii=False)
-
-
-# -- login --------------------------------------------------------------------------------
 
 
 def view_of(schedule: Schedule) -> dict[str, Any]:
@@ -222,6 +243,9 @@ def with_parameters(target: str, **parameters: Any) -> str:
     ]
     added = [(name, str(value)) for name, value in parameters.items() if value is not None]
     return urlunsplit(parts._replace(query=urlencode(kept + added)))
+
+
+# -- login --------------------------------------------------------------------------------
 
 
 def console_target(default: str) -> str:

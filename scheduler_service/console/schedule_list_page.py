@@ -10,6 +10,7 @@ from typing import Any
 from flask import g, request
 
 from scheduler_service.console.pages import (
+    Paging,
     blp,
     can,
     page,
@@ -122,8 +123,7 @@ def schedules() -> tuple[str, int]:
             filters=filters,
             kept={name: value for name, value in filters.items() if value},
             errors=errors,
-            next_cursor=next_cursor,
-            paged=cursor is not None,
+            paging=Paging(cursor, next_cursor),
             sorts=SORTS,
             page_sizes=PAGE_SIZES,
             statuses=LISTED_STATUSES,
