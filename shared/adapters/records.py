@@ -12,7 +12,7 @@ Each backend turns these into its own columns or document fields, by kind, in on
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from enum import Enum
@@ -29,7 +29,7 @@ from shared.model import (
     ScheduleDefinition,
     ScheduleStatus,
 )
-from shared.ports import ApiKey, IdempotencyRecord, Role
+from shared.ports import ApiKey, IdempotencyRecord, Role, StoredSigningSecret
 from shared.schedule_listing import name_key, target_of
 from shared.timeutil import utc_ms
 
@@ -133,6 +133,15 @@ API_KEY: Mapping[str, Kind] = {
     "role": Kind.VALUE,
 }
 
+# A signing secret of a tenant's set (``shared.ports.StoredSigningSecret``), one entry of the
+# list the set is kept as.
+SIGNING_SECRET: Mapping[str, Kind] = {
+    "id": Kind.VALUE,
+    "sealed": Kind.VALUE,
+    "created_at": Kind.INSTANT,
+    "retires_at": Kind.INSTANT,
+}
+
 # Each table's (collection's) fields, by the name rules give it (``shared.guards.Write.table``).
 TABLES: Mapping[str, Mapping[str, Kind]] = {
     "schedules": SCHEDULE,
@@ -143,6 +152,24 @@ TABLES: Mapping[str, Mapping[str, Kind]] = {
 
 # The instants of an attempt log's entry; its other fields are values.
 ATTEMPT_INSTANTS = ("started_at", "finished_at")
+
+# How a backend writes each kind of field down, and reads it back: ``(write, read)`` by kind.
+# A kind it does not name (``VALUE``) it keeps as it is, and ``None`` is ``None`` in every one.
+Codec = Mapping[Kind, tuple[Callable[[Any], Any], Callable[[Any], Any]]]
+
+
+def written(codec: Codec, kind: Kind, value: Any) -> Any:
+    """A field's value as the backend of ``codec`` holds it."""
+    if value is None or kind not in codec:
+        return value
+    return codec[kind][0](value)
+
+
+def read(codec: Codec, kind: Kind, raw: Any) -> Any:
+    """A value the backend of ``codec`` holds, as its field has it."""
+    if raw is None or kind not in codec:
+        return raw
+    return codec[kind][1](raw)
 
 
 def definition_fields(definition: ScheduleDefinition, definitions: DefinitionCodec) -> Fields:
@@ -276,6 +303,17 @@ def api_key_of(fields: Mapping[str, Any]) -> ApiKey:
 
 def api_key_fields(key: ApiKey) -> Fields:
     return {name: getattr(key, name) for name in API_KEY} | {"role": key.role.value}
+
+
+def signing_secret_fields(secret: StoredSigningSecret) -> Fields:
+    # A secret's ``id`` is its ``secret_id``; its other fields have its attributes' names.
+    return {name: getattr(secret, "secret_id" if name == "id" else name) for name in SIGNING_SECRET}
+
+
+def signing_secret_of(fields: Mapping[str, Any]) -> StoredSigningSecret:
+    return StoredSigningSecret(
+        fields["id"], fields["sealed"], fields.get("created_at"), fields.get("retires_at")
+    )
 
 
 def _required(fields: Mapping[str, Any], name: str) -> datetime:

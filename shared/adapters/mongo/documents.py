@@ -8,18 +8,14 @@ key's its hash.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
 from bson import json_util
 
-from shared.adapters.records import (
-    ATTEMPT_INSTANTS,
-    Fields,
-    Kind,
-)
-from shared.timeutil import UTC, parse_iso, utc_ms
+from shared.adapters.records import ATTEMPT_INSTANTS, Codec, Fields, Kind, read, written
+from shared.timeutil import UTC, maybe, parse_iso, utc_ms
 
 Document = dict[str, Any]
 _PUSHED_JSON = json_util.JSONOptions(tz_aware=True)
@@ -62,43 +58,38 @@ def _pushed(entry: Mapping[str, Any] | str) -> Mapping[str, Any]:
     return entry
 
 
+def _entries(entries: Iterable[Mapping[str, Any]], convert: Callable[[Any], Any]) -> list[Fields]:
+    """An attempt log's entries with their instants through ``convert``."""
+    return [
+        {**entry, **{name: maybe(convert, entry.get(name)) for name in ATTEMPT_INSTANTS}}
+        for entry in entries
+    ]
+
+
+# An instant is a BSON date, a list an array, an attempt log an array of documents.
+_CODEC: Codec = {
+    Kind.INSTANT: (utc_ms, instant),
+    Kind.INSTANTS: (
+        lambda value: [utc_ms(item) for item in value],
+        lambda raw: tuple(map(instant, raw)),
+    ),
+    Kind.TEXTS: (list, list),
+    Kind.FLAG: (bool, bool),
+    Kind.ATTEMPTS: (
+        lambda value: _entries(value, utc_ms),
+        lambda raw: _entries(map(_pushed, raw), instant),
+    ),
+}
+
+
 def to_field(kind: Kind, value: Any) -> Any:
     """A field's value as a document holds it."""
-    if value is None:
-        return None
-    if kind is Kind.INSTANT:
-        return utc_ms(value)
-    if kind in (Kind.INSTANTS, Kind.TEXTS):
-        return [
-            to_field(Kind.INSTANT if kind is Kind.INSTANTS else Kind.VALUE, item) for item in value
-        ]
-    if kind is Kind.FLAG:
-        return bool(value)
-    if kind is Kind.ATTEMPTS:
-        return [_entry(entry, to_field) for entry in value]
-    return value
+    return written(_CODEC, kind, value)
 
 
 def from_field(kind: Kind, raw: Any) -> Any:
     """A document's value as its field has it."""
-    if raw is None:
-        return None
-    if kind is Kind.INSTANT:
-        return instant(raw)
-    if kind is Kind.INSTANTS:
-        return tuple(instant(item) for item in raw)
-    if kind is Kind.FLAG:
-        return bool(raw)
-    if kind is Kind.ATTEMPTS:
-        return [_entry(_pushed(entry), from_field) for entry in raw]
-    return raw
-
-
-def _entry(entry: Mapping[str, Any], convert: Any) -> Fields:
-    converted = dict(entry)
-    for name in ATTEMPT_INSTANTS:
-        converted[name] = convert(Kind.INSTANT, entry.get(name))
-    return converted
+    return read(_CODEC, kind, raw)
 
 
 def fields_of(document: Mapping[str, Any], kinds: Mapping[str, Kind]) -> Fields:

@@ -5,16 +5,15 @@
 from __future__ import annotations
 
 from collections.abc import Collection as Tenants
-from typing import Any
 
 from pymongo.collection import Collection
 from pymongo.errors import DuplicateKeyError
 
+from shared.adapters.mongo import documents as codec
+from shared.adapters.mongo.documents import Document
 from shared.adapters.mongo.transient import transient
-from shared.ports import SigningSecretSet, SigningSecretStore, StoredSigningSecret
-from shared.timeutil import maybe, utc_ms
-
-Document = dict[str, Any]
+from shared.adapters.records import SIGNING_SECRET, signing_secret_fields, signing_secret_of
+from shared.ports import SigningSecretSet, SigningSecretStore
 
 
 class MongoSigningSecrets(SigningSecretStore):
@@ -29,7 +28,10 @@ class MongoSigningSecrets(SigningSecretStore):
         return {document["_id"]: _secret_set(document) for document in documents}
 
     def put_signing_secrets(self, secrets: SigningSecretSet) -> bool:
-        stored = [_fields(secret) for secret in secrets.secrets]
+        stored = [
+            codec.document_of(signing_secret_fields(secret), SIGNING_SECRET)
+            for secret in secrets.secrets
+        ]
         with transient("put_signing_secrets"):
             if secrets.version == 1:
                 try:
@@ -46,26 +48,12 @@ class MongoSigningSecrets(SigningSecretStore):
         return result.matched_count == 1
 
 
-def _fields(secret: StoredSigningSecret) -> Document:
-    return {
-        "id": secret.secret_id,
-        "sealed": secret.sealed,
-        "created_at": maybe(utc_ms, secret.created_at),
-        "retires_at": maybe(utc_ms, secret.retires_at),
-    }
-
-
 def _secret_set(document: Document) -> SigningSecretSet:
     return SigningSecretSet(
         document["_id"],
         document["version"],
         tuple(
-            StoredSigningSecret(
-                item["id"],
-                item["sealed"],
-                maybe(utc_ms, item["created_at"]),
-                maybe(utc_ms, item["retires_at"]),
-            )
-            for item in document["secrets"]
+            signing_secret_of(codec.fields_of(entry, SIGNING_SECRET))
+            for entry in document["secrets"]
         ),
     )

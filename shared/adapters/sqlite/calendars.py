@@ -10,29 +10,22 @@ from collections.abc import Collection
 from datetime import date, datetime
 
 from shared.adapters.sqlite.db import SqliteDatabase
+from shared.adapters.sqlite.sql import rows_in
 from shared.ports import Calendar, CalendarStore
 from shared.timeutil import from_epoch_ms, to_epoch_ms
-
-# Names per statement at most (SQLite's bound parameters).
-_CHUNK = 500
 
 
 class SqliteCalendars(CalendarStore):
     db: SqliteDatabase
 
     def get_calendars(self, tenant: str, names: Collection[str]) -> dict[str, Calendar]:
-        wanted = sorted(set(names))
-        found: dict[str, Calendar] = {}
-        connection = self.db.connection()
-        for start in range(0, len(wanted), _CHUNK):
-            chunk = wanted[start : start + _CHUNK]
-            rows = connection.execute(
-                "SELECT * FROM calendars"
-                f" WHERE tenant = ? AND name IN ({', '.join('?' * len(chunk))})",
-                [tenant, *chunk],
-            ).fetchall()
-            found |= {row["name"]: _calendar(row) for row in rows}
-        return found
+        rows = rows_in(
+            self.db.connection(),
+            "SELECT * FROM calendars WHERE tenant = ? AND name",
+            sorted(set(names)),
+            tenant,
+        )
+        return {row["name"]: _calendar(row) for row in rows}
 
     def list_calendars(self, tenant: str) -> list[Calendar]:
         rows = (

@@ -13,11 +13,7 @@ import sqlite3
 from collections.abc import Mapping
 from typing import Any
 
-from shared.adapters.records import (
-    ATTEMPT_INSTANTS,
-    Fields,
-    Kind,
-)
+from shared.adapters.records import ATTEMPT_INSTANTS, Codec, Fields, Kind, read, written
 from shared.timeutil import from_epoch_ms, to_epoch_ms
 
 # The columns whose names are not their fields'.
@@ -39,6 +35,7 @@ _COLUMNS = {
     "overlap_until": "overlap_until_ms",
     "overlap_waiting_until": "overlap_waiting_until_ms",
     "paused_until": "paused_until_ms",
+    "retires_at": "retires_ms",
 }
 
 
@@ -47,38 +44,30 @@ def column(field: str) -> str:
     return _COLUMNS.get(field, field)
 
 
+# An instant is epoch milliseconds, a list JSON text (no instants: ``NULL``), a flag 0 or 1.
+_CODEC: Codec = {
+    Kind.INSTANT: (to_epoch_ms, from_epoch_ms),
+    Kind.INSTANTS: (
+        lambda value: json.dumps([to_epoch_ms(moment) for moment in value]) if value else None,
+        lambda raw: tuple(map(from_epoch_ms, json.loads(raw))),
+    ),
+    Kind.TEXTS: (lambda value: json.dumps(list(value)), json.loads),
+    Kind.FLAG: (lambda value: int(bool(value)), bool),
+    Kind.ATTEMPTS: (
+        lambda value: json.dumps([entry_to_column(entry) for entry in value]),
+        lambda raw: [_entry_from_column(entry) for entry in json.loads(raw)],
+    ),
+}
+
+
 def to_column(kind: Kind, value: Any) -> Any:
     """A field's value as its column holds it."""
-    if value is None:
-        return None
-    if kind is Kind.INSTANT:
-        return to_epoch_ms(value)
-    if kind is Kind.INSTANTS:
-        return json.dumps([to_epoch_ms(moment) for moment in value]) if value else None
-    if kind is Kind.TEXTS:
-        return json.dumps(list(value))
-    if kind is Kind.FLAG:
-        return int(bool(value))
-    if kind is Kind.ATTEMPTS:
-        return json.dumps([entry_to_column(entry) for entry in value])
-    return value
+    return written(_CODEC, kind, value)
 
 
 def from_column(kind: Kind, raw: Any) -> Any:
     """A column's value as its field has it."""
-    if raw is None:
-        return None
-    if kind is Kind.INSTANT:
-        return from_epoch_ms(raw)
-    if kind is Kind.INSTANTS:
-        return tuple(map(from_epoch_ms, json.loads(raw)))
-    if kind is Kind.TEXTS:
-        return json.loads(raw)
-    if kind is Kind.FLAG:
-        return bool(raw)
-    if kind is Kind.ATTEMPTS:
-        return [_entry_from_column(entry) for entry in json.loads(raw)]
-    return raw
+    return read(_CODEC, kind, raw)
 
 
 def entry_to_column(entry: Mapping[str, Any]) -> Fields:
@@ -97,8 +86,9 @@ def _entry_from_column(entry: Mapping[str, Any]) -> Fields:
     return fields
 
 
-def fields_of(row: sqlite3.Row, kinds: Mapping[str, Kind]) -> Fields:
-    """The stored fields of a row read whole (``SELECT *``, ``RETURNING *``)."""
+def fields_of(row: sqlite3.Row | Mapping[str, Any], kinds: Mapping[str, Kind]) -> Fields:
+    """The stored fields of a row read whole (``SELECT *``, ``RETURNING *``), or of an entry
+    of a JSON list of records."""
     return {name: from_column(kind, row[column(name)]) for name, kind in kinds.items()}
 
 

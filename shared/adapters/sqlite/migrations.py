@@ -9,8 +9,8 @@ none it does not know.
 Migration 1 is the schema as it stood when versions began. A file made before then holds the
 same tables, perhaps without the columns added later: migration 1 adds those and fills the
 search columns of the schedules it finds (their target host is in the sealed definition). Each
-change since is a migration of its own: a new entry at the end of ``MIGRATIONS``, never an edit
-of one applied before.
+change since is a migration of its own: a new step at the end of ``_STEPS`` (its place is its
+version), never an edit of one applied before.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ from shared.schedule_listing import name_key
 # What a migration's Python step gets: the stored target host of a definition's JSON text
 # (``shared.schedule_listing.target_of`` of its opened URL).
 TargetOf = Callable[[str], str]
+# A migration's step, run inside the write transaction that records it.
+Step = Callable[[sqlite3.Connection, TargetOf], None]
 
 _TABLES = (
     """CREATE TABLE IF NOT EXISTS schedules (
@@ -165,11 +167,7 @@ def _schema_when_versions_began(connection: sqlite3.Connection, target_of: Targe
         connection.execute(statement)
     added: set[str] = set()
     for table, columns in _LATER_COLUMNS.items():
-        present = {row["name"] for row in connection.execute(f"PRAGMA table_info({table})")}
-        for column, kind in columns:
-            if column not in present:
-                connection.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
-                added.add(column)
+        added |= _add_missing_columns(connection, table, columns)
     if {"target", "name_key"} & added:
         _fill_search_columns(connection, target_of)
     for statement in _INDEXES:
@@ -328,22 +326,27 @@ class Migration:
 
     version: int
     name: str
-    apply: Callable[[sqlite3.Connection, TargetOf], None]
+    apply: Step
 
 
-MIGRATIONS: tuple[Migration, ...] = (
-    Migration(1, "the schema when versions began", _schema_when_versions_began),
-    Migration(2, "each tenant's signing secrets", _signing_secrets),
-    Migration(3, "each API key's role", _key_roles),
-    Migration(4, "a schedule's overlap marker", _overlap_marker),
-    Migration(5, "each schedule's lateness cursor", _late_checks),
-    Migration(6, "each schedule's priority beside its definition", _priorities),
-    Migration(7, "the answers of bulk operations", _bulk_answers),
-    Migration(8, "each tenant's business calendars", _calendars),
-    Migration(9, "the calendars each schedule names", _schedule_calendars),
-    Migration(10, "a pause's end, note and author", _pause_with_intent),
-    Migration(11, "the occurrences a schedule skips", _skips),
-    Migration(12, "each schedule's change history", _schedule_changes),
+# The steps in order, the first applied first: a step's version is its place here (from 1).
+_STEPS: tuple[tuple[str, Step], ...] = (
+    ("the schema when versions began", _schema_when_versions_began),
+    ("each tenant's signing secrets", _signing_secrets),
+    ("each API key's role", _key_roles),
+    ("a schedule's overlap marker", _overlap_marker),
+    ("each schedule's lateness cursor", _late_checks),
+    ("each schedule's priority beside its definition", _priorities),
+    ("the answers of bulk operations", _bulk_answers),
+    ("each tenant's business calendars", _calendars),
+    ("the calendars each schedule names", _schedule_calendars),
+    ("a pause's end, note and author", _pause_with_intent),
+    ("the occurrences a schedule skips", _skips),
+    ("each schedule's change history", _schedule_changes),
+)
+
+MIGRATIONS = tuple(
+    Migration(version, name, apply) for version, (name, apply) in enumerate(_STEPS, start=1)
 )
 
 _RECORD_TABLE = """CREATE TABLE IF NOT EXISTS store_migrations (

@@ -7,34 +7,30 @@ import json
 import sqlite3
 from collections.abc import Collection
 
+from shared.adapters.records import SIGNING_SECRET, signing_secret_fields, signing_secret_of
+from shared.adapters.sqlite import codec
 from shared.adapters.sqlite.db import SqliteDatabase
-from shared.ports import SigningSecretSet, SigningSecretStore, StoredSigningSecret
-from shared.timeutil import from_epoch_ms, maybe, to_epoch_ms
-
-# Tenants per statement at most (SQLite's bound parameters).
-_CHUNK = 500
+from shared.adapters.sqlite.sql import rows_in
+from shared.ports import SigningSecretSet, SigningSecretStore
 
 
 class SqliteSigningSecrets(SigningSecretStore):
     db: SqliteDatabase
 
     def get_signing_secrets(self, tenants: Collection[str]) -> dict[str, SigningSecretSet]:
-        wanted = sorted(set(tenants))
-        found: dict[str, SigningSecretSet] = {}
-        connection = self.db.connection()
-        for start in range(0, len(wanted), _CHUNK):
-            chunk = wanted[start : start + _CHUNK]
-            rows = connection.execute(
-                "SELECT tenant, version, secrets FROM signing_secrets"
-                f" WHERE tenant IN ({', '.join('?' * len(chunk))})",
-                chunk,
-            ).fetchall()
-            for row in rows:
-                found[row["tenant"]] = _secret_set(row)
-        return found
+        rows = rows_in(
+            self.db.connection(),
+            "SELECT tenant, version, secrets FROM signing_secrets WHERE tenant",
+            sorted(set(tenants)),
+        )
+        return {row["tenant"]: _secret_set(row) for row in rows}
 
     def put_signing_secrets(self, secrets: SigningSecretSet) -> bool:
-        text = json.dumps([_fields(secret) for secret in secrets.secrets], separators=(",", ":"))
+        entries = [
+            codec.columns_of(signing_secret_fields(secret), SIGNING_SECRET)
+            for secret in secrets.secrets
+        ]
+        text = json.dumps(entries, separators=(",", ":"))
         with self.db.write() as connection:
             if secrets.version == 1:
                 cursor = connection.execute(
@@ -51,26 +47,10 @@ class SqliteSigningSecrets(SigningSecretStore):
             return cursor.rowcount == 1
 
 
-def _fields(secret: StoredSigningSecret) -> dict[str, str | int | None]:
-    return {
-        "id": secret.secret_id,
-        "sealed": secret.sealed,
-        "created_ms": maybe(to_epoch_ms, secret.created_at),
-        "retires_ms": maybe(to_epoch_ms, secret.retires_at),
-    }
-
-
 def _secret_set(row: sqlite3.Row) -> SigningSecretSet:
+    entries = json.loads(row["secrets"])
     return SigningSecretSet(
         row["tenant"],
         row["version"],
-        tuple(
-            StoredSigningSecret(
-                item["id"],
-                item["sealed"],
-                maybe(from_epoch_ms, item["created_ms"]),
-                maybe(from_epoch_ms, item["retires_ms"]),
-            )
-            for item in json.loads(row["secrets"])
-        ),
+        tuple(signing_secret_of(codec.fields_of(entry, SIGNING_SECRET)) for entry in entries),
     )

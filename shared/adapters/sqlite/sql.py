@@ -15,6 +15,7 @@ a literal it is ``=``, which a partial index's ``WHERE`` is stated in.
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -255,6 +256,22 @@ class Statements:
 def chunks(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
+
+
+# Keys a read names at most (SQLite's bound parameters).
+KEYS_PER_READ = 500
+
+
+def rows_in(
+    connection: sqlite3.Connection, select: str, keys: Sequence[Any], *params: Any
+) -> list[sqlite3.Row]:
+    """The rows of ``<select> IN (<keys>)``, ``KEYS_PER_READ`` keys a statement: ``select``
+    ends with the column the keys are of, ``params`` bind its placeholders."""
+    found: list[sqlite3.Row] = []
+    for chunk in chunks(keys, KEYS_PER_READ):
+        marks = ", ".join("?" * len(chunk))
+        found += connection.execute(f"{select} IN ({marks})", [*params, *chunk]).fetchall()
+    return found
 
 
 class Folded:
