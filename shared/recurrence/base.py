@@ -4,6 +4,8 @@ helpers the engines share."""
 
 from __future__ import annotations
 
+import gc
+import threading
 import time as cpu_clock
 from abc import ABC, abstractmethod
 from collections import deque
@@ -55,12 +57,39 @@ _budget: ContextVar[_Budget | None] = ContextVar("recurrence_budget", default=No
 _TICKS_PER_CHECK = 16
 
 
+# What each thread spent collecting the oldest generation of garbage: a pause in proportion to
+# the whole heap (0.2 s and more in a long-lived process), not to the computation it falls in.
+_collections = threading.local()
+
+
+def _note_full_collection(phase: str, info: dict[str, int]) -> None:
+    """A ``gc.callbacks`` hook: adds each full collection's thread CPU time to the thread's."""
+    if info["generation"] != 2:
+        return
+    now = cpu_clock.thread_time()
+    if phase == "start":
+        _collections.started = now
+    elif hasattr(_collections, "started"):
+        _collections.spent = getattr(_collections, "spent", 0.0) + now - _collections.started
+        del _collections.started
+
+
+gc.callbacks.append(_note_full_collection)
+
+
+def _own_cpu() -> float:
+    """This thread's CPU time, less what it spent in full garbage collections."""
+    spent: float = getattr(_collections, "spent", 0.0)
+    return cpu_clock.thread_time() - spent
+
+
 @contextmanager
 def cpu_budget(seconds: float = CPU_BUDGET_SECONDS) -> Iterator[None]:
     """Bound the CPU time of the time computations run inside: past ``seconds`` they raise
-    ``TooMuchWork``. Thread CPU time, so a busy machine does not make a rule fail; an inner
-    budget never extends an outer one."""
-    deadline = cpu_clock.thread_time() + seconds
+    ``TooMuchWork``. Thread CPU time, so a busy machine does not make a rule fail, less the
+    full garbage collections that fall inside (``_note_full_collection``), so neither does a
+    big heap; an inner budget never extends an outer one."""
+    deadline = _own_cpu() + seconds
     outer = _budget.get()
     if outer is not None and outer.deadline < deadline:
         deadline, seconds = outer.deadline, outer.seconds
@@ -81,7 +110,7 @@ def _spending(walls: Iterable[datetime]) -> Iterator[datetime]:
 def _spend() -> None:
     """A step of a search: raise ``TooMuchWork`` once the current budget is spent."""
     budget = _budget.get()
-    if budget is not None and cpu_clock.thread_time() > budget.deadline:
+    if budget is not None and _own_cpu() > budget.deadline:
         raise TooMuchWork(
             f"computing its times needs more than {budget.seconds:g} s of CPU; simplify the "
             "rule or give it a later start"

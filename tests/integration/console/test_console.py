@@ -280,10 +280,13 @@ def test_the_list_filters_and_pages(api: ApiUnderTest) -> None:
     log_in(api.client, ACME_KEY)
     for number in range(30):
         tag = "even" if number % 2 == 0 else "odd"
-        api.client.post(
+        answer = api.client.post(
             "/console/schedules/new", data=form(id=f"s{number:02}", name=f"job {number}", tags=tag)
         )
+        assert answer.status_code == 303, (number, errors_beside_fields(text(answer)))
     api.apply()
+    # Each create stored: none dead-lettered by the processor, none left on queue 1.
+    assert (api.processor.stats.poisoned, api.queued()) == (0, 0)
     first = text(api.client.get("/console/schedules?per_page=25&sort=id"))
     assert re.findall(r'<tr data-id="([^"]+)"', first) == [f"s{n:02}" for n in range(25)]
     cursor = re.search(r'id="next-page" href="([^"]+)"', first)
