@@ -31,6 +31,7 @@ from shared.ports import (
     SystemClock,
 )
 from shared.ports.spans import NoSpans, OpenSpan, SpanKind, Spans
+from shared.recurrence import TooMuchWork
 from shared.secrets import SecretBox
 from shared.timeutil import iso_z
 
@@ -46,6 +47,8 @@ class ProcessorStats:
     applied: int = 0
     ignored: int = 0
     poisoned: int = 0
+    # Out of CPU budget: left on queue 1 for another try.
+    deferred: int = 0
 
 
 class Processor:
@@ -119,13 +122,20 @@ class Processor:
         decoded: list[tuple[str, DefinitionMutation, datetime | None]] = []
         for message, mutation in read:
             try:
-                # Within the CPU budget (TooMuchWork is a ValueError).
+                # Within the CPU budget.
                 next_time = first_occurrence(
                     mutation.definition.timing,
                     mutation.accepted_at,
                     mutation.schedule_id,
                     calendars.get((mutation.tenant, mutation.schedule_id)),
                 )
+            except TooMuchWork as exc:
+                # The API computed this very time within the same budget before it accepted
+                # the definition: out of budget here is this moment's doing, not the rule's.
+                # The message comes back after its visibility timeout (and goes to the
+                # dead letters once received too often).
+                self._left_for_later(mutation, exc)
+                continue
             except Exception as exc:
                 done.append(self._poisoned(message, exc))
                 continue
@@ -210,6 +220,20 @@ class Processor:
         self.stats.poisoned += 1
         MUTATIONS.labels("poisoned").inc()
         return message.receipt_handle
+
+    def _left_for_later(self, mutation: DefinitionMutation, exc: TooMuchWork) -> None:
+        self.stats.deferred += 1
+        MUTATIONS.labels("deferred").inc()
+        log.warning(
+            "definition left for a later try: %s",
+            exc,
+            extra={
+                "event": "definition_deferred",
+                "tenant": mutation.tenant,
+                "schedule_id": mutation.schedule_id,
+                "revision": mutation.revision,
+            },
+        )
 
     def _span(self, mutation: DefinitionMutation) -> OpenSpan:
         return self.spans.begin(

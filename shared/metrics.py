@@ -96,7 +96,7 @@ SCHEDULES_NOT_PLANNED = Counter(
 MUTATIONS = Counter(
     "scheduler_processor_mutations_total",
     "Mutations taken from queue 1, by result.",
-    ["result"],  # applied, ignored, poisoned
+    ["result"],  # applied, ignored, poisoned, deferred
 )
 RETENTION_DELETED = Counter(
     "scheduler_retention_deleted_total",

@@ -11,6 +11,7 @@ busy machine does not inflate.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from datetime import datetime, timedelta
@@ -18,11 +19,13 @@ from typing import Any
 
 import pytest
 
+from processor_worker import worker
 from scheduler_cli.components import build_poller
+from shared.adapters import sqlite_queue
 from shared.messages import DefinitionMutation, encode_mutation
 from shared.model import Payload, ScheduleDefinition, Timing
 from shared.ports import Advance, OutgoingMessage
-from shared.recurrence import CPU_BUDGET_SECONDS
+from shared.recurrence import CPU_BUDGET_SECONDS, cpu_budget
 from shared.timeutil import UTC, iso_z, parse_iso
 from tests.support.api import ApiUnderTest
 from tests.support.harness import API
@@ -181,6 +184,35 @@ def test_the_processor_dead_letters_a_definition_it_cannot_compute(api: ApiUnder
     assert api.processor.stats.poisoned == 1
     [dead] = api.backends.queues.dead_letters.receive(10, 0.1, 30.0)
     assert "easter" in dead.body
+
+
+def test_the_processor_takes_again_a_definition_it_ran_out_of_budget_on(
+    api: ApiUnderTest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The API computed its first time within the budget before it accepted it: when the
+    processor's thread has no budget left for it once (held up by a long pause), the create is
+    not lost to the dead letters, as one was in CI: it is stored at its next receive."""
+    assert create(api, "nightly", {"cron": "0 2 * * *"}).status_code == 202
+    computed = worker.first_occurrence
+    calls = itertools.count()
+
+    def held_up_once(*args: Any) -> datetime | None:
+        with cpu_budget(0.0 if next(calls) == 0 else CPU_BUDGET_SECONDS):
+            return computed(*args)
+
+    monkeypatch.setattr(worker, "first_occurrence", held_up_once)
+    api.apply()
+    assert api.backends.store.get_schedule(TENANT, "nightly") is None
+    assert (api.processor.stats.poisoned, api.queued()) == (0, 1)
+    assert api.processor.stats.deferred == 1
+    now_ms = sqlite_queue._now_ms
+    visibility_ms = int(worker.VISIBILITY_TIMEOUT_SECONDS * 1000)
+    monkeypatch.setattr(sqlite_queue, "_now_ms", lambda: now_ms() + visibility_ms)
+    api.apply()
+    stored = api.backends.store.get_schedule(TENANT, "nightly")
+    assert stored is not None and stored.next_schedule_time is not None
+    assert stored.next_schedule_time.hour == 2 and stored.next_schedule_time > api.clock.now()
+    assert api.queued() == 0 and api.backends.queues.dead_letters.depth().visible == 0
 
 
 def test_a_schedule_that_cannot_be_planned_never_holds_back_the_others(
