@@ -22,6 +22,7 @@ Every operation takes the caller's tenant: a schedule of another tenant is ``Not
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 from scheduler_service.service.bulk import Bulk
@@ -34,28 +35,35 @@ from scheduler_service.service.recording import ChangeRecorder
 from scheduler_service.service.revisions import RevisionClock
 from scheduler_service.service.running import ManualRuns
 from shared.ports import Clock, Queues, Store
-from shared.ports.spans import Spans
+from shared.ports.spans import NoSpans, Spans
 from shared.secrets import SecretBox
 from shared.settings import Settings
 from shared.signing import SigningSecrets
 
 
+@dataclass(eq=False)
 class ScheduleService:
     """The application layer of one API process: its concerns, and what routes and pages read
     beside them (the settings, the clock, the secret box that seals the console's session)."""
 
-    def __init__(
-        self,
-        store: Store,
-        queues: Queues,
-        settings: Settings,
-        clock: Clock,
-        secret_box: SecretBox,
-        spans: Spans | None = None,
-    ) -> None:
-        self.settings = settings
-        self.clock = clock
-        self.secret_box = secret_box
+    store: Store
+    queues: Queues
+    settings: Settings
+    clock: Clock
+    secret_box: SecretBox
+    spans: Spans = field(default_factory=NoSpans)
+    reads: Reads = field(init=False)
+    checks: DefinitionChecks = field(init=False)
+    recorder: ChangeRecorder = field(init=False)
+    creation: Creation = field(init=False)
+    changes: StateChanges = field(init=False)
+    bulk: Bulk = field(init=False)
+    runs: ManualRuns = field(init=False)
+    signing: SigningSecrets = field(init=False)
+    calendars: Calendars = field(init=False)
+
+    def __post_init__(self) -> None:
+        store, queues, settings, clock = self.store, self.queues, self.settings, self.clock
         # Revisions order a schedule's creates, replaces and state changes alike.
         revisions = RevisionClock()
         self.reads = Reads(store, clock)
@@ -66,18 +74,18 @@ class ScheduleService:
             queues,
             settings,
             clock,
-            secret_box,
+            self.secret_box,
             self.checks,
             revisions,
             self.recorder,
-            spans,
+            self.spans,
         )
         self.changes = StateChanges(store, clock, revisions, self.reads, self.recorder)
         self.bulk = Bulk(store, clock, settings, self.changes, self.creation)
         self.runs = ManualRuns(store, queues, clock, self.reads, self.recorder)
         self.signing = SigningSecrets(
             store,
-            secret_box,
+            self.secret_box,
             clock,
             deployment_signs=bool(settings.webhook_secret),
             overlap=timedelta(seconds=settings.signing_overlap_seconds),

@@ -76,31 +76,21 @@ class Accepted:
     replayed: bool = False
 
 
+@dataclass(eq=False)
 class Creation:
-    def __init__(
-        self,
-        store: Store,
-        queues: Queues,
-        settings: Settings,
-        clock: Clock,
-        secret_box: SecretBox,
-        checks: DefinitionChecks,
-        revisions: RevisionClock,
-        recorder: ChangeRecorder,
-        spans: Spans | None = None,
-    ) -> None:
-        """``secret_box`` seals the payloads of the mutations sent on queue 1; ``recorder``
-        notes each change for the history (sent with it); ``spans`` records each create,
-        replace and patch (``shared.ports.spans``)."""
-        self.spans = spans or NoSpans()
-        self.store = store
-        self.queues = queues
-        self.settings = settings
-        self.clock = clock
-        self.secret_box = secret_box
-        self.checks = checks
-        self.revisions = revisions
-        self.recorder = recorder
+    """``secret_box`` seals the payloads of the mutations sent on queue 1; ``recorder`` notes
+    each change for the history (sent with it); ``spans`` records each create, replace and
+    patch (``shared.ports.spans``)."""
+
+    store: Store
+    queues: Queues
+    settings: Settings
+    clock: Clock
+    secret_box: SecretBox
+    checks: DefinitionChecks
+    revisions: RevisionClock
+    recorder: ChangeRecorder
+    spans: Spans = dataclasses.field(default_factory=NoSpans)
 
     def accept_definition(
         self,
