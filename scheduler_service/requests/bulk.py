@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validate, validates
+from marshmallow import ValidationError, fields, post_load, validate, validates
 
+from scheduler_service.requests.fields import Strict
 from scheduler_service.requests.patch import SchedulePatchSchema
 from scheduler_service.service.bulk import EMPTY_SELECTOR, MAX_IDS, BulkAction, Selector
 from shared.formats import SCHEDULE_ID, SCHEDULE_ID_RULE
@@ -20,11 +21,8 @@ SELECTABLE = [
 ]
 
 
-class SelectorSchema(Schema):
+class SelectorSchema(Strict):
     """Which schedules: every criterion given holds; at least one is required."""
-
-    class Meta:
-        unknown = RAISE
 
     tag = fields.String(
         validate=validate.Length(min=1, max=200), metadata={"description": "carries this tag"}
@@ -66,11 +64,8 @@ class SelectorSchema(Schema):
         return selector
 
 
-class BulkSchema(Schema):
+class BulkSchema(Strict):
     """The body of ``POST /schedules/bulk``."""
-
-    class Meta:
-        unknown = RAISE
 
     action = fields.String(required=True, validate=validate.OneOf([a.value for a in BulkAction]))
     selector = fields.Nested(SelectorSchema, required=True)

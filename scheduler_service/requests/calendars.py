@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from marshmallow import RAISE, Schema, fields, post_load, validate
+from marshmallow import fields, post_load, validate
 
-from scheduler_service.requests.fields import domain
+from scheduler_service.requests.fields import Strict, domain
 from shared.calendars import (
     MAX_DATES,
     MAX_DESCRIPTION,
@@ -28,10 +28,7 @@ def _check_name(name: str) -> None:
         raise ValueError(problem)
 
 
-class CalendarBodySchema(Schema):
-    class Meta:
-        unknown = RAISE
-
+class CalendarBodySchema(Strict):
     name = fields.String(
         validate=domain(_check_name),
         metadata={"description": f"the calendar's name: {NAME_RULE}; in a PUT, the path's"},
@@ -66,11 +63,8 @@ def check_calendar_name(name: str) -> None:
         raise InvalidInput({"name": problem})
 
 
-class CalendarRuleSchema(Schema):
+class CalendarRuleSchema(Strict):
     """A schedule's ``calendar``: the tenant's calendars it excludes, and the shift."""
-
-    class Meta:
-        unknown = RAISE
 
     # ``exclude`` is a Schema's own attribute: the field is named apart.
     names = fields.List(

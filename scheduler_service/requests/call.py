@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validate
+from marshmallow import ValidationError, fields, post_load, validate
 
-from scheduler_service.requests.fields import JsonNumber, WholeNumber, domain
+from scheduler_service.requests.fields import JsonNumber, Strict, WholeNumber, domain
 from shared.definition_rules import (
     MAX_LATE_AFTER_SECONDS,
     MAX_URL_LENGTH,
@@ -23,10 +23,7 @@ http_url = domain(check_http_url)
 headers_rule = domain(check_headers)
 
 
-class FailureHookSchema(Schema):
-    class Meta:
-        unknown = RAISE
-
+class FailureHookSchema(Strict):
     url = fields.String(
         required=True, validate=[validate.Length(min=1, max=MAX_URL_LENGTH), http_url]
     )
@@ -51,11 +48,8 @@ class FailureHookField(fields.Field[FailureHook]):
         return hook
 
 
-class AlertSchema(Schema):
+class AlertSchema(Strict):
     """``alert``: tell ``on_failure`` of an occurrence late or missed (``shared.lateness``)."""
-
-    class Meta:
-        unknown = RAISE
 
     late_after_seconds = WholeNumber(
         required=True,
@@ -71,10 +65,7 @@ class AlertSchema(Schema):
         return Alert(late_after_seconds=data["late_after_seconds"])
 
 
-class RetrySchema(Schema):
-    class Meta:
-        unknown = RAISE
-
+class RetrySchema(Strict):
     max_attempts = WholeNumber(load_default=5, validate=validate.Range(1, 100))
     backoff_seconds = JsonNumber(load_default=1.0, validate=validate.Range(0.01, 3600))
     max_backoff_seconds = JsonNumber(load_default=300.0, validate=validate.Range(0.01, 43200))
@@ -84,10 +75,7 @@ class RetrySchema(Schema):
         return RetryPolicy(**data)
 
 
-class MisfireSchema(Schema):
-    class Meta:
-        unknown = RAISE
-
+class MisfireSchema(Strict):
     policy = fields.String(
         load_default="fire_once", validate=validate.OneOf([p.value for p in MisfirePolicy])
     )

@@ -1,6 +1,6 @@
 """The fields a request's values are read by: strict JSON numbers, ISO-8601 times, units, time
-zones, choices in any case; and ``domain``, which makes a check of ``shared`` a marshmallow
-validator."""
+zones, choices in any case; ``domain``, which makes a check of ``shared`` a marshmallow
+validator; and ``Strict``, the schema of a body or query that refuses what it does not know."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from marshmallow import ValidationError, fields, validate
+from marshmallow import RAISE, Schema, ValidationError, fields, validate
 
 from shared.definition_rules import check_year, check_zone_name
 from shared.model import Unit
@@ -18,6 +18,14 @@ from shared.timeutil import UTC, parse_iso, utc_ms
 # What an ISO-8601 date-time may hold: ASCII digits, separators, a designator; nothing after
 # (Python's parser would let a trailing NUL through).
 ISO_TEXT = re.compile(r"\d{4}-[\d\-W]+(?:[T ][\d:.,+\-]*[Zz]?)?", re.ASCII)
+
+
+class Strict(Schema):
+    """A body, or a part or query of a request: a field it does not know (a typo) is a 400
+    naming it, never silently ignored."""
+
+    class Meta:
+        unknown = RAISE
 
 
 def domain(check: Callable[[Any], None]) -> Callable[[Any], None]:

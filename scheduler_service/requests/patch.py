@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from marshmallow import RAISE, Schema, ValidationError, fields
+from marshmallow import ValidationError, fields
 
 from scheduler_service.presenting.problems import flatten
+from scheduler_service.requests.fields import Strict
 from scheduler_service.requests.schedule import ScheduleBodySchema, ScheduleRequest
 from shared.errors import InvalidInput
 from shared.model import JSON, ScheduleDefinition
@@ -39,13 +40,10 @@ PATCH_DESCRIPTION = (
 )
 
 
-class SchedulePatchSchema(Schema):
+class SchedulePatchSchema(Strict):
     """The body of ``PATCH /schedule/{id}``: any members of the create body. Objects merge
     into the stored ones (RFC 7396), ``null`` removes a member (it takes its default); the
     merged body is validated as a ``PUT`` body."""
-
-    class Meta:
-        unknown = RAISE
 
     id = fields.Raw(metadata={"description": "if given, the id in the path"})
     name = fields.Raw(allow_none=True)

@@ -13,9 +13,9 @@ import re
 from datetime import datetime
 from typing import Any, ClassVar
 
-from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validate
+from marshmallow import ValidationError, fields, post_load, validate
 
-from scheduler_service.requests.fields import ISO_TEXT
+from scheduler_service.requests.fields import ISO_TEXT, Strict
 from shared.formats import CHANGE_CURSOR, EXECUTION_CURSOR
 from shared.model import LISTED_STATUSES, ExecutionStatus
 from shared.schedule_listing import CURSOR, SEARCH_LENGTH, SORTS
@@ -69,11 +69,8 @@ def _cursor() -> fields.String:
     )
 
 
-class Query(Schema):
+class Query(Strict):
     """Query parameters: an unknown one (a typo) is a 400, not silently ignored."""
-
-    class Meta:
-        unknown = RAISE
 
 
 class Paged(Query):

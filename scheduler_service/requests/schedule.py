@@ -15,8 +15,6 @@ from typing import Any
 from flask import current_app, g, has_app_context
 from marshmallow import (
     EXCLUDE,
-    RAISE,
-    Schema,
     ValidationError,
     fields,
     post_load,
@@ -36,6 +34,7 @@ from scheduler_service.requests.fields import (
     InstantText,
     JsonNumber,
     OneOfAnyCase,
+    Strict,
     WholeNumber,
     domain,
 )
@@ -77,7 +76,7 @@ def as_sent(names: Mapping[str, str]) -> Iterator[None]:
         raise InvalidInput(named_as_sent(exc.fields, names)) from None
 
 
-class DomainChecked(Schema):
+class DomainChecked(Strict):
     """A body whose domain checks (``ScheduleService.domain_errors``: does the timing fire, and
     not too often; is the target allowed …) run on the parts that were read even when another
     field is bad, so that one answer names every bad field. A body without field errors gets
@@ -117,9 +116,6 @@ class ScheduleRequest:
 class ScheduleBodySchema(DomainChecked):
     """The body of ``POST /schedule`` and ``PUT /schedule/{id}``, loaded as a
     ``ScheduleRequest``."""
-
-    class Meta:
-        unknown = RAISE
 
     id = fields.String(validate=validate.Regexp(SCHEDULE_ID, error=SCHEDULE_ID_RULE))
     name = fields.String(load_default="", validate=validate.Length(max=200))
@@ -292,11 +288,8 @@ class PreviewSchema(DomainChecked):
     )
 
 
-class BackfillSchema(Schema):
+class BackfillSchema(Strict):
     """The body of ``POST /schedule/{id}/backfill``: a range of past time, half open."""
-
-    class Meta:
-        unknown = RAISE
 
     start = InstantText(
         data_key="from",
@@ -319,12 +312,9 @@ class BackfillSchema(Schema):
         return {**data, "policy": MisfirePolicy(data["policy"])}
 
 
-class PauseSchema(Schema):
+class PauseSchema(Strict):
     """The body of ``POST /schedule/{id}/pause``, optional: when the pause ends by itself, and
     why."""
-
-    class Meta:
-        unknown = RAISE
 
     until = InstantText(
         load_default=None,
@@ -341,11 +331,8 @@ class PauseSchema(Schema):
     )
 
 
-class SkipSchema(Schema):
+class SkipSchema(Strict):
     """The body of ``POST /schedule/{id}/skip``: how many of the next occurrences, or which one."""
-
-    class Meta:
-        unknown = RAISE
 
     count = fields.Integer(
         strict=True,
@@ -362,11 +349,8 @@ class SkipSchema(Schema):
             raise ValidationError("give count or at, not both", "count")
 
 
-class UnskipQuerySchema(Schema):
+class UnskipQuerySchema(Strict):
     """The query of ``DELETE /schedule/{id}/skip``: one skip to undo, or all."""
-
-    class Meta:
-        unknown = RAISE
 
     at = InstantText(
         load_default=None,

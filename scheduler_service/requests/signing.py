@@ -3,16 +3,13 @@ overlap)."""
 
 from __future__ import annotations
 
-from marshmallow import RAISE, Schema, validate
+from marshmallow import validate
 
-from scheduler_service.requests.fields import WholeNumber
+from scheduler_service.requests.fields import Strict, WholeNumber
 from shared.signing import MAX_OVERLAP
 
 
-class RotateSchema(Schema):
-    class Meta:
-        unknown = RAISE
-
+class RotateSchema(Strict):
     overlap_seconds = WholeNumber(
         validate=validate.Range(min=0, max=int(MAX_OVERLAP.total_seconds())),
         metadata={

@@ -16,10 +16,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validate
+from marshmallow import Schema, ValidationError, fields, post_load, validate
 
 from scheduler_service.requests.call import headers_rule, http_url
-from scheduler_service.requests.fields import JsonNumber, WholeNumber, domain
+from scheduler_service.requests.fields import JsonNumber, Strict, WholeNumber, domain
 from shared.definition_rules import (
     MAX_URL_LENGTH,
     check_method,
@@ -51,11 +51,8 @@ def timeout_field() -> JsonNumber:
 _text = domain(check_single_line)
 
 
-class OAuthSchema(Schema):
+class OAuthSchema(Strict):
     """OAuth 2.0 client credentials: the executor fetches a bearer token for the call."""
-
-    class Meta:
-        unknown = RAISE
 
     type = fields.String(required=True, validate=validate.OneOf([OAUTH_CLIENT_CREDENTIALS]))
     token_url = fields.String(
@@ -99,10 +96,7 @@ class StatusItem(fields.Field[tuple[int, int]]):
             raise ValidationError(str(exc)) from None
 
 
-class JsonCheckSchema(Schema):
-    class Meta:
-        unknown = RAISE
-
+class JsonCheckSchema(Strict):
     pointer = fields.String(
         required=True,
         validate=validate.Length(max=1024),
@@ -113,11 +107,8 @@ class JsonCheckSchema(Schema):
     )
 
 
-class ExpectSchema(Schema):
+class ExpectSchema(Strict):
     """What answer is a success; one that is not is a failure, retried like one."""
-
-    class Meta:
-        unknown = RAISE
 
     status = fields.List(
         StatusItem(metadata={"oneOf": [{"type": "integer"}, {"type": "string"}]}),
@@ -141,10 +132,7 @@ class ExpectSchema(Schema):
         )
 
 
-class HttpPayloadSchema(Schema):
-    class Meta:
-        unknown = RAISE
-
+class HttpPayloadSchema(Strict):
     kind = fields.String(load_default=HTTP, validate=validate.OneOf([HTTP]))
     method = fields.String(required=True, validate=domain(check_method))
     url = fields.String(
@@ -189,11 +177,8 @@ class HttpPayloadSchema(Schema):
         )
 
 
-class AwsMessageSchema(Schema):
+class AwsMessageSchema(Strict):
     """What a message to a queue or a topic has beside where it goes."""
-
-    class Meta:
-        unknown = RAISE
 
     body = fields.Raw(
         allow_none=True,

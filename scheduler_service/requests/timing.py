@@ -13,8 +13,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from marshmallow import (
-    RAISE,
-    Schema,
     ValidationError,
     fields,
     post_load,
@@ -25,6 +23,7 @@ from marshmallow import (
 from scheduler_service.requests.fields import (
     DateTimeText,
     OneOfAnyCase,
+    Strict,
     UnitName,
     WholeNumber,
     zone_name,
@@ -34,10 +33,7 @@ from shared.notations import NOTATIONS, InvalidMembers, Member, MemberKind
 from shared.timing import Timing
 
 
-class IntervalSchema(Schema):
-    class Meta:
-        unknown = RAISE
-
+class IntervalSchema(Strict):
     number = WholeNumber(
         required=True,
         validate=validate.Range(min=1, max=1_000_000, error="must be a whole number from 1"),
@@ -45,11 +41,8 @@ class IntervalSchema(Schema):
     unit = UnitName(required=True)
 
 
-class _ScheduleSpec(Schema):
+class _ScheduleSpec(Strict):
     """The rules of the ``schedule`` object; ``ScheduleSpecSchema`` adds its fields."""
-
-    class Meta:
-        unknown = RAISE
 
     @validates_schema
     def one_shape(self, data: dict[str, Any], **_: Any) -> None:
