@@ -43,12 +43,15 @@ def action(name: str, answer: type[Schema]) -> Callable[[View], View]:
     return decorate
 
 
-@blp.route("/schedule/<schedule_id>/pause", methods=["POST"])
-@blp.requires(Role.WRITE)
-@blp.arguments(PauseSchema, required=False, error_status_code=400)
-@blp.response(202, ScheduleViewSchema)
-@blp.doc(operationId="pauseSchedule")
-@blp.problems(400, 404, 413, 415)
+@blp.posting(
+    "/schedule/<schedule_id>/pause",
+    Role.WRITE,
+    PauseSchema,
+    (202, ScheduleViewSchema),
+    "pauseSchedule",
+    404,
+    required=False,
+)
 def pause_schedule(body: dict[str, Any], schedule_id: str) -> Response:
     """Stop firing until resumed, or until a time
 
@@ -80,12 +83,14 @@ def trigger_schedule(schedule_id: str) -> Occurrence:
     return service().runs.trigger(g.tenant, schedule_id)
 
 
-@blp.route("/schedule/<schedule_id>/backfill", methods=["POST"])
-@blp.requires(Role.WRITE)
-@blp.arguments(BackfillSchema, error_status_code=400)
-@blp.response(202, BackfillAnswerSchema)
-@blp.doc(operationId="backfillSchedule")
-@blp.problems(400, 404, 413, 415)
+@blp.posting(
+    "/schedule/<schedule_id>/backfill",
+    Role.WRITE,
+    BackfillSchema,
+    (202, BackfillAnswerSchema),
+    "backfillSchedule",
+    404,
+)
 def backfill_schedule(body: dict[str, Any], schedule_id: str) -> Backfill:
     """Run the occurrences of a past range that did not run
 
@@ -100,12 +105,14 @@ def backfill_schedule(body: dict[str, Any], schedule_id: str) -> Backfill:
     return runs.backfill(g.tenant, schedule_id, body["start"], body["end"], body["policy"])
 
 
-@blp.route("/schedule/<schedule_id>/skip", methods=["POST"])
-@blp.requires(Role.WRITE)
-@blp.arguments(SkipSchema, error_status_code=400)
-@blp.response(202, ScheduleViewSchema)
-@blp.doc(operationId="skipOccurrences")
-@blp.problems(400, 404, 413, 415)
+@blp.posting(
+    "/schedule/<schedule_id>/skip",
+    Role.WRITE,
+    SkipSchema,
+    (202, ScheduleViewSchema),
+    "skipOccurrences",
+    404,
+)
 def skip_occurrences(body: dict[str, Any], schedule_id: str) -> Response:
     """Skip some of the next occurrences
 

@@ -100,6 +100,31 @@ class Blueprint(flask_smorest.Blueprint):  # type: ignore[misc]
 
         return decorate
 
+    def posting(
+        self,
+        path: str,
+        role: Role,
+        body: type[Schema],
+        answer: tuple[int, type[Schema]],
+        operation_id: str,
+        *problems: int,
+        **arguments: Any,
+    ) -> Any:
+        """A ``POST`` of a JSON ``body`` by a caller of ``role``: a bad field is a 400 naming
+        it, a body over the limit a 413, one not JSON a 415; ``answer`` its status and schema.
+        ``arguments``: more of flask-smorest's ``arguments`` (``required=False``: the body may
+        be left out)."""
+
+        def decorate(route: Any) -> Any:
+            route = self.problems(400, 413, 415, *problems)(route)
+            route = self.doc(operationId=operation_id)(route)
+            route = self.response(*answer)(route)
+            route = self.arguments(body, error_status_code=400, **arguments)(route)
+            route = self.requires(role)(route)
+            return self.route(path, methods=["POST"])(route)
+
+        return decorate
+
     def listing(
         self, path: str, query: type[Schema], page: type[Schema], operation_id: str, *problems: int
     ) -> Any:

@@ -15,12 +15,13 @@ from shared.errors import InvalidInput
 from shared.ports import Role
 
 
-@blp.route("/schedule/<schedule_id>/diff", methods=["POST"])
-@blp.requires(Role.READ)
-@blp.arguments(ScheduleBodySchema, error_status_code=400)
-@blp.response(200, ComparisonSchema)
-@blp.doc(operationId="diffSchedule")
-@blp.problems(400, 413, 415)
+@blp.posting(
+    "/schedule/<schedule_id>/diff",
+    Role.READ,
+    ScheduleBodySchema,
+    (200, ComparisonSchema),
+    "diffSchedule",
+)
 def diff_schedule(body: ScheduleRequest, schedule_id: str) -> Comparison:
     """What a PUT of this body to the schedule would do, storing nothing
 

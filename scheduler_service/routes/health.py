@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 from flask import current_app
 from flask_smorest import Blueprint
@@ -12,12 +13,23 @@ from shared.backends import Backends
 from shared.errors import Transient
 
 blp = Blueprint("health", __name__, description="Liveness and readiness")
+Probe = TypeVar("Probe", bound=Callable[[], tuple[dict[str, Any], int]])
 
 
-@blp.route("/healthz")
-@blp.response(200, HealthSchema)
-@blp.alt_response(503, schema=HealthSchema, description="The process cannot open its store")
-@blp.doc(security=[], operationId="healthz")
+def probe(name: str, unavailable: str) -> Callable[[Probe], Probe]:
+    """The route of ``GET /<name>``, which needs no key: ``200`` or ``503`` (``unavailable``
+    says when), with a ``HealthSchema`` either way."""
+
+    def decorate(view: Probe) -> Probe:
+        routed = blp.doc(security=[], operationId=name)(view)
+        routed = blp.alt_response(503, schema=HealthSchema, description=unavailable)(routed)
+        routed = blp.response(200, HealthSchema)(routed)
+        return cast(Probe, blp.route(f"/{name}")(routed))
+
+    return decorate
+
+
+@probe("healthz", "The process cannot open its store")
 def healthz() -> tuple[dict[str, Any], int]:
     """The process is alive and can still open its embedded store (SQLite), if it has one."""
     backends: Backends = current_app.extensions["scheduler_backends"]
@@ -29,10 +41,7 @@ def healthz() -> tuple[dict[str, Any], int]:
     return {"status": "ok"}, 200
 
 
-@blp.route("/readyz")
-@blp.response(200, HealthSchema)
-@blp.alt_response(503, schema=HealthSchema, description="A backend does not answer")
-@blp.doc(security=[], operationId="readyz")
+@probe("readyz", "A backend does not answer")
 def readyz() -> tuple[dict[str, Any], int]:
     """The store and the queues answer."""
     backends: Backends = current_app.extensions["scheduler_backends"]

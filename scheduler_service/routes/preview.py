@@ -15,12 +15,9 @@ from scheduler_service.routes.schedules import blp
 from shared.ports import Role
 
 
-@blp.route("/schedule/preview", methods=["POST"])
-@blp.requires(Role.READ)
-@blp.arguments(PreviewSchema, error_status_code=400)
-@blp.response(200, PreviewAnswerSchema)
-@blp.doc(operationId="previewSchedule")
-@blp.problems(400, 413, 415)
+@blp.posting(
+    "/schedule/preview", Role.READ, PreviewSchema, (200, PreviewAnswerSchema), "previewSchedule"
+)
 def preview(body: dict[str, Any]) -> PreviewView:
     """The next fire times of a schedule (UTC and local) and a plain-English description.
 
