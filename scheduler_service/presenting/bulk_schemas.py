@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from marshmallow import fields
 
-from scheduler_service.presenting.fields import Open
+from scheduler_service.presenting.fields import Open, shown
 from scheduler_service.presenting.schemas import ScheduleViewSchema
 from scheduler_service.service.bulk import IDS_SHOWN
 
 
 class FailureSchema(Open):
-    id = fields.String(required=True)
-    reason = fields.String(required=True, metadata={"description": "why it was not changed"})
+    id = shown(fields.String())
+    reason = shown(fields.String(), "why it was not changed")
 
 
 def _ids(outcome: str) -> fields.List[str]:
@@ -26,12 +26,10 @@ def _ids(outcome: str) -> fields.List[str]:
 class BulkAnswerSchema(Open):
     """Dumps a ``DryRun`` whose sample is presented (``ScheduleView``), or a ``BulkAnswer``."""
 
-    matched = fields.Integer(
-        required=True,
-        metadata={
-            "description": "a dry run: how many schedules the selector matches now; a real "
-            "one: how many this part went over"
-        },
+    matched = shown(
+        fields.Integer(),
+        "a dry run: how many schedules the selector matches now; a real "
+        "one: how many this part went over",
     )
     sample = fields.List(
         fields.Nested(ScheduleViewSchema),

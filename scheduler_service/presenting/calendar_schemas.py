@@ -6,16 +6,14 @@ from typing import Any
 
 from marshmallow import fields
 
-from scheduler_service.presenting.fields import Instant, Open
+from scheduler_service.presenting.fields import Instant, Open, shown
 
 
 class CalendarSummarySchema(Open):
-    name = fields.String(required=True)
-    description = fields.String(required=True)
-    revision = fields.Integer(
-        required=True, metadata={"description": "1 when made, one more at each replace"}
-    )
-    updated_at = Instant(required=True)
+    name = shown(fields.String())
+    description = shown(fields.String())
+    revision = shown(fields.Integer(), "1 when made, one more at each replace")
+    updated_at = shown(Instant())
     date_count = fields.Method("count_dates", metadata={"description": "how many dates it holds"})
     first_date = fields.Method("first", allow_none=True)
     last_date = fields.Method("last", allow_none=True)
@@ -31,16 +29,11 @@ class CalendarSummarySchema(Open):
 
 
 class CalendarSchema(CalendarSummarySchema):
-    dates = fields.List(
-        fields.Date(),
-        required=True,
-        metadata={"description": "the local dates that are not business days, sorted"},
-    )
+    dates = shown(fields.List(fields.Date()), "the local dates that are not business days, sorted")
 
 
 class CalendarListSchema(Open):
-    items = fields.List(
-        fields.Nested(CalendarSummarySchema),
-        required=True,
-        metadata={"description": "the tenant's calendars, by name, without their dates"},
+    items = shown(
+        fields.List(fields.Nested(CalendarSummarySchema)),
+        "the tenant's calendars, by name, without their dates",
     )

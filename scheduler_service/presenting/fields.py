@@ -1,17 +1,51 @@
 """The fields of the API's answers, and how the OpenAPI document shows them: every instant one
 format, ``2026-05-01T07:00:00.000Z`` (``Instant``), ``format: date-time`` in the document
 (``document_fields``), and a local time the same with its offset (``LocalTime``); figures in
-milliseconds to a tenth; enums as components; who paused a schedule, when and why."""
+milliseconds to a tenth; enums as components; who paused a schedule, when and why. ``shown``,
+``nullable`` and ``one_of`` declare a field of an answer: every answer holds each of its fields
+(``required``), ``null`` where a nullable one has no value."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
+from enum import Enum
+from typing import Any, TypeVar
 
-from marshmallow import INCLUDE, Schema, fields
+from marshmallow import INCLUDE, Schema, fields, validate
 from marshmallow.utils import get_value
 
 from shared.model import PausedBy
 from shared.timeutil import iso_local, iso_z, load_zone
+
+# A field of an answer, as ``shown`` and ``nullable`` take and give it.
+F = TypeVar("F", bound=fields.Field[Any])
+
+
+def shown(field: F, description: str | None = None) -> F:
+    """``field``, which every answer holds (``required``); ``description``: what the OpenAPI
+    document says of it."""
+    field.required = True
+    if description is not None:
+        field.metadata = {**field.metadata, "description": description}
+    return field
+
+
+def nullable(field: F, description: str | None = None) -> F:
+    """``field``, which every answer holds, ``null`` where it has no value."""
+    field.allow_none = True
+    return shown(field, description)
+
+
+def one_of(
+    values: type[Enum] | Iterable[str], description: str | None = None, **options: Any
+) -> fields.String:
+    """A string every answer holds, one of ``values`` (an enum's values, or strings): an enum in
+    the document."""
+    if isinstance(values, type) and issubclass(values, Enum):
+        choices = [member.value for member in values]
+    else:
+        choices = list(values)
+    return shown(fields.String(validate=validate.OneOf(choices), **options), description)
 
 
 class Open(Schema):
@@ -100,31 +134,16 @@ class LocalTime(Again):
 # Who paused a schedule, when and why: on the schedule and on its run history, each read from
 # the ``pause`` (``views.PauseView``) of what is dumped.
 def paused_by() -> Choice:
-    return Choice(
-        component="PausedBy",
-        allow_none=True,
-        required=True,
-        attribute="pause.paused_by",
-        metadata={
-            "description": "while paused: user (the pause endpoint) or failures (it paused "
-            "itself, pause_after_failures); null otherwise"
-        },
+    return nullable(
+        Choice(component="PausedBy", attribute="pause.paused_by"),
+        "while paused: user (the pause endpoint) or failures (it paused itself, "
+        "pause_after_failures); null otherwise",
     )
 
 
 def paused_at() -> Instant:
-    return Instant(
-        allow_none=True,
-        required=True,
-        attribute="pause.paused_at",
-        metadata={"description": "while paused: since when"},
-    )
+    return nullable(Instant(attribute="pause.paused_at"), "while paused: since when")
 
 
 def paused_reason() -> fields.String:
-    return fields.String(
-        allow_none=True,
-        required=True,
-        attribute="pause.paused_reason",
-        metadata={"description": "while paused: why, in words"},
-    )
+    return nullable(fields.String(attribute="pause.paused_reason"), "while paused: why, in words")

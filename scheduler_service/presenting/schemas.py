@@ -14,15 +14,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from marshmallow import fields, validate
+from marshmallow import fields
 
 from scheduler_service.presenting.fields import (
     Instant,
     LocalTime,
     Open,
+    nullable,
+    one_of,
     paused_at,
     paused_by,
     paused_reason,
+    shown,
 )
 from scheduler_service.requests.targets import PAYLOAD_DOCUMENT
 from shared.model import LISTED_STATUSES, OverlapPolicy, Unit
@@ -31,19 +34,17 @@ from shared.recurrence.business import Shift
 
 
 class FieldErrorSchema(Open):
-    field = fields.String(
-        required=True, metadata={"description": "dotted path, e.g. schedule.cron"}
-    )
-    message = fields.String(required=True)
+    field = shown(fields.String(), "dotted path, e.g. schedule.cron")
+    message = shown(fields.String())
 
 
 class ProblemSchema(Open):
     """RFC 7807 problem details, with the bad fields of a ``400`` in ``errors`` and the role a
     ``403`` refused for in ``required_role``."""
 
-    type = fields.String(required=True)
-    title = fields.String(required=True)
-    status = fields.Integer(required=True)
+    type = shown(fields.String())
+    title = shown(fields.String())
+    status = shown(fields.Integer())
     detail = fields.String()
     errors = fields.List(fields.Nested(FieldErrorSchema))
     required_role = fields.String(
@@ -57,147 +58,106 @@ class ProblemSchema(Open):
 class ComparisonSchema(Open):
     """Dumps a ``scheduler_service.service.comparing.Comparison``."""
 
-    id = fields.String(required=True, attribute="schedule_id")
-    action = fields.String(
-        required=True,
-        validate=validate.OneOf(["create", "update", "unchanged"]),
-        metadata={"description": "what a PUT of this body would do"},
-    )
-    changes = fields.List(
-        fields.String(),
-        required=True,
-        metadata={
-            "description": "for an update: the members it changes, as paths (payload.url, "
-            "tags); never their values"
-        },
+    id = shown(fields.String(attribute="schedule_id"))
+    action = one_of(["create", "update", "unchanged"], "what a PUT of this body would do")
+    changes = shown(
+        fields.List(fields.String()),
+        "for an update: the members it changes, as paths (payload.url, tags); never their values",
     )
 
 
 class AcceptedSchema(Open):
     """Dumps a ``scheduler_service.service.Accepted``."""
 
-    id = fields.String(required=True, attribute="schedule_id")
-    status = fields.String(
-        required=True, dump_default="accepted", metadata={"description": "always accepted"}
+    id = shown(fields.String(attribute="schedule_id"))
+    status = shown(fields.String(dump_default="accepted"), "always accepted")
+    revision = shown(fields.Integer())
+    next_schedule_time = nullable(
+        Instant(), "the first time it will fire (ISO-8601 UTC); null if never"
     )
-    revision = fields.Integer(required=True)
-    next_schedule_time = Instant(
-        allow_none=True,
-        required=True,
-        metadata={"description": "the first time it will fire (ISO-8601 UTC); null if never"},
-    )
-    next_schedule_time_local = LocalTime(
-        source="next_schedule_time",
-        zone="timezone",
-        allow_none=True,
-        required=True,
-        metadata={"description": "the same time in the schedule's timezone, with its offset"},
+    next_schedule_time_local = nullable(
+        LocalTime(source="next_schedule_time", zone="timezone"),
+        "the same time in the schedule's timezone, with its offset",
     )
 
 
 class TimePairSchema(Open):
     """Dumps a ``views.TimePair``."""
 
-    utc = Instant(
-        attribute="moment", required=True, metadata={"description": "ISO-8601 UTC, e.g. …Z"}
-    )
-    local = LocalTime(
-        source="moment",
-        zone="timezone",
-        required=True,
-        metadata={"description": "local time with its offset"},
-    )
+    utc = shown(Instant(attribute="moment"), "ISO-8601 UTC, e.g. …Z")
+    local = shown(LocalTime(source="moment", zone="timezone"), "local time with its offset")
 
 
 class PreviewAnswerSchema(Open):
     """Dumps a ``views.PreviewView``."""
 
-    occurrences = fields.List(fields.Nested(TimePairSchema), required=True)
-    description = fields.String(required=True, metadata={"description": "in plain English"})
+    occurrences = shown(fields.List(fields.Nested(TimePairSchema)))
+    description = shown(fields.String(), "in plain English")
 
 
 class DeletedSchema(Open):
     """Dumps ``{"id": <schedule id>}``."""
 
-    id = fields.String(required=True)
-    status = fields.String(
-        required=True, dump_default="deleted", metadata={"description": "always deleted"}
-    )
+    id = shown(fields.String())
+    status = shown(fields.String(dump_default="deleted"), "always deleted")
 
 
 class TriggeredSchema(Open):
     """Dumps the ``shared.model.Occurrence`` of the run."""
 
-    id = fields.String(
-        required=True, attribute="schedule_id", metadata={"description": "the schedule"}
+    id = shown(fields.String(attribute="schedule_id"), "the schedule")
+    occurrence_id = shown(
+        fields.String(),
+        "<schedule id>:manual:<UTC time>:<random>; never equal to a scheduled "
+        "occurrence's id (<schedule id>:<UTC time>); sent as Idempotency-Key",
     )
-    occurrence_id = fields.String(
-        required=True,
-        metadata={
-            "description": "<schedule id>:manual:<UTC time>:<random>; never equal to a scheduled "
-            "occurrence's id (<schedule id>:<UTC time>); sent as Idempotency-Key"
-        },
-    )
-    scheduled_time = Instant(required=True)
-    status = fields.String(
-        required=True, dump_default="queued", metadata={"description": "always queued"}
-    )
+    scheduled_time = shown(Instant())
+    status = shown(fields.String(dump_default="queued"), "always queued")
 
 
 class AlertViewSchema(Open):
     """A schedule's ``alert`` (``shared.model.Alert``)."""
 
-    late_after_seconds = fields.Integer(
-        required=True,
-        metadata={"description": "an occurrence not started this long after its time is late"},
+    late_after_seconds = shown(
+        fields.Integer(), "an occurrence not started this long after its time is late"
     )
 
 
 class FailureHookSchema(Open):
     """Dumps a masked ``on_failure`` hook (``shared.secrets.masked_hook``)."""
 
-    url = fields.String(required=True)
-    headers = fields.Dict(keys=fields.String(), values=fields.String(), required=True)
+    url = shown(fields.String())
+    headers = shown(fields.Dict(keys=fields.String(), values=fields.String()))
 
 
 class CalendarViewSchema(Open):
     """Dumps a schedule's ``calendar`` (``shared.calendars.CalendarRule``)."""
 
     # ``exclude`` is a Schema's own attribute: the field is named apart.
-    names = fields.List(
-        fields.String(),
-        required=True,
-        data_key="exclude",
-        attribute="exclude",
-        metadata={"description": "the tenant's calendars"},
+    names = shown(
+        fields.List(fields.String(), data_key="exclude", attribute="exclude"),
+        "the tenant's calendars",
     )
-    shift = fields.String(
-        required=True,
-        validate=validate.OneOf([shift.value for shift in Shift]),
-        metadata={"description": "what an occurrence on a day off does"},
-    )
+    shift = one_of(Shift, "what an occurrence on a day off does")
 
 
 class EverySchema(Open):
-    number = fields.Integer(required=True)
-    unit = fields.String(required=True, validate=validate.OneOf([unit.value for unit in Unit]))
+    number = shown(fields.Integer())
+    unit = one_of(Unit)
 
 
 def _notation_field(notation: TimingNotation) -> fields.Field[Any]:
     """How an answer shows a notation's value, by its ``view_kind`` (``None`` but the timing's
     own notation)."""
-    metadata = {"description": notation.view_description} if notation.view_description else {}
-    common: dict[str, Any] = {
-        "allow_none": True,
-        "required": True,
-        "attribute": f"values.{notation.name}",
-        "metadata": metadata,
-    }
+    attribute = f"values.{notation.name}"
+    field: fields.Field[Any]
     if notation.view_kind is MemberKind.DATE_TIME:
-        return Instant(**common)
-    if notation.view_kind is MemberKind.INTERVAL:
-        return fields.Nested(EverySchema, **common)
-    return fields.String(**common)
+        field = Instant(attribute=attribute)
+    elif notation.view_kind is MemberKind.INTERVAL:
+        field = fields.Nested(EverySchema, attribute=attribute)
+    else:
+        field = fields.String(attribute=attribute)
+    return nullable(field, notation.view_description or None)
 
 
 # Dumps a ``views.TimingView``: the canonical form of when it fires, each
@@ -209,13 +169,11 @@ TimingViewSchema = type(
         "__module__": __name__,
         "__doc__": "Dumps a ``views.TimingView``: the canonical form of when "
         "it fires, exactly one notation set.",
-        "timezone": fields.String(required=True),
+        "timezone": shown(fields.String()),
         **{notation.name: _notation_field(notation) for notation in TIMING_NOTATIONS.values()},
-        "start": Instant(allow_none=True, required=True),
-        "end": Instant(
-            allow_none=True, required=True, metadata={"description": "no occurrence after it"}
-        ),
-        "max_occurrences": fields.Integer(allow_none=True, required=True),
+        "start": nullable(Instant()),
+        "end": nullable(Instant(), "no occurrence after it"),
+        "max_occurrences": nullable(fields.Integer()),
     },
 )
 
@@ -223,45 +181,28 @@ TimingViewSchema = type(
 class ScheduleViewSchema(Open):
     """Dumps a ``views.ScheduleView``."""
 
-    id = fields.String(required=True, attribute="schedule.schedule_id")
-    name = fields.String(required=True, attribute="definition.name")
-    description = fields.String(required=True, attribute="definition.description")
+    id = shown(fields.String(attribute="schedule.schedule_id"))
+    name = shown(fields.String(attribute="definition.name"))
+    description = shown(fields.String(attribute="definition.description"))
     schedule_description = fields.String(metadata={"description": "when it fires, in English"})
-    type = fields.String(required=True, attribute="definition.type")
-    status = fields.String(
-        required=True, validate=validate.OneOf(LISTED_STATUSES), attribute="schedule.status"
+    type = shown(fields.String(attribute="definition.type"))
+    status = one_of(LISTED_STATUSES, attribute="schedule.status")
+    revision = shown(fields.Integer(attribute="schedule.revision"))
+    schedule = shown(fields.Dict(attribute="schedule_as_sent"), "as the client sent it")
+    timing = shown(
+        fields.Nested(TimingViewSchema, attribute="timing_view"),
+        "the canonical form, its times as instants: a local wall time of "
+        "schedule is the instant it names in timezone",
     )
-    revision = fields.Integer(required=True, attribute="schedule.revision")
-    schedule = fields.Dict(
-        required=True,
-        attribute="schedule_as_sent",
-        metadata={"description": "as the client sent it"},
+    timezone = shown(fields.String())
+    next_schedule_time = nullable(
+        Instant(attribute="next_time"),
+        "the next time the schedule will fire (ISO-8601 UTC), as of this "
+        "answer; null when it will not fire again (paused, or no occurrence left)",
     )
-    timing = fields.Nested(
-        TimingViewSchema,
-        required=True,
-        attribute="timing_view",
-        metadata={
-            "description": "the canonical form, its times as instants: a local wall time of "
-            "schedule is the instant it names in timezone"
-        },
-    )
-    timezone = fields.String(required=True)
-    next_schedule_time = Instant(
-        attribute="next_time",
-        allow_none=True,
-        required=True,
-        metadata={
-            "description": "the next time the schedule will fire (ISO-8601 UTC), as of this "
-            "answer; null when it will not fire again (paused, or no occurrence left)"
-        },
-    )
-    next_schedule_time_local = LocalTime(
-        source="next_time",
-        zone="timezone",
-        allow_none=True,
-        required=True,
-        metadata={"description": "next_schedule_time in the schedule's timezone, with its offset"},
+    next_schedule_time_local = nullable(
+        LocalTime(source="next_time", zone="timezone"),
+        "next_schedule_time in the schedule's timezone, with its offset",
     )
     dispatch_cursor = Instant(
         attribute="schedule.next_schedule_time",
@@ -272,177 +213,121 @@ class ScheduleViewSchema(Open):
             "?next_before= filters of GET /schedules compare it"
         },
     )
-    payload = fields.Raw(
-        required=True,
-        metadata={
-            **PAYLOAD_DOCUMENT,
-            "description": f"{PAYLOAD_DOCUMENT['description']}; secret values are masked",
-        },
+    payload = shown(
+        fields.Raw(
+            metadata={
+                **PAYLOAD_DOCUMENT,
+                "description": f"{PAYLOAD_DOCUMENT['description']}; secret values are masked",
+            }
+        )
     )
-    metadata = fields.Dict(required=True, attribute="definition.metadata")
-    tags = fields.List(fields.String(), required=True, attribute="definition.tags")
-    priority = fields.Integer(required=True, attribute="definition.priority")
-    retry = fields.Dict(required=True, attribute="retry_document")
-    misfire = fields.Dict(required=True, attribute="misfire_document")
-    jitter_seconds = fields.Float(
-        required=True,
-        attribute="definition.jitter_seconds",
-        metadata={"description": "each call comes up to this long after its time"},
+    metadata = shown(fields.Dict(attribute="definition.metadata"))
+    tags = shown(fields.List(fields.String(), attribute="definition.tags"))
+    priority = shown(fields.Integer(attribute="definition.priority"))
+    retry = shown(fields.Dict(attribute="retry_document"))
+    misfire = shown(fields.Dict(attribute="misfire_document"))
+    jitter_seconds = shown(
+        fields.Float(attribute="definition.jitter_seconds"),
+        "each call comes up to this long after its time",
     )
-    pause_after_failures = fields.Integer(
-        allow_none=True,
-        required=True,
-        attribute="definition.pause_after_failures",
-        metadata={"description": "it pauses itself after this many failed occurrences in a row"},
+    pause_after_failures = nullable(
+        fields.Integer(attribute="definition.pause_after_failures"),
+        "it pauses itself after this many failed occurrences in a row",
     )
-    on_failure = fields.Nested(
-        FailureHookSchema,
-        allow_none=True,
-        required=True,
-        metadata={"description": "where failures are reported; secret values masked"},
+    on_failure = nullable(
+        fields.Nested(FailureHookSchema), "where failures are reported; secret values masked"
     )
-    overlap = fields.Enum(
-        OverlapPolicy,
-        by_value=True,
-        required=True,
-        attribute="definition.overlap",
-        metadata={
-            "description": "allow, skip or buffer_one: what an occurrence due while an earlier "
-            "one is still running or waiting to retry does"
-        },
+    overlap = shown(
+        fields.Enum(OverlapPolicy, by_value=True, attribute="definition.overlap"),
+        "allow, skip or buffer_one: what an occurrence due while an earlier "
+        "one is still running or waiting to retry does",
     )
-    alert = fields.Nested(
-        AlertViewSchema,
-        allow_none=True,
-        required=True,
-        attribute="definition.alert",
-        metadata={"description": "lateness and absence told at on_failure; null: not told"},
+    alert = nullable(
+        fields.Nested(AlertViewSchema, attribute="definition.alert"),
+        "lateness and absence told at on_failure; null: not told",
     )
-    managed_by = fields.String(
-        allow_none=True,
-        required=True,
-        attribute="definition.managed_by",
-        metadata={"description": "what keeps it (`scheduler apply`'s label); null: by hand"},
+    managed_by = nullable(
+        fields.String(attribute="definition.managed_by"),
+        "what keeps it (`scheduler apply`'s label); null: by hand",
     )
-    calendar = fields.Nested(
-        CalendarViewSchema,
-        allow_none=True,
-        required=True,
-        attribute="calendar_document",
-        metadata={
-            "description": "business days only: not weekends nor the dates of the calendars "
-            "named; null: every day"
-        },
+    calendar = nullable(
+        fields.Nested(CalendarViewSchema, attribute="calendar_document"),
+        "business days only: not weekends nor the dates of the calendars named; null: every day",
     )
-    runs = fields.Integer(required=True, attribute="schedule.run_count")
-    failures = fields.Integer(required=True, attribute="schedule.failure_count")
-    consecutive_failures = fields.Integer(
-        required=True,
-        attribute="schedule.consecutive_failures",
-        metadata={"description": "failed occurrences since the last success"},
+    runs = shown(fields.Integer(attribute="schedule.run_count"))
+    failures = shown(fields.Integer(attribute="schedule.failure_count"))
+    consecutive_failures = shown(
+        fields.Integer(attribute="schedule.consecutive_failures"),
+        "failed occurrences since the last success",
     )
     paused_by = paused_by()
     paused_at = paused_at()
     paused_reason = paused_reason()
-    paused_until = Instant(
-        allow_none=True,
-        required=True,
-        attribute="pause.paused_until",
-        metadata={"description": "while paused: when it resumes by itself; null: when resumed"},
+    paused_until = nullable(
+        Instant(attribute="pause.paused_until"),
+        "while paused: when it resumes by itself; null: when resumed",
     )
-    pause_note = fields.String(
-        allow_none=True,
-        required=True,
-        attribute="pause.pause_note",
-        metadata={"description": "while paused: the note its pause was given"},
+    pause_note = nullable(
+        fields.String(attribute="pause.pause_note"), "while paused: the note its pause was given"
     )
-    pause_set_by = fields.String(
-        allow_none=True,
-        required=True,
-        attribute="pause.pause_set_by",
-        metadata={
-            "description": "while paused: who paused it (the API key's name and id, console, "
-            "system)"
-        },
+    pause_set_by = nullable(
+        fields.String(attribute="pause.pause_set_by"),
+        "while paused: who paused it (the API key's name and id, console, system)",
     )
-    skips = fields.List(
-        Instant(),
-        required=True,
-        attribute="pending_skips",
-        metadata={
-            "description": "the occurrences still to come that it skips (POST …/skip), "
-            "earliest first"
-        },
+    skips = shown(
+        fields.List(Instant(), attribute="pending_skips"),
+        "the occurrences still to come that it skips (POST …/skip), earliest first",
     )
-    superseded = fields.Integer(
-        required=True,
-        attribute="schedule.superseded_count",
-        metadata={
-            "description": "occurrences the poller had sent ahead of their time that a later "
-            "change, pause or delete superseded (skipped, never called); listed by "
-            "GET …/executions?status=skipped"
-        },
+    superseded = shown(
+        fields.Integer(attribute="schedule.superseded_count"),
+        "occurrences the poller had sent ahead of their time that a later "
+        "change, pause or delete superseded (skipped, never called); listed by "
+        "GET …/executions?status=skipped",
     )
-    occurrences_sent = fields.Integer(
-        required=True,
-        attribute="schedule.occurrence_count",
-        metadata={
-            "description": "occurrences of this version of the schedule (since its last create, "
-            "replace or PATCH) the poller has sent to the executors, those it sent ahead of "
-            "their time included (up to the look-ahead, 5 minutes): not runs (runs counts "
-            "those); what max_occurrences counts"
-        },
+    occurrences_sent = shown(
+        fields.Integer(attribute="schedule.occurrence_count"),
+        "occurrences of this version of the schedule (since its last create, "
+        "replace or PATCH) the poller has sent to the executors, those it sent ahead of "
+        "their time included (up to the look-ahead, 5 minutes): not runs (runs counts "
+        "those); what max_occurrences counts",
     )
-    last_run_at = Instant(allow_none=True, required=True, attribute="schedule.last_run_at")
-    last_status = fields.String(allow_none=True, required=True, attribute="schedule.last_status")
-    created_at = Instant(required=True, attribute="schedule.created_at")
-    updated_at = Instant(required=True, attribute="schedule.updated_at")
-    trace_id = fields.String(
-        allow_none=True,
-        required=True,
-        metadata={
-            "description": "the W3C trace its webhook calls continue (each call's traceparent): "
-            "the one of the request that created or last replaced it (docs/tracing.md); null "
-            "for a schedule stored before traces were kept"
-        },
+    last_run_at = nullable(Instant(attribute="schedule.last_run_at"))
+    last_status = nullable(fields.String(attribute="schedule.last_status"))
+    created_at = shown(Instant(attribute="schedule.created_at"))
+    updated_at = shown(Instant(attribute="schedule.updated_at"))
+    trace_id = nullable(
+        fields.String(),
+        "the W3C trace its webhook calls continue (each call's traceparent): "
+        "the one of the request that created or last replaced it (docs/tracing.md); null "
+        "for a schedule stored before traces were kept",
     )
 
 
 class SchedulePageSchema(Open):
     """Dumps a ``views.PageView`` of ``ScheduleView``."""
 
-    items = fields.List(fields.Nested(ScheduleViewSchema), required=True)
-    next_cursor = fields.String(
-        allow_none=True,
-        required=True,
-        metadata={"description": "pass as ?cursor= for the next page; null on the last"},
-    )
+    items = shown(fields.List(fields.Nested(ScheduleViewSchema)))
+    next_cursor = nullable(fields.String(), "pass as ?cursor= for the next page; null on the last")
 
 
 class LeftOutSchema(Open):
     """Dumps a ``scheduler_service.service.LeftOut``."""
 
-    occurrence_id = fields.String(required=True)
-    reason = fields.String(required=True)
+    occurrence_id = shown(fields.String())
+    reason = shown(fields.String())
 
 
 class BackfillAnswerSchema(Open):
     """Dumps a ``scheduler_service.service.Backfill``."""
 
-    id = fields.String(required=True, attribute="schedule_id")
-    policy = fields.String(required=True)
-    queued = fields.List(
-        fields.String(),
-        required=True,
-        metadata={"description": "the occurrence ids sent to run, oldest first"},
-    )
-    left_out = fields.List(
-        fields.Nested(LeftOutSchema),
-        required=True,
-        metadata={"description": "occurrences of the range not run, and why"},
+    id = shown(fields.String(attribute="schedule_id"))
+    policy = shown(fields.String())
+    queued = shown(fields.List(fields.String()), "the occurrence ids sent to run, oldest first")
+    left_out = shown(
+        fields.List(fields.Nested(LeftOutSchema)), "occurrences of the range not run, and why"
     )
 
 
 class HealthSchema(Open):
-    status = fields.String(required=True)
+    status = shown(fields.String())
     checks = fields.Dict(keys=fields.String(), values=fields.String())
