@@ -56,9 +56,7 @@ class Bulk(Transport):
     ) -> BulkDone:
         """One part of ``bulk``, from ``token`` (the ``continue`` of the part before): its
         answer, ``done`` false with a ``continue`` when more remain."""
-        body: dict[str, Any] = {"action": action, "selector": dict(selector)}
-        if patch is not None:
-            body["patch"] = dict(patch)
+        body = _bulk_body(action, selector, patch)
         if token is not None:
             body["continue"] = token
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
@@ -72,7 +70,16 @@ class Bulk(Transport):
     ) -> BulkDryRun:
         """How many schedules a bulk ``action`` on ``selector`` would go over, and the first
         few; changes nothing (a ``patch`` action needs its ``patch``)."""
-        body: dict[str, Any] = {"action": action, "selector": dict(selector), "dry_run": True}
-        if patch is not None:
-            body["patch"] = dict(patch)
+        body = {**_bulk_body(action, selector, patch), "dry_run": True}
         return cast(BulkDryRun, self._call("POST", "/schedules/bulk", body=body, idempotent=True))
+
+
+def _bulk_body(
+    action: str, selector: BulkSelector, patch: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """The body of ``POST /schedules/bulk``: ``action`` on what ``selector`` matches, with its
+    ``patch`` if it has one."""
+    body: dict[str, Any] = {"action": action, "selector": dict(selector)}
+    if patch is not None:
+        body["patch"] = dict(patch)
+    return body
