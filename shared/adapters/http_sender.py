@@ -47,8 +47,8 @@ DEFAULT_PORTS = {"http": 80, "https": 443}
 # Up to this much of an answer's body is read, so its connection can be reused; only its start
 # is kept (``excerpt_bytes``).
 MAX_BODY_BYTES = 64 * 1024
-# How many hosts' literal-address checks are remembered.
-REMEMBERED_HOSTS = 4096
+# How many URLs' checks (scheme, host, a host written as an address) are remembered.
+REMEMBERED_URLS = 4096
 
 
 class GuardedResolver(AbstractResolver):
@@ -104,10 +104,10 @@ class HttpSender(WebhookSender):
         # Made on the loop of the first call (aiohttp's session belongs to one loop).
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._refusals: dict[str, str | None] = {}
+        # Each URL's host once checked, and why it cannot be called (None: it can).
+        self._urls: dict[str, tuple[str, str | None]] = {}
 
-    def _session_here(self) -> aiohttp.ClientSession:
-        loop = asyncio.get_running_loop()
+    def _session_on(self, loop: asyncio.AbstractEventLoop) -> aiohttp.ClientSession:
         if self._session is not None and self._loop is loop and not self._session.closed:
             return self._session
         connector = aiohttp.TCPConnector(
@@ -132,61 +132,31 @@ class HttpSender(WebhookSender):
 
     async def send(self, request: WebhookRequest) -> WebhookResponse:
         started = time.perf_counter()
-        parts = urlsplit(request.url)
-        scheme = parts.scheme.lower()
-        host = parts.hostname
+        host = self._checked_host(request.url)
+        loop = asyncio.get_running_loop()
+        session = self._session_on(loop)
+        response: aiohttp.ClientResponse | None = None
+        body = _Body(self.excerpt_bytes, min(request.body_bytes, MAX_BODY_BYTES))
         try:
-            port = parts.port or DEFAULT_PORTS.get(scheme)
-        except ValueError:
-            port = None
-        if scheme not in DEFAULT_PORTS or not host or port is None:
-            raise WebhookError(f"not an http(s) URL with a host: {scheme}://…", retryable=False)
-        try:
-            host = host if host.isascii() else host.encode("idna").decode("ascii")
-        except UnicodeError:
-            raise WebhookError("the URL's host is not a valid name", retryable=False) from None
-        refusal = self._literal_refusal(host)
-        if refusal is not None:
-            raise WebhookError(f"refused target: {refusal}", retryable=False)
-        session = self._session_here()
-        deadline = asyncio.get_running_loop().time() + request.timeout_seconds
-        try:
-            async with asyncio.timeout_at(deadline):
+            # One deadline for the whole call: the answer's status and headers, then its body.
+            async with asyncio.timeout_at(loop.time() + request.timeout_seconds):
                 response = await session.request(
                     request.method,
                     request.url,
                     data=request.body,
-                    headers=dict(request.headers),
+                    headers=request.headers,
                     allow_redirects=False,
                 )
-        except TargetRefused as exc:
-            raise WebhookError(f"refused target: {exc}", retryable=False) from None
-        except aiohttp.ClientConnectorDNSError as exc:
-            raise WebhookError(f"cannot resolve {host}: {exc.os_error}") from None
-        except aiohttp.InvalidURL as exc:
-            raise WebhookError(f"refused target: {exc}", retryable=False) from None
-        except TimeoutError:
-            raise WebhookError(
-                f"timed out: no answer within {request.timeout_seconds:g}s"
-            ) from None
-        except aiohttp.ClientSSLError as exc:
-            raise WebhookError(f"TLS failed (certificate or hostname): {exc}") from None
-        except aiohttp.ClientConnectorError as exc:
-            raise WebhookError(
-                f"cannot connect to {exc.host}:{exc.port}: {_why(exc.os_error)}"
-            ) from None
-        except aiohttp.ClientError as exc:
-            raise WebhookError(f"{type(exc).__name__}: {exc}") from None
-        body = _Body(self.excerpt_bytes, min(request.body_bytes, MAX_BODY_BYTES))
-        try:
-            async with asyncio.timeout_at(deadline):
                 await body.finish(response)
-        except (TimeoutError, aiohttp.ClientError):
+        except (TimeoutError, aiohttp.ClientError, TargetRefused) as exc:
+            if response is None:
+                raise _no_answer(exc, host, request.timeout_seconds) from None
             # The status is the webhook's answer; the rest of its body is not waited for.
             body.complete = False
             response.close()
         finally:
-            response.release()
+            if response is not None:
+                response.release()
         duration_ms = (time.perf_counter() - started) * 1000.0
         version = response.version
         status_line = f"HTTP/{version.major}.{version.minor} {response.status}" if version else ""
@@ -201,25 +171,61 @@ class HttpSender(WebhookSender):
             body_complete=body.complete,
         )
 
-    def _literal_refusal(self, host: str) -> str | None:
-        """Why a host written as an address is refused (None: allowed, or a name), remembered
-        for the hosts seen last."""
+    def _checked_host(self, url: str) -> str:
+        """The URL's host (IDNA-encoded), or ``WebhookError`` when the URL is not http(s) with a
+        host or names a refused address; remembered for the URLs seen last."""
         try:
-            return self._refusals[host]
+            host, refusal = self._urls[url]
         except KeyError:
-            pass
+            if len(self._urls) >= REMEMBERED_URLS:
+                self._urls.clear()
+            host, refusal = self._urls[url] = self._check(url)
+        if refusal is not None:
+            raise WebhookError(refusal, retryable=False)
+        return host
+
+    def _check(self, url: str) -> tuple[str, str | None]:
+        parts = urlsplit(url)
+        scheme = parts.scheme.lower()
+        host = parts.hostname
+        try:
+            port = parts.port or DEFAULT_PORTS.get(scheme)
+        except ValueError:
+            port = None
+        if scheme not in DEFAULT_PORTS or not host or port is None:
+            return "", f"not an http(s) URL with a host: {scheme}://…"
+        try:
+            host = host if host.isascii() else host.encode("idna").decode("ascii")
+        except UnicodeError:
+            return "", "the URL's host is not a valid name"
+        refusal = self._literal_refusal(host)
+        return host, None if refusal is None else f"refused target: {refusal}"
+
+    def _literal_refusal(self, host: str) -> str | None:
+        """Why a host written as an address is refused (None: allowed, or a name)."""
         literal = literal_address(host)
         rule = None if literal is None else self.policy.refusal(literal)
-        refusal = None if rule is None else refused(host, rule, literal)
-        if len(self._refusals) >= REMEMBERED_HOSTS:
-            self._refusals.clear()
-        self._refusals[host] = refusal
-        return refusal
+        return None if rule is None else refused(host, rule, literal)
 
     async def close(self) -> None:
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+
+def _no_answer(error: Exception, host: str, timeout_seconds: float) -> WebhookError:
+    """The error of a call that got no answer, naming no address the host resolved to."""
+    if isinstance(error, TargetRefused | aiohttp.InvalidURL):
+        return WebhookError(f"refused target: {error}", retryable=False)
+    if isinstance(error, TimeoutError):
+        return WebhookError(f"timed out: no answer within {timeout_seconds:g}s")
+    if isinstance(error, aiohttp.ClientConnectorDNSError):
+        return WebhookError(f"cannot resolve {host}: {error.os_error}")
+    if isinstance(error, aiohttp.ClientSSLError):
+        return WebhookError(f"TLS failed (certificate or hostname): {error}")
+    if isinstance(error, aiohttp.ClientConnectorError):
+        return WebhookError(f"cannot connect to {error.host}:{error.port}: {_why(error.os_error)}")
+    return WebhookError(f"{type(error).__name__}: {error}")
 
 
 def _why(error: OSError) -> str:
