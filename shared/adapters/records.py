@@ -12,11 +12,12 @@ Each backend turns these into its own columns or document fields, by kind, in on
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import MISSING, replace
 from datetime import datetime
 from enum import Enum
-from typing import Any
+from typing import Any, TypeVar
 
 from shared.definition_cache import DefinitionCache, open_definition
 from shared.definition_codec import DefinitionCodec
@@ -194,62 +195,26 @@ def schedule_of(
     """With ``cache``, its definition as ``shared.definition_cache`` keeps it by revision."""
     key = (fields["tenant"], fields["schedule_id"], fields["revision"])
     paused_by = fields.get("paused_by")
-    return Schedule(
-        tenant=key[0],
-        schedule_id=key[1],
-        revision=key[2],
-        state_revision=fields["state_revision"],
+    return _record(
+        Schedule,
+        fields,
         status=ScheduleStatus(fields["status"]),
         definition=open_definition(definitions, fields.get("definition"), key, cache),
-        next_schedule_time=fields.get("next_schedule_time"),
         accepted_at=_required(fields, "accepted_at"),
         created_at=_required(fields, "created_at"),
         updated_at=_required(fields, "updated_at"),
-        occurrence_count=fields.get("occurrence_count") or 0,
-        run_count=fields.get("run_count") or 0,
-        superseded_count=fields.get("superseded_count") or 0,
-        failure_count=fields.get("failure_count") or 0,
-        consecutive_failures=fields.get("consecutive_failures") or 0,
-        last_run_at=fields.get("last_run_at"),
-        last_status=fields.get("last_status"),
-        lease_owner=fields.get("lease_owner"),
-        lease_until=fields.get("lease_until"),
         paused_by=PausedBy(paused_by) if paused_by else None,
-        paused_at=fields.get("paused_at"),
-        sent_ahead=tuple(fields.get("sent_ahead") or ()),
-        overlap_holder=fields.get("overlap_holder"),
-        overlap_until=fields.get("overlap_until"),
-        overlap_waiting=fields.get("overlap_waiting"),
-        overlap_waiting_until=fields.get("overlap_waiting_until"),
-        late_check_at=fields.get("late_check_at"),
-        paused_until=fields.get("paused_until"),
-        pause_note=fields.get("pause_note"),
-        pause_set_by=fields.get("pause_set_by"),
-        skips=tuple(fields.get("skips") or ()),
-        skips_version=fields.get("skips_version") or 0,
     )
 
 
 def execution_of(fields: Mapping[str, Any]) -> Execution:
-    execution = Execution(
-        tenant=fields["tenant"],
-        occurrence_id=fields["occurrence_id"],
-        schedule_id=fields["schedule_id"],
+    execution = _record(
+        Execution,
+        fields,
         scheduled_time=_required(fields, "scheduled_time"),
         status=ExecutionStatus(fields["status"]),
-        attempts=fields["attempts"],
-        revision=fields["revision"],
-        started_at=fields.get("started_at"),
-        finished_at=fields.get("finished_at"),
-        http_status=fields.get("http_status"),
-        duration_ms=fields.get("duration_ms"),
-        lateness_ms=fields.get("lateness_ms"),
-        error=fields.get("error"),
-        next_attempt_at=fields.get("next_attempt_at"),
-        lease_owner=fields.get("lease_owner"),
-        lease_until=fields.get("lease_until"),
-        manual=bool(fields.get("manual")),
-        superseded=bool(fields.get("superseded")),
+        # Its entries made attempts below: the log of a record stored before has the record's.
+        attempt_log=(),
     )
     return replace(execution, attempt_log=_attempt_log(fields.get("attempt_log"), execution))
 
@@ -267,17 +232,11 @@ def _attempt_log(
 
 
 def idempotency_of(fields: Mapping[str, Any]) -> IdempotencyRecord:
-    return IdempotencyRecord(
-        tenant=fields["tenant"],
-        key=fields["key"],
-        fingerprint=fields["fingerprint"],
-        schedule_id=fields["schedule_id"],
-        revision=fields["revision"],
-        next_schedule_time=fields.get("next_schedule_time"),
-        timezone=fields["timezone"],
+    return _record(
+        IdempotencyRecord,
+        fields,
         created_at=_required(fields, "created_at"),
         expires_at=_required(fields, "expires_at"),
-        answer=fields.get("answer"),
     )
 
 
@@ -314,6 +273,36 @@ def signing_secret_of(fields: Mapping[str, Any]) -> StoredSigningSecret:
     return StoredSigningSecret(
         fields["id"], fields["sealed"], fields.get("created_at"), fields.get("retires_at")
     )
+
+
+R = TypeVar("R")
+
+
+def _record(cls: type[R], fields: Mapping[str, Any], **given: Any) -> R:
+    """A record whose attributes are the stored fields of their names, but those ``given``. An
+    attribute with a default takes it where a stored record has no value (a record stored
+    before the field was kept lacks it)."""
+    values = dict(given)
+    for name, defaulted in _attributes(cls):
+        if name not in given:
+            value = fields.get(name)
+            if value is not None or not defaulted:
+                values[name] = value
+    return cls(**values)
+
+
+# A record class's attributes, each with whether it has a default: read once per class.
+_ATTRIBUTES: dict[type[Any], tuple[tuple[str, bool], ...]] = {}
+
+
+def _attributes(cls: type[Any]) -> tuple[tuple[str, bool], ...]:
+    found = _ATTRIBUTES.get(cls)
+    if found is None:
+        found = _ATTRIBUTES[cls] = tuple(
+            (field.name, field.default is not MISSING or field.default_factory is not MISSING)
+            for field in dataclasses.fields(cls)
+        )
+    return found
 
 
 def _required(fields: Mapping[str, Any], name: str) -> datetime:
