@@ -131,19 +131,16 @@ class LocalTime(Again):
         return None if value is None else iso_local(value, load_zone(get_value(obj, self.zone)))
 
 
-# Who paused a schedule, when and why: on the schedule and on its run history, each read from
-# the ``pause`` (``views.PauseView``) of what is dumped.
-def paused_by() -> Choice:
-    return nullable(
-        Choice(component="PausedBy", attribute="pause.paused_by"),
-        "while paused: user (the pause endpoint) or failures (it paused itself, "
-        "pause_after_failures); null otherwise",
+def pause_fields() -> tuple[Choice, Instant, fields.String]:
+    """Who paused a schedule, when and why (``paused_by``, ``paused_at``, ``paused_reason``): on
+    the schedule and on its run history, each read from the ``pause`` (``views.PauseView``) of
+    what is dumped."""
+    return (
+        nullable(
+            Choice(component="PausedBy", attribute="pause.paused_by"),
+            "while paused: user (the pause endpoint) or failures (it paused itself, "
+            "pause_after_failures); null otherwise",
+        ),
+        nullable(Instant(attribute="pause.paused_at"), "while paused: since when"),
+        nullable(fields.String(attribute="pause.paused_reason"), "while paused: why, in words"),
     )
-
-
-def paused_at() -> Instant:
-    return nullable(Instant(attribute="pause.paused_at"), "while paused: since when")
-
-
-def paused_reason() -> fields.String:
-    return nullable(fields.String(attribute="pause.paused_reason"), "while paused: why, in words")

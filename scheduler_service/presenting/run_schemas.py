@@ -12,9 +12,7 @@ from scheduler_service.presenting.fields import (
     Open,
     nullable,
     one_of,
-    paused_at,
-    paused_by,
-    paused_reason,
+    pause_fields,
     shown,
 )
 from shared.model import ExecutionStatus, ScheduleStatus
@@ -103,9 +101,7 @@ class ExecutionPageSchema(Open):
         "the schedule's status; deleted once it is deleted (its history stays "
         "readable until retention removes it)",
     )
-    paused_by = paused_by()
-    paused_at = paused_at()
-    paused_reason = paused_reason()
+    paused_by, paused_at, paused_reason = pause_fields()
 
 
 class DeadLetterSchema(Open):

@@ -22,9 +22,7 @@ from scheduler_service.presenting.fields import (
     Open,
     nullable,
     one_of,
-    paused_at,
-    paused_by,
-    paused_reason,
+    pause_fields,
     shown,
 )
 from scheduler_service.requests.targets import PAYLOAD_DOCUMENT
@@ -260,9 +258,7 @@ class ScheduleViewSchema(Open):
         fields.Integer(attribute="schedule.consecutive_failures"),
         "failed occurrences since the last success",
     )
-    paused_by = paused_by()
-    paused_at = paused_at()
-    paused_reason = paused_reason()
+    paused_by, paused_at, paused_reason = pause_fields()
     paused_until = nullable(
         Instant(attribute="pause.paused_until"),
         "while paused: when it resumes by itself; null: when resumed",
