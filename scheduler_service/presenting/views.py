@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
@@ -93,6 +93,11 @@ class PauseView:
             return None
         return schedule
 
+    def _while_paused(self, member: Callable[[Schedule], T]) -> T | None:
+        """``member`` of the schedule while it is paused, else ``None``."""
+        paused = self.paused
+        return None if paused is None else member(paused)
+
     @property
     def paused_by(self) -> str | None:
         paused = self.paused
@@ -100,8 +105,7 @@ class PauseView:
 
     @property
     def paused_at(self) -> datetime | None:
-        paused = self.paused
-        return None if paused is None else paused.paused_at
+        return self._while_paused(lambda paused: paused.paused_at)
 
     @property
     def paused_reason(self) -> str | None:
@@ -119,18 +123,15 @@ class PauseView:
 
     @property
     def paused_until(self) -> datetime | None:
-        paused = self.paused
-        return None if paused is None else paused.paused_until
+        return self._while_paused(lambda paused: paused.paused_until)
 
     @property
     def pause_note(self) -> str | None:
-        paused = self.paused
-        return None if paused is None else paused.pause_note
+        return self._while_paused(lambda paused: paused.pause_note)
 
     @property
     def pause_set_by(self) -> str | None:
-        paused = self.paused
-        return None if paused is None else paused.pause_set_by
+        return self._while_paused(lambda paused: paused.pause_set_by)
 
 
 @dataclass(frozen=True)
