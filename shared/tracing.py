@@ -14,6 +14,7 @@ header for an attempt is one string format with a fresh span id: the executor's 
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Mapping
 from typing import NamedTuple
 
@@ -26,6 +27,8 @@ TRACESTATE = "tracestate"
 SAMPLED = "01"
 
 _PROPAGATOR = TraceContextTextMapPropagator()
+# A ``traceparent`` as ``TraceContext.traceparent`` writes it (version 00, lowercase hex).
+_OURS = re.compile(r"00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})")
 
 
 class TraceContext(NamedTuple):
@@ -59,11 +62,13 @@ class TraceContext(NamedTuple):
     @classmethod
     def from_document(cls, document: Mapping[str, str]) -> TraceContext:
         """The context a document or message of ours carries (``ValueError`` if it is not
-        one: it was written by this module)."""
-        found = from_headers(document)
-        if found is None:
-            raise ValueError(f"not a traceparent: {document.get(TRACEPARENT)!r}")
-        return found
+        one: it was written by this module). Read as ``headers`` wrote it, without the
+        propagator: every stored definition and queue 2 message has one to read."""
+        parent = document.get(TRACEPARENT)
+        found = _OURS.fullmatch(parent) if isinstance(parent, str) else None
+        if found is None or not int(found[1], 16) or not int(found[2], 16):
+            raise ValueError(f"not a traceparent: {parent!r}")
+        return TraceContext(found[1], found[2], found[3], document.get(TRACESTATE, ""))
 
     @classmethod
     def new(cls) -> TraceContext:

@@ -76,3 +76,21 @@ def test_an_occurrence_message_keeps_its_trace(state: str) -> None:
         ).trace
         is None
     )
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "garbage",
+        VALID.upper(),
+        VALID + "-",
+        "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+        f"00-{TRACE_ID}-0000000000000000-01",
+        f"cc-{TRACE_ID}-00f067aa0ba902b7-01",
+    ],
+)
+def test_a_document_of_ours_reads_back_only_as_written(header: str) -> None:
+    written = TraceContext(TRACE_ID, "00f067aa0ba902b7", "00", "congo=t61rcWkgMzE")
+    assert TraceContext.from_document(written.to_document()) == written
+    with pytest.raises(ValueError, match="not a traceparent"):
+        TraceContext.from_document({"traceparent": header})
