@@ -19,8 +19,9 @@ wrote (``Held.begin_tried``) and makes the call, rather than waiting for its own
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -37,10 +38,19 @@ from shared.decisions import (
     overlap_seen,
     superseded,
 )
-from shared.definition_cache import DefinitionCache
+from shared.definition_cache import DefinitionCache, Key
 from shared.errors import Transient
-from shared.model import Execution, ExecutionStatus, Occurrence, OverlapPolicy, Schedule
+from shared.messages import open_carried
+from shared.model import (
+    Execution,
+    ExecutionStatus,
+    Occurrence,
+    OverlapPolicy,
+    Schedule,
+    ScheduleDefinition,
+)
 from shared.ports import Clock, DeliveryTarget, MessageQueue, OverlapClaim, OverlapTurn, Store
+from shared.secrets import SecretBox
 from shared.settings import Settings
 from shared.targets import DeliveryPayload
 from shared.timeutil import utc_ms
@@ -96,8 +106,11 @@ class CheckAndBegin:
         owner: str,
         clock: Clock,
         observer: ExecutorObserver,
+        box: SecretBox,
     ) -> None:
+        """``box`` (the store's) opens the definitions the occurrences carry."""
         self.store = store
+        self.box = box
         self.occurrences = occurrences
         self.target = target
         self.hosts = hosts
@@ -121,14 +134,13 @@ class CheckAndBegin:
         for item in batch:
             if item.checked is not None and now - item.checked[1] <= PREPARE_AHEAD:
                 fresh[id(item)] = item.checked[0]
-        schedules = self.store.get_schedules(
-            [
-                (item.occurrence.tenant, item.occurrence.schedule_id)
-                for item in batch
-                if id(item) not in fresh
-            ],
-            self.definitions,
-        )
+        to_read = [item for item in batch if id(item) not in fresh]
+        keys = [(item.occurrence.tenant, item.occurrence.schedule_id) for item in to_read]
+        carried = self._carried(to_read)
+        if carried is None:
+            schedules = self.store.get_schedules(keys, self.definitions)
+        else:
+            schedules = self.store.get_schedule_states(keys, carried)
         # Read before any call slot is taken: a store that fails here fails the batch whole.
         retries = {id(item) for item in batch if self._is_retry(item)}
         skips: list[tuple[Held, str]] = []
@@ -148,7 +160,7 @@ class CheckAndBegin:
             change = superseded(occurrence, schedule)
             if change is not None:
                 replaced.append((item, change))
-                if overlap_guarded(schedule):
+                if overlap_guarded(schedule) or _carried_guarded(occurrence, carried):
                     releases.append(_marker(occurrence))
                 continue
             assert schedule is not None
@@ -196,6 +208,26 @@ class CheckAndBegin:
                     if id(item) not in begun:
                         self._give_back(host, plan)
         return plan
+
+    def _carried(self, items: Sequence[Held]) -> dict[Key, ScheduleDefinition] | None:
+        """The definitions the items' occurrences carry (``shared.messages.carry``), each
+        opened once per revision (``self.definitions`` keeps the recurring ones); ``None`` when
+        one carries none it can use (a manual run fires its schedule's current revision): then
+        the batch's definitions are read from the store."""
+        known: dict[Key, ScheduleDefinition] = {}
+        for item in items:
+            occurrence = item.occurrence
+            key = (occurrence.tenant, occurrence.schedule_id, occurrence.revision)
+            if occurrence.manual or occurrence.carried is None:
+                return None
+            if key not in known:
+                definition = self.definitions.opened(
+                    key, functools.partial(open_carried, occurrence, self.box)
+                )
+                if definition is None:
+                    return None
+                known[key] = definition
+        return known
 
     def _take_slot(
         self,
@@ -411,6 +443,18 @@ class CheckAndBegin:
         for item, reason in skips:
             plan.to_delete.append(item.message.receipt_handle)
             plan.skipped.append((item.occurrence, reason))
+
+
+def _carried_guarded(
+    occurrence: Occurrence, carried: Mapping[Key, ScheduleDefinition] | None
+) -> bool:
+    """Whether the definition the occurrence carried takes its schedule's overlap marker: what
+    it took under its revision is given back when a change superseded it (the changed
+    definition is not read: ``get_schedule_states``)."""
+    if carried is None:
+        return False
+    definition = carried.get((occurrence.tenant, occurrence.schedule_id, occurrence.revision))
+    return definition is not None and definition.overlap is not OverlapPolicy.ALLOW
 
 
 def _marker(occurrence: Occurrence) -> tuple[str, str, str]:

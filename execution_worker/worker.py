@@ -85,14 +85,16 @@ class Executor:
         box: SecretBox | None = None,
         spans: Spans | None = None,
     ) -> None:
-        """``box`` opens the tenants' signing secrets (by default the one the settings name,
-        as the store's); ``spans`` records each attempt (``shared.ports.spans``)."""
+        """``box`` opens the tenants' signing secrets and the definitions the occurrences carry
+        (by default the one the settings name, as the store's); ``spans`` records each attempt
+        (``shared.ports.spans``)."""
         self.settings = settings
         self.clock = clock or SystemClock()
         self.owner = f"executor:{settings.worker_id}"
+        box = box or secret_box(settings)
         self.signers = TenantSigners(
             store,
-            box or secret_box(settings),
+            box,
             settings.webhook_secret,
             self.clock,
             settings.signing_cache_seconds,
@@ -113,6 +115,7 @@ class Executor:
             owner=self.owner,
             clock=self.clock,
             observer=self.observer,
+            box=box,
         )
         self.delivery = Delivery(self.target, self.clock, settings.max_receives, spans)
         self.notifier = Notifier(sender, self.signers.signer, self.clock, observer=self.observer)

@@ -32,7 +32,7 @@ from shared.dispatch import DispatchPlan, plan_dispatch
 from shared.errors import Transient
 from shared.lateness import armed_check_at
 from shared.lifecycle import Shutdown
-from shared.messages import encode_occurrence
+from shared.messages import carry, encode_occurrence
 from shared.metrics import (
     CLAIM_BATCH,
     CLAIM_LAG,
@@ -54,6 +54,7 @@ from shared.ports import (
 )
 from shared.ports.spans import NoSpans, OpenSpan, SpanKind, Spans
 from shared.recurrence import CPU_BUDGET_SECONDS, TooMuchWork
+from shared.secrets import SecretBox
 from shared.settings import Settings
 from shared.store_rules import resumed_revision
 from shared.timeutil import iso_z
@@ -103,9 +104,13 @@ class Poller:
         clock: Clock | None = None,
         alerts: AlertSender | None = None,
         spans: Spans | None = None,
+        box: SecretBox | None = None,
     ) -> None:
-        """``alerts`` sends the schedules' late and missed alerts; without it none is sent."""
+        """``alerts`` sends the schedules' late and missed alerts; without it none is sent.
+        ``box`` (the store's) seals what each occurrence needs to fire into its message
+        (``shared.messages.carry``); without it the executors read it from the store."""
         self.store = store
+        self.box = box
         self.spans = spans or NoSpans()
         self.occurrences = occurrences
         self.settings = settings
@@ -322,6 +327,24 @@ class Poller:
             },
         )
 
+    def _carried(self, plans: list[tuple[Schedule, DispatchPlan]]) -> dict[tuple[str, str], str]:
+        """What the occurrences of each planned schedule need to fire, sealed once for all of
+        them (``shared.messages.carry``), by tenant and schedule id."""
+        if self.box is None:
+            return {}
+        box = self.box
+        return {
+            (schedule.tenant, schedule.schedule_id): carry(
+                schedule.tenant,
+                schedule.schedule_id,
+                schedule.revision,
+                schedule.live_definition,
+                box,
+            )
+            for schedule, plan in plans
+            if plan.to_send
+        }
+
     def _dispatch(
         self, plans: list[tuple[Schedule, DispatchPlan]], now: datetime, leased_until: float
     ) -> None:
@@ -337,9 +360,13 @@ class Poller:
                 replace(occurrence, trace=span.context)
                 for occurrence, span in zip(to_send, spans, strict=True)
             ]
+        carried = self._carried(plans)
         messages = [
             OutgoingMessage(
-                encode_occurrence(occurrence), self._delay(occurrence.scheduled_time, now)
+                encode_occurrence(
+                    occurrence, carried.get((occurrence.tenant, occurrence.schedule_id))
+                ),
+                self._delay(occurrence.scheduled_time, now),
             )
             for occurrence in to_send
         ]

@@ -41,7 +41,13 @@ def build_poller(settings: Settings, backends: Backends, clock: Clock | None = N
     sender = HttpSender(policy=TargetPolicy(settings.allowed_networks))
     alerts = AlertSender(sender, signers, clock)
     return Poller(
-        backends.store, backends.queues.occurrences, settings, clock, alerts, backends.spans
+        backends.store,
+        backends.queues.occurrences,
+        settings,
+        clock,
+        alerts,
+        backends.spans,
+        backends.secrets,
     )
 
 

@@ -42,14 +42,17 @@ class DefinitionCache:
     def __len__(self) -> int:
         return len(self._opened)
 
-    def opened(self, key: Key, open_: Callable[[], ScheduleDefinition]) -> ScheduleDefinition:
-        """The definition of revision ``key``: kept from before, or ``open_()`` now."""
+    def opened(
+        self, key: Key, open_: Callable[[], ScheduleDefinition | None]
+    ) -> ScheduleDefinition | None:
+        """The definition of revision ``key``: kept from before, or ``open_()`` now (``None``:
+        it could not be opened, and nothing is kept)."""
         found = self._opened.get(key)
         if found is not None:
             self._opened.move_to_end(key)
             return found
         definition = open_()
-        if not _fires_once(definition.timing):
+        if definition is not None and not _fires_once(definition.timing):
             self._opened[key] = definition
             if len(self._opened) > self.size:
                 self._opened.popitem(last=False)

@@ -1,6 +1,14 @@
 """What travels on the queues, and the one way to decode it.
 
 A message that cannot be decoded raises ``PoisonMessage``: the worker dead-letters it and goes on.
+
+An occurrence on queue 2 carries what its fire needs of its schedule's revision (``carry``):
+the definition the poller read when it claimed the schedule, but the request that made it,
+sealed whole with the store's ``SecretBox`` for that tenant, schedule and revision only
+(it opens for no other). The executor's version check then reads the schedule's revision and
+state, not its definition (``open_carried``; ``shared.ports.ScheduleStore.get_schedule_states``).
+A message that would be longer than ``CARRIED_MESSAGE_BYTES`` with it goes without it, as a
+message sent before it was carried: the executor reads that definition from the store.
 """
 
 from __future__ import annotations
@@ -19,6 +27,9 @@ from shared.timeutil import iso_z, parse_iso
 from shared.tracing import TRACEPARENT, TraceContext
 
 FORMAT_VERSION = 1
+# The longest occurrence message that carries its definition (SQS takes 256 KiB a message and a
+# batch): a longer one goes without it.
+CARRIED_MESSAGE_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -72,7 +83,9 @@ def decode_mutation(body: str, secrets: SecretBox) -> DefinitionMutation:
         raise PoisonMessage(f"undecodable mutation: {exc!r}") from exc
 
 
-def encode_occurrence(occurrence: Occurrence) -> str:
+def encode_occurrence(occurrence: Occurrence, carried: str | None = None) -> str:
+    """The message; with ``carried`` (else the occurrence's own), what its fire needs
+    (``carry``) when the message stays within ``CARRIED_MESSAGE_BYTES`` with it."""
     message: dict[str, Any] = {
         "v": FORMAT_VERSION,
         "kind": "occurrence",
@@ -88,6 +101,11 @@ def encode_occurrence(occurrence: Occurrence) -> str:
         message["not_before"] = iso_z(occurrence.not_before)
     if occurrence.trace is not None:
         message.update(occurrence.trace.headers())
+    carried = occurrence.carried if carried is None else carried
+    if carried is not None:
+        body = json.dumps({**message, "carried": carried}, separators=(",", ":"))
+        if len(body) <= CARRIED_MESSAGE_BYTES:
+            return body
     return json.dumps(message, separators=(",", ":"))
 
 
@@ -105,11 +123,53 @@ def decode_occurrence(body: str) -> Occurrence:
             not_before=_instant(data["not_before"]) if "not_before" in data else None,
             # Absent from a message sent before traces were carried (during an upgrade).
             trace=TraceContext.from_document(data) if TRACEPARENT in data else None,
+            # Absent from a message too large to carry it, or sent before it was carried.
+            carried=_text(data.get("carried")),
         )
     except PoisonMessage:
         raise
     except (KeyError, TypeError, ValueError) as exc:
         raise PoisonMessage(f"undecodable occurrence: {exc!r}") from exc
+
+
+def carry(
+    tenant: str, schedule_id: str, revision: int, definition: ScheduleDefinition, box: SecretBox
+) -> str:
+    """What an occurrence of revision ``revision`` needs to fire: its definition but what no
+    fire reads (the request as the client sent it, and the trace of that request: each
+    occurrence carries its own), sealed whole by ``box`` for this tenant, schedule and
+    revision."""
+    document = definition.to_document()
+    del document["request"], document["trace"]
+    text = json.dumps(document, separators=(",", ":"))
+    return box.seal_text(text, _carried_for(tenant, schedule_id, revision))
+
+
+def open_carried(occurrence: Occurrence, box: SecretBox) -> ScheduleDefinition | None:
+    """The definition the occurrence carries (``carry``); None when it carries none, or none
+    that ``box`` opens for its tenant, schedule and revision (sealed for another, or with a key
+    since dropped): then the store's is read."""
+    if occurrence.carried is None:
+        return None
+    purpose = _carried_for(occurrence.tenant, occurrence.schedule_id, occurrence.revision)
+    text = box.open_text(occurrence.carried, purpose)
+    if text is None:
+        return None
+    try:
+        return ScheduleDefinition.from_document(json.loads(text))
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _carried_for(tenant: str, schedule_id: str, revision: int) -> str:
+    # As JSON: no tenant and schedule id can spell another pair's.
+    return json.dumps(["carried", tenant, schedule_id, revision])
+
+
+def _text(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise ValueError(f"not text: {type(value).__name__}")
 
 
 def _load(body: str, kind: str) -> dict[str, Any]:

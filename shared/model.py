@@ -371,6 +371,11 @@ class Occurrence:
     # The trace it continues (its schedule's, or its dispatch span's); None on a message sent
     # before traces were carried: its attempts then start traces of their own.
     trace: TraceContext | None = field(default=None, compare=False)
+    # What a fire needs of its schedule's revision, sealed (``shared.messages.carry``), put on
+    # queue 2 by the poller that read it: the executor's version check then reads no
+    # definition. None: the executor reads the definition from the store (a manual run, one
+    # too large to carry, a message from before it was carried).
+    carried: str | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "scheduled_time", utc_ms(self.scheduled_time))

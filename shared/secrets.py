@@ -3,12 +3,13 @@
 The secret parts of a payload are the URL (its query and path may carry credentials),
 the headers, the query parameters and the body. ``SecretBox`` seals them together into one
 value (AES-256-GCM, authenticated encryption from ``cryptography``) wherever a definition is
-written down: the store's row or document and queue 1's message. Queue 2 carries
-no payload. Several keys may be configured: the first seals, every one opens, so a key is
-rotated by putting a new one first, resealing what is stored (``Store.reseal_definitions``,
-``scheduler reseal``), and dropping the old one. ``shared.definition_codec`` is how a definition
-is written down and read back with them. Beside the sealed value the store keeps the
-URL's host and port, for search (``shared.schedule_listing.target_of``): no answer masks them.
+written down: the store's row or document and queue 1's message; queue 2 carries a
+revision's definition sealed whole (``shared.messages.carry``). Several keys may be
+configured: the first seals, every one opens, so a key is rotated by putting a new one first,
+resealing what is stored (``Store.reseal_definitions``, ``scheduler reseal``), and dropping the
+old one. ``shared.definition_codec`` is how a definition is written down and read back with
+them. Beside the sealed value the store keeps the URL's host and port, for search
+(``shared.schedule_listing.target_of``): no answer masks them.
 
 A definition written before sealing existed (a plain payload) is still read as it is, and is
 sealed the next time the schedule is written (a replace, or a reseal).

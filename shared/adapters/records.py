@@ -19,7 +19,7 @@ from datetime import datetime
 from enum import Enum
 from typing import Any, TypeVar
 
-from shared.definition_cache import DefinitionCache, open_definition
+from shared.definition_cache import DefinitionCache, Key, open_definition
 from shared.definition_codec import DefinitionCodec
 from shared.model import (
     Attempt,
@@ -151,6 +151,24 @@ TABLES: Mapping[str, Mapping[str, Kind]] = {
     "api_keys": API_KEY,
 }
 
+# What a store keeps of a definition (``definition_fields``): of these, a schedule read back
+# (``schedule_of``) reads the definition only.
+DEFINITION_FIELDS = (
+    "definition",
+    "name",
+    "tags",
+    "target",
+    "name_key",
+    "pause_after_failures",
+    "priority",
+    "calendars",
+)
+# What a read of states and revisions reads (``ScheduleStore.get_schedule_states``): no field
+# of the definition.
+SCHEDULE_STATE: Mapping[str, Kind] = {
+    name: kind for name, kind in SCHEDULE.items() if name not in DEFINITION_FIELDS
+}
+
 # The instants of an attempt log's entry; its other fields are values.
 ATTEMPT_INSTANTS = ("started_at", "finished_at")
 
@@ -190,16 +208,23 @@ def definition_fields(definition: ScheduleDefinition, definitions: DefinitionCod
 
 
 def schedule_of(
-    fields: Mapping[str, Any], definitions: DefinitionCodec, cache: DefinitionCache | None = None
+    fields: Mapping[str, Any],
+    definitions: DefinitionCodec,
+    cache: DefinitionCache | None = None,
+    known: Mapping[Key, ScheduleDefinition] | None = None,
 ) -> Schedule:
-    """With ``cache``, its definition as ``shared.definition_cache`` keeps it by revision."""
+    """With ``cache``, its definition as ``shared.definition_cache`` keeps it by revision. With
+    ``known``, the fields were read without the definition (``get_schedule_states``): it is the
+    one ``known`` holds for the revision, else ``None``."""
     key = (fields["tenant"], fields["schedule_id"], fields["revision"])
     paused_by = fields.get("paused_by")
     return _record(
         Schedule,
         fields,
         status=ScheduleStatus(fields["status"]),
-        definition=open_definition(definitions, fields.get("definition"), key, cache),
+        definition=known.get(key)
+        if known is not None
+        else open_definition(definitions, fields.get("definition"), key, cache),
         accepted_at=_required(fields, "accepted_at"),
         created_at=_required(fields, "created_at"),
         updated_at=_required(fields, "updated_at"),

@@ -155,6 +155,25 @@ class ScheduleStore(ABC):
         revision (and then kept there).
         """
 
+    def get_schedule_states(
+        self,
+        keys: Sequence[tuple[str, str]],
+        known: Mapping[tuple[str, str, int], ScheduleDefinition],
+    ) -> dict[tuple[str, str], Schedule]:
+        """``get_schedules`` without reading a definition: one read of the ids, revisions and
+        states (a projection without the stored definitions, where the backend allows it).
+
+        Each schedule's definition is the one ``known`` holds for its revision (a revision
+        names one definition for good), else ``None``. This default reads them whole.
+        """
+        found = self.get_schedules(keys)
+        return {
+            key: schedule.evolve(
+                definition=known.get((schedule.tenant, schedule.schedule_id, schedule.revision))
+            )
+            for key, schedule in found.items()
+        }
+
     def apply_definition(
         self,
         tenant: str,

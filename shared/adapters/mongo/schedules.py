@@ -6,15 +6,17 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
 from pymongo import ASCENDING, UpdateOne
 from pymongo.errors import BulkWriteError
 
 from shared.adapters.guarded import Outcome
 from shared.adapters.mongo.base import DUPLICATE_KEY, MongoBacked, write_cases_of
-from shared.adapters.mongo.documents import key_of
+from shared.adapters.mongo.documents import fields_of, key_of
 from shared.adapters.mongo.filters import Filters, keyed
 from shared.adapters.mongo.transient import transient
+from shared.adapters.records import DEFINITION_FIELDS, SCHEDULE_STATE, schedule_of
 from shared.claim_rules import (
     ADVANCE,
     advance_params,
@@ -35,19 +37,38 @@ from shared.store_rules import (
 # How many of its latest counted occurrences a schedule remembers, so that a settle tried again
 # never counts one twice: more than are settled while one settle is being retried.
 _COUNTED = 16
+# What the version check reads (``get_schedule_states``): no field of the definition.
+_STATE = dict.fromkeys(DEFINITION_FIELDS, 0)
 
 
 class MongoSchedules(MongoBacked, ScheduleStore):
     def get_schedules(
         self, keys: Sequence[tuple[str, str]], cache: DefinitionCache | None = None
     ) -> dict[tuple[str, str], Schedule]:
+        schedules = (self.schedule_from(document, cache) for document in self._found(keys))
+        return {(schedule.tenant, schedule.schedule_id): schedule for schedule in schedules}
+
+    def get_schedule_states(
+        self,
+        keys: Sequence[tuple[str, str]],
+        known: Mapping[tuple[str, str, int], ScheduleDefinition],
+    ) -> dict[tuple[str, str], Schedule]:
+        schedules = (
+            schedule_of(fields_of(document, SCHEDULE_STATE), self.definitions, known=known)
+            # A copy: a driver may add to it (mongomock adds ``_id``).
+            for document in self._found(keys, dict(_STATE))
+        )
+        return {(schedule.tenant, schedule.schedule_id): schedule for schedule in schedules}
+
+    def _found(
+        self, keys: Sequence[tuple[str, str]], projection: Mapping[str, int] | None = None
+    ) -> list[Mapping[str, Any]]:
+        """The documents of ``keys`` (``projection`` of them), in one ``find`` by ``_id``."""
         if not keys:
-            return {}
+            return []
         ids = list(dict.fromkeys(key_of(tenant, schedule_id) for tenant, schedule_id in keys))
         with transient("get_schedules"):
-            documents = list(self.schedules.find({"_id": {"$in": ids}}))
-        schedules = (self.schedule_from(document, cache) for document in documents)
-        return {(schedule.tenant, schedule.schedule_id): schedule for schedule in schedules}
+            return list(self.schedules.find({"_id": {"$in": ids}}, projection))
 
     def apply_definition(
         self,

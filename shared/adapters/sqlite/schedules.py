@@ -9,7 +9,9 @@ from datetime import datetime
 from typing import Any
 
 from shared.adapters.guarded import Outcome
+from shared.adapters.records import SCHEDULE_STATE, schedule_of
 from shared.adapters.sqlite.base import SqliteBacked, statements, write_in
+from shared.adapters.sqlite.codec import column, fields_of
 from shared.adapters.sqlite.migrations import migrate
 from shared.adapters.sqlite.sql import Folded, Params, chunks, ordered, where
 from shared.claim_rules import (
@@ -24,7 +26,7 @@ from shared.definition_cache import DefinitionCache
 from shared.errors import Transient
 from shared.execution_rules import EXPIRED_EXECUTION
 from shared.guards import Write, folded
-from shared.model import Schedule
+from shared.model import Schedule, ScheduleDefinition
 from shared.ports import Advance, DefinitionToApply, ScheduleStore
 from shared.store_rules import (
     COUNT_FAILURE,
@@ -62,6 +64,8 @@ _EXPIRED = {
     )
 }
 _EXPIRED_PARAMS = Params(EXPIRED_SCHEDULE, "schedules")
+# What the version check reads (``get_schedule_states``): no column of the definition.
+_STATE_COLUMNS = ", ".join(column(name) for name in SCHEDULE_STATE)
 
 
 class SqliteSchedules(SqliteBacked, ScheduleStore):
@@ -80,22 +84,39 @@ class SqliteSchedules(SqliteBacked, ScheduleStore):
     def get_schedules(
         self, keys: Sequence[tuple[str, str]], cache: DefinitionCache | None = None
     ) -> dict[tuple[str, str], Schedule]:
+        return {
+            (row["tenant"], row["schedule_id"]): self.schedule_from(row, cache)
+            for row in self._rows(keys, "*")
+        }
+
+    def get_schedule_states(
+        self,
+        keys: Sequence[tuple[str, str]],
+        known: Mapping[tuple[str, str, int], ScheduleDefinition],
+    ) -> dict[tuple[str, str], Schedule]:
+        return {
+            (row["tenant"], row["schedule_id"]): schedule_of(
+                fields_of(row, SCHEDULE_STATE), self.definitions, known=known
+            )
+            for row in self._rows(keys, _STATE_COLUMNS)
+        }
+
+    def _rows(self, keys: Sequence[tuple[str, str]], columns: str) -> list[sqlite3.Row]:
+        """The rows of ``keys`` (their ``columns``), in one read per tenant and 500 ids."""
         by_tenant: dict[str, list[str]] = {}
         for tenant, schedule_id in dict.fromkeys(keys):
             by_tenant.setdefault(tenant, []).append(schedule_id)
-        found: dict[tuple[str, str], Schedule] = {}
+        rows: list[sqlite3.Row] = []
         connection = self.db.connection()
         for tenant, ids in by_tenant.items():
             for chunk in chunks(ids, _KEYS_PER_READ):
                 # One tenant and a list of ids: the primary key serves it.
                 marks = ", ".join("?" * len(chunk))
-                rows = connection.execute(
-                    f"SELECT * FROM schedules WHERE tenant = ? AND schedule_id IN ({marks})",
-                    [tenant, *chunk],
+                statement = f"SELECT {columns} FROM schedules WHERE tenant = ?"
+                rows += connection.execute(
+                    f"{statement} AND schedule_id IN ({marks})", [tenant, *chunk]
                 ).fetchall()
-                for row in rows:
-                    found[(tenant, row["schedule_id"])] = self.schedule_from(row, cache)
-        return found
+        return rows
 
     def apply_definitions(self, definitions: Sequence[DefinitionToApply]) -> list[bool]:
         # Sealed before the write lock is taken, which is then held for the statements only.

@@ -344,6 +344,26 @@ def test_the_version_check_opens_a_recurring_definition_once_per_revision(store:
     assert store.get_schedules([key], cache)[key].status is ScheduleStatus.DELETED
 
 
+def test_the_version_check_reads_states_and_revisions_without_definitions(store: Store) -> None:
+    create(store, "s1")
+    create(store, "s2")
+    s1, s2, unknown = (TENANT, "s1"), (TENANT, "s2"), (TENANT, "nope")
+    carried = definition(url="https://hooks.example.com/carried")
+    states = store.get_schedule_states([s1, s2, unknown], {(TENANT, "s1", 1): carried})
+    # The definition of a revision is the one known for it: none is read from the store.
+    assert set(states) == {s1, s2}
+    assert states[s1].definition is carried and states[s2].definition is None
+    assert states[s1].revision == 1 and states[s1].status is ScheduleStatus.ACTIVE
+    # A change, a pause and a delete are read anew.
+    assert create(store, "s1", revision=3, url="https://hooks.example.com/other")
+    assert store.apply_state(TENANT, "s2", 2, ScheduleStatus.PAUSED, None, T0)
+    states = store.get_schedule_states([s1, s2], {(TENANT, "s1", 1): carried})
+    assert states[s1].revision == 3 and states[s1].definition is None
+    assert states[s2].status is ScheduleStatus.PAUSED
+    assert store.apply_state(TENANT, "s1", 4, ScheduleStatus.DELETED, None, T0)
+    assert store.get_schedule_states([s1], {})[s1].status is ScheduleStatus.DELETED
+
+
 def test_pause_or_resume_of_an_unknown_schedule_changes_nothing(store: Store) -> None:
     assert not store.apply_state(TENANT, "nope", 1, ScheduleStatus.PAUSED, None, T0)
     assert not store.apply_state(TENANT, "nope", 2, ScheduleStatus.ACTIVE, T0, T0)
