@@ -32,6 +32,7 @@ from shared.model import (
 )
 from shared.ports import ApiKey, IdempotencyRecord, Role, StoredSigningSecret
 from shared.schedule_listing import name_key, target_of
+from shared.store_rules import DEFINITION_FIELDS
 from shared.timeutil import utc_ms
 
 Fields = dict[str, Any]
@@ -151,20 +152,8 @@ TABLES: Mapping[str, Mapping[str, Kind]] = {
     "api_keys": API_KEY,
 }
 
-# What a store keeps of a definition (``definition_fields``): of these, a schedule read back
-# (``schedule_of``) reads the definition only.
-DEFINITION_FIELDS = (
-    "definition",
-    "name",
-    "tags",
-    "target",
-    "name_key",
-    "pause_after_failures",
-    "priority",
-    "calendars",
-)
 # What a read of states and revisions reads (``ScheduleStore.get_schedule_states``): no field
-# of the definition.
+# of the definition (``schedule_of`` reads only the definition of them).
 SCHEDULE_STATE: Mapping[str, Kind] = {
     name: kind for name, kind in SCHEDULE.items() if name not in DEFINITION_FIELDS
 }

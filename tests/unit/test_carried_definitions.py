@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-from shared.adapters.records import DEFINITION_FIELDS, SCHEDULE_STATE, definition_fields
+from shared.adapters.records import SCHEDULE_STATE, definition_fields
 from shared.definition_codec import DefinitionCodec
 from shared.messages import (
     CARRIED_MESSAGE_BYTES,
@@ -17,6 +17,7 @@ from shared.messages import (
 )
 from shared.model import Occurrence, Payload, ScheduleDefinition, Timing
 from shared.secrets import SecretBox, new_secret_key
+from shared.store_rules import DEFINITION_FIELDS
 from shared.tracing import TraceContext
 
 BOX = SecretBox([new_secret_key()])

@@ -16,7 +16,7 @@ from shared.adapters.mongo.base import DUPLICATE_KEY, MongoBacked, write_cases_o
 from shared.adapters.mongo.documents import fields_of, key_of
 from shared.adapters.mongo.filters import Filters, keyed
 from shared.adapters.mongo.transient import transient
-from shared.adapters.records import DEFINITION_FIELDS, SCHEDULE_STATE, schedule_of
+from shared.adapters.records import SCHEDULE_STATE, schedule_of
 from shared.claim_rules import (
     ADVANCE,
     advance_params,
@@ -26,6 +26,7 @@ from shared.model import Schedule, ScheduleDefinition
 from shared.ports import Advance, DefinitionToApply, ScheduleStore
 from shared.store_rules import (
     CHANGED_BEFORE,
+    DEFINITION_FIELDS,
     ENDED,
     LAND_DEFINITION,
     PAUSE_ON_FAILURES,
