@@ -13,7 +13,7 @@ from shared.adapters.records import SCHEDULE_STATE, schedule_of
 from shared.adapters.sqlite.base import SqliteBacked, statements, write_in
 from shared.adapters.sqlite.codec import column, fields_of
 from shared.adapters.sqlite.migrations import migrate
-from shared.adapters.sqlite.sql import Folded, Params, chunks, ordered, where
+from shared.adapters.sqlite.sql import Folded, Params, chunks, ordered, rows_in, where
 from shared.claim_rules import (
     ADVANCE,
     BY_PRIORITY,
@@ -40,7 +40,6 @@ from shared.store_rules import (
 )
 from shared.timeutil import utc_ms
 
-_KEYS_PER_READ = 500
 # Rows written by one statement: each statement lets other threads take the GIL, and a busy
 # event loop may keep it for milliseconds before this thread gets it back.
 ROWS_PER_STATEMENT = 400
@@ -102,21 +101,18 @@ class SqliteSchedules(SqliteBacked, ScheduleStore):
         }
 
     def _rows(self, keys: Sequence[tuple[str, str]], columns: str) -> list[sqlite3.Row]:
-        """The rows of ``keys`` (their ``columns``), in one read per tenant and 500 ids."""
+        """The rows of ``keys`` (their ``columns``): one tenant and a list of its ids a read,
+        which the primary key serves."""
         by_tenant: dict[str, list[str]] = {}
         for tenant, schedule_id in dict.fromkeys(keys):
             by_tenant.setdefault(tenant, []).append(schedule_id)
-        rows: list[sqlite3.Row] = []
         connection = self.db.connection()
-        for tenant, ids in by_tenant.items():
-            for chunk in chunks(ids, _KEYS_PER_READ):
-                # One tenant and a list of ids: the primary key serves it.
-                marks = ", ".join("?" * len(chunk))
-                statement = f"SELECT {columns} FROM schedules WHERE tenant = ?"
-                rows += connection.execute(
-                    f"{statement} AND schedule_id IN ({marks})", [tenant, *chunk]
-                ).fetchall()
-        return rows
+        select = f"SELECT {columns} FROM schedules WHERE tenant = ? AND schedule_id"
+        return [
+            row
+            for tenant, ids in by_tenant.items()
+            for row in rows_in(connection, select, ids, tenant)
+        ]
 
     def apply_definitions(self, definitions: Sequence[DefinitionToApply]) -> list[bool]:
         # Sealed before the write lock is taken, which is then held for the statements only.
