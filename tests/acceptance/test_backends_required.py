@@ -56,7 +56,7 @@ def run_dev_once(folder: Path) -> str:
     """``scheduler dev`` started in ``folder`` and stopped once it serves: its banner."""
     dev = Process(["dev", "--port", "0"], {}, folder / "dev.log")
     try:
-        dev.wait_for_output(r"Ctrl-C stops", timeout=60)
+        dev.wait_for_output(r"Ctrl-C stops")
     finally:
         assert dev.terminate() == 0, dev.output()[-3000:]
     return dev.output()

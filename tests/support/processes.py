@@ -27,6 +27,10 @@ SCHEDULER = [sys.executable, "-m", "scheduler_cli.main"]
 # start (imports, then the first round trips to the backends) can take tens of seconds; a
 # process that exits meanwhile fails the wait at once.
 START_SECONDS = 120.0
+# How long a stopped process may take to exit: its own stop is quick (``scheduler dev`` logs
+# "stopped" a second after SIGTERM at a load of 20 on two cores), but the interpreter's exit
+# after it (its last collections) took 5.5 s more there, and once more than 20 s.
+STOP_SECONDS = 60.0
 
 
 def free_port() -> int:
@@ -69,7 +73,7 @@ class Process:
             time.sleep(0.05)
         raise AssertionError(f"{self.args} did not print {pattern!r}:\n{self.tail()}")
 
-    def terminate(self, timeout: float = 20.0) -> int:
+    def terminate(self, timeout: float = STOP_SECONDS) -> int:
         if self.popen.poll() is None:
             self.popen.send_signal(signal.SIGTERM)
         try:
