@@ -267,17 +267,27 @@ def run_dev(host: str, port: int, data_dir: Path) -> int:
     api.start()
     base = f"http://{host}:{api.port}"
     private = "private" if loosened is None else f"made private: it was mode {loosened:04o}"
-    print(
-        f"scheduler dev: API on {base}/scheduler-service/v1  (docs: {base}/docs)\n"
-        f"scheduler dev: console on {base}/console/\n"
-        f"scheduler dev: data in {data_dir} (kept across restarts; {private})\n"
-        f"scheduler dev: webhooks signed with the secret in {data_dir / 'webhook-secret'}\n"
-        f"scheduler dev: webhook secrets sealed with the keys in {data_dir / KEY_FILE}\n"
-        "scheduler dev: no API key needed (one default tenant); Ctrl-C stops",
-        flush=True,
-    )
+    exit_code = 0
     try:
-        shutdown.requested.wait()
+        # The banner once the API serves: a request sent on seeing it is answered at once.
+        if api.wait_until_serving(shutdown.requested):
+            print(
+                f"scheduler dev: API on {base}/scheduler-service/v1  (docs: {base}/docs)\n"
+                f"scheduler dev: console on {base}/console/\n"
+                f"scheduler dev: data in {data_dir} (kept across restarts; {private})\n"
+                f"scheduler dev: webhooks signed with the secret in {data_dir / 'webhook-secret'}\n"
+                f"scheduler dev: webhook secrets sealed with the keys in {data_dir / KEY_FILE}\n"
+                "scheduler dev: no API key needed (one default tenant); Ctrl-C stops",
+                flush=True,
+            )
+            shutdown.requested.wait()
+        elif not shutdown.requested.is_set():
+            log.error(
+                "the API process exited (%s) before it served",
+                api.process.exitcode,
+                extra={"event": "api_exited"},
+            )
+            exit_code = 1
     finally:
         api.stop()
         endpoint.shutdown()
@@ -285,7 +295,7 @@ def run_dev(host: str, port: int, data_dir: Path) -> int:
             thread.join(timeout=settings.shutdown_timeout_seconds)
         backends.close()
     log.info("scheduler dev stopped", extra={"event": "dev_stopped"})
-    return 0
+    return exit_code
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ import resource
 import signal
 import socket
 import threading
+from multiprocessing.synchronize import Event as EventType
 from typing import Any
 
 import uvicorn
@@ -39,6 +40,8 @@ log = logging.getLogger("scheduler")
 RESERVED_DESCRIPTORS = 64
 # How long a stopping ``scheduler dev`` waits for its API process before killing it.
 API_STOP_SECONDS = 10.0
+# How often ``scheduler dev`` looks whether its starting API process exited.
+READY_CHECK_SECONDS = 0.1
 
 
 class _PlainLines(logging.Filter):
@@ -162,9 +165,12 @@ class ApiProcess:
         self.port: int = self.listener.getsockname()[1]
         # ``spawn``: this process runs threads, which a fork would copy in any state.
         context = multiprocessing.get_context("spawn")
+        # Set by the child once it serves: until then (its imports, its app: 15-25 s on a
+        # loaded two-core machine) a request waits in the socket's backlog.
+        self.ready = context.Event()
         self.process = context.Process(
             target=_serve_in_child,
-            args=(settings, self.listener, os.getpid(), peer_metrics_url),
+            args=(settings, self.listener, os.getpid(), peer_metrics_url, self.ready),
             name="scheduler-api",
         )
 
@@ -172,6 +178,13 @@ class ApiProcess:
         self.process.start()
         # The child has its own copy (made as the arguments were sent): only it listens now.
         self.listener.close()
+
+    def wait_until_serving(self, stopping: threading.Event) -> bool:
+        """Until the child serves (``True``), or it exits or ``stopping`` is set first."""
+        while not self.ready.wait(READY_CHECK_SECONDS):
+            if stopping.is_set() or not self.process.is_alive():
+                return False
+        return True
 
     def stop(self) -> None:
         if self.process.is_alive():
@@ -183,7 +196,11 @@ class ApiProcess:
 
 
 def _serve_in_child(
-    settings: Settings, listener: socket.socket, parent: int, peer_metrics_url: str
+    settings: Settings,
+    listener: socket.socket,
+    parent: int,
+    peer_metrics_url: str,
+    ready: EventType,
 ) -> None:
     configure_logging(settings.log_format, settings.log_level, settings.secret_headers)
     uvicorn_logs_as_ours()
@@ -192,6 +209,7 @@ def _serve_in_child(
     front = api_front(settings, backends, peer_metrics_url)
     server = uvicorn.Server(uvicorn_config(front, settings))
     threading.Thread(target=_stop_with_parent, args=(parent,), daemon=True).start()
+    ready.set()
     try:
         server.run(sockets=[listener])
     finally:
