@@ -40,6 +40,8 @@ from tests.support.schedules import create
 
 # Each call takes this long at the receiver; the schedule fires every second.
 CALL_SECONDS = 2.2
+# Bounds the wait for the calls a test needs (three take about 7 s).
+CALLS_WITHIN_SECONDS = 60.0
 
 
 def slow(call: Call) -> tuple[int, dict[str, str]]:
@@ -85,11 +87,13 @@ def mongo_url(request: pytest.FixtureRequest) -> str | None:
     return None if request.param == "sqlite" else mongo_url_for(request, request.param)
 
 
-def run_for(pipeline: Pipeline, receiver: Receiver, overlap: str | None, seconds: float) -> str:
+def run_until(pipeline: Pipeline, receiver: Receiver, overlap: str | None, calls: int) -> str:
+    """Create the schedule, let it fire until the receiver had ``calls`` calls (a fixed time
+    once, in which a loaded machine made fewer), then pause it."""
     created = pipeline.client.post(f"{API}/schedule", json=body(receiver.url, overlap))
     assert created.status_code == 202, created.get_json()
     schedule_id: str = created.get_json()["id"]
-    time.sleep(seconds)
+    assert len(receiver.wait_for(calls, timeout=CALLS_WITHIN_SECONDS)) >= calls, receiver.calls
     assert pipeline.client.post(f"{API}/schedule/{schedule_id}/pause").status_code == 202
     # The calls in flight end.
     time.sleep(CALL_SECONDS + 0.5)
@@ -129,7 +133,7 @@ def test_allow_lets_calls_overlap_and_never_writes_the_marker(
         store = pipeline.backends.store
         monkeypatch.setattr(store, "take_overlaps", counted(store.take_overlaps))
         monkeypatch.setattr(store, "release_overlaps", counted(store.release_overlaps))
-        run_for(pipeline, receiver, None, 4.5)
+        run_until(pipeline, receiver, None, 3)
     assert len(receiver.calls) >= 3
     assert overlapping(spans(receiver)) >= 2
     assert written == []
@@ -139,7 +143,7 @@ def test_skip_never_overlaps_and_records_each_skipped_occurrence(
     tmp_path: Path, mongo_url: str | None
 ) -> None:
     with two_executors(tmp_path, mongo_url) as (receiver, pipeline):
-        schedule_id = run_for(pipeline, receiver, "skip", 7.0)
+        schedule_id = run_until(pipeline, receiver, "skip", 3)
         skipped = history(pipeline, schedule_id, "skipped")
         succeeded = history(pipeline, schedule_id, "succeeded")
     found = spans(receiver)
@@ -162,7 +166,7 @@ def test_buffer_one_runs_the_waiting_one_when_the_earlier_ends(
     tmp_path: Path, mongo_url: str | None
 ) -> None:
     with two_executors(tmp_path, mongo_url) as (receiver, pipeline):
-        schedule_id = run_for(pipeline, receiver, "buffer_one", 7.0)
+        schedule_id = run_until(pipeline, receiver, "buffer_one", 3)
         skipped = history(pipeline, schedule_id, "skipped")
     found = spans(receiver)
     assert len(found) >= 3
