@@ -100,7 +100,9 @@ def main() -> None:
     dev = start(plan["dev"], clone, logs / "dev.log")
     python_receiver = None
     try:
-        # Quick start and "Try it".
+        # Quick start and "Try it": a reader goes on once the banner shows (dev prints it once
+        # its API serves).
+        wait_for(lambda: "Ctrl-C stops" in (logs / "dev.log").read_text(), 60, "dev's banner")
         wait_for(lambda: answers("http://127.0.0.1:8080/healthz"), 60, "scheduler dev")
         wait_for(lambda: not refused("127.0.0.1", 9000), 10, "receiver")
         seen["banner"] = (logs / "dev.log").read_text()
