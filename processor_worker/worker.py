@@ -197,9 +197,7 @@ class Processor:
                 "applied" if applied else "ignored (a newer one is stored)",
                 extra={
                     "event": "definition_applied" if applied else "definition_ignored",
-                    "tenant": mutation.tenant,
-                    "schedule_id": mutation.schedule_id,
-                    "revision": mutation.revision,
+                    **_about(mutation),
                     "next_schedule_time": iso_z(next_time) if next_time else None,
                 },
             )
@@ -227,12 +225,7 @@ class Processor:
         log.warning(
             "definition left for a later try: %s",
             exc,
-            extra={
-                "event": "definition_deferred",
-                "tenant": mutation.tenant,
-                "schedule_id": mutation.schedule_id,
-                "revision": mutation.revision,
-            },
+            extra={"event": "definition_deferred", **_about(mutation)},
         )
 
     def _span(self, mutation: DefinitionMutation) -> OpenSpan:
@@ -246,3 +239,12 @@ class Processor:
                 "scheduler.revision": mutation.revision,
             },
         )
+
+
+def _about(mutation: DefinitionMutation) -> dict[str, object]:
+    """What a log line about ``mutation`` says of it."""
+    return {
+        "tenant": mutation.tenant,
+        "schedule_id": mutation.schedule_id,
+        "revision": mutation.revision,
+    }
