@@ -29,7 +29,7 @@ from shared.adapters.http_target import one_signer
 from shared.adapters.targets import TargetContext, Targets
 from shared.model import Occurrence, Payload
 from shared.ports import SystemClock, WebhookRequest, WebhookResponse, WebhookSender
-from shared.ports.spans import NoSpans, SpanKind
+from shared.ports.spans import NoSpans, SpanKind, SpanStart
 from shared.settings import Settings
 from shared.ssrf import TargetPolicy
 from shared.tracing import TraceContext
@@ -82,7 +82,9 @@ async def measure(
             attempt = None
             if traced:
                 span = spans.begin(
-                    "occurrence attempt", SpanKind.CLIENT, occurrence.trace, {}, outgoing=True
+                    SpanStart(
+                        "occurrence attempt", SpanKind.CLIENT, occurrence.trace, {}, outgoing=True
+                    )
                 )
                 attempt = span.context
             delivered = await targets.deliver(occurrence, payload, 1, now, "report", attempt)

@@ -15,7 +15,7 @@ from execution_worker.beginning import Call
 from execution_worker.settler import Settled
 from shared.model import AttemptOutcome
 from shared.ports import Clock, DeliveryTarget
-from shared.ports.spans import AttributeValue, NoSpans, SpanKind, Spans
+from shared.ports.spans import AttributeValue, NoSpans, SpanKind, Spans, SpanStart
 from shared.retry import next_step
 from shared.targets import DeliveryPayload
 
@@ -45,11 +45,13 @@ class Delivery:
         definition = call.schedule.live_definition
         occurrence = item.occurrence
         span = self.spans.begin(
-            "occurrence attempt",
-            SpanKind.CLIENT,
-            occurrence.trace,
-            self._attributes(call) if self.spans.recording else {},
-            outgoing=True,
+            SpanStart(
+                "occurrence attempt",
+                SpanKind.CLIENT,
+                occurrence.trace,
+                self._attributes(call) if self.spans.recording else {},
+                outgoing=True,
+            )
         )
         try:
             delivered = await self.target.deliver(

@@ -52,7 +52,7 @@ from shared.ports import (
     Store,
     SystemClock,
 )
-from shared.ports.spans import NoSpans, OpenSpan, SpanKind, Spans
+from shared.ports.spans import NoSpans, OpenSpan, SpanKind, Spans, SpanStart
 from shared.recurrence import CPU_BUDGET_SECONDS, TooMuchWork
 from shared.secrets import SecretBox
 from shared.settings import Settings
@@ -453,15 +453,17 @@ class Poller:
 
     def _span(self, occurrence: Occurrence) -> OpenSpan:
         return self.spans.begin(
-            "occurrence dispatch",
-            SpanKind.PRODUCER,
-            occurrence.trace,
-            {
-                "scheduler.tenant": occurrence.tenant,
-                "scheduler.schedule.id": occurrence.schedule_id,
-                "scheduler.occurrence.id": occurrence.occurrence_id,
-                "scheduler.scheduled_time": iso_z(occurrence.scheduled_time),
-            },
+            SpanStart(
+                "occurrence dispatch",
+                SpanKind.PRODUCER,
+                occurrence.trace,
+                {
+                    "scheduler.tenant": occurrence.tenant,
+                    "scheduler.schedule.id": occurrence.schedule_id,
+                    "scheduler.occurrence.id": occurrence.occurrence_id,
+                    "scheduler.scheduled_time": iso_z(occurrence.scheduled_time),
+                },
+            )
         )
 
     def _delay(self, scheduled_time: datetime, now: datetime) -> float:

@@ -30,7 +30,7 @@ from shared.ports import (
     Store,
     SystemClock,
 )
-from shared.ports.spans import NoSpans, OpenSpan, SpanKind, Spans
+from shared.ports.spans import NoSpans, OpenSpan, SpanKind, Spans, SpanStart
 from shared.recurrence import TooMuchWork
 from shared.secrets import SecretBox
 from shared.timeutil import iso_z
@@ -230,14 +230,16 @@ class Processor:
 
     def _span(self, mutation: DefinitionMutation) -> OpenSpan:
         return self.spans.begin(
-            "schedule process",
-            SpanKind.CONSUMER,
-            mutation.definition.trace,
-            {
-                "scheduler.tenant": mutation.tenant,
-                "scheduler.schedule.id": mutation.schedule_id,
-                "scheduler.revision": mutation.revision,
-            },
+            SpanStart(
+                "schedule process",
+                SpanKind.CONSUMER,
+                mutation.definition.trace,
+                {
+                    "scheduler.tenant": mutation.tenant,
+                    "scheduler.schedule.id": mutation.schedule_id,
+                    "scheduler.revision": mutation.revision,
+                },
+            )
         )
 
 

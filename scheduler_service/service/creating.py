@@ -36,7 +36,7 @@ from shared.messages import DefinitionMutation, encode_mutation
 from shared.model import Schedule, ScheduleDefinition, ScheduleStatus
 from shared.notations import build_recurrence
 from shared.ports import Clock, IdempotencyRecord, OutgoingMessage, Queues, SlotReservation, Store
-from shared.ports.spans import NoSpans, SpanKind, Spans
+from shared.ports.spans import NoSpans, SpanKind, Spans, SpanStart
 from shared.quota_rules import LIVE_STATUSES
 from shared.recurrence import TooMuchWork, cpu_budget
 from shared.secrets import SecretBox, carries_mask, keep_masked_hook, keep_masked_secrets
@@ -119,10 +119,12 @@ class Creation:
         ("create", "replace", "patch"), a child of ``parent`` (the request's ``traceparent``)
         or the start of a new trace."""
         span = self.spans.begin(
-            f"schedule {operation}",
-            SpanKind.SERVER,
-            parent,
-            {"scheduler.tenant": tenant, "scheduler.schedule.id": schedule_id},
+            SpanStart(
+                f"schedule {operation}",
+                SpanKind.SERVER,
+                parent,
+                {"scheduler.tenant": tenant, "scheduler.schedule.id": schedule_id},
+            )
         )
         try:
             accepted = self._accept(

@@ -23,7 +23,7 @@ from opentelemetry.trace import (
     TraceState,
 )
 
-from shared.ports.spans import AttributeValue, OpenSpan, SpanKind, Spans
+from shared.ports.spans import AttributeValue, OpenSpan, SpanKind, Spans, SpanStart
 from shared.tracing import TraceContext
 
 KINDS = {
@@ -66,21 +66,14 @@ class OtelSpans(Spans):
         self.provider = provider
         self.tracer = provider.get_tracer("scheduler")
 
-    def begin(
-        self,
-        name: str,
-        kind: SpanKind,
-        parent: TraceContext | None,
-        attributes: Mapping[str, AttributeValue | None],
-        *,
-        outgoing: bool = False,
-    ) -> OpenSpan:
+    def begin(self, start: SpanStart) -> OpenSpan:
+        parent = start.parent
         context = None if parent is None else trace.set_span_in_context(_remote(parent))
         span = self.tracer.start_span(
-            name,
+            start.name,
             context,
-            KINDS[kind],
-            {key: value for key, value in attributes.items() if value is not None},
+            KINDS[start.kind],
+            {key: value for key, value in start.attributes.items() if value is not None},
         )
         return _Recorded(span, parent.state if parent is not None else "")
 

@@ -59,14 +59,18 @@ class SqliteQueue(MessageQueue):
         if not messages:
             return
         now = _now_ms()
+        self._write_rows(
+            "INSERT INTO queue_messages (queue, body, visible_ms, sent_ms) VALUES (?, ?, ?, ?)",
+            [
+                (self.name, message.body, now + int(message.delay_seconds * 1000), now)
+                for message in messages
+            ],
+        )
+
+    def _write_rows(self, statement: str, rows: Sequence[Sequence[object]]) -> None:
+        # One statement over every row, in one transaction.
         with self.db.write() as connection:
-            connection.executemany(
-                "INSERT INTO queue_messages (queue, body, visible_ms, sent_ms) VALUES (?, ?, ?, ?)",
-                [
-                    (self.name, message.body, now + int(message.delay_seconds * 1000), now)
-                    for message in messages
-                ],
-            )
+            connection.executemany(statement, rows)
 
     def receive(
         self, max_messages: int, wait_seconds: float, visibility_timeout: float
@@ -147,22 +151,16 @@ class SqliteQueue(MessageQueue):
             )
 
     def change_visibility(self, receipt_handle: str, timeout_seconds: float) -> None:
-        message_id, receipt = receipt_handle.split(":", 1)
-        with self.db.write() as connection:
-            connection.execute(
-                "UPDATE queue_messages SET visible_ms = ? WHERE id = ? AND receipt = ?",
-                (_now_ms() + int(timeout_seconds * 1000), message_id, receipt),
-            )
+        self.change_visibilities([(receipt_handle, timeout_seconds)])
 
     def change_visibilities(self, changes: Sequence[tuple[str, float]]) -> None:
         if not changes:
             return
         now = _now_ms()
-        with self.db.write() as connection:
-            connection.executemany(
-                "UPDATE queue_messages SET visible_ms = ? WHERE id = ? AND receipt = ?",
-                [(now + int(seconds * 1000), *handle.split(":", 1)) for handle, seconds in changes],
-            )
+        self._write_rows(
+            "UPDATE queue_messages SET visible_ms = ? WHERE id = ? AND receipt = ?",
+            [(now + int(seconds * 1000), *handle.split(":", 1)) for handle, seconds in changes],
+        )
 
     def depth(self) -> QueueDepth:
         now = _now_ms()

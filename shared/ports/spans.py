@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 
 from shared.tracing import TraceContext
@@ -23,6 +24,20 @@ class SpanKind(StrEnum):
     CONSUMER = "consumer"
     PRODUCER = "producer"
     CLIENT = "client"
+
+
+@dataclass(frozen=True, slots=True)
+class SpanStart:
+    """What ``Spans.begin`` begins: a span named ``name`` of ``kind``, continuing ``parent`` (a
+    new trace when ``None``), with ``attributes``. ``outgoing``: its context is sent to someone
+    else (a webhook, a user's queue), who must see a span id of its own even when nothing is
+    recorded."""
+
+    name: str
+    kind: SpanKind
+    parent: TraceContext | None
+    attributes: Mapping[str, AttributeValue | None]
+    outgoing: bool = False
 
 
 class OpenSpan(ABC):
@@ -49,18 +64,8 @@ class Spans(ABC):
     recording: bool = False
 
     @abstractmethod
-    def begin(
-        self,
-        name: str,
-        kind: SpanKind,
-        parent: TraceContext | None,
-        attributes: Mapping[str, AttributeValue | None],
-        *,
-        outgoing: bool = False,
-    ) -> OpenSpan:
-        """A span continuing ``parent`` (a new trace when ``None``). ``outgoing``: its context
-        is sent to someone else (a webhook, a user's queue), who must see a span id of its own
-        even when nothing is recorded."""
+    def begin(self, start: SpanStart) -> OpenSpan:
+        """The span ``start`` describes, begun."""
 
     @abstractmethod
     def close(self) -> None:
@@ -83,18 +88,11 @@ class _Unrecorded(OpenSpan):
 class NoSpans(Spans):
     """Records nothing; passes the context on (see the module docstring)."""
 
-    def begin(
-        self,
-        name: str,
-        kind: SpanKind,
-        parent: TraceContext | None,
-        attributes: Mapping[str, AttributeValue | None],
-        *,
-        outgoing: bool = False,
-    ) -> OpenSpan:
+    def begin(self, start: SpanStart) -> OpenSpan:
+        parent = start.parent
         if parent is None:
             return _Unrecorded(TraceContext.new())
-        return _Unrecorded(parent.child() if outgoing else parent)
+        return _Unrecorded(parent.child() if start.outgoing else parent)
 
     def close(self) -> None:
         pass

@@ -8,7 +8,7 @@ import pytest
 
 from shared.messages import decode_occurrence, encode_occurrence
 from shared.model import Occurrence
-from shared.ports.spans import NoSpans, SpanKind
+from shared.ports.spans import NoSpans, SpanKind, SpanStart
 from shared.tracing import TraceContext, from_headers
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -50,12 +50,12 @@ def test_a_later_version_is_read_by_its_first_four_fields() -> None:
 def test_without_the_sdk_only_an_outgoing_span_gets_an_id_of_its_own() -> None:
     parent = TraceContext(TRACE_ID, "00f067aa0ba902b7")
     spans = NoSpans()
-    assert spans.begin("process", SpanKind.CONSUMER, parent, {}).context == parent
-    first = spans.begin("attempt", SpanKind.CLIENT, parent, {}, outgoing=True).context
-    second = spans.begin("attempt", SpanKind.CLIENT, parent, {}, outgoing=True).context
+    assert spans.begin(SpanStart("process", SpanKind.CONSUMER, parent, {})).context == parent
+    first = spans.begin(SpanStart("attempt", SpanKind.CLIENT, parent, {}, outgoing=True)).context
+    second = spans.begin(SpanStart("attempt", SpanKind.CLIENT, parent, {}, outgoing=True)).context
     assert first.trace_id == second.trace_id == TRACE_ID
     assert len({first.span_id, second.span_id, parent.span_id}) == 3
-    new = spans.begin("create", SpanKind.SERVER, None, {}).context
+    new = spans.begin(SpanStart("create", SpanKind.SERVER, None, {})).context
     assert from_headers(new.headers()) == new and new.trace_id != TRACE_ID
 
 

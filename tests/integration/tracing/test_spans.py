@@ -18,6 +18,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 from shared.adapters.otel_spans import OtelSpans
 from shared.backends import open_backends, open_spans
 from shared.ports.spans import SpanKind as PortKind
+from shared.ports.spans import SpanStart
 from shared.settings import Settings
 from shared.tracing import TraceContext
 from tests.support.harness import API, running_pipeline, sqlite_settings
@@ -156,7 +157,9 @@ def test_with_an_otlp_endpoint_set_each_process_exports_its_spans_over_otlp_http
         spans = open_spans(settings)
         assert spans.recording
         parent = TraceContext(f"{TRACE_ID:032x}", f"{CALLER_SPAN:016x}")
-        spans.begin("occurrence attempt", PortKind.CLIENT, parent, {"scheduler.attempt": 1}).end()
+        spans.begin(
+            SpanStart("occurrence attempt", PortKind.CLIENT, parent, {"scheduler.attempt": 1})
+        ).end()
         spans.close()
     finally:
         server.shutdown()
