@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import ROOT, WEBHOOK_SECRET, report, table
+from shared.ports import ClaimRequest
 
 API = "/scheduler-service/v1"
 PAYLOAD = {"method": "GET", "url": "https://hooks.example.com/tick"}
@@ -81,7 +82,9 @@ def _prepare(case: str, app: Any, store: Any, clock: Any, processor: Any) -> Non
         accepted = NOW - timedelta(minutes=10_000)
         for number in range(LIST_SCHEDULES):
             store.apply_definition("default", f"costly-{number:02}", 1, definition, NOW, accepted)
-            [claimed] = store.claim_due_schedules(NOW, NOW, 1, "bench", NOW + timedelta(minutes=1))
+            [claimed] = store.claim_due_schedules(
+                ClaimRequest(NOW, NOW, 1, "bench", NOW + timedelta(minutes=1))
+            )
             store.advance_schedule(claimed, "bench", None, 10_000, NOW)
     elif case.startswith("backfill"):
         start = NOW - timedelta(days=10)

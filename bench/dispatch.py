@@ -29,7 +29,7 @@ from bench.seed import one_time_rows, seed, spaced
 from polling_worker.worker import Poller
 from scheduler_cli.components import build_poller
 from shared.backends import open_backends
-from shared.ports import Advance
+from shared.ports import Advance, ClaimRequest
 
 HOOK = "http://127.0.0.1:9/hook"
 
@@ -121,7 +121,7 @@ def claim_cost(
                 moment += timedelta(milliseconds=2)
                 started = time.perf_counter()
                 batch = store.claim_due_schedules(
-                    horizon, moment, due, "bench", moment + timedelta(seconds=30)
+                    ClaimRequest(horizon, moment, due, "bench", moment + timedelta(seconds=30))
                 )
                 full.append((time.perf_counter() - started) * 1000.0)
                 claimed = len(batch)
@@ -137,7 +137,9 @@ def claim_cost(
                 # Nothing due before ``now - 1 day``: what an idle poll costs.
                 started = time.perf_counter()
                 store.claim_due_schedules(
-                    now - timedelta(days=1), moment, due, "bench", moment + timedelta(seconds=1)
+                    ClaimRequest(
+                        now - timedelta(days=1), moment, due, "bench", moment + timedelta(seconds=1)
+                    )
                 )
                 empty.append((time.perf_counter() - started) * 1000.0)
             plan = _plan(store)

@@ -43,7 +43,7 @@ from scheduler_service.service.recording import field_changes
 from shared.adapters.mongo.store import MongoStore
 from shared.changes import Actor, ActorKind, Change, ChangeAction, ChangeNote
 from shared.model import AttemptOutcome, ExecutionStatus, Occurrence
-from shared.ports import Advance
+from shared.ports import Advance, ClaimRequest
 from shared.secrets import SecretBox, new_secret_key
 from shared.settings import Settings
 
@@ -134,7 +134,7 @@ def count_commands(url: str, count: int, batch: int) -> dict[str, Any]:
         advances = Counter[str]()
         while True:
             claimed = store.claim_due_schedules(
-                now, now, batch, "bench-poller", now + timedelta(seconds=30)
+                ClaimRequest(now, now, batch, "bench-poller", now + timedelta(seconds=30))
             )
             claims += listener.take()
             if not claimed:
@@ -223,7 +223,9 @@ def _poller(
         while True:
             now = datetime.now(UTC)
             called = time.perf_counter()
-            claimed = store.claim_due_schedules(now, now, batch, owner, now + timedelta(seconds=30))
+            claimed = store.claim_due_schedules(
+                ClaimRequest(now, now, batch, owner, now + timedelta(seconds=30))
+            )
             if claimed:
                 claims += 1
                 idle_since = None

@@ -46,6 +46,7 @@ from shared.metrics import (
 from shared.model import Occurrence, Schedule, ScheduleStatus
 from shared.ports import (
     Advance,
+    ClaimRequest,
     Clock,
     MessageQueue,
     OutgoingMessage,
@@ -235,12 +236,14 @@ class Poller:
         if time.monotonic() >= self._next_resume:
             self.resume_ended_pauses(now)
         claimed = self.store.claim_due_schedules(
-            horizon=horizon,
-            now=now,
-            limit=settings.claim_batch_size,
-            owner=self.owner,
-            lease_until=now + timedelta(seconds=settings.poller_lease_seconds),
-            oldest_first=self._full_claims % OLDEST_EVERY == OLDEST_EVERY - 1,
+            ClaimRequest(
+                horizon=horizon,
+                now=now,
+                limit=settings.claim_batch_size,
+                owner=self.owner,
+                lease_until=now + timedelta(seconds=settings.poller_lease_seconds),
+                oldest_first=self._full_claims % OLDEST_EVERY == OLDEST_EVERY - 1,
+            )
         )
         full = len(claimed) >= settings.claim_batch_size
         self._full_claims = self._full_claims + 1 if full else 0

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from shared.guards import Param, Set, Write
-from shared.ports import Advance
+from shared.ports import Advance, ClaimRequest
 from shared.store_rules import (
     ACTIVE,
     COMPLETED,
@@ -59,6 +59,16 @@ ADVANCE = Write(
         *RELEASED,
     ),
 )
+
+
+def claim_params(claim: ClaimRequest) -> dict[str, Any]:
+    """``CLAIM``'s (and ``CLAIMABLE``'s) parameters."""
+    return {
+        "horizon": claim.horizon,
+        "now": claim.now,
+        "owner": claim.owner,
+        "lease_until": claim.lease_until,
+    }
 
 
 def advance_params(advance: Advance, owner: str, now: datetime) -> dict[str, Any]:

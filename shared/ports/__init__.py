@@ -31,6 +31,7 @@ from shared.ports.queues import (
 )
 from shared.ports.schedules import (
     Advance,
+    ClaimRequest,
     DefinitionToApply,
     OverlapClaim,
     OverlapSeen,
@@ -56,6 +57,7 @@ __all__ = [
     "CalendarStore",
     "CallFailed",
     "ChangeStore",
+    "ClaimRequest",
     "Clock",
     "DefinitionToApply",
     "Delivered",

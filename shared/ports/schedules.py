@@ -99,6 +99,21 @@ class Advance(NamedTuple):
     late_check_at: datetime | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class ClaimRequest:
+    """A poller's claim (``ScheduleStore.claim_due_schedules``): at most ``limit`` active
+    schedules due by ``horizon``, leased to ``owner`` until ``lease_until``; a lease that ran
+    out by ``now`` is taken over. ``oldest_first``: in ``shared.claim_rules.OLDEST_FIRST``'s
+    order instead of ``BY_PRIORITY``'s."""
+
+    horizon: datetime
+    now: datetime
+    limit: int
+    owner: str
+    lease_until: datetime
+    oldest_first: bool = False
+
+
 class StateChange(NamedTuple):
     """One schedule's pause, resume or delete (``ScheduleStore.apply_states``): the arguments
     of ``apply_state``."""
@@ -271,18 +286,11 @@ class ScheduleStore(ABC):
         (a schedule named twice: by its first entry)."""
 
     @abstractmethod
-    def claim_due_schedules(
-        self,
-        horizon: datetime,
-        now: datetime,
-        limit: int,
-        owner: str,
-        lease_until: datetime,
-        oldest_first: bool = False,
-    ) -> list[Schedule]:
+    def claim_due_schedules(self, claim: ClaimRequest) -> list[Schedule]:
         """Claim at most ``limit`` active schedules with ``next_schedule_time <= horizon``, in
         the order of ``shared.claim_rules.BY_PRIORITY`` (the highest priority first, then the
-        earliest) and returned in it; with ``oldest_first``, of ``OLDEST_FIRST``.
+        earliest) and returned in it; with ``oldest_first``, of ``OLDEST_FIRST`` (``claim``:
+        ``ClaimRequest``).
 
         A claim following a full one may take them from a part of the due schedules (MongoDB:
         a window of slices), so that concurrent callers take disjoint work, as long as the most

@@ -22,10 +22,11 @@ from shared.claim_rules import (
     CLAIMABLE,
     DUE,
     OLDEST_FIRST,
+    claim_params,
 )
 from shared.guards import holds
 from shared.model import Schedule
-from shared.ports import ScheduleStore
+from shared.ports import ClaimRequest, ScheduleStore
 
 # How often a claim looks again for candidates it lost to a concurrent claimer.
 _CLAIM_ROUNDS = 3
@@ -90,15 +91,7 @@ class MongoClaims(MongoBacked, ScheduleStore):
         # Where each poller (owner) of this process claims next.
         self._claim_cursors: dict[str, _ClaimCursor] = {}
 
-    def claim_due_schedules(
-        self,
-        horizon: datetime,
-        now: datetime,
-        limit: int,
-        owner: str,
-        lease_until: datetime,
-        oldest_first: bool = False,
-    ) -> list[Schedule]:
+    def claim_due_schedules(self, claim: ClaimRequest) -> list[Schedule]:
         # A constant number of round trips per batch, whatever its size: the candidates' ids
         # from the (status, next_schedule_time, slice, lease_until) index, one guarded
         # update_many per case of CLAIM that stamps a fresh claim token on those still free,
@@ -107,13 +100,13 @@ class MongoClaims(MongoBacked, ScheduleStore):
         # whole condition. A claimer that lost candidates to another goes round again, in
         # another window of slices (SLICES), and the next read no longer sees what the other
         # holds.
-        params = {"horizon": horizon, "now": now, "owner": owner, "lease_until": lease_until}
+        params = claim_params(claim)
         filters = Filters("schedules", params)
         # By priority from the (status, priority, next_schedule_time, slice, lease_until)
         # index: read a priority at a time, each from its earliest to the horizon.
-        order = OLDEST_FIRST if oldest_first else BY_PRIORITY
+        order = OLDEST_FIRST if claim.oldest_first else BY_PRIORITY
         sort = [(name, DESCENDING if descending else ASCENDING) for name, descending in order]
-        cursor = self._claim_cursors.setdefault(owner, _ClaimCursor())
+        cursor = self._claim_cursors.setdefault(claim.owner, _ClaimCursor())
         window = cursor.next_window()
         claimed: list[Schedule] = []
         with transient("claim_due_schedules"):
@@ -121,7 +114,7 @@ class MongoClaims(MongoBacked, ScheduleStore):
                 reclaimed = self._reclaim_unread(cursor, filters, params)
                 claimed += [self.schedule_from(document) for document in reclaimed]
             for _ in range(_CLAIM_ROUNDS):
-                wanted = limit - len(claimed)
+                wanted = claim.limit - len(claimed)
                 if wanted <= 0:
                     break
                 selector = filters.filter(CLAIMABLE)
@@ -147,8 +140,8 @@ class MongoClaims(MongoBacked, ScheduleStore):
                     break
                 # This window has no more due: the rest from all slices.
                 window = None
-        cursor.behind = len(claimed) >= limit
-        claimed.sort(key=_oldest_order if oldest_first else _priority_order)
+        cursor.behind = len(claimed) >= claim.limit
+        claimed.sort(key=_oldest_order if claim.oldest_first else _priority_order)
         return claimed
 
     def _stamp_claims(

@@ -21,13 +21,14 @@ from shared.claim_rules import (
     CLAIMABLE,
     OLDEST_FIRST,
     advance_params,
+    claim_params,
 )
 from shared.definition_cache import DefinitionCache
 from shared.errors import Transient
 from shared.execution_rules import EXPIRED_EXECUTION
 from shared.guards import Write, folded
 from shared.model import Schedule, ScheduleDefinition
-from shared.ports import Advance, DefinitionToApply, ScheduleStore
+from shared.ports import Advance, ClaimRequest, DefinitionToApply, ScheduleStore
 from shared.store_rules import (
     COUNT_FAILURE,
     COUNT_SUCCESS,
@@ -121,33 +122,26 @@ class SqliteSchedules(SqliteBacked, ScheduleStore):
         with self.db.write() as connection:
             return [bool(connection.execute(_LAND, row).fetchall()) for row in rows]
 
-    def claim_due_schedules(
-        self,
-        horizon: datetime,
-        now: datetime,
-        limit: int,
-        owner: str,
-        lease_until: datetime,
-        oldest_first: bool = False,
-    ) -> list[Schedule]:
-        claim = {"horizon": horizon, "now": now, "owner": owner, "lease_until": lease_until}
+    def claim_due_schedules(self, claim: ClaimRequest) -> list[Schedule]:
+        params = claim_params(claim)
         with self.db.write() as connection:
             # Under the write lock: the rows read are the rows leased, CLAIM's guard holds.
             rows = connection.execute(
-                _CLAIMABLE[oldest_first], {**_CLAIMABLE_PARAMS.named(claim), "limit": limit}
+                _CLAIMABLE[claim.oldest_first],
+                {**_CLAIMABLE_PARAMS.named(params), "limit": claim.limit},
             ).fetchall()
             connection.executemany(
                 statements(CLAIM).update,
                 [
                     statements(CLAIM).params.named(
-                        {**claim, "tenant": row["tenant"], "schedule_id": row["schedule_id"]}
+                        {**params, "tenant": row["tenant"], "schedule_id": row["schedule_id"]}
                     )
                     for row in rows
                 ],
             )
-        leased_until = utc_ms(lease_until)
+        leased_until = utc_ms(claim.lease_until)
         return [
-            self.schedule_from(row).evolve(lease_owner=owner, lease_until=leased_until)
+            self.schedule_from(row).evolve(lease_owner=claim.owner, lease_until=leased_until)
             for row in rows
         ]
 

@@ -20,7 +20,7 @@ import pytest
 
 from scheduler_service.console.presenting import relative, status_word, wall
 from shared.model import AttemptOutcome, ExecutionStatus, Occurrence, OverlapPolicy
-from shared.ports import Advance
+from shared.ports import Advance, ClaimRequest
 from shared.timeutil import UTC, iso_z
 from tests.integration.console.test_console import (
     ACME_KEY,
@@ -338,7 +338,7 @@ def test_a_one_shot_whose_only_run_failed_shows_failed_not_completed(api: ApiUnd
     store = api.backends.store
     now = api.clock.now()
     claimed = store.claim_due_schedules(
-        now + timedelta(hours=1), now, 10, "p", now + timedelta(minutes=1)
+        ClaimRequest(now + timedelta(hours=1), now, 10, "p", now + timedelta(minutes=1))
     )
     assert [s.schedule_id for s in claimed] == ["once"]
     assert store.advance_schedules([Advance(claimed[0], None, 1)], "p", now) == [True]

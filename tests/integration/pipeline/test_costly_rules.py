@@ -24,7 +24,7 @@ from scheduler_cli.components import build_poller
 from shared.adapters import sqlite_queue
 from shared.messages import DefinitionMutation, encode_mutation
 from shared.model import Payload, ScheduleDefinition, Timing
-from shared.ports import Advance, OutgoingMessage
+from shared.ports import Advance, ClaimRequest, OutgoingMessage
 from shared.recurrence import CPU_BUDGET_SECONDS, cpu_budget
 from shared.timeutil import UTC, iso_z, parse_iso
 from tests.support.api import ApiUnderTest
@@ -280,7 +280,7 @@ def test_a_schedule_that_cannot_be_computed_still_reads(api: ApiUnderTest) -> No
     at(api, now)
     store_as_an_older_version_did(api, "easter", FAILS_LATER, now, now)
     store = api.backends.store
-    [claimed] = store.claim_due_schedules(now, now, 1, "poller", now + MINUTE)
+    [claimed] = store.claim_due_schedules(ClaimRequest(now, now, 1, "poller", now + MINUTE))
     sent = (now + timedelta(days=1), now + timedelta(days=2))
     assert store.advance_schedules(
         [Advance(claimed, now + timedelta(days=3), 3, sent)], "poller", now
@@ -307,7 +307,7 @@ def test_listing_costly_schedules_computes_no_rule(api: ApiUnderTest) -> None:
     for number in range(45):
         schedule_id = f"costly-{number:02}"
         store.apply_definition(TENANT, schedule_id, 1, definition, now, accepted)
-        [claimed] = store.claim_due_schedules(now, now, 1, "poller", now + MINUTE)
+        [claimed] = store.claim_due_schedules(ClaimRequest(now, now, 1, "poller", now + MINUTE))
         assert store.advance_schedules([Advance(claimed, None, 10_000)], "poller", now)
     response, cost = costing(lambda: api.client.get(f"{API}/schedules?limit=200"))
     assert response.status_code == 200

@@ -16,6 +16,7 @@ import pytest
 from polling_worker.worker import OLDEST_EVERY, Poller
 from shared.backends import Backends, open_backends
 from shared.messages import decode_occurrence
+from shared.ports import ClaimRequest
 from tests.integration.store.test_store_contract import TENANT
 from tests.support.factories import one_time
 from tests.support.harness import sqlite_settings
@@ -41,9 +42,9 @@ class RecordsClaims:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
 
-    def claim_due_schedules(self, oldest_first: bool = False, **claim: Any) -> Any:
-        self.oldest_first.append(oldest_first)
-        return self._store.claim_due_schedules(oldest_first=oldest_first, **claim)
+    def claim_due_schedules(self, claim: ClaimRequest) -> Any:
+        self.oldest_first.append(claim.oldest_first)
+        return self._store.claim_due_schedules(claim)
 
 
 def test_a_poller_behind_sends_the_highest_priority_first_and_ages_its_backlog(

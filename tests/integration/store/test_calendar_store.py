@@ -15,7 +15,7 @@ import pytest
 from shared.adapters.mongo.store import MongoStore
 from shared.calendars import CalendarRule
 from shared.model import ScheduleStatus
-from shared.ports import Calendar, Store
+from shared.ports import Calendar, ClaimRequest, Store
 from shared.recurrence.business import Shift
 from shared.timeutil import UTC
 from tests.integration.store import test_store_contract as contract
@@ -143,6 +143,8 @@ def test_a_recheck_brings_back_the_later_next_times_of_the_active_schedules_nami
     }
     # The poller claims it at once.
     claimed = store.claim_due_schedules(
-        horizon=T0, now=T0, limit=10, owner="p", lease_until=T0 + timedelta(seconds=30)
+        ClaimRequest(
+            horizon=T0, now=T0, limit=10, owner="p", lease_until=T0 + timedelta(seconds=30)
+        )
     )
     assert {item.schedule_id for item in claimed} == {"payroll", "sooner"}

@@ -24,7 +24,7 @@ from pymongo import monitoring
 
 from shared.adapters.mongo import claims as mongo_claims
 from shared.adapters.mongo.store import MongoStore
-from shared.ports import Advance
+from shared.ports import Advance, ClaimRequest
 from tests.integration.store.test_store_contract import MINUTE, T0, TENANT, definition
 from tests.support.harness import TEST_SECRETS
 from tests.support.peers import MONGO_URL, mongo_url_for
@@ -46,7 +46,7 @@ def seed(store: MongoStore, count: int) -> list[str]:
 
 def claim_once(store: MongoStore, owner: str) -> list[str]:
     """One claim as the poller makes it, then the claimed schedules advanced to completion."""
-    claimed = store.claim_due_schedules(T0, T0, LIMIT, owner, T0 + MINUTE)
+    claimed = store.claim_due_schedules(ClaimRequest(T0, T0, LIMIT, owner, T0 + MINUTE))
     if claimed:
         advances = [Advance(s, None, 1) for s in claimed]
         assert store.advance_schedules(advances, owner, T0) == [True] * len(claimed)

@@ -26,6 +26,7 @@ from shared.adapters.mongo.indexes import (
     indexes_version,
 )
 from shared.adapters.mongo.store import MongoStore
+from shared.ports import ClaimRequest
 from tests.integration.store.test_store_contract import MINUTE, T0, TENANT, definition
 from tests.support.harness import TEST_SECRETS
 from tests.support.peers import MONGO_URL, mongo_url_for
@@ -176,5 +177,5 @@ def test_the_schedules_stored_before_priorities_were_kept_get_theirs(
     MongoStore(client, name, secrets=TEST_SECRETS).ensure_indexes()
     priorities = {d["schedule_id"]: d["priority"] for d in client[name]["schedules"].find()}
     assert priorities == {"low": 2, "high": 8}
-    claimed = store.claim_due_schedules(T0, T0, 10, "poller-1", T0 + MINUTE)
+    claimed = store.claim_due_schedules(ClaimRequest(T0, T0, 10, "poller-1", T0 + MINUTE))
     assert [schedule.schedule_id for schedule in claimed] == ["high", "low"]

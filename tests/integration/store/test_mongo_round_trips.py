@@ -27,6 +27,7 @@ from shared.messages import DefinitionMutation, encode_mutation
 from shared.model import AttemptOutcome, ExecutionStatus, ScheduleStatus
 from shared.ports import (
     Advance,
+    ClaimRequest,
     OutgoingMessage,
     OverlapClaim,
     OverlapSeen,
@@ -92,7 +93,7 @@ def fire_batch(store: MongoStore, commands: Commands, size: int, prefix: str) ->
     commands.take()
     # A poller of its own: one whose last claim came back full claims from a window of slices.
     poller = f"poller-{prefix}"
-    claimed = store.claim_due_schedules(T0, T0, size, poller, T0 + MINUTE)
+    claimed = store.claim_due_schedules(ClaimRequest(T0, T0, size, poller, T0 + MINUTE))
     steps = {"claim": commands.take()}
     assert len(claimed) == size
     assert (

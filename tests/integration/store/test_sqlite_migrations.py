@@ -17,7 +17,7 @@ from shared.adapters.sqlite.store import SqliteStore
 from shared.definition_codec import DefinitionCodec
 from shared.errors import ConfigurationError, Transient
 from shared.model import AttemptOutcome, ExecutionStatus, ScheduleStatus
-from shared.ports import Role, ScheduleFilter, SlotReservation
+from shared.ports import ClaimRequest, Role, ScheduleFilter, SlotReservation
 from shared.timeutil import to_epoch_ms
 from tests.integration.store.test_store_contract import (
     MINUTE,
@@ -101,7 +101,7 @@ def test_a_file_made_before_versions_opens_migrated_with_its_records(
             occurrence("old").occurrence_id
         ]
         # What later versions added works on it: what was sent ahead, pauses, quota slots.
-        [claimed] = store.claim_due_schedules(T0, T0, 10, "poller-1", T0 + MINUTE)
+        [claimed] = store.claim_due_schedules(ClaimRequest(T0, T0, 10, "poller-1", T0 + MINUTE))
         assert store.advance_schedule(claimed, "poller-1", T0 + MINUTE, 1, T0, (T0 + SECOND,))
         assert store.apply_state(TENANT, "old", 5, ScheduleStatus.PAUSED, None, T0)
         slot = SlotReservation(TENANT, "new", 1, T0 + MINUTE)
@@ -216,7 +216,7 @@ def test_the_migration_of_priorities_gives_the_schedules_stored_before_theirs(
                 )
         store = SqliteStore(database, secrets=TEST_SECRETS)
         store.ensure_indexes()
-        claimed = store.claim_due_schedules(T0, T0, 10, "poller-1", T0 + MINUTE)
+        claimed = store.claim_due_schedules(ClaimRequest(T0, T0, 10, "poller-1", T0 + MINUTE))
         assert [schedule.schedule_id for schedule in claimed] == ["high", "low"]
     finally:
         database.close()

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from shared.model import AttemptOutcome, ExecutionStatus, ScheduleStatus
-from shared.ports import Advance, Store
+from shared.ports import Advance, ClaimRequest, Store
 from tests.integration.store.test_store_contract import (
     MINUTE,
     SECOND,
@@ -29,7 +29,7 @@ def test_advance_schedules_applies_each_under_its_own_guard(store: Store) -> Non
         create(store, schedule_id)
     claimed = {
         schedule.schedule_id: schedule
-        for schedule in store.claim_due_schedules(T0, T0, 10, "poller-1", T0 + MINUTE)
+        for schedule in store.claim_due_schedules(ClaimRequest(T0, T0, 10, "poller-1", T0 + MINUTE))
     }
     # A replace lands on s2 and a pause on s3 while poller-1 holds them.
     assert create(store, "s2", revision=2, next_time=T0 + 30 * MINUTE)
@@ -58,7 +58,7 @@ def test_advance_schedules_applies_each_under_its_own_guard(store: Store) -> Non
 
 def test_advance_schedules_is_guarded_by_the_owner_and_accepts_nothing(store: Store) -> None:
     create(store, "s1")
-    [claimed] = store.claim_due_schedules(T0, T0, 10, "poller-1", T0 + MINUTE)
+    [claimed] = store.claim_due_schedules(ClaimRequest(T0, T0, 10, "poller-1", T0 + MINUTE))
     assert store.advance_schedules([Advance(claimed, None, 1)], "poller-2", T0) == [False]
     assert store.advance_schedules([], "poller-1", T0) == []
     assert store.advance_schedules([Advance(claimed, None, 1)], "poller-1", T0) == [True]

@@ -34,6 +34,7 @@ from shared.model import (
 )
 from shared.ports import (
     ApiKey,
+    ClaimRequest,
     DefinitionToApply,
     IdempotencyRecord,
     OverlapClaim,
@@ -141,7 +142,9 @@ def create(
 
 def claim(store: Store, owner: str = "poller-1", limit: int = 10, now: datetime = T0) -> list[str]:
     claimed = store.claim_due_schedules(
-        horizon=now + 5 * MINUTE, now=now, limit=limit, owner=owner, lease_until=now + MINUTE
+        ClaimRequest(
+            horizon=now + 5 * MINUTE, now=now, limit=limit, owner=owner, lease_until=now + MINUTE
+        )
     )
     return [schedule.schedule_id for schedule in claimed]
 
@@ -404,7 +407,9 @@ def test_claim_returns_due_schedules_earliest_first_including_overdue(store: Sto
     create(store, "now", next_time=T0)
     create(store, "beyond-horizon", next_time=T0 + 6 * MINUTE)
     claimed = store.claim_due_schedules(
-        horizon=T0 + 5 * MINUTE, now=T0, limit=10, owner="poller-1", lease_until=T0 + MINUTE
+        ClaimRequest(
+            horizon=T0 + 5 * MINUTE, now=T0, limit=10, owner="poller-1", lease_until=T0 + MINUTE
+        )
     )
     assert [s.schedule_id for s in claimed] == ["overdue", "now", "later"]
     assert all(s.lease_owner == "poller-1" and s.lease_until == T0 + MINUTE for s in claimed)
@@ -432,7 +437,7 @@ def test_claim_takes_the_highest_priority_first_then_the_earliest(store: Store) 
     create(store, "p9-beyond-horizon", next_time=T0 + 6 * MINUTE, priority=9)
     assert claim(store, limit=3) == ["p9-now", "p9-soon", "p7"]
     oldest = store.claim_due_schedules(
-        T0 + 5 * MINUTE, T0, 1, "poller-2", T0 + MINUTE, oldest_first=True
+        ClaimRequest(T0 + 5 * MINUTE, T0, 1, "poller-2", T0 + MINUTE, oldest_first=True)
     )
     assert [schedule.schedule_id for schedule in oldest] == ["p0-oldest"]
     assert claim(store, owner="poller-3") == ["p5-old"]
@@ -473,7 +478,7 @@ def test_an_expired_lease_is_claimable_again(store: Store) -> None:
 
 def test_advance_moves_on_and_releases(store: Store) -> None:
     create(store, "s1")
-    [claimed] = store.claim_due_schedules(T0, T0, 10, "poller-1", T0 + MINUTE)
+    [claimed] = store.claim_due_schedules(ClaimRequest(T0, T0, 10, "poller-1", T0 + MINUTE))
     assert store.advance_schedule(claimed, "poller-1", T0 + 5 * MINUTE, 1, T0)
     schedule = store.get_schedule(TENANT, "s1")
     assert schedule is not None
@@ -490,7 +495,7 @@ def test_advance_keeps_the_times_sent_ahead_until_a_replace(store: Store) -> Non
     """``sent_ahead`` is what a read shows as the next fire: kept to the millisecond by the
     advance, through a pause and a resume, and emptied by a new definition."""
     create(store, "s1")
-    [claimed] = store.claim_due_schedules(T0, T0, 10, "poller-1", T0 + MINUTE)
+    [claimed] = store.claim_due_schedules(ClaimRequest(T0, T0, 10, "poller-1", T0 + MINUTE))
     ahead = (T0 + SECOND, T0 + 2 * SECOND, T0 + 3 * MINUTE)
     assert store.advance_schedule(claimed, "poller-1", T0 + 5 * MINUTE, 3, T0, ahead)
     assert (stored := store.get_schedule(TENANT, "s1")) is not None
@@ -503,11 +508,15 @@ def test_advance_keeps_the_times_sent_ahead_until_a_replace(store: Store) -> Non
     assert (resumed := store.get_schedule(TENANT, "s1")) is not None
     assert resumed.sent_ahead == ahead
     # The next claim replaces them, with none still to come here.
-    [claimed] = store.claim_due_schedules(T0 + 5 * MINUTE, T0, 10, "poller-1", T0 + MINUTE)
+    [claimed] = store.claim_due_schedules(
+        ClaimRequest(T0 + 5 * MINUTE, T0, 10, "poller-1", T0 + MINUTE)
+    )
     assert store.advance_schedule(claimed, "poller-1", T0 + 10 * MINUTE, 4, T0)
     assert (advanced := store.get_schedule(TENANT, "s1")) is not None
     assert advanced.sent_ahead == ()
-    [claimed] = store.claim_due_schedules(T0 + 10 * MINUTE, T0, 10, "poller-1", T0 + MINUTE)
+    [claimed] = store.claim_due_schedules(
+        ClaimRequest(T0 + 10 * MINUTE, T0, 10, "poller-1", T0 + MINUTE)
+    )
     assert store.advance_schedule(claimed, "poller-1", T0 + 15 * MINUTE, 5, T0, ahead)
     # What was sent for revision 1 does not fire once revision 2 is stored.
     assert create(store, "s1", revision=2, next_time=T0 + 30 * MINUTE)
@@ -517,7 +526,7 @@ def test_advance_keeps_the_times_sent_ahead_until_a_replace(store: Store) -> Non
 
 def test_advance_to_none_completes(store: Store) -> None:
     create(store, "s1")
-    [claimed] = store.claim_due_schedules(T0, T0, 10, "poller-1", T0 + MINUTE)
+    [claimed] = store.claim_due_schedules(ClaimRequest(T0, T0, 10, "poller-1", T0 + MINUTE))
     assert store.advance_schedule(claimed, "poller-1", None, 1, T0)
     schedule = store.get_schedule(TENANT, "s1")
     assert schedule is not None
@@ -528,7 +537,7 @@ def test_advance_to_none_completes(store: Store) -> None:
 
 def test_advance_is_guarded_by_the_owner(store: Store) -> None:
     create(store, "s1")
-    [claimed] = store.claim_due_schedules(T0, T0, 10, "poller-1", T0 + MINUTE)
+    [claimed] = store.claim_due_schedules(ClaimRequest(T0, T0, 10, "poller-1", T0 + MINUTE))
     assert not store.advance_schedule(claimed, "poller-2", T0 + 5 * MINUTE, 1, T0)
     schedule = store.get_schedule(TENANT, "s1")
     assert schedule is not None
@@ -538,7 +547,7 @@ def test_advance_is_guarded_by_the_owner(store: Store) -> None:
 
 def test_a_replace_that_landed_during_the_claim_wins(store: Store) -> None:
     create(store, "s1")
-    [claimed] = store.claim_due_schedules(T0, T0, 10, "poller-1", T0 + MINUTE)
+    [claimed] = store.claim_due_schedules(ClaimRequest(T0, T0, 10, "poller-1", T0 + MINUTE))
     assert create(store, "s1", revision=2, next_time=T0 + 30 * MINUTE)
     assert not store.advance_schedule(claimed, "poller-1", T0 + 5 * MINUTE, 1, T0)
     schedule = store.get_schedule(TENANT, "s1")
@@ -549,7 +558,7 @@ def test_a_replace_that_landed_during_the_claim_wins(store: Store) -> None:
 
 def test_a_pause_that_landed_during_the_claim_wins(store: Store) -> None:
     create(store, "s1")
-    [claimed] = store.claim_due_schedules(T0, T0, 10, "poller-1", T0 + MINUTE)
+    [claimed] = store.claim_due_schedules(ClaimRequest(T0, T0, 10, "poller-1", T0 + MINUTE))
     assert store.apply_state(TENANT, "s1", 2, ScheduleStatus.PAUSED, None, T0)
     assert not store.advance_schedule(claimed, "poller-1", T0 + 5 * MINUTE, 1, T0)
     schedule = store.get_schedule(TENANT, "s1")
@@ -796,7 +805,7 @@ def test_datetimes_come_back_aware_utc_to_the_millisecond(store: Store) -> None:
         assert moment is not None
         assert moment.utcoffset() == timedelta(0)
         assert moment.microsecond % 1000 == 0
-    [claimed] = store.claim_due_schedules(written, written, 1, "p", written + MINUTE)
+    [claimed] = store.claim_due_schedules(ClaimRequest(written, written, 1, "p", written + MINUTE))
     assert claimed.lease_until == (written + MINUTE).replace(microsecond=987_000)
     execution = store.begin_attempt(occurrence(at=written), "x", written, written + MINUTE)
     assert execution is not None
@@ -1173,7 +1182,7 @@ def _claim_all(store: Store, owner: str) -> list[str]:
     # A claim may come back empty when concurrent claimers took every candidate it looked at
     # (it promises "at most limit"); a few empty answers in a row mean nothing is left.
     while empty < 3:
-        batch = store.claim_due_schedules(T0, T0, 25, owner, T0 + 60 * MINUTE)
+        batch = store.claim_due_schedules(ClaimRequest(T0, T0, 25, owner, T0 + 60 * MINUTE))
         empty = 0 if batch else empty + 1
         claimed += [schedule.schedule_id for schedule in batch]
     return claimed

@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from shared.model import Occurrence, ScheduleStatus
-from shared.ports import Advance, Store
+from shared.ports import Advance, ClaimRequest, Store
 from tests.integration.store.test_store_contract import MINUTE, SECOND, T0, TENANT, create
 from tests.integration.store.test_store_contract import store as contract_store
 
@@ -17,7 +17,7 @@ __all__ = ["contract_store"]
 
 
 def armed(store: Store, schedule_id: str, at: datetime) -> None:
-    [claimed] = store.claim_due_schedules(T0, T0, 10, "poller-1", T0 + MINUTE)
+    [claimed] = store.claim_due_schedules(ClaimRequest(T0, T0, 10, "poller-1", T0 + MINUTE))
     advance = Advance(claimed, T0 + 5 * MINUTE, 1, (), at)
     assert store.advance_schedules([advance], "poller-1", T0) == [True]
 
@@ -48,7 +48,9 @@ def test_a_claim_holds_the_cursor_and_a_replace_or_resume_disarms_it(contract_st
     armed(store, "s1", T0 + 30 * SECOND)
     [due] = store.late_schedules(T0 + MINUTE, 10)
     # Claimed meanwhile: the check's move waits for the advance, which keeps the cursor.
-    [claimed] = store.claim_due_schedules(T0 + 5 * MINUTE, T0 + MINUTE, 10, "p2", T0 + 2 * MINUTE)
+    [claimed] = store.claim_due_schedules(
+        ClaimRequest(T0 + 5 * MINUTE, T0 + MINUTE, 10, "p2", T0 + 2 * MINUTE)
+    )
     assert not store.move_late_check(due, T0 + 90 * SECOND)
     assert claimed.late_check_at == T0 + 30 * SECOND
     advance = Advance(claimed, T0 + 10 * MINUTE, 2, (), claimed.late_check_at)
@@ -62,7 +64,7 @@ def test_a_claim_holds_the_cursor_and_a_replace_or_resume_disarms_it(contract_st
     assert store.apply_state(TENANT, "s1", 3, ScheduleStatus.ACTIVE, T0 + 10 * MINUTE, T0)
     assert store.get_schedule(TENANT, "s1").late_check_at is None  # type: ignore[union-attr]
     create(store, "s2", next_time=T0 + 10 * MINUTE)
-    claims = store.claim_due_schedules(T0 + 10 * MINUTE, T0, 10, "p3", T0 + MINUTE)
+    claims = store.claim_due_schedules(ClaimRequest(T0 + 10 * MINUTE, T0, 10, "p3", T0 + MINUTE))
     [claimed] = [item for item in claims if item.schedule_id == "s2"]
     advance = Advance(claimed, T0 + 15 * MINUTE, 1, (), T0 + 30 * SECOND)
     assert store.advance_schedules([advance], "p3", T0) == [True]

@@ -27,7 +27,7 @@ from shared.errors import Transient
 from shared.lifecycle import Shutdown
 from shared.messages import DefinitionMutation, decode_occurrence, encode_mutation
 from shared.model import occurrence_id
-from shared.ports import Advance, OutgoingMessage
+from shared.ports import Advance, ClaimRequest, OutgoingMessage
 from shared.settings import Settings
 from shared.timeutil import utc_ms
 from tests.integration.store.test_store_contract import TENANT, definition
@@ -208,17 +208,22 @@ def test_what_a_claim_leased_but_never_read_back_is_taken_by_the_owners_next_cla
     lease = now + timedelta(seconds=30)
     mongo.schedules = LosesTheRead(mongo.schedules)  # type: ignore[assignment]
     with pytest.raises(Transient):
-        mongo.claim_due_schedules(now, now, 10, "poller:a", lease)
+        mongo.claim_due_schedules(ClaimRequest(now, now, 10, "poller:a", lease))
     # Leased to poller:a, which never learned it: another poller cannot take them…
-    assert mongo.claim_due_schedules(now, now, 10, "poller:b", lease) == []
+    assert mongo.claim_due_schedules(ClaimRequest(now, now, 10, "poller:b", lease)) == []
     # …and poller:a's next claim does, at once, not when the lease ends.
     later = now + timedelta(seconds=1)
-    claimed = mongo.claim_due_schedules(later, later, 10, "poller:a", later + timedelta(seconds=30))
+    claimed = mongo.claim_due_schedules(
+        ClaimRequest(later, later, 10, "poller:a", later + timedelta(seconds=30))
+    )
     assert [schedule.schedule_id for schedule in claimed] == ["s2", "s1", "s0"]
     advanced = mongo.advance_schedules([Advance(s, None, 1) for s in claimed], "poller:a", later)
     assert advanced == [True, True, True]
     assert (
-        mongo.claim_due_schedules(later, later, 10, "poller:a", later + timedelta(seconds=30)) == []
+        mongo.claim_due_schedules(
+            ClaimRequest(later, later, 10, "poller:a", later + timedelta(seconds=30))
+        )
+        == []
     )
 
 

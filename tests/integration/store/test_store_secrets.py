@@ -20,7 +20,7 @@ from shared.adapters.sqlite.db import SqliteDatabase
 from shared.adapters.sqlite.store import SqliteStore
 from shared.errors import ConfigurationError
 from shared.model import Every, Payload, ScheduleDefinition, Timing, Unit
-from shared.ports import Store
+from shared.ports import ClaimRequest, Store
 from shared.secrets import SecretBox, new_secret_key
 from shared.timeutil import UTC
 from tests.support.peers import MONGO_URL, mongo_url_for
@@ -126,7 +126,9 @@ def test_what_the_store_writes_holds_no_secret_and_reads_back_whole(stored: Stor
         assert secret not in text
     assert json.loads(text)["name"] == "report"  # the rest stays readable
     assert read(store) == definition()
-    claimed = store.claim_due_schedules(T0, T0, 10, "poller", T0 + timedelta(minutes=1))
+    claimed = store.claim_due_schedules(
+        ClaimRequest(T0, T0, 10, "poller", T0 + timedelta(minutes=1))
+    )
     assert [schedule.live_definition for schedule in claimed] == [definition()]
 
 
