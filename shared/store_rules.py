@@ -41,6 +41,7 @@ from shared.model import (
     ScheduleStatus,
     revision_at,
 )
+from shared.ports import StateChange
 
 # What ``delete_api_key`` accepts as a ``key_id``: hex digits of a SHA-256, at least eight.
 _KEY_ID = re.compile(r"^[0-9a-f]{8,64}$")
@@ -258,24 +259,17 @@ RAISE_TOMBSTONE = Write(
 )
 
 
-def state_params(
-    tenant: str,
-    schedule_id: str,
-    state_revision: int,
-    next_schedule_time: datetime | None,
-    now: datetime,
-    intent: PauseIntent | None = None,
-) -> dict[str, Any]:
+def state_params(change: StateChange) -> dict[str, Any]:
     """The parameters of ``PAUSE`` (with its ``intent``), ``RESUME``, ``DELETE`` and
     ``RAISE_TOMBSTONE``."""
-    until, note, by = intent or PauseIntent()
+    until, note, by = change.intent or PauseIntent()
     return {
-        "tenant": tenant,
-        "schedule_id": schedule_id,
-        "state_revision": state_revision,
-        "next_schedule_time": next_schedule_time,
-        "status": status_by_next_time(next_schedule_time).value,
-        "now": now,
+        "tenant": change.tenant,
+        "schedule_id": change.schedule_id,
+        "state_revision": change.state_revision,
+        "next_schedule_time": change.next_schedule_time,
+        "status": status_by_next_time(change.next_schedule_time).value,
+        "now": change.now,
         "until": until,
         "note": note,
         "by": by,

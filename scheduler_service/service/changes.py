@@ -274,7 +274,9 @@ class StateChanges:
         """Set the schedule's status (and next time, or a pause's intent) under a new state
         revision; returns it."""
         revision = self.revisions.next()
-        self.store.apply_state(tenant, schedule_id, revision, status, next_time, now, intent)
+        self.store.apply_state(
+            StateChange(tenant, schedule_id, revision, status, next_time, now, intent)
+        )
         return revision
 
 

@@ -25,7 +25,7 @@ from shared.claim_rules import (
 from shared.definition_codec import DefinitionCodec
 from shared.execution_rules import DISCARD, FORGET_IDEMPOTENCY, REOPEN, RESTORE
 from shared.guards import Remove, Write
-from shared.model import Execution, PauseIntent, Schedule, ScheduleStatus
+from shared.model import Execution, Schedule, ScheduleStatus
 from shared.overlap_rules import (
     HOLD_OVERLAP,
     RELEASE_OVERLAP,
@@ -131,19 +131,10 @@ class GuardedWrites(ABC):
                 resealed += written is Outcome.CHANGED
         return resealed
 
-    def apply_state(
-        self,
-        tenant: str,
-        schedule_id: str,
-        state_revision: int,
-        status: ScheduleStatus,
-        next_schedule_time: datetime | None,
-        now: datetime,
-        intent: PauseIntent | None = None,
-    ) -> bool:
-        params = state_params(tenant, schedule_id, state_revision, next_schedule_time, now, intent)
-        outcome = self.write(state_rule(status), params)
-        if status is ScheduleStatus.DELETED and outcome is Outcome.REFUSED:
+    def apply_state(self, change: StateChange) -> bool:
+        params = state_params(change)
+        outcome = self.write(state_rule(change.status), params)
+        if change.status is ScheduleStatus.DELETED and outcome is Outcome.REFUSED:
             self.write(RAISE_TOMBSTONE, params)
         return outcome is Outcome.CHANGED
 
@@ -154,14 +145,7 @@ class GuardedWrites(ABC):
         chosen = sorted(first.values())
         writes = []
         for change in (changes[index] for index in chosen):
-            params = state_params(
-                change.tenant,
-                change.schedule_id,
-                change.state_revision,
-                change.next_schedule_time,
-                change.now,
-            )
-            writes.append((state_rule(change.status), params))
+            writes.append((state_rule(change.status), state_params(change)))
         outcomes = self.write_many(writes)
         applied = dict(zip(chosen, outcomes, strict=True))
         return [applied.get(index) is Outcome.CHANGED for index in range(len(changes))]

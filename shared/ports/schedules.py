@@ -115,8 +115,9 @@ class ClaimRequest:
 
 
 class StateChange(NamedTuple):
-    """One schedule's pause, resume or delete (``ScheduleStore.apply_states``): the arguments
-    of ``apply_state``."""
+    """One schedule's pause, resume or delete (``ScheduleStore.apply_state``, ``apply_states``):
+    the state revision it comes with, the status it sets, the next time a resume sets, when it
+    is made, and a pause's ``intent``."""
 
     tenant: str
     schedule_id: str
@@ -124,6 +125,7 @@ class StateChange(NamedTuple):
     status: ScheduleStatus
     next_schedule_time: datetime | None
     now: datetime
+    intent: PauseIntent | None = None
 
 
 @dataclass(frozen=True)
@@ -218,16 +220,7 @@ class ScheduleStore(ABC):
         """
 
     @abstractmethod
-    def apply_state(
-        self,
-        tenant: str,
-        schedule_id: str,
-        state_revision: int,
-        status: ScheduleStatus,
-        next_schedule_time: datetime | None,
-        now: datetime,
-        intent: PauseIntent | None = None,
-    ) -> bool:
+    def apply_state(self, change: StateChange) -> bool:
         """Pause, resume or delete, atomically, if ``state_revision`` is newer than the stored one.
 
         ``DELETED`` on an unknown id stores a tombstone (so a create still in flight on queue 1

@@ -15,7 +15,7 @@ import pytest
 from shared.adapters.mongo.store import MongoStore
 from shared.calendars import CalendarRule
 from shared.model import ScheduleStatus
-from shared.ports import Calendar, ClaimRequest, Store
+from shared.ports import Calendar, ClaimRequest, StateChange, Store
 from shared.recurrence.business import Shift
 from shared.timeutil import UTC
 from tests.integration.store import test_store_contract as contract
@@ -112,8 +112,8 @@ def test_the_schedules_naming_a_calendar_are_the_tenants_live_ones(store: Store)
     assert store.schedules_naming("acme", "holidays", 1) == ["digest"]
     assert store.schedules_naming("acme", "nowhere", 10) == []
     # Paused it still names it; deleted, no longer.
-    store.apply_state("acme", "digest", 5, ScheduleStatus.PAUSED, None, T0)
-    store.apply_state("acme", "payroll", 5, ScheduleStatus.DELETED, None, T0)
+    store.apply_state(StateChange("acme", "digest", 5, ScheduleStatus.PAUSED, None, T0))
+    store.apply_state(StateChange("acme", "payroll", 5, ScheduleStatus.DELETED, None, T0))
     assert store.schedules_naming("acme", "holidays", 10) == ["digest"]
     assert store.schedules_naming("globex", "holidays", 10) == ["theirs"]
 
@@ -125,7 +125,7 @@ def test_a_recheck_brings_back_the_later_next_times_of_the_active_schedules_nami
     naming(store, "acme", "payroll", "holidays", "closures", at=later)
     naming(store, "acme", "sooner", "holidays", at=T0 - timedelta(minutes=1))
     naming(store, "acme", "paused", "holidays", at=later)
-    store.apply_state("acme", "paused", 5, ScheduleStatus.PAUSED, None, T0)
+    store.apply_state(StateChange("acme", "paused", 5, ScheduleStatus.PAUSED, None, T0))
     naming(store, "acme", "other", "closures", at=later)
     naming(store, "globex", "theirs", "holidays", at=later)
     assert store.recheck_schedules("acme", "holidays", T0) == 1

@@ -161,7 +161,7 @@ def test_a_definition_lands_in_one_command_unless_the_schedule_is_paused(
     assert commands.take() == 1  # the upsert inserts it
     assert create(store, "s1", revision=2)
     assert commands.take() == 1  # the upsert replaces it
-    assert store.apply_state(TENANT, "s1", 3, ScheduleStatus.PAUSED, None, T0)
+    assert store.apply_state(StateChange(TENANT, "s1", 3, ScheduleStatus.PAUSED, None, T0))
     commands.take()
     assert create(store, "s1", revision=3)
     assert commands.take() == 2  # the upsert refuses a paused one; its own guard takes it

@@ -17,7 +17,7 @@ from shared.adapters.sqlite.store import SqliteStore
 from shared.definition_codec import DefinitionCodec
 from shared.errors import ConfigurationError, Transient
 from shared.model import AttemptOutcome, ExecutionStatus, ScheduleStatus
-from shared.ports import ClaimRequest, Role, ScheduleFilter, SlotReservation
+from shared.ports import ClaimRequest, Role, ScheduleFilter, SlotReservation, StateChange
 from shared.timeutil import to_epoch_ms
 from tests.integration.store.test_store_contract import (
     MINUTE,
@@ -103,7 +103,7 @@ def test_a_file_made_before_versions_opens_migrated_with_its_records(
         # What later versions added works on it: what was sent ahead, pauses, quota slots.
         [claimed] = store.claim_due_schedules(ClaimRequest(T0, T0, 10, "poller-1", T0 + MINUTE))
         assert store.advance_schedule(claimed, "poller-1", T0 + MINUTE, 1, T0, (T0 + SECOND,))
-        assert store.apply_state(TENANT, "old", 5, ScheduleStatus.PAUSED, None, T0)
+        assert store.apply_state(StateChange(TENANT, "old", 5, ScheduleStatus.PAUSED, None, T0))
         slot = SlotReservation(TENANT, "new", 1, T0 + MINUTE)
         assert store.reserve_schedule_slot(slot, 2, T0) is None
         again = store.get_schedule(TENANT, "old")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from shared.model import AttemptOutcome, ExecutionStatus, ScheduleStatus
-from shared.ports import Advance, ClaimRequest, Store
+from shared.ports import Advance, ClaimRequest, StateChange, Store
 from tests.integration.store.test_store_contract import (
     MINUTE,
     SECOND,
@@ -33,7 +33,7 @@ def test_advance_schedules_applies_each_under_its_own_guard(store: Store) -> Non
     }
     # A replace lands on s2 and a pause on s3 while poller-1 holds them.
     assert create(store, "s2", revision=2, next_time=T0 + 30 * MINUTE)
-    assert store.apply_state(TENANT, "s3", 2, ScheduleStatus.PAUSED, None, T0)
+    assert store.apply_state(StateChange(TENANT, "s3", 2, ScheduleStatus.PAUSED, None, T0))
     applied = store.advance_schedules(
         [
             Advance(claimed["s1"], T0 + 5 * MINUTE, 1),
@@ -114,7 +114,7 @@ def test_settle_attempts_records_each_and_counts_only_recorded_final_ones(store:
 def test_get_schedules_reads_every_key_tombstones_included_unknown_absent(store: Store) -> None:
     create(store, "s1")
     create(store, "s2", tenant="other")
-    store.apply_state(TENANT, "gone", 1, ScheduleStatus.DELETED, None, T0)
+    store.apply_state(StateChange(TENANT, "gone", 1, ScheduleStatus.DELETED, None, T0))
     found = store.get_schedules(
         [(TENANT, "s1"), (TENANT, "s2"), ("other", "s2"), (TENANT, "gone"), (TENANT, "s1")]
     )
@@ -129,7 +129,7 @@ def test_get_schedules_read_again_gives_each_schedule_as_it_is_now(store: Store)
     before = store.get_schedules([(TENANT, "s1"), (TENANT, "s2")])
     assert store.get_schedules([(TENANT, "s1"), (TENANT, "s2")]) == before
     create(store, "s1", revision=2, name="renamed")
-    store.apply_state(TENANT, "s2", 2, ScheduleStatus.PAUSED, None, T0)
+    store.apply_state(StateChange(TENANT, "s2", 2, ScheduleStatus.PAUSED, None, T0))
     after = store.get_schedules([(TENANT, "s1"), (TENANT, "s2")])
     assert (after[(TENANT, "s1")].revision, after[(TENANT, "s1")].live_definition.name) == (
         2,

@@ -55,7 +55,7 @@ def test_a_selector_lists_and_counts_the_same_schedules_of_one_tenant(store: Sto
 def test_a_page_of_state_changes_keeps_each_guard(store: Store) -> None:
     for schedule_id in ("s1", "s2", "s3"):
         create(store, TENANT, schedule_id, ())
-    assert store.apply_state(TENANT, "s2", 5, ScheduleStatus.PAUSED, None, T0)
+    assert store.apply_state(StateChange(TENANT, "s2", 5, ScheduleStatus.PAUSED, None, T0))
     changes = [
         StateChange(TENANT, "s1", 10, ScheduleStatus.PAUSED, None, T0),
         # Paused already: the pause's guard refuses it.

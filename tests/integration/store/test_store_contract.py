@@ -44,6 +44,7 @@ from shared.ports import (
     ScheduleFilter,
     ScheduleOrder,
     SlotReservation,
+    StateChange,
     Store,
 )
 from shared.schedule_listing import sort_key
@@ -216,9 +217,9 @@ def test_concurrent_definitions_of_one_schedule_leave_the_newest(store: Store) -
 def test_a_batch_of_definitions_keeps_the_guards_of_each(store: Store) -> None:
     create(store, "active", revision=1)
     create(store, "paused", revision=1)
-    store.apply_state(TENANT, "paused", 2, ScheduleStatus.PAUSED, None, T0)
+    store.apply_state(StateChange(TENANT, "paused", 2, ScheduleStatus.PAUSED, None, T0))
     create(store, "newer", revision=5)
-    store.apply_state(TENANT, "deleted", 4, ScheduleStatus.DELETED, None, T0)
+    store.apply_state(StateChange(TENANT, "deleted", 4, ScheduleStatus.DELETED, None, T0))
     later = T0 + 3 * MINUTE
 
     def item(schedule_id: str, revision: int) -> DefinitionToApply:
@@ -250,7 +251,7 @@ def test_a_batch_of_definitions_keeps_the_guards_of_each(store: Store) -> None:
 
 def test_delete_leaves_a_tombstone_that_blocks_an_older_create(store: Store) -> None:
     # The delete (state revision 5) overtook its create (revision 2) on queue 1.
-    assert not store.apply_state(TENANT, "s1", 5, ScheduleStatus.DELETED, None, T0)
+    assert not store.apply_state(StateChange(TENANT, "s1", 5, ScheduleStatus.DELETED, None, T0))
     tombstone = store.get_schedule(TENANT, "s1")
     assert tombstone is not None
     assert tombstone.status is ScheduleStatus.DELETED
@@ -270,56 +271,64 @@ def test_delete_leaves_a_tombstone_that_blocks_an_older_create(store: Store) -> 
 
 def test_a_second_delete_blocks_a_create_accepted_between_the_two(store: Store) -> None:
     # DELETE (2), PUT (3), DELETE (4), all answered before the processor saw the PUT.
-    assert not store.apply_state(TENANT, "s1", 2, ScheduleStatus.DELETED, None, T0)
-    assert not store.apply_state(TENANT, "s1", 4, ScheduleStatus.DELETED, None, T0)
+    assert not store.apply_state(StateChange(TENANT, "s1", 2, ScheduleStatus.DELETED, None, T0))
+    assert not store.apply_state(StateChange(TENANT, "s1", 4, ScheduleStatus.DELETED, None, T0))
     assert not create(store, "s1", revision=3)
     gone = store.get_schedule(TENANT, "s1")
     assert gone is not None
     assert gone.status is ScheduleStatus.DELETED
     assert gone.state_revision == 4
     # An older delete arriving late changes nothing.
-    assert not store.apply_state(TENANT, "s1", 1, ScheduleStatus.DELETED, None, T0)
+    assert not store.apply_state(StateChange(TENANT, "s1", 1, ScheduleStatus.DELETED, None, T0))
     assert store.get_schedule(TENANT, "s1").state_revision == 4  # type: ignore[union-attr]
 
 
 def test_delete_of_a_live_schedule(store: Store) -> None:
     create(store, "s1", revision=1)
-    assert store.apply_state(TENANT, "s1", 2, ScheduleStatus.DELETED, None, T0)
+    assert store.apply_state(StateChange(TENANT, "s1", 2, ScheduleStatus.DELETED, None, T0))
     deleted = store.get_schedule(TENANT, "s1")
     assert deleted is not None
     assert deleted.status is ScheduleStatus.DELETED
     assert deleted.state_revision == 2
-    assert not store.apply_state(TENANT, "s1", 3, ScheduleStatus.DELETED, None, T0)
-    assert not store.apply_state(TENANT, "s1", 4, ScheduleStatus.ACTIVE, T0, T0)
-    assert not store.apply_state(TENANT, "s1", 4, ScheduleStatus.PAUSED, None, T0)
+    assert not store.apply_state(StateChange(TENANT, "s1", 3, ScheduleStatus.DELETED, None, T0))
+    assert not store.apply_state(StateChange(TENANT, "s1", 4, ScheduleStatus.ACTIVE, T0, T0))
+    assert not store.apply_state(StateChange(TENANT, "s1", 4, ScheduleStatus.PAUSED, None, T0))
     assert not create(store, "s1", revision=2)  # no newer than the delete
     assert claim(store) == []
 
 
 def test_pause_resume_and_their_revisions(store: Store) -> None:
     create(store, "s1")
-    assert store.apply_state(TENANT, "s1", 2, ScheduleStatus.PAUSED, None, T0)
+    assert store.apply_state(StateChange(TENANT, "s1", 2, ScheduleStatus.PAUSED, None, T0))
     paused = store.get_schedule(TENANT, "s1")
     assert paused is not None
     assert paused.status is ScheduleStatus.PAUSED
     assert paused.state_revision == 2
     assert paused.next_schedule_time == T0  # a pause keeps the next time
     assert claim(store) == []
-    assert not store.apply_state(TENANT, "s1", 1, ScheduleStatus.ACTIVE, T0, T0)  # older
-    assert not store.apply_state(TENANT, "s1", 3, ScheduleStatus.PAUSED, None, T0)  # already
-    assert store.apply_state(TENANT, "s1", 4, ScheduleStatus.ACTIVE, T0 + 2 * MINUTE, T0)
+    assert not store.apply_state(
+        StateChange(TENANT, "s1", 1, ScheduleStatus.ACTIVE, T0, T0)
+    )  # older
+    assert not store.apply_state(
+        StateChange(TENANT, "s1", 3, ScheduleStatus.PAUSED, None, T0)
+    )  # already
+    assert store.apply_state(
+        StateChange(TENANT, "s1", 4, ScheduleStatus.ACTIVE, T0 + 2 * MINUTE, T0)
+    )
     resumed = store.get_schedule(TENANT, "s1")
     assert resumed is not None
     assert resumed.status is ScheduleStatus.ACTIVE
     assert resumed.state_revision == 4
     assert resumed.next_schedule_time == T0 + 2 * MINUTE
-    assert not store.apply_state(TENANT, "s1", 3, ScheduleStatus.PAUSED, None, T0)  # older
+    assert not store.apply_state(
+        StateChange(TENANT, "s1", 3, ScheduleStatus.PAUSED, None, T0)
+    )  # older
 
 
 def test_resume_without_next_time_completes(store: Store) -> None:
     create(store, "s1")
-    store.apply_state(TENANT, "s1", 2, ScheduleStatus.PAUSED, None, T0)
-    assert store.apply_state(TENANT, "s1", 3, ScheduleStatus.ACTIVE, None, T0)
+    store.apply_state(StateChange(TENANT, "s1", 2, ScheduleStatus.PAUSED, None, T0))
+    assert store.apply_state(StateChange(TENANT, "s1", 3, ScheduleStatus.ACTIVE, None, T0))
     schedule = store.get_schedule(TENANT, "s1")
     assert schedule is not None
     assert schedule.status is ScheduleStatus.COMPLETED
@@ -332,7 +341,7 @@ def test_the_version_check_opens_a_recurring_definition_once_per_revision(store:
     first = store.get_schedules([key], cache)[key]
     assert first.definition == definition()
     # Read again, paused: the state is read anew, the definition is the one opened before.
-    assert store.apply_state(TENANT, "s1", 2, ScheduleStatus.PAUSED, None, T0)
+    assert store.apply_state(StateChange(TENANT, "s1", 2, ScheduleStatus.PAUSED, None, T0))
     again = store.get_schedules([key], cache)[key]
     assert again.status is ScheduleStatus.PAUSED
     assert again.definition is first.definition
@@ -343,7 +352,7 @@ def test_the_version_check_opens_a_recurring_definition_once_per_revision(store:
     assert changed.definition.payload.url == "https://hooks.example.com/other"
     assert len(cache) == 2
     # Deleted: the state is read anew, whatever the cache holds.
-    assert store.apply_state(TENANT, "s1", 4, ScheduleStatus.DELETED, None, T0)
+    assert store.apply_state(StateChange(TENANT, "s1", 4, ScheduleStatus.DELETED, None, T0))
     assert store.get_schedules([key], cache)[key].status is ScheduleStatus.DELETED
 
 
@@ -368,15 +377,15 @@ def test_the_version_check_reads_states_and_revisions_without_definitions(store:
 
 
 def test_pause_or_resume_of_an_unknown_schedule_changes_nothing(store: Store) -> None:
-    assert not store.apply_state(TENANT, "nope", 1, ScheduleStatus.PAUSED, None, T0)
-    assert not store.apply_state(TENANT, "nope", 2, ScheduleStatus.ACTIVE, T0, T0)
+    assert not store.apply_state(StateChange(TENANT, "nope", 1, ScheduleStatus.PAUSED, None, T0))
+    assert not store.apply_state(StateChange(TENANT, "nope", 2, ScheduleStatus.ACTIVE, T0, T0))
     assert store.get_schedule(TENANT, "nope") is None
 
 
 def test_a_replace_keeps_the_pause_and_the_run_counters(store: Store) -> None:
     create(store, "s1")
     store.record_run(TENANT, "s1", succeeded=False, at=T0)
-    store.apply_state(TENANT, "s1", 2, ScheduleStatus.PAUSED, None, T0)
+    store.apply_state(StateChange(TENANT, "s1", 2, ScheduleStatus.PAUSED, None, T0))
     assert create(store, "s1", revision=3, name="replaced", next_time=T0 + 7 * MINUTE)
     schedule = store.get_schedule(TENANT, "s1")
     assert schedule is not None
@@ -455,10 +464,10 @@ def test_a_replace_moves_a_schedule_to_its_new_priority(store: Store) -> None:
 
 def test_claim_excludes_paused_completed_deleted_and_leased(store: Store) -> None:
     create(store, "paused")
-    store.apply_state(TENANT, "paused", 2, ScheduleStatus.PAUSED, None, T0)
+    store.apply_state(StateChange(TENANT, "paused", 2, ScheduleStatus.PAUSED, None, T0))
     create(store, "completed", next_time=None)
     create(store, "deleted")
-    store.apply_state(TENANT, "deleted", 2, ScheduleStatus.DELETED, None, T0)
+    store.apply_state(StateChange(TENANT, "deleted", 2, ScheduleStatus.DELETED, None, T0))
     create(store, "due")
     assert claim(store, owner="poller-1") == ["due"]
     assert claim(store, owner="poller-2") == []  # leased by poller-1
@@ -503,8 +512,10 @@ def test_advance_keeps_the_times_sent_ahead_until_a_replace(store: Store) -> Non
     assert store.get_schedules([(TENANT, "s1")])[(TENANT, "s1")].sent_ahead == ahead
     [listed] = store.list_schedules(TENANT, ScheduleFilter(), 10, None).items
     assert listed.sent_ahead == ahead
-    assert store.apply_state(TENANT, "s1", 2, ScheduleStatus.PAUSED, None, T0)
-    assert store.apply_state(TENANT, "s1", 3, ScheduleStatus.ACTIVE, T0 + 5 * MINUTE, T0)
+    assert store.apply_state(StateChange(TENANT, "s1", 2, ScheduleStatus.PAUSED, None, T0))
+    assert store.apply_state(
+        StateChange(TENANT, "s1", 3, ScheduleStatus.ACTIVE, T0 + 5 * MINUTE, T0)
+    )
     assert (resumed := store.get_schedule(TENANT, "s1")) is not None
     assert resumed.sent_ahead == ahead
     # The next claim replaces them, with none still to come here.
@@ -559,7 +570,7 @@ def test_a_replace_that_landed_during_the_claim_wins(store: Store) -> None:
 def test_a_pause_that_landed_during_the_claim_wins(store: Store) -> None:
     create(store, "s1")
     [claimed] = store.claim_due_schedules(ClaimRequest(T0, T0, 10, "poller-1", T0 + MINUTE))
-    assert store.apply_state(TENANT, "s1", 2, ScheduleStatus.PAUSED, None, T0)
+    assert store.apply_state(StateChange(TENANT, "s1", 2, ScheduleStatus.PAUSED, None, T0))
     assert not store.advance_schedule(claimed, "poller-1", T0 + 5 * MINUTE, 1, T0)
     schedule = store.get_schedule(TENANT, "s1")
     assert schedule is not None
@@ -593,9 +604,9 @@ def test_list_filters_by_status_name_tag_and_next_time(store: Store) -> None:
     create(store, "c", name="cleanup", tags=("ops",), next_time=T0 + 2 * MINUTE)
     create(store, "d", name="report.*", next_time=None)  # completed; a name with regex chars
     create(store, "e", name="paused one")
-    store.apply_state(TENANT, "e", 2, ScheduleStatus.PAUSED, None, T0)
+    store.apply_state(StateChange(TENANT, "e", 2, ScheduleStatus.PAUSED, None, T0))
     create(store, "f")
-    store.apply_state(TENANT, "f", 2, ScheduleStatus.DELETED, None, T0)
+    store.apply_state(StateChange(TENANT, "f", 2, ScheduleStatus.DELETED, None, T0))
 
     def ids(query: ScheduleFilter) -> list[str]:
         return [s.schedule_id for s in store.list_schedules(TENANT, query, 100, None).items]
@@ -647,7 +658,7 @@ def test_search_finds_a_name_part_a_tag_or_the_target_host_never_the_sealed_rest
     create(store, "c", name="report.*", url="https://HOOKS.example.org/run")
     create(store, "d", name="other tenant's report", tenant="globex")
     create(store, "e", name="gone report")
-    store.apply_state(TENANT, "e", 2, ScheduleStatus.DELETED, None, T0)
+    store.apply_state(StateChange(TENANT, "e", 2, ScheduleStatus.DELETED, None, T0))
 
     def found(text: str) -> list[str]:
         return listed_ids(store, ScheduleFilter(search=text))
@@ -742,7 +753,7 @@ def forget_search_fields(store: Store) -> None:
 def test_the_search_fields_of_schedules_stored_before_are_filled_in(store: Store) -> None:
     create(store, "old", name="Legacy Job", url="https://legacy.example.com/hook?token=abc")
     create(store, "new", name="a job")
-    store.apply_state(TENANT, "gone", 1, ScheduleStatus.DELETED, None, T0)
+    store.apply_state(StateChange(TENANT, "gone", 1, ScheduleStatus.DELETED, None, T0))
     forget_search_fields(store)
     store.ensure_indexes()
     assert listed_ids(store, ScheduleFilter(search="legacy.example")) == ["old"]
@@ -764,7 +775,7 @@ def test_tenants_never_see_each_other(store: Store) -> None:
     listed = store.list_schedules("acme", ScheduleFilter(), 10, None).items
     assert [(s.tenant, s.schedule_id) for s in listed] == [("acme", "shared-id")]
     # A mutation of one tenant's schedule leaves the other's alone.
-    store.apply_state("acme", "shared-id", 2, ScheduleStatus.DELETED, None, T0)
+    store.apply_state(StateChange("acme", "shared-id", 2, ScheduleStatus.DELETED, None, T0))
     still = store.get_schedule("globex", "shared-id")
     assert still is not None
     assert still.status is ScheduleStatus.ACTIVE
@@ -785,8 +796,8 @@ def test_count_schedules_by_status_without_tombstones(store: Store) -> None:
     create(store, "b", tenant="globex")
     create(store, "c", next_time=None)
     create(store, "d")
-    store.apply_state(TENANT, "d", 2, ScheduleStatus.PAUSED, None, T0)
-    store.apply_state(TENANT, "gone", 2, ScheduleStatus.DELETED, None, T0)
+    store.apply_state(StateChange(TENANT, "d", 2, ScheduleStatus.PAUSED, None, T0))
+    store.apply_state(StateChange(TENANT, "gone", 2, ScheduleStatus.DELETED, None, T0))
     assert dict(store.count_schedules()) == {"active": 2, "completed": 1, "paused": 1}
 
 
@@ -831,7 +842,9 @@ def test_indexes_need_no_partial_or_sparse_behaviour(store: Store) -> None:
             assert "partialFilterExpression" not in index, (collection.name, name)
             assert not index.get("sparse"), (collection.name, name)
     # The one unique index is over keys every schedule document carries, tombstones included.
-    assert not store.apply_state(TENANT, "never-created", 2, ScheduleStatus.DELETED, None, T0)
+    assert not store.apply_state(
+        StateChange(TENANT, "never-created", 2, ScheduleStatus.DELETED, None, T0)
+    )
     create(store, "s1")
     for document in store.schedules.find({}):
         assert document.get("tenant") and document.get("schedule_id"), document
@@ -1056,8 +1069,8 @@ def test_an_ended_pause_is_resumed_once_with_its_next_time_kept(store: Store) ->
     before = store.get_schedule(TENANT, "s1")
     assert before is not None
     intent = PauseIntent(T0 + MINUTE, "maintenance", "ci (0123abcd4567)")
-    assert store.apply_state(TENANT, "s1", 10, ScheduleStatus.PAUSED, None, T0, intent)
-    assert store.apply_state(TENANT, "s2", 10, ScheduleStatus.PAUSED, None, T0)
+    assert store.apply_state(StateChange(TENANT, "s1", 10, ScheduleStatus.PAUSED, None, T0, intent))
+    assert store.apply_state(StateChange(TENANT, "s2", 10, ScheduleStatus.PAUSED, None, T0))
     paused = store.get_schedule(TENANT, "s1")
     assert paused is not None
     assert (paused.paused_until, paused.pause_note, paused.pause_set_by) == intent
@@ -1078,9 +1091,11 @@ def test_an_ended_pause_is_resumed_once_with_its_next_time_kept(store: Store) ->
 def test_a_pause_resumed_by_its_owner_first_is_not_resumed_again(store: Store) -> None:
     create(store, "s1")
     intent = PauseIntent(T0 + MINUTE, None, "console")
-    assert store.apply_state(TENANT, "s1", 10, ScheduleStatus.PAUSED, None, T0, intent)
-    assert store.apply_state(TENANT, "s1", 11, ScheduleStatus.ACTIVE, T0 + 2 * MINUTE, T0)
-    assert store.apply_state(TENANT, "s1", 12, ScheduleStatus.PAUSED, None, T0)
+    assert store.apply_state(StateChange(TENANT, "s1", 10, ScheduleStatus.PAUSED, None, T0, intent))
+    assert store.apply_state(
+        StateChange(TENANT, "s1", 11, ScheduleStatus.ACTIVE, T0 + 2 * MINUTE, T0)
+    )
+    assert store.apply_state(StateChange(TENANT, "s1", 12, ScheduleStatus.PAUSED, None, T0))
     assert store.resume_ended_pauses(T0 + MINUTE, 10) == []
     again = store.get_schedule(TENANT, "s1")
     assert again is not None and again.status is ScheduleStatus.PAUSED
@@ -1106,7 +1121,7 @@ def test_a_replace_or_a_pause_keeps_the_overlap_marker(store: Store) -> None:
     first = overlap_claim(T0, T0 + MINUTE)
     assert store.take_overlaps([first], T0) == [OverlapTurn.HELD]
     create(store, "s1", revision=2)
-    assert store.apply_state(TENANT, "s1", 3, ScheduleStatus.PAUSED, None, T0)
+    assert store.apply_state(StateChange(TENANT, "s1", 3, ScheduleStatus.PAUSED, None, T0))
     stored = store.get_schedule(TENANT, "s1")
     assert stored is not None
     assert stored.overlap_holder == first.occurrence_id
@@ -1266,10 +1281,10 @@ def test_concurrent_claimers_never_get_the_same_schedule(
 def test_count_tenant_schedules_counts_active_and_paused_of_that_tenant(store: Store) -> None:
     create(store, "a")
     create(store, "b")
-    store.apply_state(TENANT, "b", 2, ScheduleStatus.PAUSED, None, T0)
+    store.apply_state(StateChange(TENANT, "b", 2, ScheduleStatus.PAUSED, None, T0))
     create(store, "c", next_time=None)  # completed: fires no more
     create(store, "d")
-    store.apply_state(TENANT, "d", 2, ScheduleStatus.DELETED, None, T0)
+    store.apply_state(StateChange(TENANT, "d", 2, ScheduleStatus.DELETED, None, T0))
     create(store, "e", tenant="globex")
     assert store.count_tenant_schedules(TENANT) == 2
     assert store.count_tenant_schedules("globex") == 1
@@ -1286,10 +1301,12 @@ def reserve(store: Store, schedule_id: str, quota: int, revision: int = 5) -> in
 
 def test_slots_are_reserved_while_the_quota_has_room(store: Store) -> None:
     create(store, "live")
-    store.apply_state(TENANT, "live", 2, ScheduleStatus.PAUSED, None, T0)  # paused: live still
+    store.apply_state(
+        StateChange(TENANT, "live", 2, ScheduleStatus.PAUSED, None, T0)
+    )  # paused: live still
     create(store, "done", next_time=None)  # completed: takes no slot
     create(store, "gone")
-    store.apply_state(TENANT, "gone", 2, ScheduleStatus.DELETED, None, T0)
+    store.apply_state(StateChange(TENANT, "gone", 2, ScheduleStatus.DELETED, None, T0))
     assert reserve(store, "a", quota=3) is None
     assert reserve(store, "b", quota=3) is None
     assert reserve(store, "c", quota=3) == 3
@@ -1302,7 +1319,7 @@ def test_a_slot_counts_once_its_create_is_applied_or_can_no_longer_be(store: Sto
     assert reserve(store, "b", quota=2, revision=5) is None
     create(store, "a", revision=5)  # applied: live now, counted once
     # Deleted before its create landed: the create never will, and frees its slot.
-    store.apply_state(TENANT, "b", 6, ScheduleStatus.DELETED, None, T0)
+    store.apply_state(StateChange(TENANT, "b", 6, ScheduleStatus.DELETED, None, T0))
     assert reserve(store, "c", quota=2) is None
     assert reserve(store, "d", quota=2) == 2
 
@@ -1312,7 +1329,7 @@ def test_a_reservation_of_a_schedule_that_takes_a_slot_is_always_held(store: Sto
     assert reserve(store, "a", quota=1, revision=7) is None  # a replace adds no schedule
     assert reserve(store, "b", quota=1) == 1
     # The replace is pending still: deleted meanwhile, then replaced, "a" is live again.
-    store.apply_state(TENANT, "a", 6, ScheduleStatus.DELETED, None, T0)
+    store.apply_state(StateChange(TENANT, "a", 6, ScheduleStatus.DELETED, None, T0))
     assert reserve(store, "b", quota=1) == 1
 
 
@@ -1334,7 +1351,9 @@ def test_the_quota_holds_past_many_reservations(store: Store) -> None:
         create(store, f"s{number:02d}", revision=5)
     assert reserve(store, "one-more", quota=70) == 70
     for number in range(0, 10, 2):
-        store.apply_state(TENANT, f"s{number:02d}", 6, ScheduleStatus.DELETED, None, T0)
+        store.apply_state(
+            StateChange(TENANT, f"s{number:02d}", 6, ScheduleStatus.DELETED, None, T0)
+        )
     for number in range(5):
         assert reserve(store, f"new-{number}", quota=70) is None
     assert reserve(store, "one-more", quota=70) == 70
@@ -1562,9 +1581,9 @@ def test_purge_expired_deletes_only_old_final_records_and_finished_schedules(sto
     create(store, "live")
     create(store, "done", next_time=None)
     create(store, "gone")
-    store.apply_state(TENANT, "gone", 5, ScheduleStatus.DELETED, None, T0)
+    store.apply_state(StateChange(TENANT, "gone", 5, ScheduleStatus.DELETED, None, T0))
     create(store, "paused")
-    store.apply_state(TENANT, "paused", 5, ScheduleStatus.PAUSED, None, T0)
+    store.apply_state(StateChange(TENANT, "paused", 5, ScheduleStatus.PAUSED, None, T0))
 
     cutoff = T0 + 5 * MINUTE
     remaining = store.list_executions(TENANT, "s1", 50, None).items

@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from shared.model import Occurrence, ScheduleStatus
-from shared.ports import Advance, ClaimRequest, Store
+from shared.ports import Advance, ClaimRequest, StateChange, Store
 from tests.integration.store.test_store_contract import MINUTE, SECOND, T0, TENANT, create
 from tests.integration.store.test_store_contract import store as contract_store
 
@@ -57,11 +57,13 @@ def test_a_claim_holds_the_cursor_and_a_replace_or_resume_disarms_it(contract_st
     assert store.advance_schedules([advance], "p2", T0 + MINUTE) == [True]
     [due] = store.late_schedules(T0 + MINUTE, 10)
     assert store.move_late_check(due, T0 + 90 * SECOND)
-    assert store.apply_state(TENANT, "s1", 2, ScheduleStatus.PAUSED, None, T0)
+    assert store.apply_state(StateChange(TENANT, "s1", 2, ScheduleStatus.PAUSED, None, T0))
     assert store.late_schedules(T0 + 10 * MINUTE, 10) == []  # a paused schedule is not late
     # Disarmed by the pause itself, whatever ends it.
     assert store.get_schedule(TENANT, "s1").late_check_at is None  # type: ignore[union-attr]
-    assert store.apply_state(TENANT, "s1", 3, ScheduleStatus.ACTIVE, T0 + 10 * MINUTE, T0)
+    assert store.apply_state(
+        StateChange(TENANT, "s1", 3, ScheduleStatus.ACTIVE, T0 + 10 * MINUTE, T0)
+    )
     assert store.get_schedule(TENANT, "s1").late_check_at is None  # type: ignore[union-attr]
     create(store, "s2", next_time=T0 + 10 * MINUTE)
     claims = store.claim_due_schedules(ClaimRequest(T0 + 10 * MINUTE, T0, 10, "p3", T0 + MINUTE))

@@ -15,7 +15,7 @@ from shared.model import (
     ScheduleStatus,
     revision_at,
 )
-from shared.ports import Store
+from shared.ports import StateChange, Store
 from tests.integration.store.test_store_contract import (
     MINUTE,
     T0,
@@ -113,7 +113,9 @@ def test_a_resume_clears_the_pause_and_the_streak(store: Store) -> None:
     assert paused.paused_by is PausedBy.FAILURES
     resumed_at = T0 + 10 * MINUTE
     assert store.apply_state(
-        TENANT, "s1", revision_at(resumed_at), ScheduleStatus.ACTIVE, resumed_at, resumed_at
+        StateChange(
+            TENANT, "s1", revision_at(resumed_at), ScheduleStatus.ACTIVE, resumed_at, resumed_at
+        )
     )
     resumed = stored(store)
     assert (resumed.status, resumed.paused_by, resumed.paused_at) == (
@@ -134,14 +136,14 @@ def test_an_older_resume_does_not_undo_a_pause_by_failures(store: Store) -> None
     create(store, "s1", pause_after_failures=1)
     settle(store, [("s1", 0, False)])
     assert not store.apply_state(
-        TENANT, "s1", revision_at(T0), ScheduleStatus.ACTIVE, T0 + MINUTE, T0 + MINUTE
+        StateChange(TENANT, "s1", revision_at(T0), ScheduleStatus.ACTIVE, T0 + MINUTE, T0 + MINUTE)
     )
     assert stored(store).status is ScheduleStatus.PAUSED
 
 
 def test_a_pause_by_its_owner_says_so_and_failures_do_not_change_it(store: Store) -> None:
     create(store, "s1", pause_after_failures=1)
-    assert store.apply_state(TENANT, "s1", 2, ScheduleStatus.PAUSED, None, T0)
+    assert store.apply_state(StateChange(TENANT, "s1", 2, ScheduleStatus.PAUSED, None, T0))
     assert (stored(store).paused_by, stored(store).paused_at) == (PausedBy.USER, T0)
     settle(store, [("s1", 1, False)])  # a manual run, say
     paused = stored(store)
