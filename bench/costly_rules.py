@@ -81,7 +81,7 @@ def _prepare(case: str, app: Any, store: Any, clock: Any, processor: Any) -> Non
         definition = ScheduleDefinition(timing, Payload("GET", PAYLOAD["url"]))
         accepted = NOW - timedelta(minutes=10_000)
         for number in range(LIST_SCHEDULES):
-            store.apply_definition("default", f"costly-{number:02}", 1, definition, NOW, accepted)
+            store.apply_definition(("default", f"costly-{number:02}", 1, definition, NOW, accepted))
             [claimed] = store.claim_due_schedules(
                 ClaimRequest(NOW, NOW, 1, "bench", NOW + timedelta(minutes=1))
             )

@@ -34,7 +34,7 @@ def fill(backends: Any, count: int) -> None:
         at = now + timedelta(days=1, seconds=index)
         schedule_id = f"storage-{index:08d}"
         store.apply_definition(
-            TENANT, schedule_id, 1, one_time_definition(HOOK, at, f"bench-{index}"), at, now
+            (TENANT, schedule_id, 1, one_time_definition(HOOK, at, f"bench-{index}"), at, now)
         )
         occurrence = Occurrence(TENANT, schedule_id, 1, at)
         execution = store.begin_attempt(occurrence, "bench", now, now + timedelta(seconds=40))

@@ -91,12 +91,14 @@ def _store(url: str, database: str, key: str) -> Iterator[MongoStore]:
 def _seed(store: MongoStore, count: int, due: datetime, prefix: str) -> None:
     for index in range(count):
         store.apply_definition(
-            TENANT,
-            f"{prefix}-{index:07d}",
-            1,
-            one_time_definition(HOOK, due, f"bench-{index}"),
-            due,
-            due - timedelta(seconds=1),
+            (
+                TENANT,
+                f"{prefix}-{index:07d}",
+                1,
+                one_time_definition(HOOK, due, f"bench-{index}"),
+                due,
+                due - timedelta(seconds=1),
+            )
         )
 
 

@@ -191,19 +191,9 @@ class ScheduleStore(ABC):
             for key, schedule in found.items()
         }
 
-    def apply_definition(
-        self,
-        tenant: str,
-        schedule_id: str,
-        revision: int,
-        definition: ScheduleDefinition,
-        next_schedule_time: datetime | None,
-        accepted_at: datetime,
-    ) -> bool:
+    def apply_definition(self, landing: DefinitionToApply) -> bool:
         """``apply_definitions`` of one."""
-        return self.apply_definitions(
-            [(tenant, schedule_id, revision, definition, next_schedule_time, accepted_at)]
-        )[0]
+        return self.apply_definitions([landing])[0]
 
     @abstractmethod
     def apply_definitions(self, definitions: Sequence[DefinitionToApply]) -> list[bool]:

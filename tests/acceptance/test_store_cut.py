@@ -194,7 +194,7 @@ def test_workers_started_while_mongodb_is_cut_off_start_when_it_is_back(
                 now = datetime.now(UTC)
                 due = now.replace(microsecond=0) + timedelta(seconds=2)
                 backends.store.apply_definition(
-                    "default", "after-the-cut", 1, one_time(f"{receiver.url}/back", due), due, now
+                    ("default", "after-the-cut", 1, one_time(f"{receiver.url}/back", due), due, now)
                 )
             finally:
                 backends.close()

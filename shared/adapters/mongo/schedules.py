@@ -22,7 +22,7 @@ from shared.claim_rules import (
     advance_params,
 )
 from shared.definition_cache import DefinitionCache
-from shared.model import Schedule, ScheduleDefinition
+from shared.model import Schedule
 from shared.ports import Advance, DefinitionToApply, ScheduleStore
 from shared.store_rules import (
     CHANGED_BEFORE,
@@ -71,18 +71,9 @@ class MongoSchedules(MongoBacked, ScheduleStore):
         with transient("get_schedules"):
             return list(self.schedules.find({"_id": {"$in": ids}}, projection))
 
-    def apply_definition(
-        self,
-        tenant: str,
-        schedule_id: str,
-        revision: int,
-        definition: ScheduleDefinition,
-        next_schedule_time: datetime | None,
-        accepted_at: datetime,
-    ) -> bool:
+    def apply_definition(self, landing: DefinitionToApply) -> bool:
         # LAND_DEFINITION's guarded upsert alone: one command, a new schedule or a replace.
-        arguments = (tenant, schedule_id, revision, definition, next_schedule_time, accepted_at)
-        [params] = self.landings([arguments])
+        [params] = self.landings([landing])
         return self.write(LAND_DEFINITION, params) is not Outcome.REFUSED
 
     def apply_definitions(self, definitions: Sequence[DefinitionToApply]) -> list[bool]:

@@ -63,7 +63,7 @@ def failures(
         pause_after_failures=pause_after_failures,
         on_failure=hook,
     )
-    store.apply_definition("default", "s-1", 1, definition, now, now)
+    store.apply_definition(("default", "s-1", 1, definition, now, now))
     schedule = store.get_schedule("default", "s-1")
     assert schedule is not None
     batch = []
@@ -130,6 +130,6 @@ def test_the_hook_as_it_is_now_is_told(tmp_path: Path) -> None:
     stored = store.get_schedule("default", "s-1")
     assert stored is not None and stored.definition is not None
     replaced = dataclasses.replace(stored.definition, on_failure=moved)
-    store.apply_definition("default", "s-1", 2, replaced, datetime.now(UTC), datetime.now(UTC))
+    store.apply_definition(("default", "s-1", 2, replaced, datetime.now(UTC), datetime.now(UTC)))
     [event] = settle(store, queue, batch)
     assert event.hook == moved

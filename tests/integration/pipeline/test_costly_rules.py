@@ -72,9 +72,7 @@ def store_as_an_older_version_did(
 ) -> None:
     """A schedule stored without today's checks (an older version accepted it)."""
     definition = ScheduleDefinition(Timing("UTC", rrule=rrule), Payload("GET", PAYLOAD["url"]))
-    api.backends.store.apply_definition(
-        TENANT, schedule_id, 1, definition, next_time, accepted_at=accepted
-    )
+    api.backends.store.apply_definition((TENANT, schedule_id, 1, definition, next_time, accepted))
 
 
 # -- refused at create, within the budget -----------------------------------------------------
@@ -306,7 +304,7 @@ def test_listing_costly_schedules_computes_no_rule(api: ApiUnderTest) -> None:
     store = api.backends.store
     for number in range(45):
         schedule_id = f"costly-{number:02}"
-        store.apply_definition(TENANT, schedule_id, 1, definition, now, accepted)
+        store.apply_definition((TENANT, schedule_id, 1, definition, now, accepted))
         [claimed] = store.claim_due_schedules(ClaimRequest(now, now, 1, "poller", now + MINUTE))
         assert store.advance_schedules([Advance(claimed, None, 10_000)], "poller", now)
     response, cost = costing(lambda: api.client.get(f"{API}/schedules?limit=200"))

@@ -124,7 +124,7 @@ def test_the_schedules_gauge_counts_the_store_at_most_once_per_max_age(tmp_path:
         Timing("UTC", interval=Every(1, Unit.DAY)), Payload("GET", "https://example.com/")
     )
     at = datetime(2026, 1, 1, tzinfo=UTC)
-    store.apply_definition("default", "daily", 1, definition, at, at)
+    store.apply_definition(("default", "daily", 1, definition, at, at))
     now[0] += 29
     assert active() == 0  # the counts of the last scrape, not a new scan
     now[0] += 1

@@ -57,7 +57,7 @@ def test_a_poller_behind_sends_the_highest_priority_first_and_ages_its_backlog(
         priority, due = (0, now - timedelta(hours=1)) if number < 10 else (9, now - MINUTE)
         due += timedelta(seconds=number)
         definition = dataclasses.replace(one_time("http://127.0.0.1:9/", due), priority=priority)
-        store.apply_definition(TENANT, f"s{number:02d}", 1, definition, due, now)
+        store.apply_definition((TENANT, f"s{number:02d}", 1, definition, due, now))
     recorder = RecordsClaims(store)
     settings = sqlite_settings(Path("/unused"), claim_batch_size=BATCH)
     poller = Poller(recorder, backends.queues.occurrences, settings)  # type: ignore[arg-type]

@@ -80,7 +80,7 @@ def test_scheduler_reseal_reseals_the_store_its_settings_name(
         payload=Payload("POST", "https://h.example/run", headers={"X-Api-Key": "k3y-value"}),
     )
     backends.store.apply_definition(
-        "t", "s1", 1, definition, None, datetime(2026, 1, 1, tzinfo=UTC)
+        ("t", "s1", 1, definition, None, datetime(2026, 1, 1, tzinfo=UTC))
     )
     backends.close()
     monkeypatch.setenv("SCHEDULER_SECRET_KEYS", f"{new},{old}")

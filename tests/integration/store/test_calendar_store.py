@@ -98,7 +98,7 @@ def test_a_delete_removes_the_tenants_calendar_only(store: Store) -> None:
 
 def naming(store: Store, tenant: str, schedule_id: str, *names: str, at: datetime = T0) -> None:
     definition = replace(contract.definition(), calendar=CalendarRule(names, Shift.SKIP))
-    assert store.apply_definition(tenant, schedule_id, 1, definition, at, T0 - timedelta(days=1))
+    assert store.apply_definition((tenant, schedule_id, 1, definition, at, T0 - timedelta(days=1)))
 
 
 def test_the_schedules_naming_a_calendar_are_the_tenants_live_ones(store: Store) -> None:

@@ -40,7 +40,7 @@ def seed(store: MongoStore, count: int) -> list[str]:
     ids = [f"s{number:05d}" for number in range(count)]
     for rank, schedule_id in enumerate(ids):
         due = T0 - timedelta(seconds=count - rank)
-        store.apply_definition(TENANT, schedule_id, 1, definition(), due, T0 - 60 * MINUTE)
+        store.apply_definition((TENANT, schedule_id, 1, definition(), due, T0 - 60 * MINUTE))
     return ids
 
 

@@ -170,7 +170,7 @@ def test_the_schedules_stored_before_priorities_were_kept_get_theirs(
     store = MongoStore(client, name, secrets=TEST_SECRETS)
     store.ensure_indexes()
     for schedule_id, priority, due in (("low", 2, T0 - MINUTE), ("high", 8, T0)):
-        store.apply_definition(TENANT, schedule_id, 1, definition(priority=priority), due, T0)
+        store.apply_definition((TENANT, schedule_id, 1, definition(priority=priority), due, T0))
     client[name]["schedules"].update_many({}, {"$unset": {"priority": ""}})
     [fill] = [item.version for item in STEPS if isinstance(item.step, FillPriorities)]
     client[name]["migrations"].update_one({"_id": "indexes"}, {"$set": {"version": fill - 1}})

@@ -186,7 +186,7 @@ def test_failures_that_pause_their_schedules_cost_no_command_more(
     store, commands = counted
     limited = dataclasses.replace(definition(), pause_after_failures=1)
     for number in range(40):
-        store.apply_definition(TENANT, f"f{number:03d}", 1, limited, T0, T0 - MINUTE)
+        store.apply_definition((TENANT, f"f{number:03d}", 1, limited, T0, T0 - MINUTE))
     due = [occurrence(f"f{number:03d}") for number in range(40)]
     began = store.begin_attempts(due, "executor-1", T0, T0 + MINUTE)
     commands.take()

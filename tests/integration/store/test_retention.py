@@ -50,8 +50,8 @@ def test_a_sweep_deletes_what_is_older_than_retention(tmp_path: Path, backends: 
         Timing("UTC", interval=Every(1, Unit.DAY)), Payload("GET", "https://example.com/")
     )
     store = backends.store
-    store.apply_definition("default", "daily", 1, definition, T0 + timedelta(days=41), T0)
-    store.apply_definition("default", "finished", 1, definition, None, T0)
+    store.apply_definition(("default", "daily", 1, definition, T0 + timedelta(days=41), T0))
+    store.apply_definition(("default", "finished", 1, definition, None, T0))
     old = finished_run(backends, "daily", T0)
     recent = finished_run(backends, "daily", T0 + timedelta(days=35))
 

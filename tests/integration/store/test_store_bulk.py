@@ -22,7 +22,7 @@ __all__ = ["store"]  # the fixture, parametrised over every adapter
 
 def create(store: Store, tenant: str, schedule_id: str, tags: tuple[str, ...]) -> None:
     defined = dataclasses.replace(definition(), tags=tags, name=f"job {schedule_id}")
-    assert store.apply_definition(tenant, schedule_id, 1, defined, T0, accepted_at=T0 - MINUTE)
+    assert store.apply_definition((tenant, schedule_id, 1, defined, T0, T0 - MINUTE))
 
 
 def listed(store: Store, query: ScheduleFilter, tenant: str = TENANT) -> list[str]:

@@ -137,7 +137,14 @@ def create(
     priority: int = 5,
 ) -> bool:
     return store.apply_definition(
-        tenant, schedule_id, revision, definition(name, tags, url, priority), next_time, accepted_at
+        (
+            tenant,
+            schedule_id,
+            revision,
+            definition(name, tags, url, priority),
+            next_time,
+            accepted_at,
+        )
     )
 
 
@@ -676,7 +683,7 @@ def test_search_finds_a_name_part_a_tag_or_the_target_host_never_the_sealed_rest
     assert found("report") == found("report ")
     assert listed_ids(store, ScheduleFilter(search="report", status=ScheduleStatus.PAUSED)) == []
     replaced = store.apply_definition(
-        TENANT, "a", 5, definition("a", url="https://ledger.example.com/"), T0, T0
+        (TENANT, "a", 5, definition("a", url="https://ledger.example.com/"), T0, T0)
     )
     assert replaced and found("billing") == [] and found("ledger") == ["a"]
 
@@ -1248,7 +1255,7 @@ def test_concurrent_claimers_never_get_the_same_schedule(
         database_name = store.schedules.database.name
     definitions = definition()
     for number in range(due):
-        store.apply_definition(TENANT, f"s{number:04d}", 1, definitions, T0 - MINUTE, T0)
+        store.apply_definition((TENANT, f"s{number:04d}", 1, definitions, T0 - MINUTE, T0))
     # ``spawn``: forking a process that runs threads is unsafe (and warns on newer Pythons).
     context = get_context("spawn")
     # Two processes and four threads start claiming together, once the processes are up.

@@ -98,7 +98,7 @@ def test_an_advance_that_fails_is_tried_again_while_the_lease_holds(backends: Ba
     now = datetime.now(UTC)
     store = backends.store
     for n in range(3):
-        store.apply_definition(TENANT, f"s{n}", 1, one_time("http://127.0.0.1:9/", now), now, now)
+        store.apply_definition((TENANT, f"s{n}", 1, one_time("http://127.0.0.1:9/", now), now, now))
     outage = Outage(store, {"advance_schedules"}, failures=3)
     settings = sqlite_settings(Path("/unused"))
     poller = Poller(outage, backends.queues.occurrences, settings)  # type: ignore[arg-type]
@@ -124,7 +124,7 @@ def test_the_poller_claims_the_moment_the_store_answers_again(backends: Backends
     thread.start()
     try:
         now = datetime.now(UTC)
-        store.apply_definition(TENANT, "due", 1, one_time("http://127.0.0.1:9/", now), now, now)
+        store.apply_definition((TENANT, "due", 1, one_time("http://127.0.0.1:9/", now), now, now))
         time.sleep(1.5)  # failing meanwhile: a doubling pause, never longer than a second
         assert 4 <= len(outage.calls) <= 8, outage.calls
         outage.down.clear()
@@ -204,7 +204,7 @@ def test_what_a_claim_leased_but_never_read_back_is_taken_by_the_owners_next_cla
 ) -> None:
     now = datetime.now(UTC).replace(microsecond=0)
     for n in range(3):
-        mongo.apply_definition(TENANT, f"s{n}", 1, definition(), now - timedelta(seconds=n), now)
+        mongo.apply_definition((TENANT, f"s{n}", 1, definition(), now - timedelta(seconds=n), now))
     lease = now + timedelta(seconds=30)
     mongo.schedules = LosesTheRead(mongo.schedules)  # type: ignore[assignment]
     with pytest.raises(Transient):
@@ -248,7 +248,7 @@ def dispatch_one(settings: Settings, backends: Backends, url: str, seconds: floa
     """A one-time schedule due in ``seconds``, its occurrence sent to queue 2: its id."""
     now = datetime.now(UTC)
     due = utc_ms(now + timedelta(seconds=seconds))
-    backends.store.apply_definition(TENANT, "held", 1, one_time(url, due), due, now)
+    backends.store.apply_definition((TENANT, "held", 1, one_time(url, due), due, now))
     assert Poller(backends.store, backends.queues.occurrences, settings).poll_once() == 1
     return occurrence_id("held", due)
 
@@ -332,7 +332,7 @@ def test_after_an_outage_the_overdue_are_kept_invisible_for_their_lease_a_batch_
         for number in range(30):
             schedule_id = f"held-{number}"
             spec = one_time(f"{receiver.url}/{schedule_id}", due)
-            backends.store.apply_definition(TENANT, schedule_id, 1, spec, due, now)
+            backends.store.apply_definition((TENANT, schedule_id, 1, spec, due, now))
         assert Poller(backends.store, backends.queues.occurrences, settings).poll_once() == 30
         counting = CountsVisibility(backends.queues.occurrences)
         queues = dataclasses.replace(backends.queues, occurrences=counting)

@@ -33,7 +33,7 @@ SECOND = timedelta(seconds=1)
 
 def create(store: Store, schedule_id: str, pause_after_failures: int | None) -> None:
     defined = dataclasses.replace(definition(), pause_after_failures=pause_after_failures)
-    assert store.apply_definition(TENANT, schedule_id, 1, defined, T0, accepted_at=T0 - MINUTE)
+    assert store.apply_definition((TENANT, schedule_id, 1, defined, T0, T0 - MINUTE))
 
 
 def settle(store: Store, outcomes: list[tuple[str, int, bool]]) -> None:
@@ -159,7 +159,7 @@ def test_a_replace_keeps_a_pause_by_failures_and_its_new_limit_applies(store: St
     settle(store, [("s1", 0, False)])
     relaxed = dataclasses.replace(definition(), pause_after_failures=5)
     later: datetime = T0 + MINUTE
-    assert store.apply_definition(TENANT, "s1", 2, relaxed, later, accepted_at=later)
+    assert store.apply_definition((TENANT, "s1", 2, relaxed, later, later))
     schedule = stored(store)
     assert (schedule.status, schedule.paused_by) == (ScheduleStatus.PAUSED, PausedBy.FAILURES)
     assert schedule.live_definition.pause_after_failures == 5

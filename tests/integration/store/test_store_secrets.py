@@ -108,7 +108,7 @@ def stored(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Stored]:
 
 def write(store: Store, revision: int, name: str = "report") -> None:
     assert store.apply_definition(
-        "acme", "s1", revision, definition(name), T0, T0 - timedelta(minutes=1)
+        ("acme", "s1", revision, definition(name), T0, T0 - timedelta(minutes=1))
     )
 
 
