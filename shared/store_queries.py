@@ -17,8 +17,8 @@ from shared.claim_rules import LATE_DUE
 from shared.execution_rules import DEAD_LETTER, IS_RUN
 from shared.formats import parse_execution_cursor
 from shared.guards import After, AnyOf, Condition, Field, Param
-from shared.model import ExecutionStatus, ScheduleStatus
-from shared.ports import ScheduleOrder
+from shared.model import ScheduleStatus
+from shared.ports import HistoryRequest, ScheduleOrder
 from shared.schedule_listing import KEYLESS_LAST, Segment, name_key, searched_host
 from shared.store_rules import (
     SHOWN,
@@ -104,20 +104,15 @@ def _compare(stored: Field, op: str, given: Param) -> Condition:
     return stored >= given if op == ">=" else stored <= given
 
 
-def history_query(
-    tenant: str,
-    schedule_id: str,
-    status: ExecutionStatus | None,
-    limit: int,
-    cursor: str | None,
-) -> Query:
+def history_query(history: HistoryRequest) -> Query:
     """A schedule's records, newest scheduled time first: with ``status``, those in it;
     without, its runs (``IS_RUN``)."""
+    status = history.status
     condition = TENANT & SCHEDULE & (IS_RUN if status is None else STATUS == Param("status"))
-    params: dict[str, Any] = {"tenant": tenant, "schedule_id": schedule_id}
+    params: dict[str, Any] = {"tenant": history.tenant, "schedule_id": history.schedule_id}
     if status is not None:
         params["status"] = status.value
-    return _page("scheduled_time", condition, params, limit, cursor)
+    return _page("scheduled_time", condition, params, history.limit, history.cursor)
 
 
 def dead_letters_query(

@@ -11,7 +11,7 @@ from scheduler_service.presenting.views import execution_view, occurrence_view
 from scheduler_service.roles import requires
 from shared.formats import is_execution_cursor
 from shared.model import ExecutionStatus
-from shared.ports import Role
+from shared.ports import HistoryRequest, Role
 
 HISTORY_PAGE = 50
 # The statuses the history filters by, as its select names them; all runs is no status.
@@ -41,11 +41,13 @@ def history(schedule_id: str) -> tuple[str, int]:
     next_cursor = None
     if not errors:
         stored, found = scheduler.reads.list_executions(
-            g.tenant,
-            schedule_id,
-            HISTORY_PAGE,
-            cursor,
-            ExecutionStatus(status) if status else None,
+            HistoryRequest(
+                g.tenant,
+                schedule_id,
+                HISTORY_PAGE,
+                cursor,
+                ExecutionStatus(status) if status else None,
+            )
         )
         runs = [execution_view(run, scheduler.settings.secret_headers) for run in found.items]
         next_cursor = found.next_cursor

@@ -13,7 +13,7 @@ from flask import g
 from scheduler_service.console.pages import blp, page, service, view_of
 from scheduler_service.roles import requires
 from shared.model import Execution, ExecutionStatus, Schedule, ScheduleStatus
-from shared.ports import Role, ScheduleFilter
+from shared.ports import HistoryRequest, Role, ScheduleFilter
 
 # The overview reads at most this many schedules, and the runs of at most RECENT_SCHEDULES of
 # them (those run most recently), each back to a day ago: it stays cheap for a large tenant and
@@ -68,7 +68,7 @@ def runs_since(tenant: str, schedule_id: str, since: datetime) -> tuple[list[Exe
     found: list[Execution] = []
     cursor: str | None = None
     while len(found) < RECENT_RUNS_PER_SCHEDULE:
-        _, batch = service().reads.list_executions(tenant, schedule_id, 200, cursor)
+        _, batch = service().reads.list_executions(HistoryRequest(tenant, schedule_id, 200, cursor))
         for execution in batch.items:
             if execution.scheduled_time < since:
                 return found, True

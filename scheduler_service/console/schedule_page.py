@@ -22,7 +22,7 @@ from shared.calendars import BusinessCalendar
 from shared.errors import NotFound
 from shared.model import Schedule, ScheduleStatus
 from shared.notations import upcoming_for_a_page
-from shared.ports import Role
+from shared.ports import HistoryRequest, Role
 
 RUNS_SHOWN = 25
 NEXT_TIMES = 10
@@ -69,7 +69,7 @@ def lateness_chart(runs: list[dict[str, Any]], width: float = 600, height: float
 
 
 def recent_runs(schedule_id: str) -> list[dict[str, Any]]:
-    _, found = service().reads.list_executions(g.tenant, schedule_id, RUNS_SHOWN, None)
+    _, found = service().reads.list_executions(HistoryRequest(g.tenant, schedule_id, RUNS_SHOWN))
     secret_patterns = service().settings.secret_headers
     return [execution_view(run, secret_patterns) for run in found.items]
 

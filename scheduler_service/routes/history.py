@@ -19,7 +19,7 @@ from scheduler_service.requests.queries import ListExecutionsQuery, encode_curso
 from scheduler_service.routes.common import page_size, service
 from scheduler_service.routes.schedules import blp
 from shared.model import Execution, ScheduleStatus
-from shared.ports import Role
+from shared.ports import HistoryRequest, Role
 
 
 @blp.listing(
@@ -40,7 +40,9 @@ def list_executions(query: dict[str, Any], schedule_id: str) -> PageView[Executi
     who paused it, when and why (`paused_by`, `paused_at`, `paused_reason`)."""
     check_id(schedule_id)
     schedule, page = service().reads.list_executions(
-        g.tenant, schedule_id, page_size(query), query.get("cursor"), query.get("status")
+        HistoryRequest(
+            g.tenant, schedule_id, page_size(query), query.get("cursor"), query.get("status")
+        )
     )
     secret_patterns = service().settings.secret_headers
     return PageView(

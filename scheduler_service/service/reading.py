@@ -14,8 +14,8 @@ from shared.calendars import BusinessCalendar
 from shared.changes import Change
 from shared.dispatch import next_fire_time
 from shared.errors import NotFound
-from shared.model import Execution, ExecutionStatus, Schedule, ScheduleStatus
-from shared.ports import Clock, Page, ScheduleFilter, Store
+from shared.model import Execution, Schedule, ScheduleStatus
+from shared.ports import Clock, HistoryRequest, Page, ScheduleFilter, Store
 
 
 @dataclass(eq=False)
@@ -53,25 +53,18 @@ class Reads:
             if schedule.status is not ScheduleStatus.DELETED
         }
 
-    def list_executions(
-        self,
-        tenant: str,
-        schedule_id: str,
-        limit: int,
-        cursor: str | None,
-        status: ExecutionStatus | None = None,
-    ) -> tuple[Schedule | None, Page[Execution]]:
+    def list_executions(self, history: HistoryRequest) -> tuple[Schedule | None, Page[Execution]]:
         """The schedule as stored (``None`` once removed) and a page of its history: its runs,
         or with ``status`` its records in that status (``ExecutionStore.list_executions``). A
         deleted schedule's history stays readable until retention removes it; its tombstone may be
         removed first, and then the records left are still its history. ``NotFound`` for a
         schedule unknown or deleted with no history (a delete of an unknown id leaves a
         tombstone: it shows nothing)."""
-        schedule = self.store.get_schedule(tenant, schedule_id)
-        page = self.store.list_executions(tenant, schedule_id, limit, cursor, status)
+        schedule = self.store.get_schedule(history.tenant, history.schedule_id)
+        page = self.store.list_executions(history)
         gone = schedule is None or schedule.status is ScheduleStatus.DELETED
-        if gone and not page.items and cursor is None:
-            raise NotFound(schedule_id)
+        if gone and not page.items and history.cursor is None:
+            raise NotFound(history.schedule_id)
         return schedule, page
 
     def list_changes(

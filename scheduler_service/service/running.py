@@ -19,7 +19,7 @@ from shared.errors import NotFound, SchedulerError
 from shared.formats import cursor_before, manual_occurrence_id
 from shared.messages import encode_occurrence
 from shared.model import Execution, ExecutionStatus, MisfirePolicy, Occurrence, ScheduleStatus
-from shared.ports import Clock, OutgoingMessage, Queues, Store
+from shared.ports import Clock, HistoryRequest, OutgoingMessage, Queues, Store
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +96,9 @@ class ManualRuns:
         found: dict[str, Execution] = {}
         cursor: str | None = cursor_before(end)
         while cursor is not None:
-            page = self.store.list_executions(tenant, schedule_id, RECORDS_PAGE, cursor)
+            page = self.store.list_executions(
+                HistoryRequest(tenant, schedule_id, RECORDS_PAGE, cursor)
+            )
             for record in page.items:
                 if record.scheduled_time < start:
                     return found

@@ -20,9 +20,10 @@ from shared.adapters.records import (
 )
 from shared.definition_cache import DefinitionCache
 from shared.definition_codec import DefinitionCodec
-from shared.model import Execution, ExecutionStatus, Schedule
+from shared.model import Execution, Schedule
 from shared.ports import (
     ApiKey,
+    HistoryRequest,
     IdempotencyRecord,
     Page,
     ScheduleFilter,
@@ -95,15 +96,8 @@ class Reads(ABC):
             return []
         return [schedule_of(fields, self.definitions) for fields in self.select(query)]
 
-    def list_executions(
-        self,
-        tenant: str,
-        schedule_id: str,
-        limit: int,
-        cursor: str | None,
-        status: ExecutionStatus | None = None,
-    ) -> Page[Execution]:
-        return self._page(history_query(tenant, schedule_id, status, limit, cursor), limit)
+    def list_executions(self, history: HistoryRequest) -> Page[Execution]:
+        return self._page(history_query(history), history.limit)
 
     def list_dead_letters(
         self,

@@ -18,7 +18,7 @@ from shared.ports.delivery import (
     WebhookResponse,
     WebhookSender,
 )
-from shared.ports.executions import ExecutionStore
+from shared.ports.executions import ExecutionStore, HistoryRequest
 from shared.ports.keys import ApiKey, ApiKeyStore, IdempotencyRecord, IdempotencyStore, Role
 from shared.ports.pages import Page, execution_page
 from shared.ports.queues import (
@@ -63,6 +63,7 @@ __all__ = [
     "Delivered",
     "DeliveryTarget",
     "ExecutionStore",
+    "HistoryRequest",
     "IdempotencyRecord",
     "IdempotencyStore",
     "MessageQueue",

@@ -4,10 +4,24 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from shared.model import AttemptOutcome, Execution, ExecutionStatus, Occurrence
 from shared.ports.pages import Page
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryRequest:
+    """A page of a schedule's history (``ExecutionStore.list_executions``): at most ``limit``
+    records, after ``cursor`` (a page's ``next_cursor``); with ``status``, those in it, else
+    its runs."""
+
+    tenant: str
+    schedule_id: str
+    limit: int
+    cursor: str | None = None
+    status: ExecutionStatus | None = None
 
 
 class ExecutionStore(ABC):
@@ -68,14 +82,7 @@ class ExecutionStore(ABC):
         attempt begun, or skipped (``shared.lateness``: not late)."""
 
     @abstractmethod
-    def list_executions(
-        self,
-        tenant: str,
-        schedule_id: str,
-        limit: int,
-        cursor: str | None,
-        status: ExecutionStatus | None = None,
-    ) -> Page[Execution]:
+    def list_executions(self, history: HistoryRequest) -> Page[Execution]:
         """A schedule's records, newest scheduled time first: with ``status``, those in it
         (superseded ones too, for ``SKIPPED``); without, its runs: every record but the
         superseded. Each page costs what it lists (an index per selection), plus, without

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from shared.model import ExecutionStatus
+from shared.ports import HistoryRequest
 from tests.support.harness import API, running_pipeline, sqlite_settings
 from tests.support.receiver import Call, lateness, running_receiver
 from tests.support.schedules import at_in, create, final_status
@@ -97,7 +98,9 @@ def test_an_occurrence_waiting_for_its_hosts_slot_is_checked_again_before_its_ca
         def recorded(
             schedule_id: str, status: ExecutionStatus | None = None
         ) -> list[tuple[ExecutionStatus, str | None, bool]]:
-            records = store.list_executions("default", schedule_id, 10, None, status).items
+            records = store.list_executions(
+                HistoryRequest("default", schedule_id, 10, None, status)
+            ).items
             return [(record.status, record.error, record.superseded) for record in records]
 
         skipped = ExecutionStatus.SKIPPED

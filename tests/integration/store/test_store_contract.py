@@ -36,6 +36,7 @@ from shared.ports import (
     ApiKey,
     ClaimRequest,
     DefinitionToApply,
+    HistoryRequest,
     IdempotencyRecord,
     OverlapClaim,
     OverlapSeen,
@@ -1182,16 +1183,16 @@ def test_list_executions_newest_first_with_a_cursor(store: Store) -> None:
     for moment in times:
         assert store.begin_attempt(occurrence("s1", moment), "e", T0, T0 + MINUTE) is not None
     store.begin_attempt(occurrence("other", T0), "e", T0, T0 + MINUTE)
-    first = store.list_executions(TENANT, "s1", 2, None)
+    first = store.list_executions(HistoryRequest(TENANT, "s1", 2, None))
     assert [e.scheduled_time for e in first.items] == [times[4], times[3]]
     assert first.next_cursor is not None
-    second = store.list_executions(TENANT, "s1", 2, first.next_cursor)
+    second = store.list_executions(HistoryRequest(TENANT, "s1", 2, first.next_cursor))
     assert [e.scheduled_time for e in second.items] == [times[2], times[1]]
     assert second.next_cursor is not None
-    last = store.list_executions(TENANT, "s1", 2, second.next_cursor)
+    last = store.list_executions(HistoryRequest(TENANT, "s1", 2, second.next_cursor))
     assert [e.scheduled_time for e in last.items] == [times[0]]
     assert last.next_cursor is None
-    assert store.list_executions("globex", "s1", 10, None).items == []
+    assert store.list_executions(HistoryRequest("globex", "s1", 10, None)).items == []
     assert store.get_execution("globex", occurrence("s1", T0).occurrence_id) is None
 
 
@@ -1593,17 +1594,17 @@ def test_purge_expired_deletes_only_old_final_records_and_finished_schedules(sto
     store.apply_state(StateChange(TENANT, "paused", 5, ScheduleStatus.PAUSED, None, T0))
 
     cutoff = T0 + 5 * MINUTE
-    remaining = store.list_executions(TENANT, "s1", 50, None).items
+    remaining = store.list_executions(HistoryRequest(TENANT, "s1", 50, None)).items
     if isinstance(store, MongoStore):
         # MongoDB leaves execution records to its TTL index (test_mongo_retention.py).
         assert store.purge_expired(cutoff, cutoff, limit=2) == (0, 2)
         assert store.purge_expired(cutoff, cutoff, limit=2) == (0, 0)
-        assert store.list_executions(TENANT, "s1", 50, None).items == remaining
+        assert store.list_executions(HistoryRequest(TENANT, "s1", 50, None)).items == remaining
     else:
         assert store.purge_expired(cutoff, cutoff, limit=2) == (2, 2)
         assert store.purge_expired(cutoff, cutoff, limit=2) == (1, 0)
         assert store.purge_expired(cutoff, cutoff, limit=2) == (0, 0)
-        remaining = store.list_executions(TENANT, "s1", 50, None).items
+        remaining = store.list_executions(HistoryRequest(TENANT, "s1", 50, None)).items
         assert sorted(record.status.value for record in remaining) == [
             "retrying",
             "running",
@@ -1740,7 +1741,7 @@ def test_a_discarded_dead_letter_leaves_the_list_and_stays_in_the_history(store:
     assert not store.discard_dead_letter(TENANT, occurrence.occurrence_id, T0)
     assert dead_letter_ids(store) == []
     assert store.reopen_dead_letter(TENANT, occurrence.occurrence_id, T0) is None
-    history = store.list_executions(TENANT, "s1", 10, None).items
+    history = store.list_executions(HistoryRequest(TENANT, "s1", 10, None)).items
     assert [(item.occurrence_id, item.status) for item in history] == [
         (occurrence.occurrence_id, ExecutionStatus.FAILED)
     ]
@@ -1872,7 +1873,7 @@ def test_a_run_keeps_its_first_attempts_lateness_and_when_each_request_was_sent(
     assert record is not None
     assert (record.lateness_ms, record.started_at, record.retry_delay_ms) == (3.0, again, 10001.0)
     assert [attempt.started_at for attempt in record.attempt_log] == [sent, again]
-    [listed] = store.list_executions(TENANT, "s1", 10, None).items
+    [listed] = store.list_executions(HistoryRequest(TENANT, "s1", 10, None)).items
     assert (listed.lateness_ms, listed.retry_delay_ms) == (3.0, 10001.0)
 
 

@@ -8,7 +8,7 @@ over every store adapter, with the ``store`` fixture of the store contract.
 from __future__ import annotations
 
 from shared.model import AttemptOutcome, ExecutionStatus
-from shared.ports import Store
+from shared.ports import HistoryRequest, Store
 from tests.integration.store.test_store_contract import (
     MINUTE,
     T0,
@@ -26,7 +26,7 @@ def listed(store: Store, status: ExecutionStatus | None = None, limit: int = 50)
     found: list[str] = []
     cursor = None
     while True:
-        page = store.list_executions(TENANT, "s1", limit, cursor, status)
+        page = store.list_executions(HistoryRequest(TENANT, "s1", limit, cursor, status))
         found += [
             f"{int((item.scheduled_time - T0) / MINUTE)}:{item.status.value}" for item in page.items
         ]
