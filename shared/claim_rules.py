@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from shared.guards import Param, Set, Write
+from shared.guards import Param, Set, Write, params_of
 from shared.ports import Advance, ClaimRequest
 from shared.store_rules import (
     ACTIVE,
@@ -63,12 +63,7 @@ ADVANCE = Write(
 
 def claim_params(claim: ClaimRequest) -> dict[str, Any]:
     """``CLAIM``'s (and ``CLAIMABLE``'s) parameters."""
-    return {
-        "horizon": claim.horizon,
-        "now": claim.now,
-        "owner": claim.owner,
-        "lease_until": claim.lease_until,
-    }
+    return params_of(claim, ("horizon", "now", "owner", "lease_until"))
 
 
 def advance_params(advance: Advance, owner: str, now: datetime) -> dict[str, Any]:

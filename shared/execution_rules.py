@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from shared.guards import Append, Field, Inc, Param, Remove, Set, Write
+from shared.guards import Append, Field, Inc, Param, Remove, Set, Write, params_of
 from shared.model import (
     KEPT_ATTEMPTS,
     AttemptOutcome,
@@ -128,14 +128,10 @@ DISCARD = Write("executions", EXECUTION_KEY, DEAD_LETTER, (Set("discarded_at", P
 
 def occurrence_params(occurrence: Occurrence) -> dict[str, Any]:
     """What ``BEGIN`` and ``SKIP`` take of the occurrence: its key, and its record's fields."""
-    return {
-        "tenant": occurrence.tenant,
-        "occurrence_id": occurrence.occurrence_id,
-        "schedule_id": occurrence.schedule_id,
-        "scheduled_time": occurrence.scheduled_time,
-        "manual": occurrence.manual,
-        "revision": occurrence.revision,
-    }
+    return params_of(
+        occurrence,
+        ("tenant", "occurrence_id", "schedule_id", "scheduled_time", "manual", "revision"),
+    )
 
 
 def begin_params(

@@ -15,7 +15,7 @@ on missing values: a comparison with a missing value is false, and so its negati
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -296,6 +296,12 @@ class Remove:
     table: str
     key: tuple[str, ...]
     guard: Condition
+
+
+def params_of(source: object, names: Iterable[str]) -> dict[str, Any]:
+    """A rule's parameters ``names``, each the attribute of the same name of ``source`` (the
+    request or record the rule is applied for)."""
+    return {name: getattr(source, name) for name in names}
 
 
 def param_fields(rule: Write | Remove | Condition) -> dict[str, str | None]:

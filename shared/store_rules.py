@@ -31,6 +31,7 @@ from shared.guards import (
     Unless,
     Write,
     holds,
+    params_of,
 )
 from shared.model import (
     SYSTEM,
@@ -259,17 +260,19 @@ RAISE_TOMBSTONE = Write(
 )
 
 
+# What the state rules take of a ``StateChange`` as it is.
+_STATE_CHANGE_PARAMS = ("tenant", "schedule_id", "state_revision", "next_schedule_time", "now")
+
+
 def state_params(change: StateChange) -> dict[str, Any]:
     """The parameters of ``PAUSE`` (with its ``intent``), ``RESUME``, ``DELETE`` and
     ``RAISE_TOMBSTONE``."""
     until, note, by = change.intent or PauseIntent()
     return {
-        "tenant": change.tenant,
-        "schedule_id": change.schedule_id,
-        "state_revision": change.state_revision,
-        "next_schedule_time": change.next_schedule_time,
+        **params_of(
+            change, ("tenant", "schedule_id", "state_revision", "next_schedule_time", "now")
+        ),
         "status": status_by_next_time(change.next_schedule_time).value,
-        "now": change.now,
         "until": until,
         "note": note,
         "by": by,
