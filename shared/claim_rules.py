@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from shared.guards import Param, Set, Write, params_of
+from shared.guards import Param, Set, Write, params_of, set_given
 from shared.ports import Advance, ClaimRequest
 from shared.store_rules import (
     ACTIVE,
@@ -50,11 +50,9 @@ ADVANCE = Write(
     & (STATE_REVISION == Param("state_revision"))
     & (STATUS == ACTIVE),
     (
-        Set("next_schedule_time", Param("next_schedule_time")),
-        Set("occurrence_count", Param("occurrence_count")),
-        Set("status", Param("status")),
-        Set("sent_ahead", Param("sent_ahead")),
-        Set("late_check_at", Param("late_check_at")),
+        *set_given(
+            "next_schedule_time", "occurrence_count", "status", "sent_ahead", "late_check_at"
+        ),
         Set("updated_at", Param("now")),
         *RELEASED,
     ),

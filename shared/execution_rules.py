@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from shared.guards import Append, Field, Inc, Param, Remove, Set, Write, params_of
+from shared.guards import Append, Field, Inc, Param, Remove, Set, Write, params_of, set_given
 from shared.model import (
     KEPT_ATTEMPTS,
     AttemptOutcome,
@@ -70,14 +70,16 @@ FINISH = Write(
     EXECUTION_KEY,
     (LEASE_OWNER == Param("owner")) & (STATUS == RUNNING),
     (
-        Set("status", Param("status")),
-        Set("started_at", Param("started_at")),
-        Set("finished_at", Param("finished_at")),
-        Set("http_status", Param("http_status")),
-        Set("duration_ms", Param("duration_ms")),
-        Set("lateness_ms", Param("lateness_ms")),
-        Set("error", Param("error")),
-        Set("next_attempt_at", Param("next_attempt_at")),
+        *set_given(
+            "status",
+            "started_at",
+            "finished_at",
+            "http_status",
+            "duration_ms",
+            "lateness_ms",
+            "error",
+            "next_attempt_at",
+        ),
         *RELEASED,
         Append("attempt_log", Param("attempt"), KEPT_ATTEMPTS),
     ),

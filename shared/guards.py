@@ -298,6 +298,11 @@ class Remove:
     guard: Condition
 
 
+def set_given(*fields: str) -> tuple[Set, ...]:
+    """Each field set to the parameter of its own name."""
+    return tuple(Set(field, Param(field)) for field in fields)
+
+
 def params_of(source: object, names: Iterable[str]) -> dict[str, Any]:
     """A rule's parameters ``names``, each the attribute of the same name of ``source`` (the
     request or record the rule is applied for)."""

@@ -32,6 +32,7 @@ from shared.guards import (
     Write,
     holds,
     params_of,
+    set_given,
 )
 from shared.model import (
     SYSTEM,
@@ -98,9 +99,7 @@ LAND_DEFINITION = Write(
     SCHEDULE_KEY,
     DEFINITION_LANDS,
     (
-        Set("revision", Param("revision")),
-        *(Set(name, Param(name)) for name in DEFINITION_FIELDS),
-        Set("next_schedule_time", Param("next_schedule_time")),
+        *set_given("revision", *DEFINITION_FIELDS, "next_schedule_time"),
         # A pause stays; otherwise active while there is a next time (``status_by_next_time``).
         Set("status", Unless(STATUS == PAUSED, Param("status"))),
         Set("accepted_at", Param("accepted_at")),
