@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from shared.guards import Param, Set, Write, params_of, set_given
+from shared.model import Schedule
 from shared.ports import Advance, ClaimRequest
 from shared.store_rules import (
     ACTIVE,
@@ -98,14 +99,11 @@ MOVE_LATE_CHECK = Write(
 )
 
 
-def late_check_params(
-    tenant: str, schedule_id: str, revision: int, checked: datetime, late_check_at: datetime | None
-) -> dict[str, Any]:
-    """``MOVE_LATE_CHECK``'s parameters: the cursor as read (``checked``), and where it goes."""
+def late_check_params(checked: Schedule, late_check_at: datetime | None) -> dict[str, Any]:
+    """``MOVE_LATE_CHECK``'s parameters: the schedule as read (``checked``: its cursor), and
+    where its cursor goes."""
     return {
-        "tenant": tenant,
-        "schedule_id": schedule_id,
-        "revision": revision,
-        "checked": checked,
+        **params_of(checked, ("tenant", "schedule_id", "revision")),
+        "checked": checked.late_check_at,
         "late_check_at": late_check_at,
     }

@@ -18,7 +18,7 @@ from shared.execution_rules import DEAD_LETTER, IS_RUN
 from shared.formats import parse_execution_cursor
 from shared.guards import After, AnyOf, Condition, Field, Param
 from shared.model import ScheduleStatus
-from shared.ports import HistoryRequest, ScheduleOrder
+from shared.ports import DeadLetterRequest, HistoryRequest, ScheduleOrder
 from shared.schedule_listing import KEYLESS_LAST, Segment, name_key, searched_host
 from shared.store_rules import (
     SHOWN,
@@ -115,19 +115,17 @@ def history_query(history: HistoryRequest) -> Query:
     return _page("scheduled_time", condition, params, history.limit, history.cursor)
 
 
-def dead_letters_query(
-    tenant: str, schedule_ids: Collection[str] | None, limit: int, cursor: str | None
-) -> Query | None:
+def dead_letters_query(request: DeadLetterRequest) -> Query | None:
     """The tenant's dead letters, the latest failure first; of ``schedule_ids`` only when
     given (``None`` for none of them)."""
     condition = TENANT & DEAD_LETTER
-    params: dict[str, Any] = {"tenant": tenant}
-    if schedule_ids is not None:
-        ids = sorted(schedule_ids)
+    params: dict[str, Any] = {"tenant": request.tenant}
+    if request.schedule_ids is not None:
+        ids = sorted(request.schedule_ids)
         if not ids:
             return None
         condition &= _one_of("schedule_id", ids, params)
-    return _page("finished_at", condition, params, limit, cursor)
+    return _page("finished_at", condition, params, request.limit, request.cursor)
 
 
 def _one_of(name: str, values: list[str], params: dict[str, Any]) -> Condition:

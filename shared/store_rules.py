@@ -43,7 +43,7 @@ from shared.model import (
     ScheduleStatus,
     revision_at,
 )
-from shared.ports import StateChange
+from shared.ports import SkipsChange, StateChange
 
 # What ``delete_api_key`` accepts as a ``key_id``: hex digits of a SHA-256, at least eight.
 _KEY_ID = re.compile(r"^[0-9a-f]{8,64}$")
@@ -388,6 +388,11 @@ SET_FIRST_SKIPS = Write(
     SHOWN & (SKIPS_VERSION == None),
     (Set("skips", Param("skips")), Set("skips_version", 1)),
 )
+
+
+def skips_params(change: SkipsChange) -> dict[str, Any]:
+    """``SET_SKIPS``'s and ``SET_FIRST_SKIPS``' parameters."""
+    return {**params_of(change, ("tenant", "schedule_id", "skips")), "read_skips": change.read}
 
 
 # Superseded occurrences skipped, counted on their schedule.

@@ -26,7 +26,7 @@ from scheduler_service.presenting.views import dead_letter_view
 from scheduler_service.roles import requires
 from scheduler_service.service.running import NoDeadLetter, NotReplayable
 from shared.formats import is_execution_cursor
-from shared.ports import Role, ScheduleFilter, ScheduleOrder
+from shared.ports import DeadLetterRequest, Role, ScheduleFilter, ScheduleOrder
 
 PAGE_SIZE = 50
 BULK_MOST = PAGE_SIZE
@@ -67,7 +67,9 @@ def dead_letters_page(problem: str | None, status: int) -> tuple[str, int]:
     if not errors:
         scheduler = service()
         schedule_ids, partial = filtered_schedules(text)
-        found = scheduler.reads.list_dead_letters(g.tenant, PAGE_SIZE, cursor, schedule_ids)
+        found = scheduler.reads.list_dead_letters(
+            DeadLetterRequest(g.tenant, PAGE_SIZE, cursor, schedule_ids)
+        )
         secret_patterns = scheduler.settings.secret_headers
         items = [dead_letter_view(item, secret_patterns) for item in found.items]
         stored = scheduler.reads.schedules_by_id(g.tenant, {item["schedule_id"] for item in items})

@@ -13,7 +13,7 @@ from flask import g
 from scheduler_service.console.pages import blp, page, service, view_of
 from scheduler_service.roles import requires
 from shared.model import Execution, ExecutionStatus, Schedule, ScheduleStatus
-from shared.ports import HistoryRequest, Role, ScheduleFilter
+from shared.ports import DeadLetterRequest, HistoryRequest, Role, ScheduleFilter
 
 # The overview reads at most this many schedules, and the runs of at most RECENT_SCHEDULES of
 # them (those run most recently), each back to a day ago: it stays cheap for a large tenant and
@@ -98,7 +98,7 @@ def overview_of(tenant: str, now: datetime) -> Overview:
         reverse=True,
     )
     overview.recent_complete = len(recent) <= RECENT_SCHEDULES
-    waiting = service().reads.list_dead_letters(tenant, OVERVIEW_DEAD_LETTERS, None)
+    waiting = service().reads.list_dead_letters(DeadLetterRequest(tenant, OVERVIEW_DEAD_LETTERS))
     overview.dead_letters = len(waiting.items)
     overview.more_dead_letters = waiting.next_cursor is not None
     for schedule in recent[:RECENT_SCHEDULES]:

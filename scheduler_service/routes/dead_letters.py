@@ -23,7 +23,7 @@ from scheduler_service.requests.paths import check_occurrence_id
 from scheduler_service.requests.queries import ListDeadLettersQuery, encode_cursor
 from scheduler_service.routes.common import Blueprint, page_size, service
 from shared.model import Execution
-from shared.ports import Role
+from shared.ports import DeadLetterRequest, Role
 
 blp = Blueprint(
     "dead_letters",
@@ -40,7 +40,9 @@ def list_dead_letters(query: dict[str, Any]) -> PageView[Execution]:
     """The tenant's dead letters, the latest failure first: which schedule, which occurrence,
     why (HTTP status, error) and when."""
     scheduler = service()
-    page = scheduler.reads.list_dead_letters(g.tenant, page_size(query), query.get("cursor"))
+    page = scheduler.reads.list_dead_letters(
+        DeadLetterRequest(g.tenant, page_size(query), query.get("cursor"))
+    )
     secret_patterns = scheduler.settings.secret_headers
     return PageView(
         [masked_execution(item, secret_patterns) for item in page.items],

@@ -22,7 +22,7 @@ from shared.errors import InvalidInput, NotFound, Transient
 from shared.jsonvalues import JSON
 from shared.model import PauseIntent, Schedule, ScheduleStatus
 from shared.notations import build_recurrence
-from shared.ports import Clock, StateChange, Store
+from shared.ports import Clock, SkipsChange, StateChange, Store
 from shared.recurrence import Recurrence, cpu_budget
 from shared.timeutil import iso_z
 
@@ -248,7 +248,9 @@ class StateChanges:
             skips = new if replace else tuple(sorted({*pending, *new}))
             if len(skips) > MAX_SKIPS:
                 raise InvalidInput({"count": f"at most {MAX_SKIPS} skips pending at once"})
-            if self.store.set_skips(tenant, schedule_id, schedule.skips_version, skips):
+            if self.store.set_skips(
+                SkipsChange(tenant, schedule_id, schedule.skips_version, skips)
+            ):
                 field = FieldChange("skips", _times(pending), _times(skips))
                 self.recorder.record(tenant, schedule_id, None, ChangeAction.SKIP, actor, (field,))
                 return self.reads.get(tenant, schedule_id)

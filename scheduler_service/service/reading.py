@@ -5,7 +5,7 @@ Every method takes the caller's tenant: a schedule of another tenant is ``NotFou
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -15,7 +15,7 @@ from shared.changes import Change
 from shared.dispatch import next_fire_time
 from shared.errors import NotFound
 from shared.model import Execution, Schedule, ScheduleStatus
-from shared.ports import Clock, HistoryRequest, Page, ScheduleFilter, Store
+from shared.ports import Clock, DeadLetterRequest, HistoryRequest, Page, ScheduleFilter, Store
 
 
 @dataclass(eq=False)
@@ -93,11 +93,5 @@ class Reads:
             raise NotFound(occurrence_id)
         return record
 
-    def list_dead_letters(
-        self,
-        tenant: str,
-        limit: int,
-        cursor: str | None,
-        schedule_ids: Collection[str] | None = None,
-    ) -> Page[Execution]:
-        return self.store.list_dead_letters(tenant, limit, cursor, schedule_ids)
+    def list_dead_letters(self, request: DeadLetterRequest) -> Page[Execution]:
+        return self.store.list_dead_letters(request)

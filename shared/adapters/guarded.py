@@ -39,6 +39,7 @@ from shared.ports import (
     OverlapClaim,
     OverlapSeen,
     OverlapTurn,
+    SkipsChange,
     StateChange,
 )
 from shared.store_queries import Query
@@ -54,6 +55,7 @@ from shared.store_rules import (
     SET_SKIPS,
     definition_params,
     resume_at_until_params,
+    skips_params,
     state_params,
 )
 
@@ -150,16 +152,9 @@ class GuardedWrites(ABC):
         applied = dict(zip(chosen, outcomes, strict=True))
         return [applied.get(index) is Outcome.CHANGED for index in range(len(changes))]
 
-    def set_skips(
-        self,
-        tenant: str,
-        schedule_id: str,
-        read: int,
-        skips: tuple[datetime, ...],
-    ) -> bool:
-        rule = SET_SKIPS if read else SET_FIRST_SKIPS
-        params = {"tenant": tenant, "schedule_id": schedule_id, "read_skips": read}
-        return self.write(rule, {**params, "skips": skips}) is Outcome.CHANGED
+    def set_skips(self, change: SkipsChange) -> bool:
+        rule = SET_SKIPS if change.read else SET_FIRST_SKIPS
+        return self.write(rule, skips_params(change)) is Outcome.CHANGED
 
     @abstractmethod
     def select(self, query: Query) -> list[Fields]:
@@ -205,13 +200,7 @@ class GuardedWrites(ABC):
     def move_late_check(self, checked: Schedule, late_check_at: datetime | None) -> bool:
         if checked.late_check_at is None:
             return False
-        params = late_check_params(
-            checked.tenant,
-            checked.schedule_id,
-            checked.revision,
-            checked.late_check_at,
-            late_check_at,
-        )
+        params = late_check_params(checked, late_check_at)
         return self.write(MOVE_LATE_CHECK, params) is Outcome.CHANGED
 
     def reopen_dead_letter(

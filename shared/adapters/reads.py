@@ -23,6 +23,7 @@ from shared.definition_codec import DefinitionCodec
 from shared.model import Execution, Schedule
 from shared.ports import (
     ApiKey,
+    DeadLetterRequest,
     HistoryRequest,
     IdempotencyRecord,
     Page,
@@ -99,15 +100,9 @@ class Reads(ABC):
     def list_executions(self, history: HistoryRequest) -> Page[Execution]:
         return self._page(history_query(history), history.limit)
 
-    def list_dead_letters(
-        self,
-        tenant: str,
-        limit: int,
-        cursor: str | None,
-        schedule_ids: Collection[str] | None = None,
-    ) -> Page[Execution]:
-        query = dead_letters_query(tenant, schedule_ids, limit, cursor)
-        return Page([]) if query is None else self._page(query, limit)
+    def list_dead_letters(self, request: DeadLetterRequest) -> Page[Execution]:
+        query = dead_letters_query(request)
+        return Page([]) if query is None else self._page(query, request.limit)
 
     def late_schedules(self, now: datetime, limit: int) -> list[Schedule]:
         found = self.select(late_query(now, limit))

@@ -18,7 +18,7 @@ from shared.ports.delivery import (
     WebhookResponse,
     WebhookSender,
 )
-from shared.ports.executions import ExecutionStore, HistoryRequest
+from shared.ports.executions import DeadLetterRequest, ExecutionStore, HistoryRequest
 from shared.ports.keys import ApiKey, ApiKeyStore, IdempotencyRecord, IdempotencyStore, Role
 from shared.ports.pages import Page, execution_page
 from shared.ports.queues import (
@@ -39,6 +39,7 @@ from shared.ports.schedules import (
     ScheduleFilter,
     ScheduleOrder,
     ScheduleStore,
+    SkipsChange,
     SlotReservation,
     StateChange,
 )
@@ -59,6 +60,7 @@ __all__ = [
     "ChangeStore",
     "ClaimRequest",
     "Clock",
+    "DeadLetterRequest",
     "DefinitionToApply",
     "Delivered",
     "DeliveryTarget",
@@ -82,6 +84,7 @@ __all__ = [
     "ScheduleStore",
     "SigningSecretSet",
     "SigningSecretStore",
+    "SkipsChange",
     "SlotReservation",
     "StateChange",
     "Store",

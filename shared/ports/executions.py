@@ -24,6 +24,18 @@ class HistoryRequest:
     status: ExecutionStatus | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class DeadLetterRequest:
+    """A page of a tenant's dead letters (``ExecutionStore.list_dead_letters``): at most
+    ``limit``, after ``cursor`` (a page's ``next_cursor``); only those of ``schedule_ids`` when
+    given (none if empty)."""
+
+    tenant: str
+    limit: int
+    cursor: str | None = None
+    schedule_ids: Collection[str] | None = None
+
+
 class ExecutionStore(ABC):
     """The lasting record of every occurrence, one record per ``(tenant, occurrence_id)``."""
 
@@ -91,15 +103,9 @@ class ExecutionStore(ABC):
     # -- dead letters: the occurrences that failed for good ------------------------------
 
     @abstractmethod
-    def list_dead_letters(
-        self,
-        tenant: str,
-        limit: int,
-        cursor: str | None,
-        schedule_ids: Collection[str] | None = None,
-    ) -> Page[Execution]:
+    def list_dead_letters(self, request: DeadLetterRequest) -> Page[Execution]:
         """The tenant's dead letters: records ``FAILED`` and not discarded, the latest failure
-        (``finished_at``) first; only those of ``schedule_ids`` when given (none if empty)."""
+        (``finished_at``) first (``request``: ``DeadLetterRequest``)."""
 
     @abstractmethod
     def reopen_dead_letter(

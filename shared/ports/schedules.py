@@ -128,6 +128,16 @@ class StateChange(NamedTuple):
     intent: PauseIntent | None = None
 
 
+class SkipsChange(NamedTuple):
+    """A schedule's ``skips`` replaced (``ScheduleStore.set_skips``) if their version
+    (``skips_version``) is still the one ``read``."""
+
+    tenant: str
+    schedule_id: str
+    read: int
+    skips: tuple[datetime, ...]
+
+
 @dataclass(frozen=True)
 class SlotReservation:
     """Room held for one live schedule of ``tenant`` by a create (or replace) the API accepted:
@@ -223,16 +233,10 @@ class ScheduleStore(ABC):
         """
 
     @abstractmethod
-    def set_skips(
-        self,
-        tenant: str,
-        schedule_id: str,
-        read: int,
-        skips: tuple[datetime, ...],
-    ) -> bool:
-        """Replace the schedule's ``skips`` with ``skips``, atomically, if their version
-        (``skips_version``) is still ``read``; whether it was (a deleted or unknown schedule:
-        never)."""
+    def set_skips(self, change: SkipsChange) -> bool:
+        """Replace the schedule's ``skips`` with ``change.skips``, atomically, if their version
+        (``skips_version``) is still ``change.read``; whether it was (a deleted or unknown
+        schedule: never)."""
 
     @abstractmethod
     def resume_ended_pauses(self, now: datetime, limit: int) -> list[Schedule]:

@@ -20,7 +20,7 @@ from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.select import Select
 
 from shared.model import AttemptOutcome, ExecutionStatus, Occurrence
-from shared.ports import ScheduleFilter
+from shared.ports import DeadLetterRequest, ScheduleFilter
 from shared.timeutil import UTC, iso_z
 from tests.browser.pages import (
     API_KEY,
@@ -303,7 +303,14 @@ def test_a_failed_one_shot_its_dead_letter_by_name_and_a_bulk_replay(
     stored(pipeline, 2)
     triggered = pipeline.client.post(f"{API}/schedule/again/trigger", headers=KEY)
     assert triggered.status_code == 202, triggered.get_json()
-    until(lambda: len(pipeline.backends.store.list_dead_letters("acme", 10, None).items) == 2)
+    until(
+        lambda: (
+            len(
+                pipeline.backends.store.list_dead_letters(DeadLetterRequest("acme", 10, None)).items
+            )
+            == 2
+        )
+    )
     log_in(browser, url, artifacts)
     browser.get(f"{url}/console/schedules")
     badge = browser.find_element(By.CSS_SELECTOR, "tr[data-id=once] .status[data-status]")

@@ -17,7 +17,14 @@ from shared.adapters.sqlite.store import SqliteStore
 from shared.definition_codec import DefinitionCodec
 from shared.errors import ConfigurationError, Transient
 from shared.model import AttemptOutcome, ExecutionStatus, ScheduleStatus
-from shared.ports import ClaimRequest, Role, ScheduleFilter, SlotReservation, StateChange
+from shared.ports import (
+    ClaimRequest,
+    DeadLetterRequest,
+    Role,
+    ScheduleFilter,
+    SlotReservation,
+    StateChange,
+)
 from shared.timeutil import to_epoch_ms
 from tests.integration.store.test_store_contract import (
     MINUTE,
@@ -97,9 +104,10 @@ def test_a_file_made_before_versions_opens_migrated_with_its_records(
         record = store.get_execution(TENANT, occurrence("old").occurrence_id)
         assert record is not None
         assert [(a.number, a.status) for a in record.attempt_log] == [(1, ExecutionStatus.FAILED)]
-        assert [item.occurrence_id for item in store.list_dead_letters(TENANT, 10, None).items] == [
-            occurrence("old").occurrence_id
-        ]
+        assert [
+            item.occurrence_id
+            for item in store.list_dead_letters(DeadLetterRequest(TENANT, 10, None)).items
+        ] == [occurrence("old").occurrence_id]
         # What later versions added works on it: what was sent ahead, pauses, quota slots.
         [claimed] = store.claim_due_schedules(ClaimRequest(T0, T0, 10, "poller-1", T0 + MINUTE))
         assert store.advance_schedule(claimed, "poller-1", T0 + MINUTE, 1, T0, (T0 + SECOND,))

@@ -35,6 +35,7 @@ from shared.model import (
 from shared.ports import (
     ApiKey,
     ClaimRequest,
+    DeadLetterRequest,
     DefinitionToApply,
     HistoryRequest,
     IdempotencyRecord,
@@ -44,6 +45,7 @@ from shared.ports import (
     Role,
     ScheduleFilter,
     ScheduleOrder,
+    SkipsChange,
     SlotReservation,
     StateChange,
     Store,
@@ -1112,16 +1114,16 @@ def test_a_pause_resumed_by_its_owner_first_is_not_resumed_again(store: Store) -
 def test_skips_are_replaced_only_as_read(store: Store) -> None:
     create(store, "s1")
     first, second = (T0 + MINUTE,), (T0 + MINUTE, T0 + 2 * MINUTE)
-    assert store.set_skips(TENANT, "s1", 0, first)
-    assert not store.set_skips(TENANT, "s1", 0, second)  # another wrote first
-    assert store.set_skips(TENANT, "s1", 1, second)
-    assert not store.set_skips(TENANT, "s1", 1, ())
+    assert store.set_skips(SkipsChange(TENANT, "s1", 0, first))
+    assert not store.set_skips(SkipsChange(TENANT, "s1", 0, second))  # another wrote first
+    assert store.set_skips(SkipsChange(TENANT, "s1", 1, second))
+    assert not store.set_skips(SkipsChange(TENANT, "s1", 1, ()))
     stored = store.get_schedule(TENANT, "s1")
     assert stored is not None and (stored.skips, stored.skips_version) == (second, 2)
-    assert store.set_skips(TENANT, "s1", 2, ())
+    assert store.set_skips(SkipsChange(TENANT, "s1", 2, ()))
     emptied = store.get_schedule(TENANT, "s1")
     assert emptied is not None and emptied.skips == ()
-    assert not store.set_skips(TENANT, "unknown", 0, first)
+    assert not store.set_skips(SkipsChange(TENANT, "unknown", 0, first))
 
 
 def test_a_replace_or_a_pause_keeps_the_overlap_marker(store: Store) -> None:
@@ -1650,7 +1652,10 @@ def fail(
 
 
 def dead_letter_ids(store: Store, tenant: str = TENANT) -> list[str]:
-    return [item.occurrence_id for item in store.list_dead_letters(tenant, 50, None).items]
+    return [
+        item.occurrence_id
+        for item in store.list_dead_letters(DeadLetterRequest(tenant, 50, None)).items
+    ]
 
 
 def test_dead_letters_are_the_tenants_failed_records_latest_failure_first(store: Store) -> None:
@@ -1660,12 +1665,12 @@ def test_dead_letters_are_the_tenants_failed_records_latest_failure_first(store:
     execution = store.begin_attempt(succeeded, "x", T0, T0 + MINUTE)
     assert execution is not None
     store.finish_attempt(execution, "x", AttemptOutcome(ExecutionStatus.SUCCEEDED, T0))
-    first = store.list_dead_letters(TENANT, 2, None)
+    first = store.list_dead_letters(DeadLetterRequest(TENANT, 2, None))
     assert [item.occurrence_id for item in first.items] == [
         failed[0].occurrence_id,
         failed[1].occurrence_id,
     ]
-    rest = store.list_dead_letters(TENANT, 2, first.next_cursor)
+    rest = store.list_dead_letters(DeadLetterRequest(TENANT, 2, first.next_cursor))
     assert [item.occurrence_id for item in rest.items] == [failed[2].occurrence_id]
     assert rest.next_cursor is None
     letter = rest.items[0]
@@ -1692,7 +1697,7 @@ def test_dead_letters_of_some_schedules_only(store: Store) -> None:
         seen: list[str] = []
         cursor: str | None = None
         while True:
-            page = store.list_dead_letters(TENANT, limit, cursor, schedule_ids)
+            page = store.list_dead_letters(DeadLetterRequest(TENANT, limit, cursor, schedule_ids))
             seen += [item.occurrence_id for item in page.items]
             if page.next_cursor is None:
                 return seen
