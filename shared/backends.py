@@ -12,7 +12,7 @@ from urllib.parse import parse_qs, urlsplit
 from shared.adapters.sqlite.db import SqliteDatabase, sqlite_path
 from shared.backoff import Backoff, Stop
 from shared.errors import ConfigurationError
-from shared.ports import MessageQueue, Queues, Store
+from shared.ports import MessageQueue, Queues, QueueSpec, Store
 from shared.ports.spans import NoSpans, Spans
 from shared.secrets import SecretBox, key_file_keys
 from shared.settings import Settings
@@ -165,10 +165,12 @@ def _open_queues(
         mutations: MessageQueue
         occurrences: MessageQueue
         mutations, occurrences = (
-            SqliteQueue(db, name, settings.dead_letter_queue, settings.max_receives)
+            SqliteQueue(db, QueueSpec(name, settings.dead_letter_queue, settings.max_receives))
             for name in names
         )
-        return Queues(mutations, occurrences, SqliteQueue(db, settings.dead_letter_queue))
+        return Queues(
+            mutations, occurrences, SqliteQueue(db, QueueSpec(settings.dead_letter_queue))
+        )
     if url.startswith("sqs"):
         from shared.adapters.sqs_queue import SqsQueue, sqs_client
 
@@ -183,8 +185,10 @@ def _open_queues(
         client = sqs_client(endpoint, region)
         resources.append(client.close)
         mutations, occurrences = (
-            SqsQueue(client, name, settings.dead_letter_queue, settings.max_receives)
+            SqsQueue(client, QueueSpec(name, settings.dead_letter_queue, settings.max_receives))
             for name in names
         )
-        return Queues(mutations, occurrences, SqsQueue(client, settings.dead_letter_queue))
+        return Queues(
+            mutations, occurrences, SqsQueue(client, QueueSpec(settings.dead_letter_queue))
+        )
     raise ConfigurationError(f"SCHEDULER_QUEUE_URL: unsupported queue {url!r}")

@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Sequence
 
 from shared.adapters.sqlite.db import SqliteDatabase
-from shared.ports import MessageQueue, OutgoingMessage, QueueDepth, ReceivedMessage
+from shared.ports import MessageQueue, OutgoingMessage, QueueDepth, QueueSpec, ReceivedMessage
 from shared.timeutil import from_epoch_ms
 
 SCHEMA = """
@@ -37,17 +37,9 @@ def _now_ms() -> int:
 
 
 class SqliteQueue(MessageQueue):
-    def __init__(
-        self,
-        database: SqliteDatabase,
-        name: str,
-        dead_letter_queue: str | None = None,
-        max_receives: int = 20,
-    ) -> None:
+    def __init__(self, database: SqliteDatabase, spec: QueueSpec) -> None:
+        super().__init__(spec)
         self.db = database
-        self.name = name
-        self.dead_letter_queue = dead_letter_queue
-        self.max_receives = max_receives
         self._stop = threading.Event()
         # Whether the last receive took a full batch (then the next needs no first look).
         self._busy = False
@@ -112,9 +104,9 @@ class SqliteQueue(MessageQueue):
             " WHERE queue = ?7 AND visible_ms <= ?5 ORDER BY visible_ms LIMIT ?8)"
             " RETURNING id, body, receive_count, sent_ms, queue",
             (
-                self.dead_letter_queue is not None,
-                self.max_receives,
-                self.dead_letter_queue,
+                self.spec.dead_letter_queue is not None,
+                self.spec.max_receives,
+                self.spec.dead_letter_queue,
                 receipt,
                 now,
                 now + int(visibility_timeout * 1000),

@@ -21,6 +21,7 @@ from shared.ports import (
     MessageTooLarge,
     OutgoingMessage,
     QueueDepth,
+    QueueSpec,
     ReceivedMessage,
 )
 from shared.timeutil import from_epoch_ms
@@ -140,17 +141,9 @@ def _wait(seconds: float) -> int:
 
 
 class SqsQueue(MessageQueue):
-    def __init__(
-        self,
-        client: SQSClient,
-        name: str,
-        dead_letter_queue: str | None = None,
-        max_receives: int = 20,
-    ) -> None:
+    def __init__(self, client: SQSClient, spec: QueueSpec) -> None:
+        super().__init__(spec)
         self.client = client
-        self.name = name
-        self.dead_letter_queue = dead_letter_queue
-        self.max_receives = max_receives
         self._url: str | None = None
         self._max_bytes: int | None = None
         self._lock = threading.Lock()
@@ -189,14 +182,14 @@ class SqsQueue(MessageQueue):
             "MaximumMessageSize": str(MAX_MESSAGE_BYTES),
         }
         redrive = None
-        if self.dead_letter_queue is not None:
-            dlq_url = self._lookup_url(self.dead_letter_queue) or self._create_queue(
-                self.dead_letter_queue, attributes
+        if self.spec.dead_letter_queue is not None:
+            dlq_url = self._lookup_url(self.spec.dead_letter_queue) or self._create_queue(
+                self.spec.dead_letter_queue, attributes
             )
             dlq_arn = self.client.get_queue_attributes(
                 QueueUrl=dlq_url, AttributeNames=["QueueArn"]
             )["Attributes"]["QueueArn"]
-            policy = {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": self.max_receives}
+            policy = {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": self.spec.max_receives}
             redrive = json.dumps(policy, separators=(",", ":"))
         url = self._lookup_url(self.name)
         if url is None:

@@ -27,6 +27,7 @@ from shared.ports.queues import (
     OutgoingMessage,
     QueueDepth,
     Queues,
+    QueueSpec,
     ReceivedMessage,
 )
 from shared.ports.schedules import (
@@ -76,6 +77,7 @@ __all__ = [
     "OverlapTurn",
     "Page",
     "QueueDepth",
+    "QueueSpec",
     "Queues",
     "ReceivedMessage",
     "Role",

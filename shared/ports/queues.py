@@ -41,6 +41,16 @@ class MessageTooLarge(SchedulerError):
         self.limit = limit
 
 
+@dataclass(frozen=True, slots=True)
+class QueueSpec:
+    """Which queue a ``MessageQueue`` is: its ``name``, and the queue a message received more
+    than ``max_receives`` times goes to instead (``dead_letter_queue``; ``None``: it stays)."""
+
+    name: str
+    dead_letter_queue: str | None = None
+    max_receives: int = 20
+
+
 class MessageQueue(ABC):
     """A queue with SQS's semantics.
 
@@ -50,7 +60,9 @@ class MessageQueue(ABC):
     dead-letter queue instead. Delivery is at least once; order is not guaranteed.
     """
 
-    name: str
+    def __init__(self, spec: QueueSpec) -> None:
+        self.spec = spec
+        self.name = spec.name
 
     @abstractmethod
     def send(self, messages: Sequence[OutgoingMessage]) -> None:

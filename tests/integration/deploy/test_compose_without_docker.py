@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from shared.adapters.sqs_queue import SqsQueue, sqs_client
+from shared.ports import QueueSpec
 from shared.settings import Settings
 from tests.support import peers
 
@@ -119,7 +120,9 @@ def test_the_compose_localstack_makes_the_queues_the_components_make_and_says_wh
     client = sqs_client(localstack.url, REGION)
     try:
         for role in ("mutations", "occurrences"):
-            SqsQueue(client, own[role], own["dead_letters"], defaults.max_receives).create()
+            SqsQueue(
+                client, QueueSpec(own[role], own["dead_letters"], defaults.max_receives)
+            ).create()
     finally:
         client.close()
     assert made_by_image == attributes(localstack.url, own)

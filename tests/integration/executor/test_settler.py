@@ -19,7 +19,7 @@ from shared.errors import Transient
 from shared.lifecycle import Shutdown
 from shared.messages import encode_occurrence
 from shared.model import AttemptOutcome, Execution, ExecutionStatus, Occurrence
-from shared.ports import OutgoingMessage, SystemClock
+from shared.ports import OutgoingMessage, QueueSpec, SystemClock
 from tests.support.harness import TEST_SECRETS, sqlite_settings
 
 OWNER = "executor:test"
@@ -48,7 +48,7 @@ def attempt(
     database = SqliteDatabase(tmp_path / "s.db")
     store = FlakyStore(database, failures)
     store.ensure_indexes()
-    queue = SqliteQueue(database, "occurrences")
+    queue = SqliteQueue(database, QueueSpec("occurrences"))
     queue.create()
     occurrence = Occurrence("default", "s-1", 1, datetime.now(UTC))
     queue.send([OutgoingMessage(encode_occurrence(occurrence))])

@@ -28,7 +28,7 @@ from shared.model import (
     Timing,
     Unit,
 )
-from shared.ports import OutgoingMessage, SystemClock
+from shared.ports import OutgoingMessage, QueueSpec, SystemClock
 from tests.support.harness import TEST_SECRETS
 
 OWNER = "executor:test"
@@ -54,7 +54,7 @@ def failures(
     database = SqliteDatabase(tmp_path / "s.db")
     store = CountingStore(database)
     store.ensure_indexes()
-    queue = SqliteQueue(database, "occurrences")
+    queue = SqliteQueue(database, QueueSpec("occurrences"))
     queue.create()
     now = datetime.now(UTC)
     definition = ScheduleDefinition(

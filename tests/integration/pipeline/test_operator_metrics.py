@@ -19,7 +19,7 @@ from shared.adapters.sqlite_queue import SqliteQueue
 from shared.logs import JsonFormatter
 from shared.metrics import BackendCollector
 from shared.model import Every, Payload, ScheduleDefinition, Timing, Unit
-from shared.ports import Queues
+from shared.ports import Queues, QueueSpec
 from tests.support.harness import API, TEST_SECRETS, Pipeline, running_pipeline, sqlite_settings
 from tests.support.receiver import running_receiver
 
@@ -109,7 +109,7 @@ def test_the_schedules_gauge_counts_the_store_at_most_once_per_max_age(tmp_path:
 
     store = CountingStore(database, secrets=TEST_SECRETS)
     store.ensure_indexes()
-    queues = Queues(*(SqliteQueue(database, name) for name in ("q1", "q2", "dl")))
+    queues = Queues(*(SqliteQueue(database, QueueSpec(name)) for name in ("q1", "q2", "dl")))
     for queue in (queues.mutations, queues.occurrences, queues.dead_letters):
         queue.create()
     now = [100.0]

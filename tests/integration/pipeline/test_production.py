@@ -26,7 +26,7 @@ from scheduler_service.app import create_app
 from shared.adapters.mongo.store import MongoStore
 from shared.adapters.sqs_queue import SqsQueue, sqs_client
 from shared.backends import Backends
-from shared.ports import Queues
+from shared.ports import Queues, QueueSpec
 from shared.settings import Settings
 from tests.support.executor_steps import fire, receive_once, take_due
 from tests.support.harness import API, FAST, TEST_SECRETS, Pipeline
@@ -78,9 +78,9 @@ def pipeline(
         with mock_aws():
             client = sqs_client(None, "us-east-1")
             queues = Queues(
-                SqsQueue(client, "mutations", "dead", 5),
-                SqsQueue(client, "occurrences", "dead", 5),
-                SqsQueue(client, "dead"),
+                SqsQueue(client, QueueSpec("mutations", "dead", 5)),
+                SqsQueue(client, QueueSpec("occurrences", "dead", 5)),
+                SqsQueue(client, QueueSpec("dead")),
             )
             store = MongoStore(
                 mongomock_ng.MongoClient(tz_aware=True), "scheduler", secrets=TEST_SECRETS

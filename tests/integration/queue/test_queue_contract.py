@@ -21,7 +21,7 @@ from shared.adapters.sqlite.db import SqliteDatabase
 from shared.adapters.sqlite_queue import SqliteQueue
 from shared.adapters.sqs_queue import SqsQueue, sqs_client
 from shared.errors import Transient
-from shared.ports import MessageQueue, OutgoingMessage, QueueDepth, ReceivedMessage
+from shared.ports import MessageQueue, OutgoingMessage, QueueDepth, QueueSpec, ReceivedMessage
 from shared.timeutil import UTC
 from tests.support.peers import SQS_URL, aws_for, sqs_endpoint_for
 
@@ -47,7 +47,8 @@ def queues(
     if request.param == "sqlite":
         database = SqliteDatabase(tmp_path / "queues.db")
         pair = QueuePair(
-            SqliteQueue(database, "work", "dead", MAX_RECEIVES), SqliteQueue(database, "dead")
+            SqliteQueue(database, QueueSpec("work", "dead", MAX_RECEIVES)),
+            SqliteQueue(database, QueueSpec("dead")),
         )
         pair.queue.create()
         pair.dead_letters.create()
@@ -63,8 +64,8 @@ def queues(
         client = sqs_client(sqs_endpoint_for(request, request.param), region)
         suffix = uuid.uuid4().hex[:12]
         pair = QueuePair(
-            SqsQueue(client, f"work-{suffix}", f"dead-{suffix}", MAX_RECEIVES),
-            SqsQueue(client, f"dead-{suffix}"),
+            SqsQueue(client, QueueSpec(f"work-{suffix}", f"dead-{suffix}", MAX_RECEIVES)),
+            SqsQueue(client, QueueSpec(f"dead-{suffix}")),
         )
         pair.queue.create()
         pair.dead_letters.create()
@@ -78,7 +79,10 @@ def queues(
     with mock_aws():
         client = sqs_client(None, "us-east-1")
         # The work queue first: its create() makes the dead-letter queue it points at.
-        pair = QueuePair(SqsQueue(client, "work", "dead", MAX_RECEIVES), SqsQueue(client, "dead"))
+        pair = QueuePair(
+            SqsQueue(client, QueueSpec("work", "dead", MAX_RECEIVES)),
+            SqsQueue(client, QueueSpec("dead")),
+        )
         pair.queue.create()
         pair.dead_letters.create()
         try:
@@ -257,7 +261,7 @@ def test_an_unreachable_sqs_endpoint_is_transient(
     # Port 9 (discard) on loopback: nothing listens, the connection is refused at once.
     client = sqs_client("http://127.0.0.1:9", "us-east-1")
     try:
-        queue = SqsQueue(client, "work")
+        queue = SqsQueue(client, QueueSpec("work"))
         with pytest.raises(Transient):
             queue.send([OutgoingMessage("lost?")])
         with pytest.raises(Transient):

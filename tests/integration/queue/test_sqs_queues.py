@@ -18,7 +18,7 @@ from moto import mock_aws
 from scheduler_service.app import create_app
 from shared.adapters.sqs_queue import SqsQueue, sqs_client
 from shared.backends import open_backends
-from shared.ports import MessageTooLarge, OutgoingMessage
+from shared.ports import MessageTooLarge, OutgoingMessage, QueueSpec
 from shared.settings import Settings
 from tests.integration.queue.test_queue_contract import receive_all
 from tests.support.harness import API
@@ -34,7 +34,7 @@ class Sqs:
     dead: str
 
     def queue(self, max_receives: int = 5) -> SqsQueue:
-        return SqsQueue(self.client, self.work, self.dead, max_receives)
+        return SqsQueue(self.client, QueueSpec(self.work, self.dead, max_receives))
 
     def attributes(self, name: str) -> dict[str, str]:
         url = self.client.get_queue_url(QueueName=name)["QueueUrl"]

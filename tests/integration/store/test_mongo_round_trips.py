@@ -32,6 +32,7 @@ from shared.ports import (
     OverlapClaim,
     OverlapSeen,
     OverlapTurn,
+    QueueSpec,
     StateChange,
 )
 from shared.signing import SigningSecrets
@@ -217,7 +218,10 @@ def test_the_processor_applies_a_batch_of_creates_in_one_command(
 ) -> None:
     store, commands = counted
     database = SqliteDatabase(tmp_path / "queues.db")
-    mutations, dead = SqliteQueue(database, "mutations"), SqliteQueue(database, "dead")
+    mutations, dead = (
+        SqliteQueue(database, QueueSpec("mutations")),
+        SqliteQueue(database, QueueSpec("dead")),
+    )
     mutations.create()
     dead.create()
     note = ChangeNote(ChangeAction.CREATE, Actor(ActorKind.API_KEY, "k1", "bot"), ())
