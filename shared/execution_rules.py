@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from shared.guards import Append, Field, Inc, Param, Remove, Set, Write, params_of, set_given
+from shared.guards import Append, Field, Inc, Param, Remove, Set, Write, set_given
 from shared.model import (
     KEPT_ATTEMPTS,
     AttemptOutcome,
@@ -130,10 +130,14 @@ DISCARD = Write("executions", EXECUTION_KEY, DEAD_LETTER, (Set("discarded_at", P
 
 def occurrence_params(occurrence: Occurrence) -> dict[str, Any]:
     """What ``BEGIN`` and ``SKIP`` take of the occurrence: its key, and its record's fields."""
-    return params_of(
-        occurrence,
-        ("tenant", "occurrence_id", "schedule_id", "scheduled_time", "manual", "revision"),
-    )
+    return {
+        "tenant": occurrence.tenant,
+        "occurrence_id": occurrence.occurrence_id,
+        "schedule_id": occurrence.schedule_id,
+        "scheduled_time": occurrence.scheduled_time,
+        "manual": occurrence.manual,
+        "revision": occurrence.revision,
+    }
 
 
 def begin_params(
