@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from dataclasses import dataclass
 from enum import StrEnum
+from typing import NamedTuple
 
 from shared.tracing import TraceContext
 
@@ -26,12 +26,12 @@ class SpanKind(StrEnum):
     CLIENT = "client"
 
 
-@dataclass(frozen=True, slots=True)
-class SpanStart:
+class SpanStart(NamedTuple):
     """What ``Spans.begin`` begins: a span named ``name`` of ``kind``, continuing ``parent`` (a
     new trace when ``None``), with ``attributes``. ``outgoing``: its context is sent to someone
     else (a webhook, a user's queue), who must see a span id of its own even when nothing is
-    recorded."""
+    recorded. A tuple: the executor makes one per attempt, and a frozen dataclass costs about a
+    microsecond more to make."""
 
     name: str
     kind: SpanKind
