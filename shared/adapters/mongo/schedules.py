@@ -22,7 +22,7 @@ from shared.claim_rules import (
     advance_params,
 )
 from shared.definition_cache import DefinitionCache
-from shared.model import Schedule
+from shared.model import Schedule, ScheduleDefinition
 from shared.ports import Advance, DefinitionToApply, ScheduleStore
 from shared.store_rules import (
     CHANGED_BEFORE,

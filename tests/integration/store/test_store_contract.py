@@ -378,11 +378,11 @@ def test_the_version_check_reads_states_and_revisions_without_definitions(store:
     assert states[s1].revision == 1 and states[s1].status is ScheduleStatus.ACTIVE
     # A change, a pause and a delete are read anew.
     assert create(store, "s1", revision=3, url="https://hooks.example.com/other")
-    assert store.apply_state(TENANT, "s2", 2, ScheduleStatus.PAUSED, None, T0)
+    assert store.apply_state(StateChange(TENANT, "s2", 2, ScheduleStatus.PAUSED, None, T0))
     states = store.get_schedule_states([s1, s2], {(TENANT, "s1", 1): carried})
     assert states[s1].revision == 3 and states[s1].definition is None
     assert states[s2].status is ScheduleStatus.PAUSED
-    assert store.apply_state(TENANT, "s1", 4, ScheduleStatus.DELETED, None, T0)
+    assert store.apply_state(StateChange(TENANT, "s1", 4, ScheduleStatus.DELETED, None, T0))
     assert store.get_schedule_states([s1], {})[s1].status is ScheduleStatus.DELETED
 
 
