@@ -4,9 +4,9 @@ once, at once."""
 from __future__ import annotations
 
 from datetime import datetime, tzinfo
-from typing import Any, ClassVar
+from typing import Any
 
-from shared.notations.base import Anchors, Member, MemberKind, TimingNotation
+from shared.notations.base import Anchors, MemberKind, TimingNotation
 from shared.notations.words import local
 from shared.recurrence import OneTime, Recurrence, instant_in
 from shared.timeutil import parse_iso
@@ -17,18 +17,12 @@ class At(TimingNotation):
     name = "at"
     label = "Once, at a time"
     view_label = "once, at"
-    members: ClassVar[tuple[Member, ...]] = (
-        Member(
-            "at",
-            MemberKind.DATE_TIME,
-            description="one time, ISO-8601",
-            label="At (in the time zone below)",
-        ),
-    )
-    one_time_words = "at"
-    console_fire_if_past = True
     view_kind = MemberKind.DATE_TIME
     view_description = "a one-time schedule"
+    member_label = "At (in the time zone below)"
+    member_description = "one time, ISO-8601"
+    one_time_words = "at"
+    console_fire_if_past = True
 
     def is_one_time(self, members: Any) -> bool:
         return True

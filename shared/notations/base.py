@@ -119,8 +119,10 @@ class Notation(ABC):
 
 
 class TimingNotation(Notation):
-    """A notation a stored ``Timing`` is in: ``Timing.kind`` is its ``name``, and its own member
-    holds ``Timing.value`` (see the module docstring)."""
+    """A notation a stored ``Timing`` is in: ``Timing.kind`` is its ``name``, and its one member,
+    named as it is and of its ``view_kind``, holds ``Timing.value`` (see the module docstring).
+    A subclass says how the API documents that member and the console shows it (``member_*``,
+    ``max_length``); ``members`` is made from them."""
 
     # Its words include its start: describe() leaves it out of the bounds it adds.
     describes_start: ClassVar[bool] = False
@@ -131,6 +133,25 @@ class TimingNotation(Notation):
     view_description: ClassVar[str] = ""
     # How the console's page of a schedule labels its value.
     view_label: ClassVar[str]
+    # Its member, as Member has it: the console's label, the API's description, a placeholder,
+    # the most characters of a TEXT.
+    member_label: ClassVar[str]
+    member_description: ClassVar[str] = ""
+    member_example: ClassVar[str] = ""
+    max_length: ClassVar[int] = 0
+
+    def __init_subclass__(cls) -> None:
+        super().__init_subclass__()
+        cls.members = (
+            Member(
+                cls.name,
+                cls.view_kind,
+                description=cls.member_description,
+                max_length=cls.max_length,
+                label=cls.member_label,
+                example=cls.member_example,
+            ),
+        )
 
     def timing(self, members: Mapping[str, Any]) -> Timing:
         bounds = {name: members.get(name) for name in ("start", "end", "max_occurrences")}

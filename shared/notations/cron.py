@@ -8,11 +8,11 @@ from __future__ import annotations
 import contextlib
 import re
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any
 
 from cronsim import CronSim, CronSimError
 
-from shared.notations.base import Anchors, Member, MemberKind, TimingNotation
+from shared.notations.base import Anchors, TimingNotation
 from shared.notations.words import duration, join, local
 from shared.recurrence import (
     Recurrence,
@@ -32,15 +32,9 @@ class Cron(TimingNotation):
     name = "cron"
     label = "Cron line"
     view_label = "cron line"
-    members: ClassVar[tuple[Member, ...]] = (
-        Member(
-            "cron",
-            MemberKind.TEXT,
-            max_length=200,
-            label="Cron line",
-            example="30 9 * * 1-5, @hourly, @every 90s",
-        ),
-    )
+    member_label = "Cron line"
+    member_example = "30 9 * * 1-5, @hourly, @every 90s"
+    max_length = 200
     one_time_words = "an EventBridge at(…)"
 
     def is_one_time(self, members: Any) -> bool:

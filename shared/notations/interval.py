@@ -5,9 +5,9 @@ one interval after the schedule is accepted)."""
 from __future__ import annotations
 
 from datetime import tzinfo
-from typing import Any, ClassVar
+from typing import Any
 
-from shared.notations.base import Anchors, Member, MemberKind, TimingNotation
+from shared.notations.base import Anchors, MemberKind, TimingNotation
 from shared.notations.words import every, local
 from shared.recurrence import Recurrence, wall_in
 from shared.recurrence.intervals import interval_recurrence
@@ -19,11 +19,10 @@ class Interval(TimingNotation):
     name = "interval"
     label = "Every N units"
     view_label = "every"
-    members: ClassVar[tuple[Member, ...]] = (
-        Member("interval", MemberKind.INTERVAL, label="Every", example="10"),
-    )
-    describes_start = True
     view_kind = MemberKind.INTERVAL
+    member_label = "Every"
+    member_example = "10"
+    describes_start = True
 
     def from_body(self, loaded: Any) -> Any:
         return Every(loaded["number"], loaded["unit"])

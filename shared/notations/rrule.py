@@ -5,9 +5,9 @@ without one). The engine is ``shared.recurrence.rrule``."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any
 
-from shared.notations.base import Anchors, Member, MemberKind, TimingNotation
+from shared.notations.base import Anchors, TimingNotation
 from shared.notations.words import every, join, local, plural, times
 from shared.recurrence import Recurrence, RulePart, parse_rrule, wall_in
 from shared.recurrence.rrule import rrule_recurrence
@@ -53,15 +53,9 @@ class RRule(TimingNotation):
     name = "rrule"
     label = "RRULE (RFC 5545)"
     view_label = "RRULE"
-    members: ClassVar[tuple[Member, ...]] = (
-        Member(
-            "rrule",
-            MemberKind.TEXT,
-            max_length=2000,
-            label="RRULE",
-            example="FREQ=WEEKLY;BYDAY=MO;BYHOUR=9;BYMINUTE=0",
-        ),
-    )
+    member_label = "RRULE"
+    member_example = "FREQ=WEEKLY;BYDAY=MO;BYHOUR=9;BYMINUTE=0"
+    max_length = 2000
     used_up_hint = (
         " (COUNT counts from the rule's DTSTART: the schedule's start, or 00:00 on the day "
         "it is accepted; max_occurrences counts from acceptance)"
