@@ -6,12 +6,10 @@ a running API (``--url``, ``--api-key``: an admin key; its tenant's calendars). 
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from scheduler_cli.operator import call_api, client_options, table
+from scheduler_cli.operator import Shown, Trace, answer_command, client_options
 from scheduler_client import SchedulerClient
 
 CALENDAR_COLUMNS = (
@@ -54,31 +52,21 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def run(args: argparse.Namespace, environ: dict[str, str], out: TextIO | None = None) -> int:
-    out = out or sys.stdout
+    return answer_command(args, environ, request, out)
 
-    def request(client: SchedulerClient) -> Any:
-        if args.action == "list":
-            return {"items": client.calendars()}
-        if args.action == "get":
-            return client.calendar(args.name)
-        if args.action == "delete":
-            client.delete_calendar(args.name)
-            return {"deleted": args.name}
+
+def request(client: SchedulerClient, args: argparse.Namespace, trace: Trace) -> Shown:
+    if args.action == "list":
+        items: Any = client.calendars()
+        return Shown({"items": items}, items, CALENDAR_COLUMNS)
+    if args.action == "delete":
+        client.delete_calendar(args.name)
+        return Shown({"deleted": args.name}, line=f"calendar {args.name} deleted")
+    answer: Any
+    if args.action == "get":
+        answer = client.calendar(args.name)
+    else:
         ics = None if args.ics is None else args.ics.read_text(encoding="utf-8")
         write = client.create_calendar if args.action == "create" else client.replace_calendar
-        return write(args.name, dates=args.dates, ics=ics, description=args.description)
-
-    answer = call_api(args, environ, request)
-    if answer is None:
-        return 1
-    if args.json:
-        out.write(json.dumps(answer, indent=2) + "\n")
-    elif args.action == "list":
-        table(answer["items"], CALENDAR_COLUMNS, out)
-    elif args.action == "delete":
-        out.write(f"calendar {args.name} deleted\n")
-    else:
-        table([answer], CALENDAR_COLUMNS, out)
-        for day in answer["dates"]:
-            out.write(f"{day}\n")
-    return 0
+        answer = write(args.name, dates=args.dates, ics=ics, description=args.description)
+    return Shown(answer, [answer], CALENDAR_COLUMNS, after=answer["dates"])

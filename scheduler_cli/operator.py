@@ -109,12 +109,16 @@ def call_api(
 @dataclass(frozen=True)
 class Shown:
     """A command's answer and how the terminal shows it without ``--json``: a table of
-    ``rows`` in ``columns``, or one ``line``, or else the answer's fields one per line."""
+    ``rows`` in ``columns``, or one ``line``, or else the answer's fields one per line; with
+    the lines ``before`` and ``after`` it, and a ``note`` on stderr."""
 
     answer: Any
     rows: list[dict[str, Any]] | None = None
     columns: Sequence[tuple[str, str]] = ()
     line: str | None = None
+    before: Sequence[str] = ()
+    after: Sequence[str] = ()
+    note: str | None = None
 
 
 def answer_command(
@@ -133,13 +137,8 @@ def answer_command(
     answer = called.answer
     if args.json:
         out.write(json.dumps(answer, indent=2) + "\n")
-    elif called.rows is not None:
-        table(called.rows, called.columns, out)
-    elif called.line is not None:
-        out.write(called.line + "\n")
     else:
-        for key, value in answer.items():
-            out.write(f"{key + ':':<26} {shown(key, value)}\n")
+        _show(called, out)
     more = answer.get("next_cursor") if isinstance(answer, dict) else None
     if more:
         print(
@@ -148,6 +147,20 @@ def answer_command(
             file=sys.stderr,
         )
     return 0
+
+
+def _show(called: Shown, out: TextIO) -> None:
+    out.writelines(f"{line}\n" for line in called.before)
+    if called.rows is not None:
+        table(called.rows, called.columns, out)
+    elif called.line is not None:
+        out.write(called.line + "\n")
+    else:
+        for key, value in called.answer.items():
+            out.write(f"{key + ':':<26} {shown(key, value)}\n")
+    out.writelines(f"{line}\n" for line in called.after)
+    if called.note:
+        print(called.note, file=sys.stderr)
 
 
 def pages(page: Callable[[str | None], Any], args: argparse.Namespace) -> dict[str, Any]:

@@ -8,11 +8,9 @@ the new secret, this once (``shared.signing``).
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import Any, TextIO
 
-from scheduler_cli.operator import call_api, client_options, table
+from scheduler_cli.operator import Shown, Trace, answer_command, client_options
 from scheduler_client import SchedulerClient
 
 SECRET_COLUMNS = (
@@ -46,29 +44,23 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def run(args: argparse.Namespace, environ: dict[str, str], out: TextIO | None = None) -> int:
-    out = out or sys.stdout
+    return answer_command(args, environ, request, out)
 
-    def request(client: SchedulerClient) -> Any:
-        if args.action == "list":
-            return {"items": client.signing_secrets()}
-        return client.rotate_signing_secret(overlap_seconds=args.overlap_seconds)
 
-    answer = call_api(args, environ, request)
-    if answer is None:
-        return 1
-    if args.json:
-        out.write(json.dumps(answer, indent=2) + "\n")
-        return 0
-    if args.action == "rotate":
-        out.write(f"secret: {answer['secret']}  (shown this once: give it to your receivers)\n")
-        out.write(f"id: {answer['id']}\n")
+def request(client: SchedulerClient, args: argparse.Namespace, trace: Trace) -> Shown:
+    answer: Any
+    rotated: list[str] = []
+    if args.action == "list":
+        answer = {"items": client.signing_secrets()}
+    else:
+        answer = client.rotate_signing_secret(overlap_seconds=args.overlap_seconds)
         ends = answer["current_from"]
-        out.write(
-            f"the secrets before sign beside it until {ends}\n"
+        rotated = [
+            f"secret: {answer['secret']}  (shown this once: give it to your receivers)",
+            f"id: {answer['id']}",
+            f"the secrets before sign beside it until {ends}"
             if ends
-            else "the secrets before are retired\n"
-        )
-    table(answer["items"], SECRET_COLUMNS, out)
-    if not answer["items"]:
-        print("no secret signs: webhooks go unsigned", file=sys.stderr)
-    return 0
+            else "the secrets before are retired",
+        ]
+    unsigned = None if answer["items"] else "no secret signs: webhooks go unsigned"
+    return Shown(answer, answer["items"], SECRET_COLUMNS, before=rotated, note=unsigned)
