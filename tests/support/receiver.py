@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import socket
+import struct
 import threading
 import time
 from collections import Counter
@@ -15,10 +17,17 @@ from urllib.parse import parse_qs, urlsplit
 
 from shared.timeutil import parse_iso
 
+# Linux's SO_TIMESTAMPNS (Python's socket module does not name it): the kernel stamps each
+# packet as it arrives, and recvmsg gives the stamp (a struct timespec) of the data it reads.
+SO_TIMESTAMPNS = 35
+TIMESPEC = struct.Struct("qq")
+
 
 @dataclass(frozen=True)
 class Call:
-    received_at: float  # time.time()
+    # When the request's first byte reached the receiver's socket, by the kernel's clock
+    # (``time.time()``'s): not delayed by this process waiting for a core or its GIL.
+    received_at: float
     method: str
     path: str
     query: dict[str, list[str]]
@@ -55,6 +64,17 @@ def lateness(call: Call) -> float:
     return call.received_at - scheduled
 
 
+def arrival(connection: socket.socket) -> float:
+    """When the next request's first byte arrived (waiting for it; the clients here never
+    pipeline, so nothing of it is read yet), by the kernel's stamp; now if it gave none."""
+    _, ancillary, _, _ = connection.recvmsg(1, socket.CMSG_SPACE(TIMESPEC.size), socket.MSG_PEEK)
+    for level, kind, data in ancillary:
+        if (level, kind) == (socket.SOL_SOCKET, SO_TIMESTAMPNS):
+            seconds, nanoseconds = TIMESPEC.unpack(data)
+            return seconds + nanoseconds / 1e9
+    return time.time()
+
+
 class Receiver:
     def __init__(self, respond: Responder | None = None, body: BodyOf | None = None) -> None:
         self.calls: list[Call] = []
@@ -67,12 +87,16 @@ class Receiver:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
+            def handle_one_request(self) -> None:
+                self.arrived = arrival(self.connection)
+                super().handle_one_request()
+
             def _handle(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 parts = urlsplit(self.path)
                 call = Call(
-                    time.time(),
+                    self.arrived,
                     self.command,
                     parts.path,
                     parse_qs(parts.query),
@@ -97,6 +121,8 @@ class Receiver:
                 return None
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        # Set on the listening socket, the connections it accepts have it from their first byte.
+        self.server.socket.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_port}"
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
