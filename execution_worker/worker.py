@@ -319,10 +319,21 @@ class Executor:
             for item in plan.waiting:
                 item.due = again
             self.held.put_back(plan.waiting)
+        # Each call's task starts at its moment (a loop timer per call, not a task asleep
+        # until then); ``Delivery.deliver`` still waits for it by the clock that stamps it.
+        loop = asyncio.get_running_loop()
+        at, now = loop.time(), self.clock.now()
         for call in plan.calls:
             self._calls += 1
-            self._spawn(self._deliver(call))
+            ahead = (call.item.due - now).total_seconds()
+            if ahead > 0:
+                loop.call_at(at + ahead, self._start_call, call)
+            else:
+                self._start_call(call)
         self._poke()
+
+    def _start_call(self, call: Call) -> None:
+        self._spawn(self._deliver(call))
 
     async def _deliver(self, call: Call) -> None:
         try:
