@@ -31,6 +31,7 @@ from shared.metrics import (
     SUCCEEDED,
     WEBHOOK_DURATION,
     count_responses,
+    observe_all,
 )
 from shared.model import ExecutionStatus, Occurrence, Schedule
 
@@ -148,19 +149,25 @@ class ExecutorObserver:
         """A batch of attempts that ended, handed to the settler: counted, measured, logged."""
         statuses: Counter[ExecutionStatus] = Counter()
         answers: list[int | None] = []
+        durations: list[float] = []
+        latenesses: list[float] = []
+        processing: list[float] = []
         for settled in batch:
             outcome = settled.outcome
             statuses[outcome.status] += 1
             answers.append(outcome.http_status)
             if outcome.http_status is not None and outcome.duration_ms is not None:
-                WEBHOOK_DURATION.observe(outcome.duration_ms / 1000.0)
+                durations.append(outcome.duration_ms / 1000.0)
             if settled.execution.lateness_ms is None:
                 # The run's first attempt that ends: its lateness, as the record keeps it.
                 lateness = run_lateness_ms(settled.execution, outcome)
                 if lateness is not None:
-                    FIRE_LATENESS.observe(max(0.0, lateness / 1000.0))
+                    latenesses.append(max(0.0, lateness / 1000.0))
             if settled.processing_seconds is not None:
-                FIRE_PROCESSING.observe(settled.processing_seconds)
+                processing.append(settled.processing_seconds)
+        observe_all(WEBHOOK_DURATION, durations)
+        observe_all(FIRE_LATENESS, latenesses)
+        observe_all(FIRE_PROCESSING, processing)
         count_responses(answers)
         succeeded = statuses[ExecutionStatus.SUCCEEDED]
         retried = statuses[ExecutionStatus.RETRYING]

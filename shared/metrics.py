@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -118,6 +119,25 @@ FIRE_PROCESSING = PROCESSING.labels("executor", "fire")
 _RESPONSE_CLASSES = {
     name: HTTP_RESPONSES.labels(name) for name in ("error", "1xx", "2xx", "3xx", "4xx", "5xx")
 }
+
+
+def observe_all(histogram: Histogram, values: Iterable[float]) -> None:
+    """``histogram.observe`` of each value, a batch at a time: one increment of the sum and one
+    of each bucket the values fall in (the first whose bound is at least the value, as
+    ``observe`` counts), where ``observe`` takes two locked increments per value.
+    prometheus_client has no batch observe: this reads the buckets ``observe`` itself reads."""
+    bounds = histogram._upper_bounds
+    counts: dict[int, int] = {}
+    total = 0.0
+    for value in values:
+        index = bisect_left(bounds, value)
+        counts[index] = counts.get(index, 0) + 1
+        total += value
+    if not counts:
+        return
+    histogram._sum.inc(total)
+    for index, count in counts.items():
+        histogram._buckets[index].inc(count)
 
 
 def status_class(status: int | None) -> str:

@@ -14,7 +14,7 @@ from shared.adapters.sqlite.db import SqliteDatabase
 from shared.adapters.sqlite.store import SqliteStore
 from shared.messages import decode_occurrence, encode_occurrence
 from shared.model import Occurrence
-from shared.ports import OutgoingMessage
+from shared.ports import MessageQueue, OutgoingMessage
 from shared.timeutil import parse_iso
 from tests.integration.queue.test_queue_contract import QueuePair, queues  # noqa: F401
 from tests.support.executor_steps import receive_once
@@ -84,11 +84,17 @@ def test_a_retry_after_of_an_hour_leaves_no_message_in_flight(tmp_path: Path) ->
         schedule_id = create(pipeline, body(f"{receiver.url}/later", retry=QUICK_RETRY))
         eventually(lambda: final_status(pipeline, schedule_id) == "retrying")
         queue = pipeline.backends.queues.occurrences
-        eventually(lambda: queue.depth().delayed == 1)
-        depth = queue.depth()
-        assert (depth.visible, depth.in_flight) == (0, 0)
+        # The settler sends the delayed copy, then deletes the delivery in hand: between the
+        # two, both are there. Once deleted, only the delayed copy is left, and stays.
+        eventually(lambda: _visible_in_flight_delayed(queue) == (0, 0, 1))
+        assert _visible_in_flight_delayed(queue) == (0, 0, 1)
         [record] = history(pipeline, schedule_id)
         assert record["attempts"] == 1
         next_attempt = parse_iso(record["next_attempt_at"])
         assert next_attempt - datetime.now(UTC) > timedelta(minutes=59)
     assert len(receiver.calls) == 1
+
+
+def _visible_in_flight_delayed(queue: MessageQueue) -> tuple[int, int, int]:
+    depth = queue.depth()
+    return depth.visible, depth.in_flight, depth.delayed
