@@ -19,7 +19,7 @@ from scheduler_service.console.pages import (
     service,
     with_parameters,
 )
-from scheduler_service.console.schedule_actions import act_on
+from scheduler_service.console.schedule_actions import CONSOLE_PAUSE, act_on
 from scheduler_service.console.schedule_list_page import LIST_PARAMETERS, PAGE_SIZES, list_selection
 from scheduler_service.roles import requires
 from scheduler_service.service.bulk import BulkAction, BulkAnswer, Selector
@@ -109,7 +109,14 @@ def all_matching() -> Response | tuple[str, int]:
     deadline = time.monotonic() + ALL_MATCHING_SECONDS
     done = BulkAnswer()
     while True:
-        part = bulk.run(g.tenant, BulkAction(action), selector, token, actor=request_actor())
+        part = bulk.run(
+            g.tenant,
+            BulkAction(action),
+            selector,
+            token,
+            actor=request_actor(),
+            intent=CONSOLE_PAUSE,
+        )
         done.changed, done.unchanged = done.changed + part.changed, done.unchanged + part.unchanged
         done.failed += part.failed
         token = part.continue_token

@@ -16,7 +16,7 @@ from scheduler_service.requests.patch import patched_request
 from scheduler_service.routes.common import present, service
 from scheduler_service.routes.schedules import blp
 from scheduler_service.service.bulk import BulkAction, DryRun
-from shared.model import ScheduleDefinition
+from shared.model import PauseIntent, ScheduleDefinition
 from shared.ports import Role
 
 BULK_ANSWER = BulkAnswerSchema()
@@ -64,6 +64,7 @@ def bulk_schedules(body: dict[str, Any], headers: dict[str, Any]) -> Response:
         idempotent_request(headers),
         patched if body["action"] is BulkAction.PATCH else None,
         actor=request_actor(),
+        intent=PauseIntent(by=g.caller_name),
     )
     replayed = {"Idempotent-Replayed": "true"} if answer.replayed else {}
     return json_answer(BULK_ANSWER, answer, 200, replayed)

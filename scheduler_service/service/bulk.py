@@ -38,7 +38,7 @@ from scheduler_service.service.creating import (
 )
 from shared.changes import Actor
 from shared.errors import InvalidInput, SchedulerError
-from shared.model import Schedule, ScheduleDefinition, ScheduleStatus
+from shared.model import PauseIntent, Schedule, ScheduleDefinition, ScheduleStatus
 from shared.ports import Clock, IdempotencyRecord, ScheduleFilter, Store
 from shared.settings import Settings
 
@@ -180,12 +180,14 @@ class Bulk:
         idempotency: IdempotentRequest | None = None,
         patch: Callable[[ScheduleDefinition], ScheduleDefinition] | None = None,
         actor: Actor | None = None,
+        intent: PauseIntent | None = None,
     ) -> BulkAnswer:
         """One part of the operation, from ``token`` (``None``: the start), see the module
         docstring. ``patch`` gives a schedule's patched definition (``InvalidInput`` naming
         the field); on the first page of the operation a patch refused for any schedule
         refuses the request, and nothing changes; later, it counts as failed. Each change is
-        recorded in its schedule's change history as made by ``actor``."""
+        recorded in its schedule's change history as made by ``actor``; a pause keeps
+        ``intent`` (who set it)."""
         after = _position(token)
         now = self.clock.now()
         key = None if idempotency is None else _part_key(idempotency.key, token)
@@ -193,7 +195,7 @@ class Bulk:
             recorded = self.store.get_idempotency_record(tenant, key, now)
             if recorded is not None:
                 return _answer_again(recorded, idempotency)
-        answer = self._work(tenant, action, selector, after, patch, actor)
+        answer = self._work(tenant, action, selector, after, patch, actor, intent)
         if idempotency is not None and key is not None:
             record = IdempotencyRecord(
                 tenant=tenant,
@@ -220,6 +222,7 @@ class Bulk:
         after: str | None,
         patch: Callable[[ScheduleDefinition], ScheduleDefinition] | None,
         actor: Actor | None,
+        intent: PauseIntent | None,
     ) -> BulkAnswer:
         answer = BulkAnswer()
         listing = _checked(selector).listing()
@@ -231,7 +234,7 @@ class Bulk:
                 assert patch is not None
                 outcomes = self._patch(tenant, page.items, patch, first, actor)
             else:
-                outcomes = list(self.changes.apply_many(page.items, _STATUS[action], actor))
+                outcomes = list(self.changes.apply_many(page.items, _STATUS[action], actor, intent))
             for schedule, outcome in zip(page.items, outcomes, strict=True):
                 answer.count(schedule.schedule_id, outcome)
             first = False

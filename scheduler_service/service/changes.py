@@ -116,14 +116,19 @@ class StateChanges:
         return self.reads.get(tenant, schedule_id)
 
     def apply_many(
-        self, schedules: Sequence[Schedule], status: ScheduleStatus, actor: Actor | None = None
+        self,
+        schedules: Sequence[Schedule],
+        status: ScheduleStatus,
+        actor: Actor | None = None,
+        intent: PauseIntent | None = None,
     ) -> list[bool | InvalidInput]:
         """Pause (``PAUSED``), resume (``ACTIVE``) or delete (``DELETED``) each of stored
         schedules (a bulk operation's page), in one ``apply_states``, as ``pause``, ``resume``
         and ``delete`` would one by one: for each, in order, whether it changed (``False``:
         it was in that state already, or changed meanwhile), or the ``InvalidInput`` of a
         resume whose next time cannot be computed. With ``actor``, those that changed are
-        recorded in their change histories, in one write."""
+        recorded in their change histories, in one write. A pause keeps ``intent`` (who set
+        it), as ``pause`` does."""
         now = self.clock.now()
         answers: list[bool | InvalidInput] = []
         changes: list[StateChange] = []
@@ -150,7 +155,8 @@ class StateChanges:
                     answers.append(exc)
                     continue
             key = (schedule.tenant, schedule.schedule_id)
-            changes.append(StateChange(*key, self.revisions.next(), status, next_time, now))
+            kept = intent if status is ScheduleStatus.PAUSED else None
+            changes.append(StateChange(*key, self.revisions.next(), status, next_time, now, kept))
             answers.append(True)
         done = self.store.apply_states(changes)
         if actor is not None:

@@ -74,6 +74,30 @@ def test_a_pause_until_with_a_note_is_shown_with_who_set_it(api: ApiUnderTest) -
     )
 
 
+def test_a_bulk_pause_says_who_set_it_as_a_pause_one_by_one_does(api: ApiUnderTest) -> None:
+    create(api, "b1")
+    create(api, "b2")
+    answer = api.client.post(
+        f"{API}/schedules/bulk",
+        json={"action": "pause", "selector": {"ids": ["b1", "b2"]}},
+        headers=ACME,
+    )
+    assert answer.status_code == 200, answer.get_json()
+    assert answer.get_json()["changed"] == 2
+    digest = hashlib.sha256(ACME_KEY.encode()).hexdigest()
+    for schedule_id in ("b1", "b2"):
+        shown = get(api, schedule_id)
+        assert shown["status"] == "paused"
+        assert (shown["paused_until"], shown["pause_note"]) == (None, None)
+        assert shown["pause_set_by"] == f"key {digest[:12]}"
+    resumed = api.client.post(
+        f"{API}/schedules/bulk",
+        json={"action": "resume", "selector": {"ids": ["b1"]}},
+        headers=ACME,
+    )
+    assert resumed.status_code == 200 and get(api, "b1")["pause_set_by"] is None
+
+
 def test_a_stored_key_is_named_and_a_pause_without_a_body_has_no_end(api: ApiUnderTest) -> None:
     digest = auth.hash_key(STORED_KEY)
     api.backends.store.add_api_key(ApiKey(digest, "acme", "deploy-bot", api.clock.now()))

@@ -72,6 +72,9 @@ def test_all_matching_is_counted_confirmed_then_done(api: ApiUnderTest) -> None:
     assert query["q"] == ["billing"] and query["bulk"] == ["pause"] and query["done"] == ["6"]
     assert notice(text(api.client.get(done.headers["Location"]))) == "Paused 6 schedules."
     assert statuses(api) == {**{f"bill-{n}": "paused" for n in range(6)}, "other": "active"}
+    # Who paused them is said as for a pause from a schedule's page.
+    paused = api.backends.store.get_schedule("acme", "bill-0")
+    assert paused is not None and paused.pause_set_by == "console"
 
     again = api.client.post(
         "/console/schedules/all-matching", data={"action": "pause", **fields, **CONFIRMED}
