@@ -121,6 +121,10 @@ class HttpSender(WebhookSender):
         self._session = aiohttp.ClientSession(
             connector=connector,
             auto_decompress=False,
+            # Answers are kept as they come (not decompressed: a small compressed body could
+            # grow past every bound), so they are asked for uncompressed; a webhook that sets
+            # its own Accept-Encoding keeps it (aiohttp would send "gzip, deflate").
+            headers={"Accept-Encoding": "identity"},
             # The webhook's own headers only: no cookies kept between calls.
             cookie_jar=aiohttp.DummyCookieJar(),
             skip_auto_headers=("Content-Type",),

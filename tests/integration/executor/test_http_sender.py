@@ -4,6 +4,7 @@ connections are reused."""
 from __future__ import annotations
 
 import asyncio
+import gzip
 import socket
 import threading
 import time
@@ -19,8 +20,11 @@ LOOPBACK = TargetPolicy(("127.0.0.0/8",))
 
 
 @contextmanager
-def raw_server(answer: Callable[[socket.socket], None]) -> Iterator[tuple[str, list[int]]]:
-    """A server on 127.0.0.1 that reads each request and lets ``answer`` write the reply."""
+def raw_server(
+    answer: Callable[[socket.socket], None], seen: list[bytes] | None = None
+) -> Iterator[tuple[str, list[int]]]:
+    """A server on 127.0.0.1 that reads each request (kept in ``seen``) and lets ``answer``
+    write the reply."""
     listener = socket.create_server(("127.0.0.1", 0))
     accepted: list[int] = []
     stop = threading.Event()
@@ -34,6 +38,8 @@ def raw_server(answer: Callable[[socket.socket], None]) -> Iterator[tuple[str, l
                     if not data:
                         return
                     request += data
+                if seen is not None:
+                    seen.append(request)
                 try:
                     answer(connection)
                 except OSError:
@@ -150,3 +156,31 @@ def test_the_answer_gives_its_status_line_and_only_the_start_of_its_body() -> No
         b"hello",
         False,
     )
+
+
+def test_answers_are_asked_for_uncompressed_unless_the_webhook_says_otherwise() -> None:
+    """The answer is kept as it comes (its excerpt is shown and judged), so the sender asks
+    for it uncompressed; a webhook's own Accept-Encoding is sent as it is."""
+    seen: list[bytes] = []
+    plain = b"the answer, readable"
+
+    def answer(connection: socket.socket) -> None:
+        headers = seen[-1].lower()
+        if b"gzip" in headers.split(b"accept-encoding:", 1)[-1].split(b"\r\n", 1)[0]:
+            packed = gzip.compress(plain)
+            head = b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n"
+            connection.sendall(head % len(packed) + packed)
+        else:
+            connection.sendall(
+                b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(plain) + plain
+            )
+
+    with raw_server(answer, seen) as (url, _):
+        asks_gzip = WebhookRequest("GET", url, {"Accept-Encoding": "gzip"}, None, 0.5)
+        first, second = asyncio.run(
+            send_all(HttpSender(policy=LOOPBACK, excerpt_bytes=64), call(url), asks_gzip)
+        )
+    assert b"accept-encoding: identity\r\n" in seen[0].lower()
+    assert not isinstance(first, WebhookError) and first.body_excerpt == plain
+    assert b"accept-encoding: gzip\r\n" in seen[1].lower()
+    assert not isinstance(second, WebhookError) and second.body_excerpt == gzip.compress(plain)
