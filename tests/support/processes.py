@@ -78,6 +78,11 @@ class Process:
             self.popen.send_signal(signal.SIGTERM)
         try:
             return self.popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            # Not stopped in time: the test fails, and the process does not outlive it.
+            self.popen.kill()
+            self.popen.wait(10)
+            raise
         finally:
             self._log.close()
 
