@@ -273,7 +273,10 @@ def test_the_readme_from_top_to_bottom(tmp_path: Path) -> None:
     assert seen["grep_env"].startswith("SCHEDULER_WEBHOOK_SECRET=whsec_")
 
     # Everything stops cleanly on Ctrl-C.
-    assert seen["exit_codes"] == {"receiver": 0, "receiver.py": -2, "dev": 0}, seen["dev_log"]
+    assert seen["exit_codes"] == {"receiver": 0, "receiver.py": -2, "dev": 0}, (
+        seen["stuck"],
+        seen["dev_log"],
+    )
 
 
 def test_the_readme_documents_the_blueprint_date_format() -> None:

@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 API = "http://127.0.0.1:8080/scheduler-service/v1"
+# Each process that Ctrl-C did not stop: its signal state when it was killed (/proc).
+STUCK: dict[int, list[str]] = {}
 
 
 def shell(command: str, cwd: Path, check: bool = True) -> str:
@@ -32,6 +34,14 @@ def shell(command: str, cwd: Path, check: bool = True) -> str:
     return done.stdout
 
 
+def as_from_a_terminal() -> None:
+    """What a reader's shell gives a command: Ctrl-C delivered (SIGINT not ignored, no signal
+    blocked), whatever the test run was started with (a background job hands SIGINT down
+    ignored; a library thread may have blocked signals)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, ())
+
+
 def start(command: str, cwd: Path, log: Path) -> subprocess.Popen[bytes]:
     with log.open("wb") as output:
         return subprocess.Popen(
@@ -40,6 +50,7 @@ def start(command: str, cwd: Path, log: Path) -> subprocess.Popen[bytes]:
             stdout=output,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=as_from_a_terminal,
         )
 
 
@@ -49,6 +60,8 @@ def stop(process: subprocess.Popen[bytes]) -> int:
     try:
         return process.wait(timeout=30)
     except subprocess.TimeoutExpired:
+        status = Path(f"/proc/{process.pid}/status").read_text().splitlines()
+        STUCK[process.pid] = [line for line in status if line.startswith(("State", "Sig"))]
         process.kill()
         return process.wait()
 
@@ -172,6 +185,7 @@ def main() -> None:
         if receiver.poll() is None:
             seen["exit_codes"]["receiver"] = stop(receiver)
         seen["dev_log"] = (logs / "dev.log").read_text()[-3000:]
+        seen["stuck"] = STUCK
         seen["data_mode"] = oct((clone / "scheduler-data").stat().st_mode & 0o777)
         json.dump(seen, sys.stdout)
 
