@@ -31,8 +31,10 @@ from scheduler_client.types import (
     BulkDone,
     BulkDryRun,
     BulkFailure,
+    BulkOptions,
     BulkSelector,
     Calendar,
+    CalendarDays,
     CalendarRule,
     CalendarSummary,
     Change,
@@ -45,6 +47,7 @@ from scheduler_client.types import (
     Discarded,
     Every,
     Execution,
+    ExecutionFilters,
     ExecutionPage,
     Expect,
     FailureHook,
@@ -66,6 +69,7 @@ from scheduler_client.types import (
     Timing,
     TopicPayload,
     Triggered,
+    WriteOptions,
 )
 
 __all__ = [
@@ -76,8 +80,10 @@ __all__ = [
     "BulkDone",
     "BulkDryRun",
     "BulkFailure",
+    "BulkOptions",
     "BulkSelector",
     "Calendar",
+    "CalendarDays",
     "CalendarRule",
     "CalendarSummary",
     "Change",
@@ -92,6 +98,7 @@ __all__ = [
     "Discarded",
     "Every",
     "Execution",
+    "ExecutionFilters",
     "ExecutionPage",
     "Expect",
     "FailureHook",
@@ -122,5 +129,6 @@ __all__ = [
     "TopicPayload",
     "Triggered",
     "Unauthorized",
+    "WriteOptions",
     "api_base",
 ]

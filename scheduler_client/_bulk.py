@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any, Unpack, cast
 
-from scheduler_client._transport import Transport
-from scheduler_client.types import BulkDone, BulkDryRun, BulkSelector
+from scheduler_client._transport import Transport, only_known
+from scheduler_client.types import BulkDone, BulkDryRun, BulkOptions, BulkSelector
 
 # The ids of each outcome ``bulk`` keeps of all its parts.
 BULK_IDS = 1000
@@ -16,26 +16,18 @@ _BULK_LISTS = ("changed_ids", "unchanged_ids", "failures")
 
 
 class Bulk(Transport):
-    def bulk(
-        self,
-        action: str,
-        selector: BulkSelector,
-        *,
-        patch: Mapping[str, Any] | None = None,
-        idempotency_key: str | None = None,
-    ) -> BulkDone:
+    def bulk(self, action: str, selector: BulkSelector, **options: Unpack[BulkOptions]) -> BulkDone:
         """Pause, resume, delete or patch (``action``) every schedule ``selector`` matches,
         following the API's parts to the end (``bulk_part``); the counts of every part summed
         and the first ids of each outcome. One ``Idempotency-Key`` (a fresh one unless given)
         goes with every part, so a part tried again answers as it first did."""
-        key = idempotency_key or str(uuid.uuid4())
+        only_known("bulk", options, BulkOptions)
+        each = options | {"idempotency_key": options.get("idempotency_key") or str(uuid.uuid4())}
         total: dict[str, Any] = {name: 0 for name in _BULK_COUNTS}
         total |= {name: [] for name in _BULK_LISTS}
         token: str | None = None
         while True:
-            part: dict[str, Any] = dict(
-                self.bulk_part(action, selector, patch=patch, token=token, idempotency_key=key)
-            )
+            part: dict[str, Any] = dict(self.bulk_part(action, selector, token=token, **each))
             for name in _BULK_COUNTS:
                 total[name] += part[name]
             for name in _BULK_LISTS:
@@ -50,16 +42,17 @@ class Bulk(Transport):
         action: str,
         selector: BulkSelector,
         *,
-        patch: Mapping[str, Any] | None = None,
         token: str | None = None,
-        idempotency_key: str | None = None,
+        **options: Unpack[BulkOptions],
     ) -> BulkDone:
         """One part of ``bulk``, from ``token`` (the ``continue`` of the part before): its
         answer, ``done`` false with a ``continue`` when more remain."""
-        body = _bulk_body(action, selector, patch)
+        only_known("bulk_part", options, BulkOptions)
+        body = _bulk_body(action, selector, options.get("patch"))
         if token is not None:
             body["continue"] = token
-        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
+        key = options.get("idempotency_key")
+        headers = {"Idempotency-Key": key} if key else {}
         answer = self._call(
             "POST", "/schedules/bulk", body=body, headers=headers, idempotent=bool(headers)
         )

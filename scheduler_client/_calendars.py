@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import builtins
-from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any, Unpack, cast
 from urllib.parse import quote
 
-from scheduler_client._transport import Transport
-from scheduler_client.types import Calendar, CalendarList, CalendarSummary
+from scheduler_client._transport import Transport, only_known
+from scheduler_client.types import Calendar, CalendarDays, CalendarList, CalendarSummary
 
 
 class Calendars(Transport):
@@ -21,30 +20,18 @@ class Calendars(Transport):
         """One calendar with its dates."""
         return cast(Calendar, self._call("GET", _calendar_path(name), idempotent=True))
 
-    def create_calendar(
-        self,
-        name: str,
-        *,
-        dates: Sequence[str] | None = None,
-        ics: str | None = None,
-        description: str = "",
-    ) -> Calendar:
+    def create_calendar(self, name: str, **days: Unpack[CalendarDays]) -> Calendar:
         """Make a calendar from its ``dates`` (``YYYY-MM-DD``) or from an iCalendar file's
         text (``ics``): one of the two. A name the tenant has already is a ``Conflict``."""
-        body = _calendar_body(dates, ics, description) | {"name": name}
+        only_known("create_calendar", days, CalendarDays)
+        body = _calendar_body(days) | {"name": name}
         return cast(Calendar, self._call("POST", "/calendars", body=body, idempotent=False))
 
-    def replace_calendar(
-        self,
-        name: str,
-        *,
-        dates: Sequence[str] | None = None,
-        ics: str | None = None,
-        description: str = "",
-    ) -> Calendar:
+    def replace_calendar(self, name: str, **days: Unpack[CalendarDays]) -> Calendar:
         """Replace a calendar's dates; every schedule naming it follows them from its next
         time on."""
-        body = _calendar_body(dates, ics, description)
+        only_known("replace_calendar", days, CalendarDays)
+        body = _calendar_body(days)
         return cast(Calendar, self._call("PUT", _calendar_path(name), body=body, idempotent=True))
 
     def delete_calendar(self, name: str) -> None:
@@ -56,10 +43,9 @@ def _calendar_path(name: str) -> str:
     return f"/calendars/{quote(name, safe='')}"
 
 
-def _calendar_body(
-    dates: Sequence[str] | None, ics: str | None, description: str
-) -> dict[str, Any]:
-    body: dict[str, Any] = {"description": description}
+def _calendar_body(days: CalendarDays) -> dict[str, Any]:
+    body: dict[str, Any] = {"description": days.get("description", "")}
+    dates, ics = days.get("dates"), days.get("ics")
     if dates is not None:
         body["dates"] = list(dates)
     if ics is not None:

@@ -8,7 +8,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, Unpack, cast
 from urllib.parse import quote
 
-from scheduler_client._transport import Transport
+from scheduler_client._transport import Transport, only_known
 from scheduler_client.types import (
     Accepted,
     Backfilled,
@@ -17,6 +17,7 @@ from scheduler_client.types import (
     Comparison,
     Deleted,
     Execution,
+    ExecutionFilters,
     ExecutionPage,
     Occurrence,
     Preview,
@@ -24,73 +25,50 @@ from scheduler_client.types import (
     ScheduleFilters,
     SchedulePage,
     Triggered,
+    WriteOptions,
 )
 
 
 class Schedules(Transport):
-    def create(
-        self,
-        body: Mapping[str, Any],
-        *,
-        idempotency_key: str | None = None,
-        traceparent: str | None = None,
-        tracestate: str | None = None,
-    ) -> Accepted:
+    def create(self, body: Mapping[str, Any], **options: Unpack[WriteOptions]) -> Accepted:
         """Create a schedule (asynchronously: ``get`` may raise ``NotFound`` for a few ms).
 
         Without ``idempotency_key`` a fresh one is sent, so a retry never creates a second.
         With ``traceparent`` (W3C Trace Context, and ``tracestate``), its webhook calls
         continue that trace; without, the service starts one (docs/tracing.md).
         """
-        key = idempotency_key or str(uuid.uuid4())
-        headers = {"Idempotency-Key": key, **_trace(traceparent, tracestate)}
+        only_known("create", options, WriteOptions)
+        key = options.get("idempotency_key") or str(uuid.uuid4())
+        headers = {"Idempotency-Key": key, **_trace(options)}
         answer = self._call("POST", "/schedule", body=body, headers=headers, idempotent=True)
         return cast(Accepted, answer)
 
     def replace(
-        self,
-        schedule_id: str,
-        body: Mapping[str, Any],
-        *,
-        idempotency_key: str | None = None,
-        traceparent: str | None = None,
-        tracestate: str | None = None,
+        self, schedule_id: str, body: Mapping[str, Any], **options: Unpack[WriteOptions]
     ) -> Accepted:
         """Create or replace the schedule with this id (its calls then continue
         ``traceparent``'s trace, or a new one)."""
-        return self._write(
-            "PUT", schedule_id, body, idempotency_key, _trace(traceparent, tracestate)
-        )
+        only_known("replace", options, WriteOptions)
+        return self._write("PUT", schedule_id, body, options)
 
     def update(
-        self,
-        schedule_id: str,
-        changes: Mapping[str, Any],
-        *,
-        idempotency_key: str | None = None,
-        traceparent: str | None = None,
-        tracestate: str | None = None,
+        self, schedule_id: str, changes: Mapping[str, Any], **options: Unpack[WriteOptions]
     ) -> Accepted:
         """Change some fields of the schedule (a PATCH: a JSON merge patch onto the stored
         body; ``None`` removes a member). Applying the same changes twice gives the same
         schedule, so it is retried like ``replace``. Its calls then continue
         ``traceparent``'s trace, or a new one."""
-        return self._write(
-            "PATCH", schedule_id, changes, idempotency_key, _trace(traceparent, tracestate)
-        )
+        only_known("update", options, WriteOptions)
+        return self._write("PATCH", schedule_id, changes, options)
 
     def _write(
-        self,
-        method: str,
-        schedule_id: str,
-        body: Mapping[str, Any],
-        idempotency_key: str | None,
-        trace: dict[str, str],
+        self, method: str, schedule_id: str, body: Mapping[str, Any], options: WriteOptions
     ) -> Accepted:
         """A PUT or PATCH of the schedule: the same request gives the same schedule, so it is
         retried; with ``idempotency_key``, under that key."""
-        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
-        headers.update(trace)
+        key = options.get("idempotency_key")
+        headers = {"Idempotency-Key": key} if key else {}
+        headers.update(_trace(options))
         answer = self._call(
             method, self._path(schedule_id), body=body, headers=headers, idempotent=True
         )
@@ -190,25 +168,25 @@ class Schedules(Transport):
         return cast(SchedulePage, self._page("/schedules", _schedule_query(filters), cursor))
 
     def executions(
-        self, schedule_id: str, *, status: str | None = None, limit: int | None = None
+        self, schedule_id: str, **filters: Unpack[ExecutionFilters]
     ) -> Iterator[Execution]:
         """The schedule's runs, newest first (with ``status``, its records in that status:
         ``skipped`` lists the superseded ones too), a page at a time as it is consumed."""
-        query = {"status": status, "limit": limit}
-        for item in self._pages(self._path(schedule_id, "executions"), query):
+        only_known("executions", filters, ExecutionFilters)
+        for item in self._pages(self._path(schedule_id, "executions"), filters):
             yield cast(Execution, item)
 
     def executions_page(
         self,
         schedule_id: str,
         *,
-        status: str | None = None,
-        limit: int | None = None,
         cursor: str | None = None,
+        **filters: Unpack[ExecutionFilters],
     ) -> ExecutionPage:
         """One page of ``executions``, with the schedule's status and its ``next_cursor``."""
+        only_known("executions_page", filters, ExecutionFilters)
         path = self._path(schedule_id, "executions")
-        return cast(ExecutionPage, self._page(path, {"status": status, "limit": limit}, cursor))
+        return cast(ExecutionPage, self._page(path, filters, cursor))
 
     def execution(self, schedule_id: str, occurrence_id: str) -> Occurrence:
         """One occurrence of the schedule with every attempt it keeps (``attempt_log``): each
@@ -236,8 +214,9 @@ def _schedule_query(filters: ScheduleFilters) -> dict[str, Any]:
     return {"q" if name == "search" else name: value for name, value in filters.items()}
 
 
-def _trace(traceparent: str | None, tracestate: str | None) -> dict[str, str]:
+def _trace(options: WriteOptions) -> dict[str, str]:
     """The W3C trace context headers of a create, replace or change."""
+    traceparent, tracestate = options.get("traceparent"), options.get("tracestate")
     headers = {"traceparent": traceparent} if traceparent else {}
     if traceparent and tracestate:
         headers["tracestate"] = tracestate

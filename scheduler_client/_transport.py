@@ -143,6 +143,14 @@ class Transport:
         return answer
 
 
+def only_known(call: str, options: Mapping[str, object], spec: Any) -> None:
+    """A keyword the ``TypedDict`` ``spec`` does not name is a ``TypeError``, as a keyword missing
+    from ``call``'s signature would be (its options are typed as ``**options: Unpack[spec]``)."""
+    unknown = sorted(set(options) - spec.__required_keys__ - spec.__optional_keys__)
+    if unknown:
+        raise TypeError(f"{call}() got an unexpected keyword argument {unknown[0]!r}")
+
+
 def _reason(error: HTTPError) -> str:
     """Why a request got no answer, from the error urllib3 gave up on: the socket's own words
     (``[Errno 111] Connection refused``, ``timed out``) where it has them."""

@@ -5,6 +5,7 @@ They are plain ``dict`` at run time: a field the API adds later is kept, not ref
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, NotRequired, TypedDict
 
 
@@ -20,6 +21,42 @@ class ScheduleFilters(TypedDict, total=False):
     search: str | None
     sort: str | None
     limit: int | None
+
+
+class ExecutionFilters(TypedDict, total=False):
+    """What ``executions`` and ``executions_page`` select: the records in ``status`` (``skipped``
+    lists the superseded ones too), ``limit`` a page; ``None`` leaves one out."""
+
+    status: str | None
+    limit: int | None
+
+
+class WriteOptions(TypedDict, total=False):
+    """How ``create``, ``replace`` and ``update`` send a schedule: under ``idempotency_key``, its
+    webhook calls continuing the W3C trace ``traceparent`` (with its ``tracestate``; without, the
+    service starts one: docs/tracing.md); ``None`` leaves one out."""
+
+    idempotency_key: str | None
+    traceparent: str | None
+    tracestate: str | None
+
+
+class CalendarDays(TypedDict, total=False):
+    """The days of a calendar ``create_calendar`` and ``replace_calendar`` send: its ``dates``
+    (``YYYY-MM-DD``) or an iCalendar file's text (``ics``), one of the two, and what it is
+    (``description``, empty unless given)."""
+
+    dates: Sequence[str] | None
+    ics: str | None
+    description: str
+
+
+class BulkOptions(TypedDict, total=False):
+    """What ``bulk`` and ``bulk_part`` send beside the action and selector: the ``patch`` of a
+    ``patch`` action, and the ``Idempotency-Key`` of each part."""
+
+    patch: Mapping[str, Any] | None
+    idempotency_key: str | None
 
 
 class TimePair(TypedDict):

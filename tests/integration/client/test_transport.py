@@ -103,3 +103,35 @@ def test_the_base_url_may_carry_the_api_path_or_lack_its_scheme(given: str) -> N
         url = given.format(url=receiver.url, host=receiver.url.removeprefix("http://"))
         assert list(client_of(url).list()) == []
         assert [call.path for call in receiver.calls] == ["/scheduler-service/v1/schedules"]
+
+
+def test_the_options_of_a_call_are_sent_and_a_misspelt_one_is_refused_before_sending() -> None:
+    def accepted(call: Call) -> tuple[int, dict[str, str]]:
+        return 200, {}
+
+    def answer(call: Call) -> bytes:
+        return b'{"items": [], "next_cursor": null, "done": true, "dates": []}'
+
+    trace = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    with running_receiver(accepted, answer) as server:
+        client = client_of(server.url)
+        client.update("a", {"name": "b"}, idempotency_key="k1", traceparent=trace)
+        client.bulk_part("patch", {"tag": "t"}, patch={"name": "c"}, idempotency_key="k2")
+        client.replace_calendar("days", dates=["2026-12-25"])
+        list(client.executions("a", status="failed"))
+        update, bulk, calendar, executions = server.calls
+        assert update.headers["idempotency-key"] == "k1"
+        assert update.headers["traceparent"] == trace and "tracestate" not in update.headers
+        assert bulk.headers["idempotency-key"] == "k2"
+        assert bulk.json() == {"action": "patch", "selector": {"tag": "t"}, "patch": {"name": "c"}}
+        assert calendar.json() == {"description": "", "dates": ["2026-12-25"]}
+        assert executions.query == {"status": ["failed"]}
+        for misspelt in (
+            lambda: client.create({"name": "x"}, idempotency_kye="k"),  # type: ignore[call-arg]
+            lambda: client.bulk("pause", {"tag": "t"}, patches={}),  # type: ignore[call-arg]
+            lambda: client.create_calendar("days", date=["2026-12-25"]),  # type: ignore[call-arg]
+            lambda: client.executions_page("a", state="failed"),  # type: ignore[call-arg]
+        ):
+            with pytest.raises(TypeError, match="unexpected keyword argument"):
+                misspelt()
+        assert len(server.calls) == 4
