@@ -21,15 +21,20 @@ from shared.store_rules import LIVE
 from shared.timeutil import from_epoch_ms, to_epoch_ms
 
 _LIVE = Filters("schedules", {}).filter(LIVE)
-# A tenant's quota reservations are one document: those pending (``reserved``, ``held`` of
-# them), an upper bound of the slots taken (``taken``: counted exactly when written whole, then
-# one more for each reservation added), and a ``version`` that every change raises. While the
-# bound is under the quota and fewer than _SLOTS_HELD are held, a reservation is one guarded
-# update; otherwise the slots are counted anew and the whole document written, guarded by its
-# version, in up to _SLOT_ROUNDS rounds (each applies one writer's change).
-_SLOTS_HELD = 64
-
-
+# A tenant's quota reservations are one document: those pending (``reserved``), an upper bound
+# of the slots taken (``taken``: counted exactly when written whole, then one more for each
+# reservation added), the reservations that may still be added before the next count
+# (``room``), and a ``version`` that every change raises. While the bound is under the quota and
+# ``room`` is left, a reservation is one guarded update; otherwise the slots are counted anew,
+# the reservations no longer pending dropped and the whole document written, guarded by its
+# version, with ``room`` for _SLOTS_BETWEEN_COUNTS more. A writer that lost a round (another
+# changed the document meanwhile) tries the one update again before counting anew, so that
+# concurrent creates share each count rather than undo one another's: a count every
+# _SLOTS_BETWEEN_COUNTS reservations however many creates await the processor. (When the count
+# was due once 64 reservations were pending, every create counted while the processor was 64
+# behind, 8 concurrent ones took up to 41 rounds of 4 commands each, and past _SLOT_ROUNDS the
+# create answered 503.)
+_SLOTS_BETWEEN_COUNTS = 64
 _SLOT_ROUNDS = 64
 
 
@@ -45,13 +50,13 @@ class MongoQuota(MongoBacked, ScheduleStore):
     ) -> int | None:
         entry = _slot_entry(reservation)
         with transient("reserve_schedule_slot"):
-            added = self.schedule_slots.update_one(
-                {"_id": reservation.tenant, "taken": {"$lt": quota}, "held": {"$lt": _SLOTS_HELD}},
-                {"$push": {"reserved": entry}, "$inc": {"taken": 1, "held": 1, "version": 1}},
-            )
-            if added.matched_count:
-                return None
             for _ in range(_SLOT_ROUNDS):
+                added = self.schedule_slots.update_one(
+                    {"_id": reservation.tenant, "taken": {"$lt": quota}, "room": {"$gt": 0}},
+                    {"$push": {"reserved": entry}, "$inc": {"taken": 1, "room": -1, "version": 1}},
+                )
+                if added.matched_count:
+                    return None
                 decided, taken = self._recount_slots(reservation, entry, quota, now)
                 if decided:
                     return taken
@@ -97,7 +102,7 @@ class MongoQuota(MongoBacked, ScheduleStore):
         if not admitted:
             return True, taken
         reserved = [*map(_slot_entry, kept), entry]
-        fields = {"reserved": reserved, "held": len(reserved), "taken": taken}
+        fields = {"reserved": reserved, "room": _SLOTS_BETWEEN_COUNTS, "taken": taken}
         if document is None:
             try:
                 self.schedule_slots.insert_one({"_id": tenant, "version": 1, **fields})
@@ -116,7 +121,7 @@ class MongoQuota(MongoBacked, ScheduleStore):
             # ``taken`` stays: an upper bound still, counted anew when it reaches the quota.
             self.schedule_slots.update_one(
                 {"_id": reservation.tenant, "reserved": entry},
-                {"$pull": {"reserved": entry}, "$inc": {"held": -1, "version": 1}},
+                {"$pull": {"reserved": entry}, "$inc": {"version": 1}},
             )
 
 

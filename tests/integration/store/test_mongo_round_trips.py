@@ -46,6 +46,7 @@ from tests.integration.store.test_store_contract import (
     definition,
     idempotency,
     occurrence,
+    reserve,
 )
 from tests.support.clocks import FixedClock
 from tests.support.harness import TEST_SECRETS
@@ -211,6 +212,22 @@ def test_an_idempotency_key_is_saved_in_one_command_and_a_repeat_answered_in_two
     assert commands.take() == 2  # the live record refuses the upsert; one read answers
     assert store.save_idempotency_record(idempotency(fingerprint="fp-3"), I0 + MINUTE)[1]
     assert commands.take() == 1  # the upsert replaces the expired one
+
+
+def test_a_quota_reservation_is_one_command_however_many_creates_await_the_processor(
+    counted: tuple[MongoStore, Commands],
+) -> None:
+    """A create holds a slot of its tenant's quota before it is queued; the slots are counted
+    anew once every 64 reservations, not at every create once 64 await the processor (then
+    concurrent creates' counts undid one another's, and a create answered 503)."""
+    store, commands = counted
+    commands.take()
+    costs = [
+        commands.take() for number in range(300) if reserve(store, f"s{number:03d}", 1000) is None
+    ]
+    assert len(costs) == 300
+    # Each count: a failed update, the reservations, the stored schedules, the count, the write.
+    assert sum(costs) <= 300 + 5 * (300 // 64 + 1), Counter(costs)
 
 
 def test_the_processor_applies_a_batch_of_creates_in_one_command(
