@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
-from scheduler_cli.operator import Shown, Trace, answer_command, client_options
+from scheduler_cli.operator import Shown, Trace, client_options, command_group
 from scheduler_client import SchedulerClient
 
 CALENDAR_COLUMNS = (
@@ -23,14 +23,14 @@ CALENDAR_COLUMNS = (
 
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = commands.add_parser(
+    actions = command_group(
+        commands,
         "calendars",
         help="business calendars (the days schedules exclude) via the API: list, get, create, "
         "put, delete",
         description="The tenant of the API key (an admin key): its business calendars, the "
         "local dates that schedules naming them in calendar.exclude treat as days off.",
     )
-    actions = parser.add_subparsers(dest="action", required=True)
     client_options(actions.add_parser("list", help="names and how many dates, without them"))
     get = actions.add_parser("get", help="one calendar with its dates")
     get.add_argument("name")
@@ -49,10 +49,6 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     delete = actions.add_parser("delete", help="delete a calendar no schedule names")
     delete.add_argument("name")
     client_options(delete)
-
-
-def run(args: argparse.Namespace, environ: dict[str, str], out: TextIO | None = None) -> int:
-    return answer_command(args, environ, request, out)
 
 
 def request(client: SchedulerClient, args: argparse.Namespace, trace: Trace) -> Shown:

@@ -4,9 +4,9 @@ the API."""
 from __future__ import annotations
 
 import argparse
-from typing import Any, TextIO
+from typing import Any
 
-from scheduler_cli.operator import Shown, Trace, answer_command, client_options
+from scheduler_cli.operator import Shown, Trace, client_options, command_group
 from scheduler_client import SchedulerClient
 
 DEAD_LETTER_COLUMNS = (
@@ -19,10 +19,9 @@ DEAD_LETTER_COLUMNS = (
 
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    dead_letters = commands.add_parser(
-        "dead-letters", help="occurrences that failed for good: list, replay, discard"
+    letters = command_group(
+        commands, "dead-letters", help="occurrences that failed for good: list, replay, discard"
     )
-    letters = dead_letters.add_subparsers(dest="action", required=True)
     listing = letters.add_parser("list", help="dead letters, the latest failure first")
     listing.add_argument("--limit", type=int, default=50)
     client_options(listing)
@@ -33,10 +32,6 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         parser = letters.add_parser(action, help=text)
         parser.add_argument("id", help="the occurrence id, as listed")
         client_options(parser)
-
-
-def run(args: argparse.Namespace, environ: dict[str, str], out: TextIO | None = None) -> int:
-    return answer_command(args, environ, request, out)
 
 
 def request(client: SchedulerClient, args: argparse.Namespace, trace: Trace) -> Shown:

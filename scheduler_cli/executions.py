@@ -4,9 +4,9 @@ at a time, or one occurrence with its every attempt."""
 from __future__ import annotations
 
 import argparse
-from typing import Any, TextIO
+from typing import Any
 
-from scheduler_cli.operator import Shown, Trace, answer_command, client_options, pages, paging
+from scheduler_cli.operator import Shown, Trace, client_options, pages, paging
 from scheduler_client import SchedulerClient
 
 EXECUTION_COLUMNS = (
@@ -50,10 +50,6 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     executions.add_argument("--limit", type=int, default=20, help="runs per page (20)")
     paging(executions)
     client_options(executions)
-
-
-def run(args: argparse.Namespace, environ: dict[str, str], out: TextIO | None = None) -> int:
-    return answer_command(args, environ, request, out)
 
 
 def request(client: SchedulerClient, args: argparse.Namespace, trace: Trace) -> Shown:

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
+from scheduler_cli.operator import command_group
 from scheduler_service.auth import hash_key, new_api_key
 from shared.adapters.sqlite.db import sqlite_path
 from shared.backends import opened_store
@@ -31,14 +32,14 @@ def keys_settings(args: argparse.Namespace, environ: Mapping[str, str]) -> Setti
 
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    keys = commands.add_parser(
+    actions = command_group(
+        commands,
         "keys",
         help="API keys: create, list, revoke (in the store)",
         description="Keys are kept in the store of SCHEDULER_STORE_URL; without it, in the "
         "database scheduler dev keeps in --data-dir (scheduler-data, from the folder it was "
         "started in). A database that does not exist is never created.",
     )
-    actions = keys.add_subparsers(dest="action", required=True)
     create = actions.add_parser("create", help="a new key for a tenant, shown once")
     create.add_argument("tenant")
     create.add_argument("--name", default="", help="what the key is for")

@@ -23,6 +23,7 @@ from scheduler_cli import (
     signing_secrets,
 )
 from scheduler_cli.components import build_executor, build_poller, build_processor
+from scheduler_cli.operator import Request, answer_command
 from scheduler_cli.serving import ApiProcess, run_api
 from shared.backends import KEY_FILE, Backends, open_backends, opened_store
 from shared.errors import ConfigurationError, Transient
@@ -36,11 +37,13 @@ from shared.webhooks import new_webhook_secret
 log = logging.getLogger("scheduler")
 
 LOOPBACK_NETWORKS = ("127.0.0.0/8", "::1/128")
-# The commands that call a running API through ``scheduler_client``, by group.
-OPERATING: dict[str, Callable[[argparse.Namespace, dict[str, str]], int]] = {
-    "schedules": schedules.run,
-    "executions": executions.run,
-    "dead-letters": dead_letters.run,
+# The commands that call a running API through ``scheduler_client``, by group: what each
+# asks, its answer printed by ``answer_command`` (``schedules`` and ``apply`` run their own).
+ANSWERED: dict[str, Request] = {
+    "executions": executions.request,
+    "dead-letters": dead_letters.request,
+    "signing-secrets": signing_secrets.request,
+    "calendars": calendars.request,
 }
 
 
@@ -96,14 +99,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     keys.add_commands(commands)
     receiver.add_command(commands)
     args = parser.parse_args(argv)
-    if args.command in OPERATING:
-        return OPERATING[args.command](args, dict(os.environ))
+    if args.command in ANSWERED:
+        return answer_command(args, dict(os.environ), ANSWERED[args.command])
+    if args.command == "schedules":
+        return schedules.run(args, dict(os.environ))
     if args.command in ("apply", "export"):
         return apply.run(args, dict(os.environ))
-    if args.command == "signing-secrets":
-        return signing_secrets.run(args, dict(os.environ))
-    if args.command == "calendars":
-        return calendars.run(args, dict(os.environ))
     if args.command == "receiver":
         return receiver.run(args)
     if args.command == "secret-key":

@@ -60,6 +60,18 @@ def table(rows: list[dict[str, Any]], columns: Sequence[tuple[str, str]], out: T
         out.write("\n")
 
 
+def command_group(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    help: str,
+    description: str | None = None,
+) -> argparse._SubParsersAction[argparse.ArgumentParser]:
+    """``scheduler NAME ACTION …``: a command of several actions, the one given in
+    ``args.action``; its actions are added to what this returns."""
+    group = commands.add_parser(name, help=help, description=description)
+    return group.add_subparsers(dest="action", required=True)
+
+
 def client_options(parser: argparse.ArgumentParser, *, json_answer: bool = True) -> None:
     parser.add_argument(
         "--url",
@@ -121,10 +133,14 @@ class Shown:
     note: str | None = None
 
 
+# What a command of a group asks the API, and how its answer is shown.
+Request = Callable[[SchedulerClient, argparse.Namespace, Trace], Shown]
+
+
 def answer_command(
     args: argparse.Namespace,
     environ: dict[str, str],
-    request: Callable[[SchedulerClient, argparse.Namespace, Trace], Shown],
+    request: Request,
     out: TextIO | None = None,
 ) -> int:
     """Print what ``request`` answers (``--json``: the API's JSON), and on stderr how to get

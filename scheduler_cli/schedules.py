@@ -17,6 +17,7 @@ from scheduler_cli.operator import (
     answer_command,
     call_api,
     client_options,
+    command_group,
     pages,
     paging,
     shown,
@@ -51,8 +52,9 @@ LIST_FILTERS = ("status", "name", "tag", "search", "sort")
 
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    schedules = commands.add_parser("schedules", help="list, show and change schedules via the API")
-    actions = schedules.add_subparsers(dest="action", required=True)
+    actions = command_group(
+        commands, "schedules", help="list, show and change schedules via the API"
+    )
     listing = actions.add_parser("list", help="schedules, one per line")
     listing.add_argument("--status", choices=["active", "paused", "completed"])
     listing.add_argument("--name", help="name prefix")

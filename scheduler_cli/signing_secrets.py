@@ -8,9 +8,9 @@ the new secret, this once (``shared.signing``).
 from __future__ import annotations
 
 import argparse
-from typing import Any, TextIO
+from typing import Any
 
-from scheduler_cli.operator import Shown, Trace, answer_command, client_options
+from scheduler_cli.operator import Shown, Trace, client_options, command_group
 from scheduler_client import SchedulerClient
 
 SECRET_COLUMNS = (
@@ -23,13 +23,13 @@ SECRET_COLUMNS = (
 
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = commands.add_parser(
+    actions = command_group(
+        commands,
         "signing-secrets",
         help="the secrets that sign your webhooks via the API: list, rotate",
         description="The tenant of the API key (or scheduler dev's one tenant): its signing "
         "secrets, by id, state and creation time. A rotation prints the new secret once.",
     )
-    actions = parser.add_subparsers(dest="action", required=True)
     client_options(actions.add_parser("list", help="ids, states, creation times; no secret"))
     rotate = actions.add_parser(
         "rotate", help="a new secret, shown once; the ones before sign beside it a while"
@@ -41,10 +41,6 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "they retire at once",
     )
     client_options(rotate)
-
-
-def run(args: argparse.Namespace, environ: dict[str, str], out: TextIO | None = None) -> int:
-    return answer_command(args, environ, request, out)
 
 
 def request(client: SchedulerClient, args: argparse.Namespace, trace: Trace) -> Shown:
