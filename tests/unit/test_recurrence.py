@@ -718,7 +718,9 @@ def test_seed_names_are_used_in_errors() -> None:
 
 
 def test_a_rule_that_never_fires_is_refused_quickly() -> None:
-    started = time.monotonic()
+    # This thread's CPU time, not the wall clock: on a loaded two-core machine the four checks
+    # (under a second of CPU) took 14 s of wall time.
+    started = time.thread_time()
     for rule in (
         "FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=30",
         "FREQ=DAILY;BYMONTH=4;BYMONTHDAY=31",
@@ -728,7 +730,7 @@ def test_a_rule_that_never_fires_is_refused_quickly() -> None:
         with pytest.raises(InvalidInput):
             check_timing(Timing("UTC", rrule=rule), NOW, timedelta(seconds=1))
     # Bounded search (SEARCH_HORIZON, a 400-year calendar cycle at worst), never an endless loop.
-    assert time.monotonic() - started < 10
+    assert time.thread_time() - started < 10
 
 
 def test_a_no_end_sentinel_west_of_utc_is_clamped_not_an_error() -> None:
