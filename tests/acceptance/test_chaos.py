@@ -50,7 +50,7 @@ def test_kill_9_of_pollers_and_executors_loses_nothing(
         started_components(tmp_path, env, ["api", "processor", *victims]) as components,
     ):
         _, end, expected = create_every_second(
-            components.base_url, receiver.url, "chaos", SCHEDULES, OCCURRENCES_EACH
+            components, receiver.url, "chaos", SCHEDULES, OCCURRENCES_EACH
         )
         stop_killing = threading.Event()
 

@@ -26,7 +26,7 @@ import pytest
 from shared.timeutil import iso_z
 from tests.support.harness import API
 from tests.support.peers import Peer, component_backends
-from tests.support.processes import Process, http_json, running_components
+from tests.support.processes import Process, create_schedule, http_json, running_components
 from tests.support.receiver import Call, Receiver, running_receiver
 from tests.support.user_aws import UserAws, user_aws
 
@@ -198,9 +198,7 @@ def every_kind_fires(base: str, receiver: Receiver, aws: UserAws) -> None:
     arrives_on: dict[str, str] = {}
     for name, (fields, queue) in schedules(receiver.url, made, at, later).items():
         body = {"name": f"Kind {name}", "schedule": {"at": at}, **fields}
-        status, created = http_json("POST", f"{base}{API}/schedule", body)
-        assert status == 202, created
-        ids[name] = created["id"]
+        ids[name] = create_schedule(base, body)["id"]
         if queue is not None:
             arrives_on[name] = queue
     runs = wait_until_final(base, ids)

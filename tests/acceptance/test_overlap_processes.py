@@ -124,9 +124,7 @@ def test_kill_9_of_the_executor_holding_a_call_keeps_calls_apart_and_loses_nothi
             "retry": {"max_attempts": 5, "backoff_seconds": 0.2},
             "overlap": overlap,
         }
-        status, created = http_json("POST", f"{components.base_url}{API}/schedule", made)
-        assert status == 202, created
-        schedule_id = created["id"]
+        schedule_id = components.create(made)["id"]
 
         held = slow.held.get(timeout=60)
         killed, lease_end = kill_the_holder(components, component_backends, held)

@@ -28,9 +28,8 @@ from pathlib import Path
 import pytest
 
 from shared.timeutil import iso_z
-from tests.support.harness import API
 from tests.support.peers import ComponentBackends
-from tests.support.processes import UNDER_FAULTS, http_json, started_components
+from tests.support.processes import UNDER_FAULTS, Components, started_components
 from tests.support.receiver import running_receiver
 
 pytestmark = pytest.mark.slow
@@ -42,7 +41,9 @@ BACKLOG = {"sqlite": (1000, 40)}
 WIRE_BACKLOG = (300, 30)
 
 
-def create(base_url: str, receiver_url: str, number: int, priority: int) -> tuple[str, int]:
+def create(
+    components: Components, receiver_url: str, number: int, priority: int
+) -> tuple[str, int]:
     """A one-time schedule due a second after its creation; its occurrence id and priority."""
     at = iso_z(datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=2))
     body = {
@@ -51,8 +52,7 @@ def create(base_url: str, receiver_url: str, number: int, priority: int) -> tupl
         "priority": priority,
         "payload": {"method": "POST", "url": f"{receiver_url}/backlog/{number}"},
     }
-    status, created = http_json("POST", f"{base_url}{API}/schedule", body, timeout=30)
-    assert status == 202, created
+    created = components.create(body)
     return f"{created['id']}:{at}", priority
 
 
@@ -77,7 +77,7 @@ def test_after_an_outage_the_priority_9_backlog_fires_first_and_the_rest_all_fir
         with ThreadPoolExecutor(8) as pool:
             made = list(
                 pool.map(
-                    lambda item: create(components.base_url, receiver.url, *item),
+                    lambda item: create(components, receiver.url, *item),
                     enumerate(priorities),
                 )
             )

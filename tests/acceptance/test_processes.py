@@ -11,7 +11,7 @@ import pytest
 
 from tests.support.harness import API
 from tests.support.peers import ComponentBackends
-from tests.support.processes import Process, http_json, running_components
+from tests.support.processes import Process, create_schedule, http_json, running_components
 from tests.support.receiver import running_receiver
 
 pytestmark = pytest.mark.slow
@@ -60,8 +60,7 @@ def test_the_four_components_as_separate_processes_share_their_backends(
     # One SQLite file; or MongoDB and SQS over the wire (nx-27017 and LocalStack).
     env = {**component_backends.env, "SCHEDULER_API_AUTH": "none"}
     with running_receiver() as receiver, running_components(tmp_path, env) as base:
-        status, created = http_json("POST", f"{base}{API}/schedule", one_shot_in(receiver.url))
-        assert status == 202
+        created = create_schedule(base, one_shot_in(receiver.url))
         calls = receiver.wait_for(1, timeout=10)
         assert calls and calls[0].json() == {"ok": True}
         assert calls[0].headers["idempotency-key"].startswith(created["id"])

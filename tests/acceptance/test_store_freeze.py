@@ -49,7 +49,7 @@ def test_a_frozen_mongodb_loses_nothing_and_calls_no_success_twice(
             started_components(tmp_path, {**wire.env(), **UNDER_FAULTS}) as components,
         ):
             start, end, expected = create_every_second(
-                components.base_url, receiver.url, "freeze", SCHEDULES, OCCURRENCES_EACH
+                components, receiver.url, "freeze", SCHEDULES, OCCURRENCES_EACH
             )
             time.sleep(max(0.0, (start - datetime.now(UTC)).total_seconds()) + FREEZE_AFTER_SECONDS)
             # The whole process group: nx-27017 and anything it started.

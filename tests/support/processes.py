@@ -18,8 +18,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from scheduler_client import SchedulerClient
+from scheduler_client.errors import SchedulerClientError
+from scheduler_client.types import Accepted
 from shared.timeutil import iso_z
-from tests.support.harness import API
 
 SCHEDULER = [sys.executable, "-m", "scheduler_cli.main"]
 
@@ -106,6 +108,27 @@ def http_json(method: str, url: str, body: Any = None, timeout: float = 5.0) -> 
             return error.code, json.loads(error.read() or b"null")
 
 
+# How often a create is repeated when the API answers 503 (a backend unavailable for a moment,
+# ``Retry-After: 1``), as a user's client does: SchedulerClient's retries, each after the pause
+# the answer asks for, under one Idempotency-Key, so a repeat never creates a second schedule.
+CREATE_RETRIES = 5
+
+
+def create_schedule(
+    base_url: str, body: Mapping[str, Any], api: Process | None = None, timeout: float = 30.0
+) -> Accepted:
+    """Create a schedule through the API at ``base_url`` as a user's client does
+    (``scheduler_client``: an Idempotency-Key, a 503 tried again after its Retry-After). A
+    create that fails still fails the test, showing the end of the log of the ``api`` process
+    (which backend was unavailable, and why)."""
+    try:
+        with SchedulerClient(base_url, timeout=timeout, retries=CREATE_RETRIES) as client:
+            return client.create(body)
+    except SchedulerClientError as exc:
+        shown = f"; the end of the API's log:\n{api.tail()}" if api is not None else ""
+        raise AssertionError(f"create {body.get('name')!r}: {exc}{shown}") from exc
+
+
 def wait_until_healthy(
     base_url: str, process: Process | None = None, timeout: float = START_SECONDS
 ) -> None:
@@ -167,6 +190,10 @@ class Components:
         self.processes[name] = process
         return process
 
+    def create(self, body: Mapping[str, Any]) -> Accepted:
+        """Create a schedule through the API as a user's client does (``create_schedule``)."""
+        return create_schedule(self.base_url, body, self.processes.get("api"))
+
     def wait_until_started(self, timeout: float = START_SECONDS) -> None:
         """Until the API answers and each worker has said it started (on a loaded machine the
         workers may still be starting when the API answers); fails at once if one exits."""
@@ -218,9 +245,9 @@ def running_components(directory: Path, env: Mapping[str, str]) -> Iterator[str]
 
 
 def create_every_second(
-    base_url: str, receiver_url: str, name: str, schedules: int, occurrences_each: int
+    components: Components, receiver_url: str, name: str, schedules: int, occurrences_each: int
 ) -> tuple[datetime, datetime, set[str]]:
-    """Create ``schedules`` schedules through the API at ``base_url``, each calling
+    """Create ``schedules`` schedules through the API of ``components``, each calling
     ``{receiver_url}/{name}/{n}`` every second ``occurrences_each`` times from about four
     seconds from now (``fire_all``, generous retries). Returns their first and last times and
     the occurrence ids that must each succeed once."""
@@ -239,8 +266,7 @@ def create_every_second(
             "misfire": {"policy": "fire_all"},
             "retry": {"max_attempts": 10, "backoff_seconds": 0.2},
         }
-        status, created = http_json("POST", f"{base_url}{API}/schedule", body)
-        assert status == 202, created
+        created = components.create(body)
         expected |= {
             f"{created['id']}:{iso_z(start + timedelta(seconds=k))}"
             for k in range(occurrences_each)
