@@ -26,6 +26,7 @@ from bench.store_rounds import CommandCounter
 from scheduler_service.app import create_app
 from shared.backends import open_backends
 from shared.model import (
+    Answer,
     AttemptOutcome,
     Every,
     ExecutionStatus,
@@ -75,7 +76,7 @@ def seed(store: Any, count: int, runs: int, dead_letters: int, now: datetime) ->
         occurrence = Occurrence(TENANT, schedule_id, 1, moment)
         execution = store.begin_attempt(occurrence, "bench", moment, moment + timedelta(minutes=1))
         code = 200 if status is ExecutionStatus.SUCCEEDED else 503
-        outcome = AttemptOutcome(status, moment, http_status=code, duration_ms=20.0)
+        outcome = AttemptOutcome(status, moment, answer=Answer(code), duration_ms=20.0)
         store.finish_attempt(execution, "bench", outcome)
 
 

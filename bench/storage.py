@@ -20,7 +20,7 @@ from bench.common import backend, common_arguments, report, table
 from bench.seed import TENANT, one_time_definition
 from shared.backends import open_backends
 from shared.messages import encode_occurrence
-from shared.model import AttemptOutcome, ExecutionStatus, Occurrence
+from shared.model import Answer, AttemptOutcome, ExecutionStatus, Occurrence
 from shared.ports import OutgoingMessage
 
 HOOK = "http://127.0.0.1:9/hook"
@@ -42,7 +42,9 @@ def fill(backends: Any, count: int) -> None:
         store.finish_attempt(
             execution,
             "bench",
-            AttemptOutcome(ExecutionStatus.SUCCEEDED, now + timedelta(milliseconds=3), 200, 2.5),
+            AttemptOutcome(
+                ExecutionStatus.SUCCEEDED, now + timedelta(milliseconds=3), Answer(200), 2.5
+            ),
         )
         store.record_run(TENANT, schedule_id, True, now)
         messages.append(OutgoingMessage(encode_occurrence(occurrence), 0))

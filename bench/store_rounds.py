@@ -42,7 +42,7 @@ from bench.seed import TENANT, one_time_definition
 from scheduler_service.service.recording import field_changes
 from shared.adapters.mongo.store import MongoStore
 from shared.changes import Actor, ActorKind, Change, ChangeAction, ChangeNote
-from shared.model import AttemptOutcome, ExecutionStatus, Occurrence
+from shared.model import Answer, AttemptOutcome, ExecutionStatus, Occurrence
 from shared.ports import Advance, ClaimRequest
 from shared.secrets import SecretBox, new_secret_key
 from shared.settings import Settings
@@ -164,7 +164,7 @@ def count_commands(url: str, count: int, batch: int) -> dict[str, Any]:
             )
             begins += listener.take()
             finished = now + timedelta(milliseconds=5)
-            outcome = AttemptOutcome(ExecutionStatus.SUCCEEDED, finished, 200, 2.0)
+            outcome = AttemptOutcome(ExecutionStatus.SUCCEEDED, finished, Answer(200), 2.0)
             recorded = store.settle_attempts(
                 [(execution, outcome) for execution in started if execution is not None],
                 "bench-executor",

@@ -71,22 +71,19 @@ class Delivery:
         if self.spans.recording:
             span.set(
                 {
-                    "http.response.status_code": delivered.status,
+                    "http.response.status_code": delivered.answer.status,
                     "scheduler.outcome": step.status.value,
                 }
             )
-        span.end(None if delivered.verdict.succeeded else _failed(delivered.status))
+        span.end(None if delivered.verdict.succeeded else _failed(delivered.answer.status))
         finished = delivered.finished_at
         outcome = AttemptOutcome(
             step.status,
             finished,
-            delivered.status,
+            delivered.answer,
             delivered.duration_ms,
             None if delivered.verdict.succeeded else delivered.verdict.reason,
             finished + step.delay if step.delay is not None else None,
-            delivered.status_line,
-            delivered.excerpt,
-            delivered.truncated,
             started_at=call.started,
         )
         return Settled(

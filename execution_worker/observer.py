@@ -155,8 +155,8 @@ class ExecutorObserver:
         for settled in batch:
             outcome = settled.outcome
             statuses[outcome.status] += 1
-            answers.append(outcome.http_status)
-            if outcome.http_status is not None and outcome.duration_ms is not None:
+            answers.append(outcome.answer.status)
+            if outcome.answer.status is not None and outcome.duration_ms is not None:
                 durations.append(outcome.duration_ms / 1000.0)
             if settled.execution.lateness_ms is None:
                 # The run's first attempt that ends: its lateness, as the record keeps it.
@@ -310,7 +310,7 @@ def _context(settled: Settled) -> dict[str, Any]:
         "schedule_id": execution.schedule_id,
         "occurrence_id": execution.occurrence_id,
         "attempt": execution.attempts,
-        "http_status": outcome.http_status,
+        "http_status": outcome.answer.status,
         "duration_ms": outcome.duration_ms,
         "lateness_ms": run_lateness_ms(execution, outcome),
     }

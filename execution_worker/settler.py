@@ -301,7 +301,7 @@ def _event(
         schedule_id=execution.schedule_id,
         occurrence_id=execution.occurrence_id,
         error=outcome.error,
-        http_status=outcome.http_status,
+        http_status=outcome.answer.status,
         at=outcome.finished_at,
         consecutive_failures=consecutive_failures,
     )

@@ -11,6 +11,7 @@ from typing import Any
 from shared.guards import Append, Field, Inc, Param, Remove, Set, Write, set_given
 from shared.model import (
     KEPT_ATTEMPTS,
+    Attempt,
     AttemptOutcome,
     Execution,
     ExecutionStatus,
@@ -157,23 +158,20 @@ def finish_params(execution: Execution, owner: str, outcome: AttemptOutcome) -> 
         "status": outcome.status.value,
         "started_at": started,
         "finished_at": outcome.finished_at,
-        "http_status": outcome.http_status,
+        "http_status": outcome.answer.status,
         "duration_ms": outcome.duration_ms,
         "lateness_ms": run_lateness_ms(execution, outcome),
         "error": outcome.error,
         "next_attempt_at": outcome.next_attempt_at,
-        "attempt": {
-            "number": execution.attempts,
-            "status": outcome.status.value,
-            "started_at": started,
-            "finished_at": outcome.finished_at,
-            "duration_ms": outcome.duration_ms,
-            "http_status": outcome.http_status,
-            "error": outcome.error,
-            "status_line": outcome.response_status_line,
-            "excerpt": outcome.response_excerpt,
-            "truncated": outcome.response_truncated,
-        },
+        "attempt": Attempt(
+            execution.attempts,
+            outcome.status,
+            started,
+            outcome.finished_at,
+            outcome.duration_ms,
+            outcome.answer,
+            outcome.error,
+        ).entry(),
     }
 
 

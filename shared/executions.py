@@ -1,17 +1,18 @@
 """The lasting record of each occurrence (``Execution``) and of each of its attempts
-(``Attempt``), and what an attempt ended with (``AttemptOutcome``): how the executor records a
-run, and what the API shows of it. Re-exported by ``shared.model``."""
+(``Attempt``), what an attempt ended with (``AttemptOutcome``), and what its target answered
+(``Answer``): how the executor records a run, and what the API shows of it. Re-exported by
+``shared.model``."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
 from shared.formats import parse_occurrence_id
-from shared.redaction import redact, redact_body
+from shared.redaction import DEFAULT_SECRET_NAMES, redact, redact_body
 from shared.timeutil import utc_ms
 
 
@@ -94,6 +95,48 @@ KEPT_ATTEMPTS = 50
 
 
 @dataclass(frozen=True)
+class Answer:
+    """What a target answered one attempt, as the attempt keeps it (none: no answer): an HTTP
+    status and status line (e.g. "HTTP/1.1 503 Service Unavailable"), the first bytes of the
+    body as text (SCHEDULER_RESPONSE_EXCERPT_BYTES), and whether the body was longer."""
+
+    status: int | None = None
+    status_line: str | None = None
+    excerpt: str | None = None
+    truncated: bool = False
+
+    def entry(self) -> dict[str, Any]:
+        """Its keys in an attempt's entry of a record's stored log (the same in every store)."""
+        return {
+            "http_status": self.status,
+            "status_line": self.status_line,
+            "excerpt": self.excerpt,
+            "truncated": self.truncated,
+        }
+
+    @classmethod
+    def from_entry(cls, entry: Mapping[str, Any]) -> Answer:
+        """The answer an entry of a record's stored log keeps (``entry``'s keys)."""
+        return cls(
+            entry.get("http_status"),
+            entry.get("status_line"),
+            entry.get("excerpt"),
+            bool(entry.get("truncated", False)),
+        )
+
+    def masked(self, patterns: Iterable[str] = DEFAULT_SECRET_NAMES) -> Answer:
+        """The answer with the secret-looking values of its excerpt masked (it may echo a
+        credential)."""
+        if not self.excerpt:
+            return self
+        return replace(self, excerpt=redact_body(self.excerpt, patterns))
+
+
+# What an attempt that got no answer keeps.
+NO_ANSWER = Answer()
+
+
+@dataclass(frozen=True)
 class Attempt:
     """One HTTP attempt of an occurrence as its record keeps it: how it ended (``SUCCEEDED``,
     ``RETRYING`` or ``FAILED``), and what the webhook answered, if it answered."""
@@ -103,37 +146,41 @@ class Attempt:
     started_at: datetime | None
     finished_at: datetime
     duration_ms: float | None = None
-    http_status: int | None = None
+    answer: Answer = NO_ANSWER
     error: str | None = None
-    # e.g. "HTTP/1.1 503 Service Unavailable"
-    response_status_line: str | None = None
-    # The first bytes of the answer's body (SCHEDULER_RESPONSE_EXCERPT_BYTES), as text.
-    response_excerpt: str | None = None
-    # Whether the body was longer than the excerpt.
-    response_truncated: bool = False
 
     def __post_init__(self) -> None:
         if self.started_at is not None:
             object.__setattr__(self, "started_at", utc_ms(self.started_at))
         object.__setattr__(self, "finished_at", utc_ms(self.finished_at))
 
+    def entry(self) -> dict[str, Any]:
+        """Its entry in a record's stored log: the same keys in every store; its two instants
+        as they are, for the store's adapter to keep as the store keeps instants."""
+        return {
+            "number": self.number,
+            "status": self.status.value,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "duration_ms": self.duration_ms,
+            "error": self.error,
+            **self.answer.entry(),
+        }
+
     @classmethod
     def from_entry(
         cls, entry: Mapping[str, Any], started_at: datetime | None, finished_at: datetime
     ) -> Attempt:
-        """One entry of a record's stored log: the same keys in every store; its two instants,
-        kept as each store keeps instants, read by the store's adapter."""
+        """One entry of a record's stored log (``entry``); its two instants, kept as each
+        store keeps instants, read by the store's adapter."""
         return cls(
             number=entry["number"],
             status=ExecutionStatus(entry["status"]),
             started_at=started_at,
             finished_at=finished_at,
             duration_ms=entry.get("duration_ms"),
-            http_status=entry.get("http_status"),
+            answer=Answer.from_entry(entry),
             error=entry.get("error"),
-            response_status_line=entry.get("status_line"),
-            response_excerpt=entry.get("excerpt"),
-            response_truncated=bool(entry.get("truncated", False)),
         )
 
     @classmethod
@@ -155,7 +202,7 @@ class Attempt:
                 started_at=execution.started_at,
                 finished_at=execution.finished_at,
                 duration_ms=execution.duration_ms,
-                http_status=execution.http_status,
+                answer=Answer(execution.http_status),
                 error=execution.error,
             ),
         )
@@ -169,13 +216,10 @@ class AttemptOutcome:
 
     status: ExecutionStatus
     finished_at: datetime
-    http_status: int | None = None
+    answer: Answer = NO_ANSWER
     duration_ms: float | None = None
     error: str | None = None
     next_attempt_at: datetime | None = None
-    response_status_line: str | None = None
-    response_excerpt: str | None = None
-    response_truncated: bool = False
     # When the attempt's request was sent (None: unknown, the record's begin time stands in).
     started_at: datetime | None = None
 
@@ -185,5 +229,4 @@ class AttemptOutcome:
             object.__setattr__(self, "started_at", utc_ms(self.started_at))
         if self.error is not None:
             object.__setattr__(self, "error", redact(self.error))
-        if self.response_excerpt:
-            object.__setattr__(self, "response_excerpt", redact_body(self.response_excerpt))
+        object.__setattr__(self, "answer", self.answer.masked())

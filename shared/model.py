@@ -13,6 +13,8 @@ from typing import Any, NamedTuple
 
 from shared.calendars import CalendarRule
 from shared.executions import KEPT_ATTEMPTS as KEPT_ATTEMPTS
+from shared.executions import NO_ANSWER as NO_ANSWER
+from shared.executions import Answer as Answer
 from shared.executions import Attempt as Attempt
 from shared.executions import AttemptOutcome as AttemptOutcome
 from shared.executions import Execution as Execution

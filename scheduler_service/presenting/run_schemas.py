@@ -70,17 +70,20 @@ class AttemptSchema(Open):
     started_at = nullable(Instant(), "when its request was sent")
     finished_at = shown(Instant())
     duration_ms = nullable(Milliseconds())
-    http_status = nullable(fields.Integer(), "null: no answer")
+    http_status = nullable(fields.Integer(attribute="answer.status"), "null: no answer")
     error = nullable(fields.String())
     response_status_line = nullable(
-        fields.String(), "e.g. HTTP/1.1 503 Service Unavailable; null: no answer"
+        fields.String(attribute="answer.status_line"),
+        "e.g. HTTP/1.1 503 Service Unavailable; null: no answer",
     )
     response_excerpt = nullable(
-        fields.String(),
+        fields.String(attribute="answer.excerpt"),
         "the first bytes of the answer's body as text "
         "(SCHEDULER_RESPONSE_EXCERPT_BYTES), secret-looking values masked",
     )
-    response_truncated = shown(fields.Boolean(), "whether the body was longer than the excerpt")
+    response_truncated = shown(
+        fields.Boolean(attribute="answer.truncated"), "whether the body was longer than the excerpt"
+    )
 
 
 class OccurrenceSchema(ExecutionSchema):

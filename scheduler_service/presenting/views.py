@@ -39,7 +39,7 @@ from shared.model import (
 )
 from shared.notations import TIMING_NOTATIONS, notation_of
 from shared.recurrence import instant_in
-from shared.redaction import redact, redact_body
+from shared.redaction import redact
 from shared.secrets import masked_hook, masked_payload
 from shared.timeutil import iso_z, load_zone
 
@@ -270,11 +270,7 @@ def masked_occurrence(execution: Execution, secret_patterns: Iterable[str]) -> E
         dataclasses.replace(
             attempt,
             error=None if attempt.error is None else redact(attempt.error, patterns),
-            response_excerpt=(
-                None
-                if attempt.response_excerpt is None
-                else redact_body(attempt.response_excerpt, patterns)
-            ),
+            answer=attempt.answer.masked(patterns),
         )
         for attempt in execution.attempt_log
     )

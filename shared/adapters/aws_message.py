@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import Any, ClassVar, TypeVar
 
 from shared.adapters.aws_clients import AwsCallFailed, AwsClients, ClientKey
-from shared.model import Occurrence
+from shared.model import Answer, Occurrence
 from shared.ports import Clock, Delivered, DeliveryTarget
 from shared.retry import Verdict
 from shared.targets.aws import AwsMessage, AwsResource, deduplication_id
@@ -158,7 +158,7 @@ async def sent(clock: Clock, now: datetime, call: Any, what: str) -> Delivered:
         Verdict(succeeded=True, retryable=False),
         finished,
         (finished - now).total_seconds() * 1000.0,
-        excerpt=f"{what} MessageId {message_id}",
+        Answer(excerpt=f"{what} MessageId {message_id}"),
     )
 
 

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 from shared.adapters.oauth_tokens import TokenError, TokenSource
 from shared.answer_checks import judge_answer
-from shared.model import Occurrence, Payload
+from shared.model import Answer, Occurrence, Payload
 from shared.ports import (
     Clock,
     Delivered,
@@ -140,8 +140,7 @@ class HttpTarget(DeliveryTarget[Payload]):
             ),
             finished,
             response.duration_ms,
-            response.status,
-            *_answer(response),
+            _answer(response),
         )
 
     async def close(self) -> None:
@@ -160,8 +159,7 @@ def _within(request: WebhookRequest, deadline: float) -> WebhookRequest:
     return replace(request, timeout_seconds=_left(deadline))
 
 
-def _answer(response: WebhookResponse) -> tuple[str | None, str | None, bool]:
-    """What an attempt keeps of the webhook's answer: its status line, the start of its body
-    as text, and whether the body was longer."""
+def _answer(response: WebhookResponse) -> Answer:
+    """What an attempt keeps of the webhook's answer."""
     excerpt = response.body_excerpt.decode("utf-8", "replace") if response.body_excerpt else None
-    return response.status_line or None, excerpt, response.body_truncated
+    return Answer(response.status, response.status_line or None, excerpt, response.body_truncated)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Generic, TypeVar
 
-from shared.model import Occurrence
+from shared.model import NO_ANSWER, Answer, Occurrence
 from shared.retry import Verdict
 from shared.targets import DeliveryPayload
 from shared.tracing import TraceContext
@@ -74,12 +74,8 @@ class Delivered:
     verdict: Verdict
     finished_at: datetime
     duration_ms: float
-    # The target's answer, if it gave one: an HTTP status and status line ("HTTP/1.1 200 OK"),
-    # the start of the body as text, and whether the body was longer.
-    status: int | None = None
-    status_line: str | None = None
-    excerpt: str | None = None
-    truncated: bool = False
+    # The target's answer (none: it gave none).
+    answer: Answer = NO_ANSWER
 
 
 P = TypeVar("P", bound=DeliveryPayload)

@@ -19,7 +19,7 @@ from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.select import Select
 
-from shared.model import AttemptOutcome, ExecutionStatus, Occurrence
+from shared.model import Answer, AttemptOutcome, ExecutionStatus, Occurrence
 from shared.ports import DeadLetterRequest, ScheduleFilter
 from shared.timeutil import UTC, iso_z
 from tests.browser.pages import (
@@ -74,7 +74,7 @@ def ended(pipeline: Pipeline, schedule_id: str, moment: datetime, status: Execut
     assert execution is not None
     code = 200 if status is ExecutionStatus.SUCCEEDED else 410
     outcome = AttemptOutcome(
-        status, moment + timedelta(milliseconds=30), http_status=code, duration_ms=25.0
+        status, moment + timedelta(milliseconds=30), answer=Answer(code), duration_ms=25.0
     )
     assert store.finish_attempt(execution, "x", outcome)
     return occurrence.occurrence_id

@@ -11,6 +11,7 @@ from scheduler_service.presenting.views import execution_view
 from shared.errors import ConfigurationError, PoisonMessage
 from shared.messages import DefinitionMutation, decode_mutation, encode_mutation
 from shared.model import (
+    Answer,
     AttemptOutcome,
     Every,
     Execution,
@@ -191,10 +192,12 @@ def test_the_start_of_an_answers_body_is_kept_with_its_secrets_masked() -> None:
     outcome = AttemptOutcome(
         ExecutionStatus.RETRYING,
         datetime(2026, 3, 8, tzinfo=UTC),
-        http_status=401,
-        response_excerpt='{"user": "ann", "password" : "hunter2", "note": "say \\"hi\\"", "tok',
+        answer=Answer(
+            status=401,
+            excerpt='{"user": "ann", "password" : "hunter2", "note": "say \\"hi\\"", "tok',
+        ),
     )
-    assert outcome.response_excerpt == (
+    assert outcome.answer.excerpt == (
         '{"user": "ann", "password" : "********", "note": "say \\"hi\\"", "tok'
     )
     assert redact_body("client_secret=abc&user=ann") == "client_secret=********&user=ann"

@@ -9,7 +9,7 @@ import pytest
 
 from shared.execution_rules import run_lateness_ms
 from shared.guards import Set, Unless, holds
-from shared.model import AttemptOutcome, Execution, ExecutionStatus, ScheduleStatus
+from shared.model import Answer, AttemptOutcome, Execution, ExecutionStatus, ScheduleStatus
 from shared.store_rules import (
     LAND_DEFINITION,
     PAUSE,
@@ -124,7 +124,7 @@ def test_jitter_is_the_fire_time_past_the_time_the_id_names() -> None:
 
 
 def test_millisecond_figures_are_kept_to_a_tenth() -> None:
-    outcome = AttemptOutcome(ExecutionStatus.SUCCEEDED, NOON, 200, 1.9248019999622556)
+    outcome = AttemptOutcome(ExecutionStatus.SUCCEEDED, NOON, Answer(200), 1.9248019999622556)
     assert outcome.duration_ms == 1.9
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from shared.errors import Transient
 from shared.messages import decode_occurrence
-from shared.model import AttemptOutcome, ExecutionStatus, Occurrence
+from shared.model import Answer, AttemptOutcome, ExecutionStatus, Occurrence
 from tests.support.api import ApiUnderTest, api_under_test
 from tests.support.harness import API
 
@@ -248,7 +248,7 @@ def test_executions_newest_first_paginated_with_every_detail(api: ApiUnderTest) 
         outcome = AttemptOutcome(
             ExecutionStatus.FAILED if number == 4 else ExecutionStatus.SUCCEEDED,
             base,
-            http_status=500 if number == 4 else 200,
+            answer=Answer(500 if number == 4 else 200),
             duration_ms=12.5,
             error="HTTP 500" if number == 4 else None,
         )

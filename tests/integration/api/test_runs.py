@@ -11,7 +11,7 @@ import pytest
 
 from shared.errors import Transient
 from shared.messages import decode_occurrence
-from shared.model import AttemptOutcome, ExecutionStatus, Occurrence
+from shared.model import Answer, AttemptOutcome, ExecutionStatus, Occurrence
 from shared.timeutil import UTC, iso_z, parse_iso
 from tests.support.api import ApiUnderTest
 from tests.support.harness import API, running_pipeline, sqlite_settings
@@ -182,7 +182,7 @@ def record_runs(api: ApiUnderTest, schedule_id: str, count: int) -> list[str]:
         execution = store.begin_attempt(occurrence, "x", now, now + timedelta(seconds=30))
         assert execution is not None
         store.finish_attempt(
-            execution, "x", AttemptOutcome(ExecutionStatus.SUCCEEDED, now, http_status=200)
+            execution, "x", AttemptOutcome(ExecutionStatus.SUCCEEDED, now, answer=Answer(200))
         )
         ids.append(occurrence.occurrence_id)
     return ids
@@ -290,7 +290,7 @@ def test_backfill_runs_each_past_occurrence_with_its_normal_id(api: ApiUnderTest
     execution = api.backends.store.begin_attempt(ran, "x", now, now + timedelta(seconds=30))
     assert execution is not None
     api.backends.store.finish_attempt(
-        execution, "x", AttemptOutcome(ExecutionStatus.SUCCEEDED, now, http_status=200)
+        execution, "x", AttemptOutcome(ExecutionStatus.SUCCEEDED, now, answer=Answer(200))
     )
     answer = api.client.post(f"{API}/schedule/q1/backfill", json={"from": start, "to": end})
     assert answer.status_code == 202, answer.get_json()
@@ -510,7 +510,7 @@ def failed_record(api: ApiUnderTest, schedule_id: str, minute: int) -> str:
     outcome = AttemptOutcome(
         ExecutionStatus.FAILED,
         now + timedelta(milliseconds=minute),
-        http_status=401,
+        answer=Answer(401),
         error="HTTP 401 from https://hooks.example.com/run?token=abc123",
     )
     api.backends.store.finish_attempt(execution, "x", outcome)

@@ -34,6 +34,7 @@ from shared.dispatch import plan_dispatch
 from shared.errors import InvalidInput, NotFound
 from shared.messages import decode_occurrence
 from shared.model import (
+    Answer,
     AttemptOutcome,
     Every,
     ExecutionStatus,
@@ -323,7 +324,7 @@ def test_replay_and_discard_refuse_what_is_not_a_dead_letter(parts: Parts) -> No
     assert running is not None
     with pytest.raises(NoDeadLetter):
         parts.service.runs.replay("t1", occurrence.occurrence_id, actor=ACTOR)
-    failed = AttemptOutcome(ExecutionStatus.FAILED, NOW, http_status=500)
+    failed = AttemptOutcome(ExecutionStatus.FAILED, NOW, answer=Answer(500))
     assert store.finish_attempt(running, "w", failed)
     with pytest.raises(NoDeadLetter):
         parts.service.runs.replay("t2", occurrence.occurrence_id, actor=ACTOR)

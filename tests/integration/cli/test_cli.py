@@ -12,7 +12,7 @@ import pytest
 
 from scheduler_cli.main import main
 from scheduler_client import InvalidRequest, SchedulerClient
-from shared.model import AttemptOutcome, ExecutionStatus, Occurrence, Schedule
+from shared.model import Answer, AttemptOutcome, ExecutionStatus, Occurrence, Schedule
 from tests.support.api import ApiUnderTest, api_under_test
 from tests.support.cli import run
 from tests.support.harness import API
@@ -134,7 +134,7 @@ def test_get_and_history_print_readable_values(
     )
     assert execution is not None
     outcome = AttemptOutcome(
-        ExecutionStatus.SUCCEEDED, now, http_status=200, duration_ms=2.653588000043783
+        ExecutionStatus.SUCCEEDED, now, answer=Answer(200), duration_ms=2.653588000043783
     )
     store.finish_attempt(execution, "x", outcome)
     code, out, _ = run(capfd, "executions", "daily", "--url", url)
@@ -157,13 +157,15 @@ def test_executions_with_an_occurrence_id_print_each_attempt(
         AttemptOutcome(
             ExecutionStatus.RETRYING,
             now,
-            http_status=503,
+            answer=Answer(
+                status=503,
+                status_line="HTTP/1.1 503 Service Unavailable",
+                excerpt='{"error":\n "down for maintenance until further notice, sorry"}',
+            ),
             error="HTTP 503",
-            response_status_line="HTTP/1.1 503 Service Unavailable",
-            response_excerpt='{"error":\n "down for maintenance until further notice, sorry"}',
         ),
         AttemptOutcome(
-            ExecutionStatus.SUCCEEDED, now, http_status=200, response_status_line="HTTP/1.1 200 OK"
+            ExecutionStatus.SUCCEEDED, now, answer=Answer(status=200, status_line="HTTP/1.1 200 OK")
         ),
     ]
     for outcome in outcomes:

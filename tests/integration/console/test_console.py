@@ -19,7 +19,7 @@ import pytest
 from flask.testing import FlaskClient
 
 from scheduler_service.console.overview import Overview
-from shared.model import AttemptOutcome, ExecutionStatus, Occurrence
+from shared.model import Answer, AttemptOutcome, ExecutionStatus, Occurrence
 from tests.support.api import ApiUnderTest, api_under_test
 from tests.support.harness import API
 
@@ -359,7 +359,7 @@ def dead_letter(api: ApiUnderTest, tenant: str, schedule_id: str, minutes_ago: i
     outcome = AttemptOutcome(
         ExecutionStatus.FAILED,
         started + timedelta(milliseconds=50),
-        http_status=401,
+        answer=Answer(401),
         error="HTTP 401 from https://hooks.example.com/run?token=abc123",
     )
     api.backends.store.finish_attempt(execution, "x", outcome)

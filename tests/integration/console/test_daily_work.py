@@ -19,7 +19,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from scheduler_service.console.presenting import relative, status_word, wall
-from shared.model import AttemptOutcome, ExecutionStatus, Occurrence, OverlapPolicy
+from shared.model import Answer, AttemptOutcome, ExecutionStatus, Occurrence, OverlapPolicy
 from shared.ports import Advance, ClaimRequest
 from shared.timeutil import UTC, iso_z
 from tests.integration.console.test_console import (
@@ -198,7 +198,7 @@ def record(api: ApiUnderTest, schedule_id: str, moment: datetime, status: Execut
     )
     assert execution is not None
     code = 200 if status is ExecutionStatus.SUCCEEDED else 503
-    outcome = AttemptOutcome(status, started + timedelta(milliseconds=40), http_status=code)
+    outcome = AttemptOutcome(status, started + timedelta(milliseconds=40), answer=Answer(code))
     assert api.backends.store.finish_attempt(execution, "x", outcome)
     return occurrence.occurrence_id
 
@@ -368,7 +368,7 @@ def dead_letter(api: ApiUnderTest, schedule_id: str, minutes_ago: int, tenant: s
     occurrence = Occurrence(tenant, schedule_id, stored.revision, moment)
     execution = api.backends.store.begin_attempt(occurrence, "x", moment, moment + timedelta(1))
     assert execution is not None
-    outcome = AttemptOutcome(ExecutionStatus.FAILED, moment, http_status=410, error="HTTP 410")
+    outcome = AttemptOutcome(ExecutionStatus.FAILED, moment, answer=Answer(410), error="HTTP 410")
     api.backends.store.finish_attempt(execution, "x", outcome)
     return occurrence.occurrence_id
 

@@ -45,10 +45,10 @@ def test_a_call_that_succeeds_is_signed_and_its_answer_kept() -> None:
         delivered = deliver(payload, attempt=2)
         [call] = receiver.calls
     assert delivered.verdict.succeeded
-    assert delivered.status == 200
-    assert delivered.status_line == "HTTP/1.1 200 OK"
-    assert delivered.excerpt == "fine, thank you "
-    assert delivered.truncated
+    assert delivered.answer.status == 200
+    assert delivered.answer.status_line == "HTTP/1.1 200 OK"
+    assert delivered.answer.excerpt == "fine, thank you "
+    assert delivered.answer.truncated
     assert delivered.duration_ms > 0
     assert json.loads(call.body) == {"hello": "world"}
     assert call.headers["idempotency-key"] == "s-1:2030-01-01T00:00:00.000Z"
@@ -66,7 +66,7 @@ def test_a_5xx_with_retry_after_is_worth_retrying_after_it() -> None:
     assert delivered.verdict.retryable
     assert delivered.verdict.retry_after_seconds == 7.0
     assert delivered.verdict.reason == "HTTP 503"
-    assert delivered.status == 503
+    assert delivered.answer.status == 503
 
 
 def test_a_refused_target_is_a_final_verdict_without_a_call() -> None:
@@ -75,7 +75,7 @@ def test_a_refused_target_is_a_final_verdict_without_a_call() -> None:
         assert receiver.calls == []
     assert not delivered.verdict.succeeded
     assert not delivered.verdict.retryable
-    assert delivered.status is None
+    assert delivered.answer.status is None
     assert "refused target" in (delivered.verdict.reason or "")
 
 

@@ -201,7 +201,7 @@ def test_a_401_to_a_kept_token_fetches_a_new_one_and_calls_once_more() -> None:
             hook.stop()
     assert ok.verdict.succeeded and refreshed.verdict.succeeded
     assert not refused.verdict.succeeded and not refused.verdict.retryable
-    assert refused.status == 401
+    assert refused.answer.status == 401
     assert endpoint.issued == ["tok-1", "tok-2", "tok-3"]
     assert [c.headers["authorization"] for c in hook.calls] == [
         "Bearer tok-1",

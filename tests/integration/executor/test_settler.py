@@ -18,7 +18,7 @@ from shared.adapters.sqlite_queue import SqliteQueue
 from shared.errors import Transient
 from shared.lifecycle import Shutdown
 from shared.messages import encode_occurrence
-from shared.model import AttemptOutcome, Execution, ExecutionStatus, Occurrence
+from shared.model import Answer, AttemptOutcome, Execution, ExecutionStatus, Occurrence
 from shared.ports import OutgoingMessage, QueueSpec, SystemClock
 from tests.support.harness import TEST_SECRETS, sqlite_settings
 
@@ -56,7 +56,7 @@ def attempt(
     now = datetime.now(UTC)
     execution = store.begin_attempt(occurrence, OWNER, now, now + lease)
     assert execution is not None
-    outcome = AttemptOutcome(ExecutionStatus.SUCCEEDED, now, 200, 3.0)
+    outcome = AttemptOutcome(ExecutionStatus.SUCCEEDED, now, Answer(200), 3.0)
     return store, queue, Settled(execution, outcome, occurrence, message)
 
 

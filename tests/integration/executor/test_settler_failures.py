@@ -17,6 +17,7 @@ from shared.adapters.sqlite_queue import SqliteQueue
 from shared.definition_cache import DefinitionCache
 from shared.messages import encode_occurrence
 from shared.model import (
+    Answer,
     AttemptOutcome,
     Every,
     ExecutionStatus,
@@ -74,7 +75,7 @@ def failures(
         execution = store.begin_attempt(occurrence, OWNER, now, now + timedelta(seconds=30))
         assert execution is not None
         finished = now + timedelta(milliseconds=number)
-        outcome = AttemptOutcome(ExecutionStatus.FAILED, finished, 503, 3.0, "HTTP 503")
+        outcome = AttemptOutcome(ExecutionStatus.FAILED, finished, Answer(503), 3.0, "HTTP 503")
         batch.append(Settled(execution, outcome, occurrence, message, None, schedule))
     store.reads = 0
     return store, queue, batch

@@ -15,7 +15,7 @@ from prometheus_client import REGISTRY
 from standardwebhooks.webhooks import Webhook
 
 from shared.adapters.sqlite.store import SqliteStore
-from shared.model import AttemptOutcome, ExecutionStatus, Occurrence
+from shared.model import Answer, AttemptOutcome, ExecutionStatus, Occurrence
 from shared.settings import Settings
 from tests.support.api import ApiUnderTest
 from tests.support.harness import API, FAST, Pipeline, running_pipeline, sqlite_settings
@@ -46,7 +46,7 @@ def fail_occurrences(api: ApiUnderTest, schedule_id: str, count: int) -> None:
         occurrence = Occurrence("default", schedule_id, stored.revision, at)
         execution = store.begin_attempt(occurrence, "x", now, now + timedelta(minutes=1))
         assert execution is not None
-        outcome = AttemptOutcome(ExecutionStatus.FAILED, now, 500, 1.0, "HTTP 500")
+        outcome = AttemptOutcome(ExecutionStatus.FAILED, now, Answer(500), 1.0, "HTTP 500")
         assert store.settle_attempts([(execution, outcome)], "x") == [True]
 
 

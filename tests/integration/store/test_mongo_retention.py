@@ -19,7 +19,7 @@ import pytest
 from pymongo import monitoring
 
 from shared.adapters.mongo.store import MongoStore
-from shared.model import AttemptOutcome, ExecutionStatus
+from shared.model import Answer, AttemptOutcome, ExecutionStatus
 from tests.integration.store.test_store_contract import MINUTE, SECOND, T0, TENANT, occurrence
 from tests.support.harness import TEST_SECRETS
 from tests.support.peers import mongo_url_for
@@ -41,10 +41,10 @@ def test_records_that_are_done_expire_after_retention_and_records_in_flight_stay
     store.ensure_indexes()
     assert ttl_of(store) == 30 * 86400
     outcomes = {
-        "succeeded": AttemptOutcome(ExecutionStatus.SUCCEEDED, T0 + SECOND, 200, 1.0),
-        "failed": AttemptOutcome(ExecutionStatus.FAILED, T0 + SECOND, 404, 1.0),
+        "succeeded": AttemptOutcome(ExecutionStatus.SUCCEEDED, T0 + SECOND, Answer(200), 1.0),
+        "failed": AttemptOutcome(ExecutionStatus.FAILED, T0 + SECOND, Answer(404), 1.0),
         "retrying": AttemptOutcome(
-            ExecutionStatus.RETRYING, T0 + SECOND, 503, 1.0, None, T0 + MINUTE
+            ExecutionStatus.RETRYING, T0 + SECOND, Answer(503), 1.0, None, T0 + MINUTE
         ),
     }
     names = [*outcomes, "running", "skipped", "skipped-then-run"]

@@ -24,7 +24,7 @@ from shared.adapters.sqlite.db import SqliteDatabase
 from shared.adapters.sqlite_queue import SqliteQueue
 from shared.changes import Actor, ActorKind, ChangeAction, ChangeNote
 from shared.messages import DefinitionMutation, encode_mutation
-from shared.model import AttemptOutcome, ExecutionStatus, ScheduleStatus
+from shared.model import Answer, AttemptOutcome, ExecutionStatus, ScheduleStatus
 from shared.ports import (
     Advance,
     ClaimRequest,
@@ -107,7 +107,7 @@ def fire_batch(store: MongoStore, commands: Commands, size: int, prefix: str) ->
     steps["version check"] = commands.take()
     began = store.begin_attempts(due, "executor-1", T0, T0 + MINUTE)
     steps["begin"] = commands.take()
-    outcome = AttemptOutcome(ExecutionStatus.SUCCEEDED, T0 + SECOND, 200, 1.0)
+    outcome = AttemptOutcome(ExecutionStatus.SUCCEEDED, T0 + SECOND, Answer(200), 1.0)
     settled = [(execution, outcome) for execution in began if execution is not None]
     assert store.settle_attempts(settled, "executor-1") == [True] * size
     steps["settle"] = commands.take()
@@ -192,7 +192,7 @@ def test_failures_that_pause_their_schedules_cost_no_command_more(
     due = [occurrence(f"f{number:03d}") for number in range(40)]
     began = store.begin_attempts(due, "executor-1", T0, T0 + MINUTE)
     commands.take()
-    outcome = AttemptOutcome(ExecutionStatus.FAILED, T0 + SECOND, 500, 1.0, "HTTP 500")
+    outcome = AttemptOutcome(ExecutionStatus.FAILED, T0 + SECOND, Answer(500), 1.0, "HTTP 500")
     settled = [(execution, outcome) for execution in began if execution is not None]
     assert store.settle_attempts(settled, "executor-1") == [True] * 40
     # The outcomes, then the run counts and the guarded pauses in the same bulk_write.

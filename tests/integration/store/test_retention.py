@@ -13,6 +13,7 @@ from scheduler_cli.components import build_poller
 from shared.backends import Backends, open_backends
 from shared.changes import SYSTEM, Change, ChangeAction
 from shared.model import (
+    Answer,
     AttemptOutcome,
     Every,
     ExecutionStatus,
@@ -40,7 +41,7 @@ def finished_run(backends: Backends, schedule_id: str, at: datetime) -> str:
     occurrence = Occurrence("default", schedule_id, 1, at)
     execution = backends.store.begin_attempt(occurrence, "e", at, at + timedelta(minutes=1))
     assert execution is not None
-    outcome = AttemptOutcome(ExecutionStatus.SUCCEEDED, at, http_status=200)
+    outcome = AttemptOutcome(ExecutionStatus.SUCCEEDED, at, answer=Answer(200))
     assert backends.store.finish_attempt(execution, "e", outcome)
     return occurrence.occurrence_id
 

@@ -19,7 +19,7 @@ from pymongo.errors import AutoReconnect
 from shared.adapters.mongo.store import MongoStore
 from shared.adapters.sqlite import executions as sqlite_executions
 from shared.errors import Transient
-from shared.model import AttemptOutcome, ExecutionStatus
+from shared.model import Answer, AttemptOutcome, ExecutionStatus
 from shared.ports import Store
 from tests.integration.store.test_store_contract import (
     MINUTE,
@@ -80,8 +80,8 @@ def test_a_settle_tried_again_after_failing_between_outcome_and_count_counts_onc
         [occurrence("s1"), occurrence("s2")], "executor-1", T0, T0 + MINUTE
     )
     assert first is not None and second is not None
-    ok = AttemptOutcome(ExecutionStatus.SUCCEEDED, T0 + SECOND, 200, 3.0)
-    failed = AttemptOutcome(ExecutionStatus.FAILED, T0 + SECOND, 500, 3.0, error="HTTP 500")
+    ok = AttemptOutcome(ExecutionStatus.SUCCEEDED, T0 + SECOND, Answer(200), 3.0)
+    failed = AttemptOutcome(ExecutionStatus.FAILED, T0 + SECOND, Answer(500), 3.0, error="HTTP 500")
     settled = [(first, ok), (second, failed)]
     fail_the_counts_once(store, monkeypatch, applied)
     with pytest.raises((Transient, sqlite3.OperationalError)):
@@ -107,7 +107,7 @@ def test_another_attempt_of_the_occurrence_is_not_taken_for_this_one(store: Stor
     later = T0 + 2 * SECOND
     [second] = store.begin_attempts([occurrence("s1")], "executor-2", later, later + MINUTE)
     assert first is not None and second is not None
-    ok = AttemptOutcome(ExecutionStatus.SUCCEEDED, later + SECOND, 200, 3.0)
+    ok = AttemptOutcome(ExecutionStatus.SUCCEEDED, later + SECOND, Answer(200), 3.0)
     assert store.settle_attempts([(second, ok)], "executor-2") == [True]
     assert store.settle_attempts([(first, ok)], "executor-1") == [False]
     s1 = store.get_schedule(TENANT, "s1")

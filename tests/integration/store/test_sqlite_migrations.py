@@ -16,7 +16,7 @@ from shared.adapters.sqlite.migrations import MIGRATIONS, Migration, migrate, sc
 from shared.adapters.sqlite.store import SqliteStore
 from shared.definition_codec import DefinitionCodec
 from shared.errors import ConfigurationError, Transient
-from shared.model import AttemptOutcome, ExecutionStatus, ScheduleStatus
+from shared.model import Answer, AttemptOutcome, ExecutionStatus, ScheduleStatus
 from shared.ports import (
     ClaimRequest,
     DeadLetterRequest,
@@ -99,7 +99,7 @@ def test_a_file_made_before_versions_opens_migrated_with_its_records(
         # The attempt begun before the file had attempt logs ends into one.
         running = store.get_execution(TENANT, occurrence("old").occurrence_id)
         assert running is not None and running.status is ExecutionStatus.RUNNING
-        failed = AttemptOutcome(ExecutionStatus.FAILED, T0 + SECOND, http_status=500)
+        failed = AttemptOutcome(ExecutionStatus.FAILED, T0 + SECOND, answer=Answer(500))
         assert store.finish_attempt(running, "executor-1", failed)
         record = store.get_execution(TENANT, occurrence("old").occurrence_id)
         assert record is not None

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from shared.model import AttemptOutcome, ExecutionStatus, ScheduleStatus
+from shared.model import Answer, AttemptOutcome, ExecutionStatus, ScheduleStatus
 from shared.ports import Advance, ClaimRequest, StateChange, Store
 from tests.integration.store.test_store_contract import (
     MINUTE,
@@ -79,12 +79,12 @@ def test_settle_attempts_records_each_and_counts_only_recorded_final_ones(store:
     assert store.begin_attempt(occurrence("s4"), "executor-2", later, later + MINUTE) is not None
     finished = T0 + timedelta(seconds=1)
     outcomes = {
-        "s1": AttemptOutcome(ExecutionStatus.SUCCEEDED, finished, 200, 1.5),
-        "s2": AttemptOutcome(ExecutionStatus.FAILED, finished, 404, 2.0, "not found"),
+        "s1": AttemptOutcome(ExecutionStatus.SUCCEEDED, finished, Answer(200), 1.5),
+        "s2": AttemptOutcome(ExecutionStatus.FAILED, finished, Answer(404), 2.0, "not found"),
         "s3": AttemptOutcome(
-            ExecutionStatus.RETRYING, finished, 503, 2.0, "unavailable", finished + MINUTE
+            ExecutionStatus.RETRYING, finished, Answer(503), 2.0, "unavailable", finished + MINUTE
         ),
-        "s4": AttemptOutcome(ExecutionStatus.SUCCEEDED, finished, 200, 1.0),
+        "s4": AttemptOutcome(ExecutionStatus.SUCCEEDED, finished, Answer(200), 1.0),
     }
     settled = []
     for schedule_id, execution in started.items():
@@ -159,7 +159,7 @@ def test_begin_attempts_takes_over_retries_skips_and_expired_leases_and_refuses_
         assert began is not None
         if name in ("retrying", "done"):
             status = ExecutionStatus.RETRYING if name == "retrying" else ExecutionStatus.SUCCEEDED
-            outcome = AttemptOutcome(status, T0 + SECOND, 503, 1.0, None, T0 + MINUTE)
+            outcome = AttemptOutcome(status, T0 + SECOND, Answer(503), 1.0, None, T0 + MINUTE)
             assert store.finish_attempt(began, "executor-1", outcome)
     store.record_skips([(items["skipped"], "paused")], T0)
     # Half a minute on: executor-1's lease on "live" holds; "expired" had a shorter one.
@@ -184,7 +184,7 @@ def test_settle_attempts_counts_a_run_once_when_an_outcome_is_given_twice(store:
     create(store, "s1")
     began = store.begin_attempt(occurrence("s1"), "executor-1", T0, T0 + MINUTE)
     assert began is not None
-    outcome = AttemptOutcome(ExecutionStatus.SUCCEEDED, T0 + SECOND, 200, 1.0)
+    outcome = AttemptOutcome(ExecutionStatus.SUCCEEDED, T0 + SECOND, Answer(200), 1.0)
     assert store.settle_attempts([(began, outcome), (began, outcome)], "executor-1") == [
         True,
         False,
@@ -201,7 +201,7 @@ def test_record_skips_of_a_mixed_batch_writes_only_what_its_guards_allow(store: 
         assert began is not None
         if name in ("retrying", "done"):
             status = ExecutionStatus.RETRYING if name == "retrying" else ExecutionStatus.SUCCEEDED
-            outcome = AttemptOutcome(status, T0 + SECOND, 503, 1.0, None, T0 + MINUTE)
+            outcome = AttemptOutcome(status, T0 + SECOND, Answer(503), 1.0, None, T0 + MINUTE)
             assert store.finish_attempt(began, "executor-1", outcome)
     now = T0 + 30 * SECOND
     skips = [(items[name], f"skipped {name}") for name in items] + [(items["new"], "again")]
@@ -229,7 +229,7 @@ def test_settle_attempts_counts_one_schedules_outcomes_in_their_order(store: Sto
         moment = T0 + n * MINUTE
         execution = store.begin_attempt(occurrence("s1", moment), "executor-1", T0, T0 + MINUTE)
         assert execution is not None
-        settled.append((execution, AttemptOutcome(status, finished + n * MINUTE, 200)))
+        settled.append((execution, AttemptOutcome(status, finished + n * MINUTE, Answer(200))))
     assert store.settle_attempts(settled, "executor-1") == [True] * 4
     schedule = store.get_schedule(TENANT, "s1")
     assert schedule is not None

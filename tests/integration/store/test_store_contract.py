@@ -21,6 +21,7 @@ from shared.definition_cache import DefinitionCache
 from shared.errors import InvalidInput, Transient
 from shared.model import (
     KEPT_ATTEMPTS,
+    Answer,
     AttemptOutcome,
     Every,
     ExecutionStatus,
@@ -893,7 +894,7 @@ def test_begin_and_finish_an_attempt(store: Store) -> None:
         "s1",
     )
     outcome = AttemptOutcome(
-        ExecutionStatus.SUCCEEDED, T0 + timedelta(seconds=2), http_status=204, duration_ms=12.5
+        ExecutionStatus.SUCCEEDED, T0 + timedelta(seconds=2), answer=Answer(204), duration_ms=12.5
     )
     assert store.finish_attempt(first, "executor-1", outcome)
     done = store.get_execution(TENANT, first.occurrence_id)
@@ -915,7 +916,7 @@ def test_begin_and_finish_an_attempt(store: Store) -> None:
 def test_a_failed_record_is_final_too(store: Store) -> None:
     execution = store.begin_attempt(occurrence(), "executor-1", T0, T0 + MINUTE)
     assert execution is not None
-    failed = AttemptOutcome(ExecutionStatus.FAILED, T0, http_status=404, error="not found")
+    failed = AttemptOutcome(ExecutionStatus.FAILED, T0, answer=Answer(404), error="not found")
     assert store.finish_attempt(execution, "executor-1", failed)
     assert store.begin_attempt(occurrence(), "executor-1", T0 + MINUTE, T0 + 2 * MINUTE) is None
 
@@ -931,7 +932,7 @@ def test_a_live_lease_blocks_and_an_expired_one_is_taken_over(store: Store) -> N
     assert second.attempts == 2
     assert second.lease_owner == "executor-2"
     assert second.started_at == later
-    outcome = AttemptOutcome(ExecutionStatus.SUCCEEDED, later, http_status=200)
+    outcome = AttemptOutcome(ExecutionStatus.SUCCEEDED, later, answer=Answer(200))
     assert not store.finish_attempt(first, "executor-1", outcome)  # lost its lease
     assert store.finish_attempt(second, "executor-2", outcome)
 
@@ -941,7 +942,7 @@ def test_a_retrying_record_takes_the_next_attempt(store: Store) -> None:
     assert first is not None
     retry_at = T0 + timedelta(seconds=30)
     retrying = AttemptOutcome(
-        ExecutionStatus.RETRYING, T0, http_status=503, error="busy", next_attempt_at=retry_at
+        ExecutionStatus.RETRYING, T0, answer=Answer(503), error="busy", next_attempt_at=retry_at
     )
     assert store.finish_attempt(first, "executor-1", retrying)
     stored = store.get_execution(TENANT, first.occurrence_id)
@@ -1148,10 +1149,14 @@ def test_record_skips_writes_new_and_retrying_records_only(store: Store) -> None
     assert store.begin_attempt(running, "e", T0, T0 + 10 * MINUTE) is not None
     done = store.begin_attempt(succeeded, "e", T0, T0 + 10 * MINUTE)
     assert done is not None
-    store.finish_attempt(done, "e", AttemptOutcome(ExecutionStatus.SUCCEEDED, T0, http_status=200))
+    store.finish_attempt(
+        done, "e", AttemptOutcome(ExecutionStatus.SUCCEEDED, T0, answer=Answer(200))
+    )
     again = store.begin_attempt(retrying, "e", T0, T0 + 10 * MINUTE)
     assert again is not None
-    store.finish_attempt(again, "e", AttemptOutcome(ExecutionStatus.RETRYING, T0, http_status=500))
+    store.finish_attempt(
+        again, "e", AttemptOutcome(ExecutionStatus.RETRYING, T0, answer=Answer(500))
+    )
 
     written = store.record_skips(
         [(running, "missed"), (succeeded, "missed"), (retrying, "missed"), (fresh, "missed")],
@@ -1578,7 +1583,7 @@ def test_purge_expired_deletes_only_old_final_records_and_finished_schedules(sto
         item = occurrence("s1", T0 + index * MINUTE)
         taken = store.begin_attempt(item, "e", finished, finished + MINUTE)
         assert taken is not None
-        outcome = AttemptOutcome(ExecutionStatus.SUCCEEDED, finished, http_status=200)
+        outcome = AttemptOutcome(ExecutionStatus.SUCCEEDED, finished, answer=Answer(200))
         assert store.finish_attempt(taken, "e", outcome)
     store.record_skips([(occurrence("s1", T0 + 5 * MINUTE), "missed")], old)
     in_flight = occurrence("s1", T0 + 6 * MINUTE)
@@ -1586,7 +1591,9 @@ def test_purge_expired_deletes_only_old_final_records_and_finished_schedules(sto
     retrying = occurrence("s1", T0 + 7 * MINUTE)
     again = store.begin_attempt(retrying, "e", old, old + MINUTE)
     assert again is not None
-    store.finish_attempt(again, "e", AttemptOutcome(ExecutionStatus.RETRYING, old, http_status=503))
+    store.finish_attempt(
+        again, "e", AttemptOutcome(ExecutionStatus.RETRYING, old, answer=Answer(503))
+    )
 
     create(store, "live")
     create(store, "done", next_time=None)
@@ -1646,7 +1653,7 @@ def fail(
     occurrence = Occurrence(tenant, schedule_id, 1, T0 + minute * MINUTE)
     execution = store.begin_attempt(occurrence, "x", T0, T0 + MINUTE)
     assert execution is not None
-    outcome = AttemptOutcome(ExecutionStatus.FAILED, finished, http_status=500, error="HTTP 500")
+    outcome = AttemptOutcome(ExecutionStatus.FAILED, finished, answer=Answer(500), error="HTTP 500")
     assert store.finish_attempt(execution, "x", outcome)
     return occurrence
 
@@ -1761,12 +1768,12 @@ def test_each_attempt_is_kept_with_what_the_webhook_answered(store: Store) -> No
     busy = AttemptOutcome(
         ExecutionStatus.RETRYING,
         T0 + SECOND,
-        http_status=503,
+        answer=Answer(
+            status=503, status_line="HTTP/1.1 503 Service Unavailable", excerpt='{"error": "busy"}'
+        ),
         duration_ms=5.0,
         error="HTTP 503",
         next_attempt_at=T0 + 10 * SECOND,
-        response_status_line="HTTP/1.1 503 Service Unavailable",
-        response_excerpt='{"error": "busy"}',
     )
     assert store.settle_attempts([(began, busy)], "x") == [True]
     began = store.begin_attempt(occurrence(), "x", T0 + 10 * SECOND, T0 + MINUTE)
@@ -1784,11 +1791,8 @@ def test_each_attempt_is_kept_with_what_the_webhook_answered(store: Store) -> No
     done = AttemptOutcome(
         ExecutionStatus.SUCCEEDED,
         T0 + 21 * SECOND,
-        http_status=200,
+        answer=Answer(status=200, status_line="HTTP/1.1 200 OK", excerpt="x" * 16, truncated=True),
         duration_ms=7.3,
-        response_status_line="HTTP/1.1 200 OK",
-        response_excerpt="x" * 16,
-        response_truncated=True,
     )
     assert store.settle_attempts([(began, done)], "x") == [True]
 
@@ -1801,11 +1805,11 @@ def test_each_attempt_is_kept_with_what_the_webhook_answered(store: Store) -> No
             a.started_at,
             a.finished_at,
             a.duration_ms,
-            a.http_status,
+            a.answer.status,
             a.error,
-            a.response_status_line,
-            a.response_excerpt,
-            a.response_truncated,
+            a.answer.status_line,
+            a.answer.excerpt,
+            a.answer.truncated,
         )
         for a in record.attempt_log
     ] == [
@@ -1862,7 +1866,7 @@ def test_a_run_keeps_its_first_attempts_lateness_and_when_each_request_was_sent(
     assert began is not None and began.lateness_ms is None
     sent = T0 + 0.003 * SECOND
     busy = AttemptOutcome(
-        ExecutionStatus.RETRYING, T0 + SECOND, 503, 5.0, "HTTP 503", started_at=sent
+        ExecutionStatus.RETRYING, T0 + SECOND, Answer(503), 5.0, "HTTP 503", started_at=sent
     )
     assert store.settle_attempts([(began, busy)], "x") == [True]
     record = store.get_execution(TENANT, occurrence().occurrence_id)
@@ -1872,7 +1876,9 @@ def test_a_run_keeps_its_first_attempts_lateness_and_when_each_request_was_sent(
     [began] = store.begin_attempts([occurrence()], "x", T0 + 10 * SECOND, T0 + 2 * MINUTE)
     assert began is not None and began.lateness_ms == 3.0
     again = T0 + 10.004 * SECOND
-    done = AttemptOutcome(ExecutionStatus.SUCCEEDED, again + SECOND, 200, 1.0, started_at=again)
+    done = AttemptOutcome(
+        ExecutionStatus.SUCCEEDED, again + SECOND, Answer(200), 1.0, started_at=again
+    )
     assert store.settle_attempts([(began, done)], "x") == [True]
     record = store.get_execution(TENANT, occurrence().occurrence_id)
     assert record is not None
@@ -1889,7 +1895,7 @@ def test_a_record_keeps_its_latest_attempts(store: Store) -> None:
         began = store.begin_attempt(occurrence(), "x", now, now + MINUTE)
         assert began is not None and began.attempts == number
         status = ExecutionStatus.SUCCEEDED if number == total else ExecutionStatus.RETRYING
-        outcome = AttemptOutcome(status, now, http_status=500, next_attempt_at=now)
+        outcome = AttemptOutcome(status, now, answer=Answer(500), next_attempt_at=now)
         assert store.settle_attempts([(began, outcome)], "x") == [True]
     record = store.get_execution(TENANT, occurrence().occurrence_id)
     assert record is not None
@@ -1902,7 +1908,7 @@ def test_a_skip_or_a_lost_lease_adds_no_attempt(store: Store) -> None:
     later = T0 + MINUTE
     taken = store.begin_attempt(occurrence(), "y", later, later + MINUTE)
     assert taken is not None
-    late = AttemptOutcome(ExecutionStatus.SUCCEEDED, later, http_status=200)
+    late = AttemptOutcome(ExecutionStatus.SUCCEEDED, later, answer=Answer(200))
     assert store.settle_attempts([(began, late)], "x") == [False]
     record = store.get_execution(TENANT, occurrence().occurrence_id)
     assert record is not None and record.attempt_log == ()
@@ -1916,11 +1922,11 @@ def test_a_replayed_dead_letter_is_one_more_attempt_in_the_log(store: Store) -> 
     assert store.reopen_dead_letter(TENANT, failed.occurrence_id, T0 + MINUTE) is not None
     again = store.begin_attempt(failed, "y", T0 + MINUTE, T0 + 2 * MINUTE)
     assert again is not None
-    done = AttemptOutcome(ExecutionStatus.SUCCEEDED, T0 + MINUTE, http_status=200)
+    done = AttemptOutcome(ExecutionStatus.SUCCEEDED, T0 + MINUTE, answer=Answer(200))
     assert store.finish_attempt(again, "y", done)
     record = store.get_execution(TENANT, failed.occurrence_id)
     assert record is not None
-    assert [(a.number, a.status, a.http_status) for a in record.attempt_log] == [
+    assert [(a.number, a.status, a.answer.status) for a in record.attempt_log] == [
         (1, ExecutionStatus.FAILED, 500),
         (2, ExecutionStatus.SUCCEEDED, 200),
     ]
@@ -1944,7 +1950,7 @@ def test_a_record_from_before_attempts_were_kept_shows_its_last_attempt(store: S
     record = store.get_execution(TENANT, failed.occurrence_id)
     assert record is not None
     assert [
-        (a.number, a.status, a.http_status, a.error, a.finished_at) for a in record.attempt_log
+        (a.number, a.status, a.answer.status, a.error, a.finished_at) for a in record.attempt_log
     ] == [(1, ExecutionStatus.FAILED, 500, "HTTP 500", T0)]
     running = store.get_execution(TENANT, began.occurrence_id)
     assert running is not None and running.attempt_log == ()

@@ -7,7 +7,7 @@ over every store adapter, with the ``store`` fixture of the store contract.
 
 from __future__ import annotations
 
-from shared.model import AttemptOutcome, ExecutionStatus
+from shared.model import Answer, AttemptOutcome, ExecutionStatus
 from shared.ports import HistoryRequest, Store
 from tests.integration.store.test_store_contract import (
     MINUTE,
@@ -46,12 +46,14 @@ def test_superseded_occurrences_are_counted_and_listed_only_as_skipped(store: St
     create(store, "s2")
     ran = store.begin_attempt(occurrence("s1", T0), "e", T0, T0 + MINUTE)
     assert ran is not None
-    store.finish_attempt(ran, "e", AttemptOutcome(ExecutionStatus.SUCCEEDED, T0, http_status=200))
+    store.finish_attempt(
+        ran, "e", AttemptOutcome(ExecutionStatus.SUCCEEDED, T0, answer=Answer(200))
+    )
     # A run that was retrying when its schedule changed: skipped, and still a run.
     retried = store.begin_attempt(occurrence("s1", T0 + MINUTE), "e", T0, T0 + MINUTE)
     assert retried is not None
     store.finish_attempt(
-        retried, "e", AttemptOutcome(ExecutionStatus.RETRYING, T0, http_status=503)
+        retried, "e", AttemptOutcome(ExecutionStatus.RETRYING, T0, answer=Answer(503))
     )
     store.record_skips([(occurrence("s1", T0 + 2 * MINUTE), "missed")], T0)
     superseded = [occurrence("s1", T0 + n * MINUTE) for n in (1, 3, 4, 5)]
@@ -114,7 +116,7 @@ def test_the_history_by_status(store: Store) -> None:
     for minute, status in enumerate(outcomes):
         began = store.begin_attempt(occurrence("s1", T0 + minute * MINUTE), "e", T0, T0 + MINUTE)
         assert began is not None
-        store.finish_attempt(began, "e", AttemptOutcome(status, T0, http_status=200))
+        store.finish_attempt(began, "e", AttemptOutcome(status, T0, answer=Answer(200)))
     assert store.begin_attempt(occurrence("s1", T0 + 9 * MINUTE), "e", T0, T0 + MINUTE)
     assert listed(store, ExecutionStatus.SUCCEEDED) == ["4:succeeded", "2:succeeded", "0:succeeded"]
     assert listed(store, ExecutionStatus.SUCCEEDED, limit=1) == listed(

@@ -8,6 +8,7 @@ import dataclasses
 from datetime import datetime, timedelta
 
 from shared.model import (
+    Answer,
     AttemptOutcome,
     ExecutionStatus,
     PausedBy,
@@ -46,7 +47,7 @@ def settle(store: Store, outcomes: list[tuple[str, int, bool]]) -> None:
         assert execution is not None
         status = ExecutionStatus.SUCCEEDED if succeeded else ExecutionStatus.FAILED
         error = None if succeeded else "HTTP 500"
-        settled.append((execution, AttemptOutcome(status, at + SECOND, 500, 1.0, error)))
+        settled.append((execution, AttemptOutcome(status, at + SECOND, Answer(500), 1.0, error)))
     assert store.settle_attempts(settled, "executor-1") == [True] * len(settled)
 
 
