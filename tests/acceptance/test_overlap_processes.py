@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from shared.ports import Store
 from shared.timeutil import iso_z
 from tests.support.harness import API
 from tests.support.peers import ComponentBackends
@@ -70,16 +71,10 @@ class SlowReceiver:
         return 200, {}
 
 
-def kill_the_holder(
-    components: Components, backends: ComponentBackends, call: Call
-) -> tuple[str, datetime]:
-    """kill -9 the executor whose lease the held call's occurrence is under; its name and the
-    lease's end."""
-    store = backends.open()
-    try:
-        record = store.store.get_execution("default", call.headers["idempotency-key"])
-    finally:
-        store.close()
+def kill_the_holder(components: Components, store: Store, call: Call) -> tuple[str, datetime]:
+    """kill -9 the executor whose lease the held call's occurrence is under (one read of the
+    ``store``, while the receiver holds the call); its name and the lease's end."""
+    record = store.get_execution("default", call.headers["idempotency-key"])
     assert record is not None and record.lease_owner is not None and record.lease_until
     pid = int(record.lease_owner.rsplit(":", 1)[1])
     [name] = [
@@ -126,8 +121,17 @@ def test_kill_9_of_the_executor_holding_a_call_keeps_calls_apart_and_loses_nothi
         }
         schedule_id = components.create(made)["id"]
 
-        held = slow.held.get(timeout=60)
-        killed, lease_end = kill_the_holder(components, component_backends, held)
+        # The store opened and connected before the call to hold comes: the executor must be
+        # killed while the receiver holds its call (CALL_SECONDS), which a loaded machine can
+        # spend opening the backends.
+        backends = component_backends.open()
+        try:
+            backends.store.get_execution("default", f"{schedule_id}:none")
+            held = slow.held.get(timeout=60)
+            killed, lease_end = kill_the_holder(components, backends.store, held)
+            killed_at = time.time()
+        finally:
+            backends.close()
         time.sleep(0.5)
         components.start(killed)  # as a supervisor would
 
@@ -164,6 +168,7 @@ def test_kill_9_of_the_executor_holding_a_call_keeps_calls_apart_and_loses_nothi
     after_kill = [span for span in spans if span.arrived > held.received_at]
     assert after_kill and min(span.arrived for span in after_kill) >= lease_end.timestamp() - 0.1
     # Its occurrence was taken over, and the schedule went on after it.
+    assert killed_at < held.received_at + CALL_SECONDS, "killed after its call was answered"
     assert deliveries[held_key] == 2, (status_of.get(held_key), spans)
     assert status_of[held_key]["status"] == "succeeded"
     assert status_of[held_key]["attempts"] == 2
