@@ -123,6 +123,51 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def thread_cpu_seconds(pid: int) -> dict[int, float]:
+    """User + system CPU time each thread of a process has used so far, by thread id (Linux)."""
+    seconds: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        seconds[int(task.name)] = (int(fields[11]) + int(fields[12])) / tick
+    return seconds
+
+
+def thread_names(pid: int) -> dict[int, str]:
+    """The Python name of each thread of a process, by thread id, from ``py-spy dump``; a
+    thread Python does not know (none here so far) is absent."""
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "py-spy"), "dump", "--json", "--pid", str(pid)],
+        capture_output=True,
+        timeout=30,
+    )
+    try:
+        threads = json.loads(done.stdout)
+    except ValueError:
+        return {}
+    return {
+        int(thread["os_thread_id"]): str(thread["thread_name"])
+        for thread in threads
+        if thread.get("os_thread_id")
+    }
+
+
+def cpu_by_thread(
+    pid: int, before: Mapping[int, float], after: Mapping[int, float]
+) -> dict[str, float]:
+    """CPU seconds between two ``thread_cpu_seconds`` of ``pid``, by the threads' Python names
+    (``thread <id>`` for one py-spy did not name, e.g. ended before it looked)."""
+    names = thread_names(pid)
+    used: dict[str, float] = {}
+    for tid, seconds in after.items():
+        name = names.get(tid, f"thread {tid}")
+        used[name] = used.get(name, 0.0) + seconds - before.get(tid, 0.0)
+    return used
+
+
 class RssSampler:
     """Samples a process's resident memory every ``interval`` seconds in a thread."""
 

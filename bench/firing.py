@@ -42,12 +42,14 @@ from bench.common import (
     RssSampler,
     backend,
     common_arguments,
+    cpu_by_thread,
     cpu_seconds,
     free_port,
     profiled,
     report,
     summary,
     table,
+    thread_cpu_seconds,
 )
 from bench.delay_proxy import command_figures, proxied
 from bench.receiver import Arrival, ReceiverProcess
@@ -180,6 +182,7 @@ def run_ours(
                     time.sleep(max(0.0, start.timestamp() - time.time()))
                     firing = (executor, *more_executors)
                     cpu_before = sum(cpu_seconds(c.pid) for c in firing)
+                    threads_before = thread_cpu_seconds(executor.pid)
                     queue_cpu_before = cpu_seconds(queue_pid) if queue_pid else 0.0
                     poller_cpu_before = cpu_seconds(poller.pid)
                     store_cpu_before = cpu_seconds(store_pid) if store_pid else 0.0
@@ -196,6 +199,9 @@ def run_ours(
                         "executor": sum(cpu_seconds(c.pid) for c in firing) - cpu_before,
                         "poller": cpu_seconds(poller.pid) - poller_cpu_before,
                     }
+                    threads = cpu_by_thread(
+                        executor.pid, threads_before, thread_cpu_seconds(executor.pid)
+                    )
                     if store_pid:
                         cpu["store_server"] = cpu_seconds(store_pid) - store_cpu_before
                     if queue_pid:
@@ -219,6 +225,11 @@ def run_ours(
             figures["firing_window_seconds"] = window
             figures["cpu_us_per_fire"] = {
                 name: 1e6 * seconds / max(1, figures["fired"]) for name, seconds in cpu.items()
+            }
+            # The first executor's CPU by thread: the loop (MainThread) and one thread per role.
+            figures["executor_cpu_us_per_fire_by_thread"] = {
+                name: 1e6 * seconds / max(1, figures["fired"] / executors)
+                for name, seconds in sorted(threads.items(), key=lambda item: -item[1])
             }
             figures["backend"] = where.label + (f", {executors} executors" if executors > 1 else "")
             return figures
@@ -445,6 +456,9 @@ def _row_text(run: dict[str, Any]) -> str:
         if name != "executor"
     }
     text += "".join(f" {name} CPU {share:.0%}" for name, share in shares.items())
+    text += " executor by thread (us/fire): " + ", ".join(
+        f"{name} {us:.0f}" for name, us in ours["executor_cpu_us_per_fire_by_thread"].items()
+    )
     if "apscheduler" in run:
         peer = run["apscheduler"]
         text += (
