@@ -28,6 +28,7 @@ from shared.backoff import Backoff
 from shared.calendar_reads import business_calendars
 from shared.calendars import BusinessCalendar
 from shared.changes import SYSTEM, Change, ChangeAction, FieldChange
+from shared.definition_codec import DefinitionCodec
 from shared.dispatch import DispatchPlan, plan_dispatch
 from shared.errors import Transient
 from shared.lateness import armed_check_at
@@ -332,16 +333,18 @@ class Poller:
 
     def _carried(self, plans: list[tuple[Schedule, DispatchPlan]]) -> dict[tuple[str, str], str]:
         """What the occurrences of each planned schedule need to fire, sealed once for all of
-        them (``shared.messages.carry``), by tenant and schedule id."""
+        them (``shared.messages.carry``: the definition's text as the store keeps it, or, for a
+        schedule not read from a store, as it would), by tenant and schedule id."""
         if self.box is None:
             return {}
         box = self.box
+        codec = DefinitionCodec(box)
         return {
             (schedule.tenant, schedule.schedule_id): carry(
                 schedule.tenant,
                 schedule.schedule_id,
                 schedule.revision,
-                schedule.live_definition,
+                schedule.stored_definition or codec.encode(schedule.live_definition),
                 box,
             )
             for schedule, plan in plans

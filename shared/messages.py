@@ -3,7 +3,7 @@
 A message that cannot be decoded raises ``PoisonMessage``: the worker dead-letters it and goes on.
 
 An occurrence on queue 2 carries what its fire needs of its schedule's revision (``carry``):
-the definition the poller read when it claimed the schedule, but the request that made it,
+the definition's text the poller read when it claimed the schedule, as the store keeps it,
 sealed whole with the store's ``SecretBox`` for that tenant, schedule and revision only
 (it opens for no other). The executor's version check then reads the schedule's revision and
 state, not its definition (``open_carried``; ``shared.ports.ScheduleStore.get_schedule_states``).
@@ -132,23 +132,19 @@ def decode_occurrence(body: str) -> Occurrence:
         raise PoisonMessage(f"undecodable occurrence: {exc!r}") from exc
 
 
-def carry(
-    tenant: str, schedule_id: str, revision: int, definition: ScheduleDefinition, box: SecretBox
-) -> str:
-    """What an occurrence of revision ``revision`` needs to fire: its definition but what no
-    fire reads (the request as the client sent it, and the trace of that request: each
-    occurrence carries its own), sealed whole by ``box`` for this tenant, schedule and
-    revision."""
-    document = definition.to_document()
-    del document["request"], document["trace"]
-    text = json.dumps(document, separators=(",", ":"))
-    return box.seal_text(text, _carried_for(tenant, schedule_id, revision))
+def carry(tenant: str, schedule_id: str, revision: int, stored: str, box: SecretBox) -> str:
+    """What an occurrence of revision ``revision`` needs to fire: its definition's text as the
+    store keeps it (``shared.definition_codec``: its secrets sealed), copied as it is and
+    sealed whole by ``box`` for this tenant, schedule and revision, so that it opens for no
+    other (a message cannot carry another schedule's or revision's definition)."""
+    return box.seal_text(stored, _carried_for(tenant, schedule_id, revision))
 
 
 def open_carried(occurrence: Occurrence, box: SecretBox) -> ScheduleDefinition | None:
-    """The definition the occurrence carries (``carry``); None when it carries none, or none
-    that ``box`` opens for its tenant, schedule and revision (sealed for another, or with a key
-    since dropped): then the store's is read."""
+    """The definition the occurrence carries (``carry``), but what no fire reads (the request
+    as the client sent it, and that request's trace: each occurrence carries its own); None
+    when it carries none, or none that ``box`` opens for its tenant, schedule and revision
+    (sealed for another, or with a key since dropped): then the store's is read."""
     if occurrence.carried is None:
         return None
     purpose = _carried_for(occurrence.tenant, occurrence.schedule_id, occurrence.revision)
@@ -156,8 +152,13 @@ def open_carried(occurrence: Occurrence, box: SecretBox) -> ScheduleDefinition |
     if text is None:
         return None
     try:
-        return ScheduleDefinition.from_document(json.loads(text))
-    except (KeyError, TypeError, ValueError):
+        document = json.loads(text)
+        document.pop("request", None)
+        document.pop("trace", None)
+        # A message sent before the stored text was carried holds the definition unsealed:
+        # ``SecretBox.open`` gives such a document as it is.
+        return ScheduleDefinition.from_document(box.open(document))
+    except (ConfigurationError, AttributeError, KeyError, TypeError, ValueError):
         return None
 
 

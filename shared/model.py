@@ -322,6 +322,10 @@ class Schedule:
     skips: tuple[datetime, ...] = ()
     # Raised by each change of ``skips`` (0: never set).
     skips_version: int = 0
+    # The definition's text as the store keeps it (``shared.definition_codec``: its secrets
+    # sealed), when read from a store: the poller carries it on queue 2 as it is
+    # (``shared.messages.carry``). Dropped by ``evolve`` with another definition.
+    stored_definition: str | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         for name in (
@@ -346,6 +350,8 @@ class Schedule:
         return self.definition
 
     def evolve(self, **changes: Any) -> Schedule:
+        if "definition" in changes and "stored_definition" not in changes:
+            changes["stored_definition"] = None
         return replace(self, **changes)
 
 

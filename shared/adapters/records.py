@@ -207,13 +207,15 @@ def schedule_of(
     one ``known`` holds for the revision, else ``None``."""
     key = (fields["tenant"], fields["schedule_id"], fields["revision"])
     paused_by = fields.get("paused_by")
+    stored = fields.get("definition")
     return _record(
         Schedule,
         fields,
         status=ScheduleStatus(fields["status"]),
         definition=known.get(key)
         if known is not None
-        else open_definition(definitions, fields.get("definition"), key, cache),
+        else open_definition(definitions, stored, key, cache),
+        stored_definition=stored,
         accepted_at=_required(fields, "accepted_at"),
         created_at=_required(fields, "created_at"),
         updated_at=_required(fields, "updated_at"),

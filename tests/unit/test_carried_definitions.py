@@ -21,6 +21,7 @@ from shared.store_rules import DEFINITION_FIELDS
 from shared.tracing import TraceContext
 
 BOX = SecretBox([new_secret_key()])
+CODEC = DefinitionCodec(BOX)
 AT = datetime(2030, 1, 1, 9, tzinfo=UTC)
 DEFINITION = ScheduleDefinition(
     timing=Timing(timezone="UTC", at=AT),
@@ -34,6 +35,8 @@ DEFINITION = ScheduleDefinition(
     request={"payload": {"url": "https://hooks.example.com/run"}},
     trace=TraceContext.new(),
 )
+# As the store keeps it: the text the poller carries.
+STORED = CODEC.encode(DEFINITION)
 
 
 def occurrence(tenant: str = "acme", revision: int = 3) -> Occurrence:
@@ -41,7 +44,7 @@ def occurrence(tenant: str = "acme", revision: int = 3) -> Occurrence:
 
 
 def test_an_occurrence_carries_its_definition_sealed() -> None:
-    sealed = carry("acme", "s1", 3, DEFINITION, BOX)
+    sealed = carry("acme", "s1", 3, STORED, BOX)
     body = encode_occurrence(occurrence(), sealed)
     # Nothing of the payload reads in the message.
     assert "sk_live" not in body and "hooks.example.com" not in body and "invoice" not in body
@@ -53,8 +56,28 @@ def test_an_occurrence_carries_its_definition_sealed() -> None:
     assert opened.request == {} and opened.trace is None
 
 
+def test_the_stored_text_travels_as_the_store_keeps_it() -> None:
+    # Opened for its revision, it is the store's text itself: the secrets still sealed inside.
+    received = decode_occurrence(
+        encode_occurrence(occurrence(), carry("acme", "s1", 3, STORED, BOX))
+    )
+    assert received.carried is not None
+    inner = BOX.open_text(received.carried, json.dumps(["carried", "acme", "s1", 3]))
+    assert inner == STORED and "sk_live" not in inner
+
+
+def test_a_definition_carried_by_a_poller_from_before_opens() -> None:
+    # The definition unsealed, without its request and trace, sealed for its revision.
+    document = DEFINITION.to_document()
+    del document["request"], document["trace"]
+    purpose = json.dumps(["carried", "acme", "s1", 3])
+    sealed = BOX.seal_text(json.dumps(document), purpose)
+    opened = open_carried(decode_occurrence(encode_occurrence(occurrence(), sealed)), BOX)
+    assert opened is not None and opened.payload == DEFINITION.payload
+
+
 def test_it_opens_for_its_own_tenant_schedule_and_revision_only() -> None:
-    sealed = carry("acme", "s1", 3, DEFINITION, BOX)
+    sealed = carry("acme", "s1", 3, STORED, BOX)
     for other in (occurrence(tenant="globex"), occurrence(revision=4)):
         moved = decode_occurrence(encode_occurrence(other, sealed))
         assert open_carried(moved, BOX) is None
@@ -73,7 +96,7 @@ def test_a_message_too_large_to_carry_it_goes_without() -> None:
         timing=DEFINITION.timing,
         payload=Payload("POST", "https://hooks.example.com/run", body={"blob": "x" * 100_000}),
     )
-    body = encode_occurrence(occurrence(), carry("acme", "s1", 3, large, BOX))
+    body = encode_occurrence(occurrence(), carry("acme", "s1", 3, CODEC.encode(large), BOX))
     assert len(body) <= CARRIED_MESSAGE_BYTES
     received = decode_occurrence(body)
     assert received.carried is None and open_carried(received, BOX) is None
@@ -86,7 +109,7 @@ def test_messages_old_and_new_are_read_by_either() -> None:
     assert "carried" not in old
     assert decode_occurrence(json.dumps(old)).carried is None
     # A new message read by an older executor: the same occurrence, the part it ignores aside.
-    new = json.loads(encode_occurrence(occurrence(), carry("acme", "s1", 3, DEFINITION, BOX)))
+    new = json.loads(encode_occurrence(occurrence(), carry("acme", "s1", 3, STORED, BOX)))
     assert {key: value for key, value in new.items() if key != "carried"} == old
 
 

@@ -79,7 +79,8 @@ def test_a_message_without_a_usable_definition_fires_from_the_store(tmp_path: Pa
         # first only, so the second's stored definition is read. And one carrying nothing, as
         # a poller from before sends.
         box = pipeline.backends.secrets
-        sealed = carry("default", first, stored.revision, stored.live_definition, box)
+        assert stored.stored_definition is not None
+        sealed = carry("default", first, stored.revision, stored.stored_definition, box)
         revision = pipeline.wait_until_stored(second)["revision"]
         moved = Occurrence("default", second, revision, parse_iso(at_in(0.5)))
         plain = Occurrence("default", first, stored.revision, parse_iso(at_in(0.5)))
