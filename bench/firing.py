@@ -223,6 +223,7 @@ def run_ours(
             figures["cpu_seconds"] = cpu
             # From the first due time to the last arrival: CPU share = CPU seconds / window.
             figures["firing_window_seconds"] = window
+            figures["firing_window_started_at"] = start.timestamp()
             figures["cpu_us_per_fire"] = {
                 name: 1e6 * seconds / max(1, figures["fired"]) for name, seconds in cpu.items()
             }
