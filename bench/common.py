@@ -139,14 +139,15 @@ def thread_cpu_seconds(pid: int) -> dict[int, float]:
 def thread_names(pid: int) -> dict[int, str]:
     """The Python name of each thread of a process, by thread id, from ``py-spy dump``; a
     thread Python does not know (none here so far) is absent."""
-    done = subprocess.run(
-        [str(Path(sys.executable).parent / "py-spy"), "dump", "--json", "--pid", str(pid)],
-        capture_output=True,
-        timeout=30,
-    )
     try:
+        done = subprocess.run(
+            [str(Path(sys.executable).parent / "py-spy"), "dump", "--json", "--pid", str(pid)],
+            capture_output=True,
+            timeout=30,
+        )
         threads = json.loads(done.stdout)
-    except ValueError:
+    except (OSError, subprocess.SubprocessError, ValueError):
+        # No py-spy, or not allowed to read the process: the threads keep their ids.
         return {}
     return {
         int(thread["os_thread_id"]): str(thread["thread_name"])
