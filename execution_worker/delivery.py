@@ -36,7 +36,9 @@ class Delivery:
     async def deliver(self, call: Call) -> Settled:
         """Wait for the occurrence's moment (it was begun up to ``PREPARE_AHEAD`` before), then
         make the attempt and judge how it ended. The attempt starts at its moment, never before
-        by the clock that stamps it: its lateness is never negative."""
+        by the clock that stamps it: its lateness is never negative. Its start is when its
+        request left, where the target says (a webhook's, once its name resolved and its
+        connection opened: what its receiver sees)."""
         began = time.perf_counter()
         execution, item = call.execution, call.item
         while (now := self.clock.now()) < item.due:
@@ -65,6 +67,8 @@ class Delivery:
         except BaseException as exc:
             span.end(f"no verdict: {type(exc).__name__}")
             raise
+        if delivered.started_at is not None:
+            call.started = delivered.started_at
         # The queue dead-letters a message delivered max_receives times: then this is the last.
         deliveries_left = item.message.receive_count < self.max_receives
         step = next_step(delivered.verdict, definition.retry, execution.attempts, deliveries_left)

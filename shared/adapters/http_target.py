@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
 from shared.adapters.oauth_tokens import TokenError, TokenSource
@@ -83,6 +83,8 @@ class HttpTarget(DeliveryTarget[Payload]):
         trace: TraceContext | None = None,
     ) -> Delivered:
         signer = self.signers(occurrence.tenant)
+        # ``now``, by the perf counter the sender stamps its request's departure with.
+        begun = time.perf_counter()
         if payload.auth is None:
             request = build_request(
                 occurrence, payload, attempt, signer, now, schedule_name, trace=trace
@@ -91,7 +93,7 @@ class HttpTarget(DeliveryTarget[Payload]):
                 response = await self.sender.send(request)
             except WebhookError as exc:
                 return self._no_answer(exc.retryable, str(exc), now)
-            return self._answered(response, payload)
+            return self._answered(response, payload, _left_at(now, begun, response.sent_at))
         deadline = time.monotonic() + payload.timeout_seconds
         try:
             token, kept = await self.tokens.token(
@@ -117,7 +119,7 @@ class HttpTarget(DeliveryTarget[Payload]):
                 response = await self.sender.send(_within(request, deadline))
         except (TokenError, WebhookError) as exc:
             return self._no_answer(exc.retryable, str(exc), now)
-        return self._answered(response, payload)
+        return self._answered(response, payload, _left_at(now, begun, response.sent_at))
 
     def _no_answer(self, retryable: bool, reason: str, now: datetime) -> Delivered:
         finished = self.clock.now()
@@ -127,7 +129,9 @@ class HttpTarget(DeliveryTarget[Payload]):
             (finished - now).total_seconds() * 1000.0,
         )
 
-    def _answered(self, response: WebhookResponse, payload: Payload) -> Delivered:
+    def _answered(
+        self, response: WebhookResponse, payload: Payload, left: datetime | None
+    ) -> Delivered:
         finished = self.clock.now()
         return Delivered(
             judge_answer(
@@ -141,10 +145,17 @@ class HttpTarget(DeliveryTarget[Payload]):
             finished,
             response.duration_ms,
             _answer(response),
+            started_at=left,
         )
 
     async def close(self) -> None:
         await self.sender.close()
+
+
+def _left_at(now: datetime, begun: float, sent_at: float | None) -> datetime | None:
+    """When a request stamped by the perf counter left, by the clock of ``now`` (stamped at
+    ``begun``); None when the sender did not say."""
+    return None if sent_at is None else now + timedelta(seconds=sent_at - begun)
 
 
 def _left(deadline: float) -> float:

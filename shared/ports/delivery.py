@@ -40,6 +40,9 @@ class WebhookResponse:
     # The first ``WebhookRequest.body_bytes`` of the body, and whether that was all of it.
     body: bytes = b""
     body_complete: bool = True
+    # When the request was written to its connection (``time.perf_counter``), or None when the
+    # sender cannot tell.
+    sent_at: float | None = None
 
 
 class WebhookSender(ABC):
@@ -76,6 +79,8 @@ class Delivered:
     duration_ms: float
     # The target's answer (none: it gave none).
     answer: Answer = NO_ANSWER
+    # When the attempt's request left for the target (None: at the attempt's start).
+    started_at: datetime | None = None
 
 
 P = TypeVar("P", bound=DeliveryPayload)
