@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import uuid
 from typing import cast
 
 from scheduler_client._transport import Transport
@@ -16,11 +17,16 @@ class SigningSecrets(Transport):
         listing = cast(SigningSecretList, self._call("GET", "/signing-secrets", idempotent=True))
         return listing["items"]
 
-    def rotate_signing_secret(self, *, overlap_seconds: int | None = None) -> Rotation:
-        """Add a new signing secret; its ``secret`` is shown in this answer only. The secrets
-        that signed before keep signing for ``overlap_seconds`` (the server's default when
-        ``None``). Not repeated once sent: a repeat would make another secret."""
+    def rotate_signing_secret(
+        self, *, overlap_seconds: int | None = None, idempotency_key: str | None = None
+    ) -> Rotation:
+        """Add a new signing secret; its ``secret`` is shown in this answer only (and to a
+        repeat with the same ``idempotency_key``). The secrets that signed before keep signing
+        for ``overlap_seconds`` (the server's default when ``None``). Without
+        ``idempotency_key`` a fresh one is sent, so a retry never rotates twice."""
         body = {} if overlap_seconds is None else {"overlap_seconds": overlap_seconds}
-        return cast(
-            Rotation, self._call("POST", "/signing-secrets/rotate", body=body, idempotent=False)
+        headers = {"Idempotency-Key": idempotency_key or str(uuid.uuid4())}
+        answer = self._call(
+            "POST", "/signing-secrets/rotate", body=body, headers=headers, idempotent=True
         )
+        return cast(Rotation, answer)

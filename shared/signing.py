@@ -23,16 +23,17 @@ one another's secret. Retired secrets are dropped at the next rotation.
 
 from __future__ import annotations
 
+import json
 import secrets as random
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
 
 from shared.errors import SchedulerError
 from shared.ports import Clock, SigningSecretSet, SigningSecretStore, StoredSigningSecret
 from shared.secrets import SecretBox
-from shared.timeutil import utc_ms
+from shared.timeutil import iso_z, maybe, parse_iso, utc_ms
 from shared.webhooks import new_webhook_secret
 
 # The deployment's secret (SCHEDULER_WEBHOOK_SECRET), as it stands in a tenant's set.
@@ -180,6 +181,36 @@ class SigningSecrets:
                 shown = listed(secrets, now)
                 return Rotation(new.secret_id, secret, now, shown[-1].current_from, shown)
         raise RotationConflict("the tenant's secrets are being rotated by another request")
+
+    def kept(self, tenant: str, rotation: Rotation) -> str:
+        """``rotation`` as the record of its ``Idempotency-Key`` keeps it, for a repeat to
+        answer again: its secret sealed for the tenant, as the tenant's set keeps it."""
+        sealed = self.box.seal_text(rotation.secret, sealing_purpose(tenant))
+        return json.dumps({**asdict(rotation), "secret": sealed}, default=iso_z)
+
+    def again(self, tenant: str, kept: str) -> Rotation:
+        """The rotation ``kept`` keeps (``RotationConflict`` if its secret no longer opens:
+        sealed with a key since dropped)."""
+        fields = json.loads(kept)
+        secret = self.box.open_text(fields["secret"], sealing_purpose(tenant))
+        if secret is None:
+            raise RotationConflict("the rotation of this Idempotency-Key cannot be shown again")
+        return Rotation(
+            fields["secret_id"],
+            secret,
+            parse_iso(fields["created_at"]),
+            maybe(parse_iso, fields["current_from"]),
+            tuple(
+                ListedSecret(
+                    item["secret_id"],
+                    maybe(parse_iso, item["created_at"]),
+                    SecretState(item["state"]),
+                    maybe(parse_iso, item["retires_at"]),
+                    maybe(parse_iso, item["current_from"]),
+                )
+                for item in fields["listed"]
+            ),
+        )
 
     def _stored(self, tenant: str) -> SigningSecretSet:
         found = self.store.get_signing_secrets([tenant]).get(tenant)

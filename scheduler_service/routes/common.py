@@ -41,6 +41,13 @@ PROBLEMS = {
     503: "A backend is unavailable; retry",
 }
 EVERY_ROUTE = (401, 429, 503)
+# The header of an answer given again to a repeated Idempotency-Key.
+REPLAYED = {
+    "Idempotent-Replayed": {
+        "description": "true when this answers an earlier request with the same Idempotency-Key",
+        "schema": {"type": "string"},
+    },
+}
 # The attribute of a route holding the reasons its 403 was declared for.
 FORBIDDEN_REASONS = "forbidden_reasons"
 

@@ -38,6 +38,7 @@ from scheduler_service.requests.paths import check_id
 from scheduler_service.requests.queries import ListSchedulesQuery, encode_cursor
 from scheduler_service.requests.schedule import ScheduleBodySchema, ScheduleRequest, as_sent
 from scheduler_service.routes.common import (
+    REPLAYED,
     Blueprint,
     View,
     page_size,
@@ -63,10 +64,7 @@ ACCEPTED = AcceptedSchema()
 SCHEDULE_PAGE = SchedulePageSchema()
 ACCEPTED_HEADERS = {
     "Location": {"description": "the schedule's URL", "schema": {"type": "string"}},
-    "Idempotent-Replayed": {
-        "description": "true when this answers an earlier request with the same Idempotency-Key",
-        "schema": {"type": "string"},
-    },
+    **REPLAYED,
 }
 
 

@@ -15,6 +15,8 @@ does, as procrastinate's manager holds them):
 - ``recorder`` (``ChangeRecorder``): every change to a schedule, recorded in its change history
   (``recording``'s docstring says how to record one);
 - ``signing`` (``shared.signing.SigningSecrets``): the tenant's signing secrets, rotated;
+- ``kept_answers`` (``KeptAnswers``): what a bulk part or a rotation answered an
+  ``Idempotency-Key``, answered again to a repeat;
 - ``calendars`` (``Calendars``): the tenant's business calendars.
 
 Every operation takes the caller's tenant: a schedule of another tenant is ``NotFound``.
@@ -30,6 +32,7 @@ from scheduler_service.service.calendars import Calendars
 from scheduler_service.service.changes import StateChanges
 from scheduler_service.service.checks import DefinitionChecks
 from scheduler_service.service.creating import Creation
+from scheduler_service.service.kept_answers import KeptAnswers
 from scheduler_service.service.reading import Reads
 from scheduler_service.service.recording import ChangeRecorder
 from scheduler_service.service.revisions import RevisionClock
@@ -57,6 +60,7 @@ class ScheduleService:
     recorder: ChangeRecorder = field(init=False)
     creation: Creation = field(init=False)
     changes: StateChanges = field(init=False)
+    kept_answers: KeptAnswers = field(init=False)
     bulk: Bulk = field(init=False)
     runs: ManualRuns = field(init=False)
     signing: SigningSecrets = field(init=False)
@@ -81,7 +85,8 @@ class ScheduleService:
             self.spans,
         )
         self.changes = StateChanges(store, clock, revisions, self.reads, self.recorder)
-        self.bulk = Bulk(store, clock, settings, self.changes, self.creation)
+        self.kept_answers = KeptAnswers(store, timedelta(seconds=settings.idempotency_ttl_seconds))
+        self.bulk = Bulk(store, clock, settings, self.changes, self.creation, self.kept_answers)
         self.runs = ManualRuns(store, queues, clock, self.reads, self.recorder)
         self.signing = SigningSecrets(
             store,

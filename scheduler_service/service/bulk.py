@@ -25,7 +25,7 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
@@ -33,13 +33,13 @@ from scheduler_service.service.changes import StateChanges
 from scheduler_service.service.creating import (
     Accepted,
     Creation,
-    IdempotencyConflict,
     IdempotentRequest,
 )
+from scheduler_service.service.kept_answers import KeptAnswers
 from shared.changes import Actor
 from shared.errors import InvalidInput, SchedulerError
 from shared.model import PauseIntent, Schedule, ScheduleDefinition, ScheduleStatus
-from shared.ports import Clock, IdempotencyRecord, ScheduleFilter, Store
+from shared.ports import Clock, ScheduleFilter, Store
 from shared.settings import Settings
 
 Shown = TypeVar("Shown")
@@ -141,8 +141,8 @@ class BulkAnswer:
         return json.dumps({**asdict(self), "replayed": False}, separators=(",", ":"))
 
     @classmethod
-    def from_text(cls, text: str) -> BulkAnswer:
-        return replace(cls(**json.loads(text)), replayed=True)
+    def from_text(cls, text: str, replayed: bool) -> BulkAnswer:
+        return replace(cls(**json.loads(text)), replayed=replayed)
 
 
 @dataclass(frozen=True)
@@ -160,6 +160,7 @@ class Bulk:
     settings: Settings
     changes: StateChanges
     creation: Creation
+    kept: KeptAnswers
 
     def dry_run(self, tenant: str, selector: Selector) -> DryRun[Schedule]:
         """How many schedules ``selector`` matches, and the first few; changes nothing."""
@@ -189,30 +190,16 @@ class Bulk:
         recorded in its schedule's change history as made by ``actor``; a pause keeps
         ``intent`` (who set it)."""
         after = _position(token)
-        now = self.clock.now()
-        key = None if idempotency is None else _part_key(idempotency.key, token)
-        if idempotency is not None and key is not None:
-            recorded = self.store.get_idempotency_record(tenant, key, now)
-            if recorded is not None:
-                return _answer_again(recorded, idempotency)
-        answer = self._work(tenant, action, selector, after, patch, actor, intent)
-        if idempotency is not None and key is not None:
-            record = IdempotencyRecord(
-                tenant=tenant,
-                key=key,
-                fingerprint=idempotency.fingerprint,
-                schedule_id="",
-                revision=0,
-                next_schedule_time=None,
-                timezone="",
-                created_at=now,
-                expires_at=now + timedelta(seconds=self.settings.idempotency_ttl_seconds),
-                answer=answer.to_text(),
-            )
-            in_force, saved = self.store.save_idempotency_record(record, now)
-            if not saved:
-                return _answer_again(in_force, idempotency)
-        return answer
+        if idempotency is None:
+            return self._work(tenant, action, selector, after, patch, actor, intent)
+        answer = self.kept.answer(
+            tenant,
+            _part_key(idempotency.key, token),
+            idempotency,
+            self.clock.now(),
+            lambda: self._work(tenant, action, selector, after, patch, actor, intent).to_text(),
+        )
+        return BulkAnswer.from_text(answer.text, answer.replayed)
 
     def _work(
         self,
@@ -339,12 +326,3 @@ def _position(token: str | None) -> str | None:
 def _part_key(key: str, token: str | None) -> str:
     """The idempotency record of one part: the key and where the part starts."""
     return "bulk:" + hashlib.sha256(f"{key}\n{token or ''}".encode()).hexdigest()
-
-
-def _answer_again(record: IdempotencyRecord, request: IdempotentRequest) -> BulkAnswer:
-    if record.fingerprint != request.fingerprint or record.answer is None:
-        raise IdempotencyConflict(
-            f"Idempotency-Key {request.key!r} was used with another request; "
-            "use a new key for a new request"
-        )
-    return BulkAnswer.from_text(record.answer)

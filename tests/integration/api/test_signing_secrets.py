@@ -105,3 +105,41 @@ def test_the_openapi_document_shows_both_operations(api: ApiUnderTest) -> None:
     rotate = document["paths"]["/scheduler-service/v1/signing-secrets/rotate"]["post"]
     assert rotate["operationId"] == "rotateSigningSecret"
     assert {"201", "400", "409"} <= set(rotate["responses"])
+
+
+def test_a_rotation_repeated_with_its_idempotency_key_answers_again_and_rotates_once(
+    api: ApiUnderTest, tmp_path: Path
+) -> None:
+    key = {**ACME, "Idempotency-Key": "rotate-1"}
+    first = api.client.post(f"{SECRETS}/rotate", json={"overlap_seconds": 60}, headers=key)
+    assert first.status_code == 201, first.get_json()
+    assert "Idempotent-Replayed" not in first.headers
+    again = api.client.post(f"{SECRETS}/rotate", json={"overlap_seconds": 60}, headers=key)
+    assert again.status_code == 201, again.get_json()
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert again.get_json() == first.get_json()
+    assert states(api, ACME) == [("deployment", "retiring"), (first.get_json()["id"], "next")]
+    # Another body under the same key: refused, nothing rotated.
+    other = api.client.post(f"{SECRETS}/rotate", json={"overlap_seconds": 0}, headers=key)
+    assert other.status_code == 409 and other.mimetype == "application/problem+json"
+    assert "Idempotency-Key" in other.get_json()["detail"]
+    assert states(api, ACME) == [("deployment", "retiring"), (first.get_json()["id"], "next")]
+    # The key is acme's: globex rotating under it rotates its own, once.
+    globex = api.client.post(
+        f"{SECRETS}/rotate",
+        json={"overlap_seconds": 60},
+        headers={**GLOBEX, "Idempotency-Key": "rotate-1"},
+    )
+    assert globex.status_code == 201 and "Idempotent-Replayed" not in globex.headers
+    assert globex.get_json()["secret"] != first.get_json()["secret"]
+    # The secret is kept for the repeat sealed, like the tenant's set: never in the clear.
+    secret = first.get_json()["secret"].encode()
+    files = [path for path in tmp_path.rglob("*") if path.is_file()]
+    assert files and not [path for path in files if secret in path.read_bytes()]
+
+
+def test_a_rotation_with_a_malformed_idempotency_key_is_a_400_naming_it(api: ApiUnderTest) -> None:
+    refused = api.client.post(f"{SECRETS}/rotate", headers={**ACME, "Idempotency-Key": "a b"})
+    assert refused.status_code == 400
+    assert "Idempotency-Key" in json.dumps(refused.get_json())
+    assert states(api, ACME) == [("deployment", "current")]

@@ -63,6 +63,18 @@ def test_a_retried_create_repeats_its_idempotency_key() -> None:
         assert len({call.headers["idempotency-key"] for call in server.calls}) == 2
 
 
+def test_a_retried_rotation_repeats_its_idempotency_key() -> None:
+    with running_receiver(unavailable) as server:
+        client = client_of(server.url)
+        with pytest.raises(ServiceUnavailable):
+            client.rotate_signing_secret(overlap_seconds=60)
+        keys = {call.headers["idempotency-key"] for call in server.calls}
+        assert len(server.calls) == 3 and len(keys) == 1
+        with pytest.raises(ServiceUnavailable):
+            client.rotate_signing_secret(idempotency_key="rotate-1")
+        assert server.calls[-1].headers["idempotency-key"] == "rotate-1"
+
+
 @pytest.fixture
 def silent_server() -> Iterator[str]:
     """Accepts connections (the kernel's backlog) and never answers."""
