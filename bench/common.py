@@ -320,6 +320,17 @@ class Component:
         finally:
             self._log.close()
 
+    def wait_for_output(self, text: str, timeout: float) -> bool:
+        """Whether ``text`` appeared in its output within ``timeout`` seconds (False also once
+        the process has ended without it)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if text in self.log_path.read_text(errors="replace"):
+                return True
+            if time.monotonic() > deadline or self.popen.poll() is not None:
+                return False
+            time.sleep(0.05)
+
     def output_tail(self, chars: int = 2000) -> str:
         return self.log_path.read_text(errors="replace")[-chars:]
 
