@@ -6,6 +6,7 @@ to the one that did not, and an occurrence id must not depend on dropped microse
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import TypeVar
@@ -93,13 +94,25 @@ def resolve_local(wall: datetime, zone: tzinfo) -> datetime:
     return utc_ms(wall.replace(tzinfo=zone, fold=0))
 
 
+# What ``parse_iso`` reads: 2026-05-01, 2026-05-01T09:00Z, 2026-05-01 09:00:00.250+05:30.
+ISO_DATE_TIME = re.compile(
+    r"\d{4}-\d{2}-\d{2}"
+    r"(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d{1,9})?)?(?:[Zz]|[+-]\d{2}(?::?\d{2})?)?)?",
+    re.ASCII,
+)
+
+
 def parse_iso(text: str) -> datetime:
-    """An ISO-8601 date-time; the result is naive when the text carries no offset."""
+    """An ISO-8601 date-time as written (``ISO_DATE_TIME``: a calendar date, and a time of
+    hours and minutes, seconds and a fraction optional, and an offset or ``Z``); the result is
+    naive when the text carries no offset. ``ValueError`` for anything else, where
+    ``datetime.fromisoformat`` alone would read ``08:00:001`` as 08:00:00, and a week date, a
+    basic-format time or an hour alone as some instant."""
     if not isinstance(text, str):
         raise ValueError("expected an ISO-8601 date-time string")
-    candidate = text.strip()
-    if candidate.endswith(("Z", "z")):
-        candidate = candidate[:-1] + "+00:00"
+    if not ISO_DATE_TIME.fullmatch(text):
+        raise ValueError(f"not an ISO-8601 date-time: {text!r}")
+    candidate = text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text
     try:
         return datetime.fromisoformat(candidate)
     except ValueError as exc:

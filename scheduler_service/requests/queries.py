@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 from marshmallow import ValidationError, fields, post_load, validate
 
-from scheduler_service.requests.fields import ISO_TEXT, Strict
+from scheduler_service.requests.fields import Strict
 from shared.formats import CHANGE_CURSOR, EXECUTION_CURSOR
 from shared.model import LISTED_STATUSES, ExecutionStatus
 from shared.schedule_listing import CURSOR, SEARCH_LENGTH, SORTS
@@ -43,7 +43,7 @@ def decode_cursor(cursor: str, kind: str, position: re.Pattern[str]) -> str:
 
 def _instant(text: str, name: str) -> datetime:
     try:
-        moment = parse_iso(text) if ISO_TEXT.fullmatch(text) else None
+        moment = parse_iso(text)
     except ValueError:
         moment = None
     if moment is None or moment.tzinfo is None:
