@@ -46,7 +46,10 @@ def submit(values: Mapping[str, str], editing: Schedule | None) -> Response | tu
     try:
         loaded: ScheduleRequest = ScheduleBodySchema().load(body)
     except ValidationError as exc:
-        errors.extend(flatten(exc.messages))
+        # An input the form could not read is left out of the body: what the API says of it
+        # (that it is missing) is not shown beside the form's own message.
+        unread = {error["field"] for error in errors}
+        errors.extend(error for error in flatten(exc.messages) if error["field"] not in unread)
     if errors:
         return form_page(values, errors, editing), 422
     schedule_id = editing.schedule_id if editing is not None else loaded.schedule_id

@@ -105,7 +105,8 @@ def statuses(text: str) -> list[int | str]:
 
 def finish_payload(body: dict[str, Any]) -> None:
     """``auth`` with its type, or none when no input of it was filled in; ``expect`` without
-    its empty parts, or none."""
+    its empty parts, or none (a JSON check with an input of it filled in is kept, for the API
+    to name what it lacks)."""
     payload = body["payload"]
     auth = payload.get("auth")
     if isinstance(auth, dict):
@@ -116,7 +117,7 @@ def finish_payload(body: dict[str, Any]) -> None:
     expect = payload.get("expect")
     if isinstance(expect, dict):
         check = expect.get("json")
-        if isinstance(check, dict) and "pointer" not in check:
+        if isinstance(check, dict) and not check:
             expect.pop("json")
         if not expect:
             payload.pop("expect")

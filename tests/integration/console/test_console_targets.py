@@ -193,3 +193,38 @@ def test_each_kinds_errors_are_shown_beside_their_inputs(api: ApiUnderTest) -> N
     assert "999" in errors["payload.expect.status"]
     assert "payload.auth.token_url" in errors
     assert api.queued() == 0
+
+
+def every_error(html: str) -> dict[str, list[str]]:
+    """Each field's messages beside it, all of them."""
+    placed: dict[str, list[str]] = {}
+    for field, message in re.findall(r'<p class="error" data-field="([^"]+)">([^<]+)</p>', html):
+        placed.setdefault(field, []).append(unescape(message))
+    return placed
+
+
+@pytest.mark.parametrize(
+    ("typed", "field", "says"),
+    [
+        # Not JSON: said beside it, and only that (not that it is missing: it was typed).
+        ({"pointer": "/state", "equals": "{not json"}, "equals", "not valid JSON"),
+        ({"pointer": "/state", "equals": "done"}, "equals", "not valid JSON"),
+        # A value to compare and nothing to compare it with: never dropped, the pointer asked.
+        ({"equals": '"done"'}, "pointer", "Missing data"),
+    ],
+)
+def test_an_answer_check_typed_wrong_is_named_beside_its_input_and_kept(
+    api: ApiUnderTest, typed: dict[str, str], field: str, says: str
+) -> None:
+    inputs = {f"payload.expect.json.{name}": value for name, value in typed.items()}
+    refused = api.client.post("/console/schedules/new", data=form(id="checked", **inputs))
+    assert refused.status_code == 422
+    html = refused.get_data(as_text=True)
+    errors = every_error(html)
+    assert list(errors) == [f"payload.expect.json.{field}"], errors
+    [message] = errors[f"payload.expect.json.{field}"]
+    assert message.startswith(says), message
+    shown = input_values(html)
+    for name, value in inputs.items():
+        assert unescape(shown[name]) == value
+    assert api.queued() == 0
