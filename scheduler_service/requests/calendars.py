@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from marshmallow import fields, post_load, validate
+from marshmallow import ValidationError, fields, post_load, validate, validates
 
 from scheduler_service.requests.fields import Strict, domain
 from shared.calendars import (
@@ -88,6 +88,18 @@ class CalendarRuleSchema(Strict):
         },
     )
 
+    @validates("names")
+    def each_once(self, names: list[str], **_: Any) -> None:
+        """A name given twice is named where it is repeated (so each name's place in the
+        rule is its place in the body, as the errors of the tenant's calendars name it)."""
+        twice = {
+            index: [f"{name!r} is named already"]
+            for index, name in enumerate(names)
+            if name in names[:index]
+        }
+        if twice:
+            raise ValidationError(twice)
+
     @post_load
     def to_rule(self, data: dict[str, Any], **_: Any) -> CalendarRule:
-        return CalendarRule(tuple(dict.fromkeys(data["names"])), Shift(data["shift"]))
+        return CalendarRule(tuple(data["names"]), Shift(data["shift"]))

@@ -72,12 +72,13 @@ class DefinitionChecks:
 
     def business_calendar(self, tenant: str, rule: CalendarRule | None) -> BusinessCalendar | None:
         """The calendars ``rule`` names, read from the tenant's; ``InvalidInput`` naming
-        ``calendar.exclude[i]`` for each the tenant has none of (another tenant's included)."""
+        ``calendar.exclude.<i>`` (its place in the body: a rule names each calendar once) for
+        each the tenant has none of (another tenant's included)."""
         if rule is None:
             return None
         found = self.calendars.get_calendars(tenant, rule.exclude)
         missing = {
-            f"calendar.exclude[{index}]": f"no calendar {name!r}: make it with POST /calendars"
+            f"calendar.exclude.{index}": f"no calendar {name!r}: make it with POST /calendars"
             for index, name in enumerate(rule.exclude)
             if name not in found
         }

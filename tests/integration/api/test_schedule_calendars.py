@@ -1,5 +1,5 @@
 """A schedule's ``calendar`` through the API (issue 27 item 3): names only the tenant's own
-calendars (``calendar.exclude[i]`` otherwise), its times shifted in the create's answer, the
+calendars (``calendar.exclude.<i>`` otherwise), its times shifted in the create's answer, the
 preview, a read and a backfill; a calendar's change re-plans the schedules naming it; a
 calendar in use is not deleted (409 naming them)."""
 
@@ -60,13 +60,20 @@ def test_a_schedule_names_only_calendars_its_tenant_has(api: ApiUnderTest) -> No
     make_calendar(api, GLOBEX)  # globex's, of the same name: not acme's to use
     refused = api.client.put(f"{API}/schedule/report", json=body(), headers=ACME)
     assert errors_of(refused) == {
-        "calendar.exclude[0]": "no calendar 'holidays': make it with POST /calendars"
+        "calendar.exclude.0": "no calendar 'holidays': make it with POST /calendars"
     }
     make_calendar(api)
+    # Each name is named by its place in the body as sent, as every list item is.
     refused = api.client.put(
         f"{API}/schedule/report", json=body("skip", "holidays", "closures"), headers=ACME
     )
-    assert list(errors_of(refused)) == ["calendar.exclude[1]"]
+    assert list(errors_of(refused)) == ["calendar.exclude.1"]
+    refused = api.client.put(
+        f"{API}/schedule/report",
+        json=body("skip", "holidays", "holidays", "closures"),
+        headers=ACME,
+    )
+    assert errors_of(refused) == {"calendar.exclude.1": "'holidays' is named already"}
     for calendar, field in (
         ({"exclude": []}, "calendar.exclude"),
         ({"exclude": ["holidays"], "shift": "sometimes"}, "calendar.shift"),
@@ -107,7 +114,7 @@ def test_the_create_the_read_and_the_preview_give_the_shifted_times(api: ApiUnde
         json={"schedule": THURSDAYS, "calendar": body()["calendar"]},
         headers=GLOBEX,
     )
-    assert "calendar.exclude[0]" in errors_of(refused)
+    assert "calendar.exclude.0" in errors_of(refused)
 
 
 def test_a_schedule_that_never_fires_on_a_business_day_is_refused(api: ApiUnderTest) -> None:

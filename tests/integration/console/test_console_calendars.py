@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from datetime import datetime
+from html import unescape
 from pathlib import Path
 from typing import Any
 
@@ -104,3 +105,40 @@ def test_the_schedule_form_takes_a_calendar_and_the_page_shows_its_times(
     api.apply()
     stored = api.backends.store.get_schedule("acme", "weekly")
     assert stored is not None and stored.live_definition.calendar is None
+
+
+@pytest.mark.parametrize(
+    ("typed", "says"),
+    [
+        ("closures", "no calendar 'closures'"),
+        ("holidays, closures", "no calendar 'closures'"),
+        ("holidays, no such name!", "a calendar's name is"),
+        ("holidays, holidays", "'holidays' is named already"),
+    ],
+)
+def test_a_calendar_the_form_cannot_use_is_named_beside_its_input(
+    api: ApiUnderTest, typed: str, says: str
+) -> None:
+    admin = signed_in(api, ACME_ADMIN)
+    admin.post("/console/calendars", data={"name": "holidays", "dates": "2026-12-24"})
+    form = {
+        "id": "weekly",
+        "name": "weekly report",
+        "notation": "cron",
+        "schedule.cron": "0 9 * * 4",
+        "schedule.timezone": "Europe/Berlin",
+        "payload.method": "POST",
+        "payload.url": "https://example.com/report",
+        "calendar.exclude": typed,
+        "calendar.shift": "skip",
+    }
+    refused = admin.post("/console/schedules/new", data=form)
+    assert refused.status_code == 422
+    page = text(refused)
+    beside = re.findall(r'<p class="error" data-field="([^"]+)">([^<]+)</p>', page)
+    assert [field for field, _ in beside] == ["calendar.exclude"], beside
+    assert unescape(beside[0][1]).startswith(says), beside
+    assert re.search(r'name="calendar.exclude" type="text" value="([^"]*)"', page).group(1) == (
+        typed.replace("'", "&#39;")
+    )
+    assert api.queued() == 0
