@@ -60,35 +60,42 @@ MAX_BODY_BYTES = 64 * 1024
 REMEMBERED_URLS = 4096
 
 
-class _Request(aiohttp.ClientRequest):
-    """A request that notes when it was written to its connection (``sent_at``, by
-    ``time.perf_counter``): as ``send`` writes one without a body, or as ``write_bytes``
-    writes the headers with the body's first chunk."""
+class _Sent:
+    """When a request was written to its connection (``time.perf_counter``)."""
 
-    sent_at: float | None = None
+    __slots__ = ("at",)
+
+    def __init__(self) -> None:
+        self.at = time.perf_counter()
+
+
+class _Request(aiohttp.ClientRequest):
+    """A request that notes when it was written to its connection (``_Sent``): as ``send``
+    writes one without a body, or as ``write_bytes`` writes the headers with the body's first
+    chunk. Its answer keeps the note, not the request: a request refers to its answer already,
+    and a cycle would leave both to the garbage collector."""
+
+    sent: _Sent | None = None
 
     async def send(self, conn: Connection) -> aiohttp.ClientResponse:
-        self.sent_at = time.perf_counter()
+        self.sent = sent = _Sent()
         response = await super().send(conn)
         if isinstance(response, _Response):
-            response.request = self
+            response.sent = sent
         return response
 
     async def write_bytes(
         self, writer: AbstractStreamWriter, conn: Connection, content_length: int | None = None
     ) -> None:
-        self.sent_at = time.perf_counter()
+        if self.sent is not None:
+            self.sent.at = time.perf_counter()
         await super().write_bytes(writer, conn, content_length)
 
 
 class _Response(aiohttp.ClientResponse):
-    """An answer that knows its request (``_Request``), to tell when it was written."""
+    """An answer that knows when its request was written (``_Request``)."""
 
-    request: _Request | None = None
-
-    @property
-    def sent_at(self) -> float | None:
-        return None if self.request is None else self.request.sent_at
+    sent: _Sent | None = None
 
 
 class GuardedResolver(AbstractResolver):
@@ -215,7 +222,7 @@ class HttpSender(WebhookSender):
             body_truncated=body.truncated,
             body=bytes(body.whole),
             body_complete=body.complete,
-            sent_at=response.sent_at if isinstance(response, _Response) else None,
+            sent_at=response.sent.at if isinstance(response, _Response) and response.sent else None,
         )
 
     def _checked_host(self, url: str) -> str:
