@@ -21,6 +21,17 @@ ACME_ADMIN = "sk_console_acme_admin_0123456789"
 ACME_WRITER = "sk_console_acme_write_0123456789"
 GLOBEX = "sk_console_globex_0123456789"
 
+# The schedule form of a weekly report, Thursdays at 09:00 in Berlin, without its calendar.
+WEEKLY = {
+    "id": "weekly",
+    "name": "weekly report",
+    "notation": "cron",
+    "schedule.cron": "0 9 * * 4",
+    "schedule.timezone": "Europe/Berlin",
+    "payload.method": "POST",
+    "payload.url": "https://example.com/report",
+}
+
 
 @pytest.fixture
 def api(tmp_path: Path) -> Iterator[ApiUnderTest]:
@@ -71,13 +82,7 @@ def test_the_schedule_form_takes_a_calendar_and_the_page_shows_its_times(
     admin = signed_in(api, ACME_ADMIN)
     admin.post("/console/calendars", data={"name": "holidays", "dates": "2026-12-24 2026-12-31"})
     form = {
-        "id": "weekly",
-        "name": "weekly report",
-        "notation": "cron",
-        "schedule.cron": "0 9 * * 4",
-        "schedule.timezone": "Europe/Berlin",
-        "payload.method": "POST",
-        "payload.url": "https://example.com/report",
+        **WEEKLY,
         "misfire.policy": "fire_once",
         "calendar.exclude": "holidays",
         "calendar.shift": "next_business_day",
@@ -121,17 +126,7 @@ def test_a_calendar_the_form_cannot_use_is_named_beside_its_input(
 ) -> None:
     admin = signed_in(api, ACME_ADMIN)
     admin.post("/console/calendars", data={"name": "holidays", "dates": "2026-12-24"})
-    form = {
-        "id": "weekly",
-        "name": "weekly report",
-        "notation": "cron",
-        "schedule.cron": "0 9 * * 4",
-        "schedule.timezone": "Europe/Berlin",
-        "payload.method": "POST",
-        "payload.url": "https://example.com/report",
-        "calendar.exclude": typed,
-        "calendar.shift": "skip",
-    }
+    form = {**WEEKLY, "calendar.exclude": typed, "calendar.shift": "skip"}
     refused = admin.post("/console/schedules/new", data=form)
     assert refused.status_code == 422
     page = text(refused)
