@@ -25,7 +25,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from execution_worker.notifier import FailureEvent, missed_events
 from execution_worker.observer import ExecutorObserver
 from execution_worker.sending import HostLimits
 from execution_worker.timer import FIRE_SLACK, PREPARE_AHEAD, Held
@@ -49,6 +48,7 @@ from shared.model import (
     Schedule,
     ScheduleDefinition,
 )
+from shared.notifying import FailureEvent, missed_events
 from shared.ports import Clock, DeliveryTarget, MessageQueue, OverlapClaim, OverlapTurn, Store
 from shared.secrets import SecretBox
 from shared.settings import Settings

@@ -23,7 +23,6 @@ from shared.errors import Transient
 from shared.execution_rules import run_lateness_ms
 from shared.metrics import (
     EXECUTIONS,
-    FAILURE_NOTIFICATIONS,
     FIRE_LATENESS,
     FIRE_PROCESSING,
     RETRIES,
@@ -34,9 +33,9 @@ from shared.metrics import (
     observe_all,
 )
 from shared.model import ExecutionStatus, Occurrence, Schedule
+from shared.notifying import NotificationReports
 
 if TYPE_CHECKING:
-    from execution_worker.notifier import FailureEvent
     from execution_worker.settler import Settled
 
 log = logging.getLogger(__name__)
@@ -54,7 +53,10 @@ class ExecutorStats:
     poisoned: int = 0
 
 
-class ExecutorObserver:
+class ExecutorObserver(NotificationReports):
+    """The executor's roles report here; its ``Notifier`` too (the notification hooks of
+    ``shared.notifying.NotificationReports``)."""
+
     def __init__(self, owner: str = "executor") -> None:
         self.owner = owner
         self.stats = ExecutorStats()
@@ -274,33 +276,6 @@ class ExecutorObserver:
             },
         )
 
-    # -- notifying (any thread) --------------------------------------------------------------
-
-    def notification_sent(self, event: FailureEvent) -> None:
-        FAILURE_NOTIFICATIONS.labels("sent").inc()
-        log.info("failure notification sent: %s", event.type, extra=_notification(event))
-
-    def notification_failed(self, event: FailureEvent, problem: str) -> None:
-        FAILURE_NOTIFICATIONS.labels("failed").inc()
-        log.warning(
-            "failure notification not delivered (not retried): %s",
-            problem,
-            extra={
-                **_notification(event),
-                "event": "failure_notification_failed",
-                "error": problem,
-            },
-        )
-
-    def notifications_dropped(self, events: Sequence[FailureEvent], why: str) -> None:
-        for event in events:
-            FAILURE_NOTIFICATIONS.labels("dropped").inc()
-            log.warning(
-                "failure notification dropped: %s",
-                why,
-                extra={**_notification(event), "event": "failure_notification_dropped"},
-            )
-
 
 def _context(settled: Settled) -> dict[str, Any]:
     """What an outcome's log line says besides its event."""
@@ -313,14 +288,4 @@ def _context(settled: Settled) -> dict[str, Any]:
         "http_status": outcome.answer.status,
         "duration_ms": outcome.duration_ms,
         "lateness_ms": run_lateness_ms(execution, outcome),
-    }
-
-
-def _notification(event: FailureEvent) -> dict[str, Any]:
-    return {
-        "event": "failure_notification_sent",
-        "notification": event.type,
-        "tenant": event.tenant,
-        "schedule_id": event.schedule_id,
-        "occurrence_id": event.occurrence_id,
     }

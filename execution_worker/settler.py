@@ -15,7 +15,7 @@ receives it before that time sends it on again (``defer``); it is never attempte
 Once a batch is recorded, its failures are reported: a schedule that paused itself
 (``pause_after_failures``, in the store's write of the run counts) is logged, counted and recorded
 in its change history (by the system, one write for the batch's pauses), and
-the ``on_failure`` notifications go to ``execution_worker.notifier``, which sends them without
+the ``on_failure`` notifications go to ``shared.notifying``, which sends them without
 holding up this thread.
 """
 
@@ -28,7 +28,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from execution_worker.notifier import DEAD_LETTERED, PAUSED, FailureEvent
 from execution_worker.observer import ExecutorObserver
 from shared.backoff import Backoff
 from shared.changes import SYSTEM, Change, ChangeAction, FieldChange
@@ -44,6 +43,7 @@ from shared.model import (
     Schedule,
     ScheduleStatus,
 )
+from shared.notifying import DEAD_LETTERED, PAUSED, FailureEvent
 from shared.ports import (
     Clock,
     MessageQueue,

@@ -16,7 +16,7 @@ concurrency context, never one blocking call per fire:
   settle thread): outcomes recorded in batches, and only then their messages deleted,
   dead-lettered or delayed; a retry is the message coming back after a backoff, so retry
   state survives a crash;
-- notifying (``execution_worker.notifier``, on the loop): ``on_failure`` webhooks.
+- notifying (``shared.notifying``, on the loop): ``on_failure`` webhooks.
 Each reports what happens to one observer (``execution_worker.observer``): counts, metrics,
 logs.
 
@@ -35,13 +35,11 @@ from typing import Any
 
 from execution_worker.beginning import OVERLAP_RECHECK, Call, CheckAndBegin, Plan
 from execution_worker.delivery import Delivery
-from execution_worker.notifier import NOTIFY_TIMEOUT_SECONDS, Notifier
 from execution_worker.observer import ExecutorObserver, ExecutorStats
 from execution_worker.receiving import Received, Receiving
 from execution_worker.sending import HostLimits
 from execution_worker.settler import Settler
 from execution_worker.settling import Settling
-from execution_worker.signers import TenantSigners
 from execution_worker.threads import WorkThread
 from execution_worker.timer import (
     CHECK_LEAD,
@@ -56,10 +54,12 @@ from shared.backoff import Backoff
 from shared.errors import Transient
 from shared.lifecycle import Shutdown
 from shared.metrics import Heartbeat
+from shared.notifying import NOTIFY_TIMEOUT_SECONDS, Notifier
 from shared.ports import Clock, MessageQueue, Store, SystemClock, WebhookSender
 from shared.ports.spans import Spans
 from shared.secrets import SecretBox
 from shared.settings import Settings
+from shared.tenant_signers import TenantSigners
 
 # Check-and-begin batches on their way at once when behind: the next is checked while the loop
 # starts the calls of the one before. A second starts only with this many due: on time, what

@@ -4,8 +4,9 @@ so that they are told of when every executor is stopped or frozen; ``occurrence.
 those the misfire policy drops when the poller plans them.
 
 They go to the schedule's ``on_failure`` hook, signed with its tenant's secrets, as the
-executor's failure notifications do: the same ``Notifier``, here on an event loop of its own
-(``AlertSender``), best effort and never retried. Each is told once: a late one by the checker
+executor's failure notifications do: the same ``Notifier`` (``shared.notifying``), here on an
+event loop of its own (``AlertSender``), best effort and never retried, counted and logged as the
+executor's are (``NotificationReports``). Each is told once: a late one by the checker
 whose move of the schedule's cursor applied, a missed one by the poller whose skip made its
 record.
 """
@@ -18,12 +19,17 @@ import threading
 from collections.abc import Sequence
 from datetime import datetime
 
-from execution_worker.notifier import NOTIFY_TIMEOUT_SECONDS, FailureEvent, Notifier, alert_event
-from execution_worker.observer import ExecutorObserver
-from execution_worker.signers import TenantSigners
 from shared.lateness import LATE, late_walk
+from shared.notifying import (
+    NOTIFY_TIMEOUT_SECONDS,
+    FailureEvent,
+    NotificationReports,
+    Notifier,
+    alert_event,
+)
 from shared.ports import Clock, Store, WebhookSender
 from shared.recurrence import TooMuchWork
+from shared.tenant_signers import TenantSigners
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +45,7 @@ class AlertSender:
     def __init__(self, sender: WebhookSender, signers: TenantSigners, clock: Clock) -> None:
         self.sender = sender
         self.signers = signers
-        self.notifier = Notifier(sender, signers.signer, clock, observer=ExecutorObserver())
+        self.notifier = Notifier(sender, signers.signer, clock, observer=NotificationReports())
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
 

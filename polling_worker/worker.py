@@ -22,7 +22,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from execution_worker.notifier import FailureEvent, missed_events
 from polling_worker.alerts import AlertSender, LateChecks
 from shared.backoff import Backoff
 from shared.calendar_reads import business_calendars
@@ -45,6 +44,7 @@ from shared.metrics import (
     Heartbeat,
 )
 from shared.model import Occurrence, Schedule, ScheduleStatus
+from shared.notifying import FailureEvent, missed_events
 from shared.ports import (
     Advance,
     ClaimRequest,

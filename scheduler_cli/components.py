@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from execution_worker.signers import TenantSigners
 from execution_worker.worker import Executor
 from polling_worker.alerts import AlertSender
 from polling_worker.worker import Poller
@@ -12,6 +11,7 @@ from shared.backends import Backends
 from shared.ports import Clock, SystemClock
 from shared.settings import Settings
 from shared.ssrf import TargetPolicy
+from shared.tenant_signers import TenantSigners
 
 
 def build_processor(

@@ -31,9 +31,9 @@ from typing import Any
 import pymongo
 import pytest
 
-from execution_worker.notifier import DEAD_LETTERED, FailureEvent
 from shared.lateness import LATE, MISSED
 from shared.model import FailureHook
+from shared.notifying import DEAD_LETTERED, FailureEvent
 from shared.settings import Settings
 from shared.timeutil import parse_iso
 from tests.support import peers

@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from execution_worker.notifier import FailureEvent
 from execution_worker.settler import Settled, Settler
 from shared.adapters.sqlite.db import SqliteDatabase
 from shared.adapters.sqlite.store import SqliteStore
@@ -29,6 +28,7 @@ from shared.model import (
     Timing,
     Unit,
 )
+from shared.notifying import FailureEvent
 from shared.ports import OutgoingMessage, QueueSpec, SystemClock
 from tests.support.harness import TEST_SECRETS
 

@@ -1,4 +1,4 @@
-"""The executor's signers (``execution_worker.signers``): one read per batch of stale tenants at
+"""The executor's signers (``shared.tenant_signers``): one read per batch of stale tenants at
 most, a secret retired at its time from what was read, the deployment's secret for a tenant
 that never rotated."""
 
@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from standardwebhooks.webhooks import Webhook
 
-from execution_worker.signers import TenantSigners
 from shared.adapters.sqlite.db import SqliteDatabase
 from shared.adapters.sqlite.store import SqliteStore
 from shared.ports import SigningSecretSet
 from shared.signing import SigningSecrets
+from shared.tenant_signers import TenantSigners
 from shared.timeutil import UTC
 from tests.support.clocks import FixedClock
 from tests.support.harness import TEST_SECRETS

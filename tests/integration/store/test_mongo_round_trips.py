@@ -17,7 +17,6 @@ import pymongo
 import pytest
 from pymongo import monitoring
 
-from execution_worker.signers import TenantSigners
 from processor_worker.worker import Processor
 from shared.adapters.mongo.store import MongoStore
 from shared.adapters.sqlite.db import SqliteDatabase
@@ -36,6 +35,7 @@ from shared.ports import (
     StateChange,
 )
 from shared.signing import SigningSecrets
+from shared.tenant_signers import TenantSigners
 from tests.integration.store.test_store_contract import (
     I0,
     MINUTE,
@@ -266,7 +266,7 @@ def test_the_processor_applies_a_batch_of_creates_in_one_command(
 def test_the_signing_secrets_of_a_batchs_tenants_are_one_command(
     counted: tuple[MongoStore, Commands],
 ) -> None:
-    """What an executor's refresh of a batch's tenants sends (``execution_worker.signers``),
+    """What an executor's refresh of a batch's tenants sends (``shared.tenant_signers``),
     however many tenants, with secrets stored or not."""
     store, commands = counted
     clock = FixedClock(T0)

@@ -1,5 +1,6 @@
-"""Each tenant's signer, as the executor keeps it: the tenant's secrets that sign now
-(``shared.signing``), read at most once per ``SCHEDULER_SIGNING_CACHE_SECONDS``.
+"""Each tenant's signer, as an executor (and a poller, for its alerts) keeps it: the tenant's
+secrets that sign now (``shared.signing``), read at most once per
+``SCHEDULER_SIGNING_CACHE_SECONDS``.
 
 The begin thread ``refresh``es the tenants of each batch before it is checked: the tenants whose
 secrets were read longer ago than the bound are read again, all in one

@@ -9,28 +9,33 @@ sender (the SSRF guard at connection time, as for every call), signed as every c
 (Standard Webhooks, with the secrets of the schedule's tenant). Best effort: each is one ``POST``
 with a short timeout,
 at most ``NOTIFY_CONCURRENCY`` in flight, at most ``NOTIFY_BACKLOG`` waiting (more are
-dropped); one that fails is reported to the observer (logged, and counted in
-``scheduler_failure_notifications_total``), never retried. The settler never waits for them.
+dropped); what becomes of each is reported to a ``NotificationObserver`` (the executor's
+observer; the pollers' ``NotificationReports``): logged, and counted in
+``scheduler_failure_notifications_total``. One that fails is never retried. The settler never
+waits for them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any, Protocol
 
-from execution_worker.observer import ExecutorObserver
 from shared.adapters.http_target import SignerFor
 from shared.executions import nominal_time
 from shared.lateness import LATE, MISSED
-from shared.metrics import OCCURRENCE_ALERTS
+from shared.metrics import FAILURE_NOTIFICATIONS, OCCURRENCE_ALERTS
 from shared.model import FailureHook, Occurrence, Schedule
 from shared.ports import Clock, WebhookError, WebhookRequest, WebhookSender
 from shared.redaction import redact
 from shared.timeutil import iso_z
 from shared.webhooks import USER_AGENT, WebhookSigner
+
+log = logging.getLogger(__name__)
 
 NOTIFY_TIMEOUT_SECONDS = 5.0
 NOTIFY_CONCURRENCY = 8
@@ -141,6 +146,56 @@ def notification_request(
     )
 
 
+class NotificationObserver(Protocol):
+    """What a ``Notifier`` reports to, from any thread: what became of each notification."""
+
+    def notification_sent(self, event: FailureEvent) -> None: ...
+
+    def notification_failed(self, event: FailureEvent, problem: str) -> None: ...
+
+    def notifications_dropped(self, events: Sequence[FailureEvent], why: str) -> None: ...
+
+
+class NotificationReports:
+    """A ``NotificationObserver`` that counts each notification in
+    ``scheduler_failure_notifications_total`` and logs it (metrics and logs: thread-safe)."""
+
+    def notification_sent(self, event: FailureEvent) -> None:
+        FAILURE_NOTIFICATIONS.labels("sent").inc()
+        log.info("failure notification sent: %s", event.type, extra=_notification(event))
+
+    def notification_failed(self, event: FailureEvent, problem: str) -> None:
+        FAILURE_NOTIFICATIONS.labels("failed").inc()
+        log.warning(
+            "failure notification not delivered (not retried): %s",
+            problem,
+            extra={
+                **_notification(event),
+                "event": "failure_notification_failed",
+                "error": problem,
+            },
+        )
+
+    def notifications_dropped(self, events: Sequence[FailureEvent], why: str) -> None:
+        for event in events:
+            FAILURE_NOTIFICATIONS.labels("dropped").inc()
+            log.warning(
+                "failure notification dropped: %s",
+                why,
+                extra={**_notification(event), "event": "failure_notification_dropped"},
+            )
+
+
+def _notification(event: FailureEvent) -> dict[str, Any]:
+    return {
+        "event": "failure_notification_sent",
+        "notification": event.type,
+        "tenant": event.tenant,
+        "schedule_id": event.schedule_id,
+        "occurrence_id": event.occurrence_id,
+    }
+
+
 class Notifier:
     """Sends failure notifications on an event loop, best effort (see the module docstring)."""
 
@@ -151,12 +206,12 @@ class Notifier:
         clock: Clock,
         concurrency: int = NOTIFY_CONCURRENCY,
         backlog: int = NOTIFY_BACKLOG,
-        observer: ExecutorObserver | None = None,
+        observer: NotificationObserver | None = None,
     ) -> None:
         self.sender = sender
         self.signers = signers
         self.clock = clock
-        self.observer = observer or ExecutorObserver()
+        self.observer = observer or NotificationReports()
         self.backlog = backlog
         self._slots = asyncio.Semaphore(concurrency)
         self._loop: asyncio.AbstractEventLoop | None = None
