@@ -21,6 +21,7 @@ from tests.support import waiting
 from tests.support.peers import ComponentBackends
 from tests.support.processes import Process, running_components
 from tests.support.receiver import Call, Receiver, running_receiver
+from tests.support.schedules import hourly_cron_away_from_now
 
 pytestmark = pytest.mark.slow
 
@@ -35,10 +36,12 @@ def eventually(probe: Callable[[], T], timeout: float = 15.0) -> T:
 
 
 def hourly(name: str, receiver: Receiver, tag: str = "client") -> dict[str, object]:
+    """An hourly schedule none of whose times comes while the test runs: the calls and dead
+    letters it checks are the ones it triggers and backfills."""
     return {
         "name": name,
         "tags": [tag],
-        "schedule": {"cron": "0 * * * *", "timezone": "Europe/Paris"},
+        "schedule": {"cron": hourly_cron_away_from_now()[0], "timezone": "Europe/Paris"},
         "payload": {"method": "POST", "url": f"{receiver.url}/hook", "body": {"from": name}},
     }
 

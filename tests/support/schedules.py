@@ -20,6 +20,15 @@ def at_in(seconds: float) -> str:
     return iso_z(datetime.now(UTC) + timedelta(seconds=seconds))
 
 
+def hourly_cron_away_from_now() -> tuple[str, int]:
+    """An hourly cron (``"M * * * *"``) and its minute M, half an hour from now's minute: none
+    of its times comes in the next 29 minutes, so a test that runs minutes sees only the
+    occurrences it triggers or backfills. (``"0 * * * *"`` or ``"*/15 * * * *"`` fired by
+    itself whenever a test ran across an hour or a quarter hour.)"""
+    minute = (datetime.now(UTC).minute + 30) % 60
+    return f"{minute} * * * *", minute
+
+
 def body(url: str, schedule: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
     """A schedule that POSTs to ``url`` (once, half a second from now, unless ``schedule``
     says otherwise), with quick retries."""

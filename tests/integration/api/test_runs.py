@@ -16,6 +16,7 @@ from shared.timeutil import UTC, iso_z, parse_iso
 from tests.support.api import ApiUnderTest
 from tests.support.harness import API, running_pipeline, sqlite_settings
 from tests.support.receiver import running_receiver
+from tests.support.schedules import hourly_cron_away_from_now
 from tests.support.waiting import eventually
 
 BODY: dict[str, Any] = {
@@ -410,32 +411,30 @@ def test_a_backfill_over_too_many_occurrences_is_refused(api: ApiUnderTest) -> N
 
 def test_backfilled_occurrences_fire_with_their_idempotency_keys(tmp_path: Path) -> None:
     with running_receiver() as receiver, running_pipeline(sqlite_settings(tmp_path)) as pipeline:
-        body = {**BODY, "schedule": {"cron": "*/15 * * * *"}, "misfire": {"grace_seconds": 1}}
+        # Hourly at a minute none of whose times comes while the test runs (a quarter-hourly
+        # schedule fired by itself whenever the test ran across a quarter hour).
+        cron, minute = hourly_cron_away_from_now()
+        body = {**BODY, "schedule": {"cron": cron}, "misfire": {"grace_seconds": 1}}
         body["payload"] = {"method": "POST", "url": f"{receiver.url}/hook"}
         assert pipeline.client.put(f"{API}/schedule/q4", json=body).status_code == 202
         pipeline.wait_until_stored("q4")
         end = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
-        answer = pipeline.client.post(
-            f"{API}/schedule/q4/backfill",
-            json={"from": iso_z(end - timedelta(minutes=30)), "to": iso_z(end)},
-        ).get_json()
+        past = {"from": iso_z(end - timedelta(hours=2)), "to": iso_z(end)}
+        answer = pipeline.client.post(f"{API}/schedule/q4/backfill", json=past).get_json()
         calls = receiver.wait_for(2, timeout=10)
         keys = sorted(call.headers["idempotency-key"] for call in calls)
         assert (
             keys
             == answer["queued"]
             == [
-                f"q4:{iso_z(end - timedelta(minutes=30))}",
-                f"q4:{iso_z(end - timedelta(minutes=15))}",
+                f"q4:{iso_z(end - timedelta(hours=2) + timedelta(minutes=minute))}",
+                f"q4:{iso_z(end - timedelta(hours=1) + timedelta(minutes=minute))}",
             ]
         )
         history = pipeline.client.get(f"{API}/schedule/q4/executions").get_json()["items"]
         assert {item["occurrence_id"] for item in history} == set(keys)
         # A second backfill of the same range runs nothing again.
-        again = pipeline.client.post(
-            f"{API}/schedule/q4/backfill",
-            json={"from": iso_z(end - timedelta(minutes=30)), "to": iso_z(end)},
-        ).get_json()
+        again = pipeline.client.post(f"{API}/schedule/q4/backfill", json=past).get_json()
         assert again["queued"] == []
 
 
@@ -449,12 +448,13 @@ def test_a_dead_letter_is_listed_replayed_with_its_key_and_recorded(tmp_path: Pa
         running_pipeline(sqlite_settings(tmp_path)) as pipeline,
     ):
         client = pipeline.client
-        body = {**BODY, "schedule": {"cron": "*/15 * * * *"}, "retry": {"max_attempts": 1}}
+        cron, minute = hourly_cron_away_from_now()  # none of its times comes meanwhile
+        body = {**BODY, "schedule": {"cron": cron}, "retry": {"max_attempts": 1}}
         body["payload"] = {"method": "POST", "url": f"{receiver.url}/hook"}
         assert client.put(f"{API}/schedule/d1", json=body).status_code == 202
         pipeline.wait_until_stored("d1")
         end = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
-        start = end - timedelta(minutes=15)
+        start = end - timedelta(hours=1) + timedelta(minutes=minute)
         occurrence_id = f"d1:{iso_z(start)}"
         range_ = {"from": iso_z(start), "to": iso_z(end)}
         assert client.post(f"{API}/schedule/d1/backfill", json=range_).status_code == 202
