@@ -19,6 +19,20 @@ MAX_BODY_BYTES = 1024 * 1024
 SHOWN_BODY_CHARACTERS = 200
 
 
+class ReceiverServer(ThreadingHTTPServer):
+    """A threading HTTP server whose listen queue holds a burst of new connections.
+
+    An executor opens up to its concurrency of connections to a host at once (after an outage,
+    two executors of 16 open 32 together). Python's default listen queue is 5 connections: Linux
+    drops the SYN of each connection beyond it while the accepting thread is busy or waits for a
+    core, and the client sends it again only after TCP's first retransmission timeout, one
+    second later; so a call started first reached the receiver a second late, behind hundreds
+    started after it. The kernel caps the queue at ``net.core.somaxconn`` (4096 on Linux 5.4+).
+    """
+
+    request_queue_size = 1024
+
+
 def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     receiver = commands.add_parser(
         "receiver",
@@ -61,7 +75,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         def log_message(self, format: str, *args: Any) -> None:
             """The line ``answer`` prints is the log."""
 
-    server = ThreadingHTTPServer((args.host, args.port), Handler)
+    server = ReceiverServer((args.host, args.port), Handler)
     # Ctrl-C and SIGTERM (docker stop) stop it cleanly, also when it was started with SIGINT
     # ignored (a job a script puts in the background): Python then never raises
     # KeyboardInterrupt by itself, and the receiver could only be killed.

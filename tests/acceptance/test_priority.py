@@ -14,6 +14,12 @@ holds it up (SQLite's one write lock) waits while the other calls on. Without pr
 last of them comes near the end of the backlog
 (4,957th and 4,998th of 5,000 in ``bench.priority`` before this change). The same shape at
 5,000 with 100 of priority 9: ``python -m bench.priority`` (BENCHMARKS.md).
+
+The receiver's clock counts from the first byte of each call, so the receiver must take the
+executors' first connections (up to 2 x 16 at once) without dropping any: with Python's default
+listen queue (5), a dropped SYN came again a second later and brought a priority-9 call started
+first behind hundreds started after it (CI: 20 of 40 among the first 104). Its listen queue holds
+the burst (``scheduler_cli.receiver.ReceiverServer``).
 """
 
 from __future__ import annotations

@@ -11,10 +11,11 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from scheduler_cli.receiver import ReceiverServer
 from shared.timeutil import parse_iso
 
 # Linux's SO_TIMESTAMPNS (Python's socket module does not name it): the kernel stamps each
@@ -120,7 +121,9 @@ class Receiver:
             def log_message(self, format: str, *args: Any) -> None:
                 return None
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        # Its listen queue holds the executors' burst of new connections: none waits a second
+        # for TCP to send its SYN again, which would put its arrival behind later calls.
+        self.server = ReceiverServer(("127.0.0.1", 0), Handler)
         # Set on the listening socket, the connections it accepts have it from their first byte.
         self.server.socket.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
         self.server.daemon_threads = True
