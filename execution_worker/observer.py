@@ -1,4 +1,4 @@
-"""What the executor reports, in one place: its counts (``ExecutorStats``), its Prometheus
+"""What the executor reports, in one place: its counts (``COUNTS``), its Prometheus
 metrics (``shared.metrics``) and its log lines. The roles call a hook when something happens;
 the hooks count and log, so the roles' code says only what they do (the idea of dramatiq's
 middleware: metrics and logs on hooks, off the hot path's code).
@@ -14,10 +14,10 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from execution_worker.superseding import SupersededLog
+from shared.counts import Counts, Series
 from shared.decisions import Superseded
 from shared.errors import Transient
 from shared.execution_rules import run_lateness_ms
@@ -41,16 +41,17 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class ExecutorStats:
-    received: int = 0
-    succeeded: int = 0
-    failed: int = 0
-    retried: int = 0
-    skipped: int = 0
-    superseded: int = 0
-    duplicates: int = 0
-    poisoned: int = 0
+# What the executor counts (``ExecutorObserver.stats``), with the series each moves.
+COUNTS: dict[str, list[Series]] = {
+    "received": [],
+    "succeeded": [SUCCEEDED],
+    "failed": [(EXECUTIONS, "failed")],
+    "retried": [RETRIES, (EXECUTIONS, "retrying")],
+    "skipped": [(EXECUTIONS, "skipped")],
+    "superseded": [],
+    "duplicates": [(EXECUTIONS, "duplicate")],
+    "poisoned": [],
+}
 
 
 class ExecutorObserver(NotificationReports):
@@ -59,7 +60,7 @@ class ExecutorObserver(NotificationReports):
 
     def __init__(self, owner: str = "executor") -> None:
         self.owner = owner
-        self.stats = ExecutorStats()
+        self.stats = Counts(COUNTS)
         self.superseded_log = SupersededLog()
 
     # -- starting and stopping (the loop) ----------------------------------------------------
@@ -84,8 +85,8 @@ class ExecutorObserver(NotificationReports):
     def received(self, count: int, poisoned: Sequence[str]) -> None:
         """A receive hop held ``count`` occurrences and dead-lettered the ``poisoned`` messages
         (why each could not be decoded)."""
-        self.stats.received += count
-        self.stats.poisoned += len(poisoned)
+        self.stats.add("received", count)
+        self.stats.add("poisoned", len(poisoned))
         for problem in poisoned:
             log.error("poison message on queue 2: %s", problem, extra={"event": "poison_message"})
 
@@ -107,16 +108,13 @@ class ExecutorObserver(NotificationReports):
         """A check-and-begin batch skipped these occurrences (each with its reason), found
         these superseded (each with its change: counted each, logged once per change), and
         ``duplicates`` deliveries of occurrences already final."""
-        if duplicates:
-            self.stats.duplicates += duplicates
-            EXECUTIONS.labels("duplicate").inc(duplicates)
-        self.stats.superseded += len(superseded)
+        self.stats.add("duplicates", duplicates)
+        self.stats.add("superseded", len(superseded))
         for occurrence, change in superseded:
             self.superseded_log.tell(occurrence, change)
         if not skipped:
             return
-        self.stats.skipped += len(skipped)
-        EXECUTIONS.labels("skipped").inc(len(skipped))
+        self.stats.add("skipped", len(skipped))
         for occurrence, reason in skipped:
             log.info(
                 "occurrence skipped: %s",
@@ -172,19 +170,9 @@ class ExecutorObserver(NotificationReports):
         observe_all(FIRE_PROCESSING, processing)
         count_responses(answers)
         succeeded = statuses[ExecutionStatus.SUCCEEDED]
-        retried = statuses[ExecutionStatus.RETRYING]
-        failed = statuses[ExecutionStatus.FAILED]
-        stats = self.stats
-        stats.succeeded += succeeded
-        stats.retried += retried
-        stats.failed += failed
-        if succeeded:
-            SUCCEEDED.inc(succeeded)
-        if retried:
-            RETRIES.inc(retried)
-            EXECUTIONS.labels("retrying").inc(retried)
-        if failed:
-            EXECUTIONS.labels("failed").inc(failed)
+        self.stats.add("succeeded", succeeded)
+        self.stats.add("retried", statuses[ExecutionStatus.RETRYING])
+        self.stats.add("failed", statuses[ExecutionStatus.FAILED])
         debug = log.isEnabledFor(logging.DEBUG)
         if succeeded == len(batch) and not debug:
             return

@@ -35,7 +35,7 @@ from typing import Any
 
 from execution_worker.beginning import OVERLAP_RECHECK, Call, CheckAndBegin, Plan
 from execution_worker.delivery import Delivery
-from execution_worker.observer import ExecutorObserver, ExecutorStats
+from execution_worker.observer import ExecutorObserver
 from execution_worker.receiving import Received, Receiving
 from execution_worker.sending import HostLimits
 from execution_worker.settler import Settler
@@ -51,6 +51,7 @@ from execution_worker.timer import (
 from shared.adapters.targets import TargetContext, Targets
 from shared.backends import secret_box
 from shared.backoff import Backoff
+from shared.counts import Counts
 from shared.errors import Transient
 from shared.lifecycle import Shutdown
 from shared.metrics import Heartbeat
@@ -142,7 +143,7 @@ class Executor:
         self._store_again_at = 0.0
 
     @property
-    def stats(self) -> ExecutorStats:
+    def stats(self) -> Counts:
         return self.observer.stats
 
     @property

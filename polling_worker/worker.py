@@ -19,7 +19,7 @@ import math
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from polling_worker.alerts import AlertSender, LateChecks
@@ -27,6 +27,7 @@ from shared.backoff import Backoff
 from shared.calendar_reads import business_calendars
 from shared.calendars import BusinessCalendar
 from shared.changes import SYSTEM, Change, ChangeAction, FieldChange
+from shared.counts import Counts, Series
 from shared.definition_codec import DefinitionCodec
 from shared.dispatch import DispatchPlan, plan_dispatch
 from shared.errors import Transient
@@ -88,13 +89,14 @@ LATE_CHECK_SECONDS = 1.0
 OLDEST_EVERY = 4
 
 
-@dataclass
-class PollerStats:
-    claimed: int = 0
-    sent: int = 0
-    skipped: int = 0
-    lost_leases: int = 0
-    not_planned: int = 0
+# What the poller counts (``Poller.stats``), with the series each moves.
+COUNTS: dict[str, list[Series]] = {
+    "claimed": [],
+    "sent": [OCCURRENCES_SENT],
+    "skipped": [],
+    "lost_leases": [],
+    "not_planned": [SCHEDULES_NOT_PLANNED],
+}
 
 
 class Poller:
@@ -118,7 +120,7 @@ class Poller:
         self.settings = settings
         self.owner = f"poller:{settings.worker_id}"
         self.clock = clock or SystemClock()
-        self.stats = PollerStats()
+        self.stats = Counts(COUNTS)
         # Set to poll at once, e.g. by an in-process processor that stored a schedule due soon.
         self.wake = threading.Event()
         self.heartbeat = Heartbeat(max(30.0, 3 * settings.poll_interval_seconds))
@@ -251,7 +253,7 @@ class Poller:
         CLAIM_BATCH.observe(len(claimed))
         if not claimed:
             return 0
-        self.stats.claimed += len(claimed)
+        self.stats.add("claimed", len(claimed))
         for schedule in claimed:
             if schedule.next_schedule_time is not None:
                 overdue = (now - schedule.next_schedule_time).total_seconds()
@@ -317,8 +319,7 @@ class Poller:
         return plans, costly
 
     def _not_planned(self, schedule: Schedule, why: str) -> None:
-        self.stats.not_planned += 1
-        SCHEDULES_NOT_PLANNED.inc()
+        self.stats.add("not_planned")
         log.error(
             "schedule %s not dispatched: %s; tried again in %gs",
             schedule.schedule_id,
@@ -387,15 +388,14 @@ class Poller:
             raise
         for span in spans:
             span.end()
-        self.stats.sent += len(messages)
-        OCCURRENCES_SENT.inc(len(messages))
+        self.stats.add("sent", len(messages))
         skips = [(item.occurrence, item.reason) for _, plan in plans for item in plan.skipped]
         if skips:
             missed = self._missed(plans, now, leased_until)
             self.backoff.call(
                 lambda: self.store.record_skips(skips, now), self.stopping, leased_until
             )
-            self.stats.skipped += len(skips)
+            self.stats.add("skipped", len(skips))
             if self.alerts is not None:
                 self.alerts.send(missed)
         # One batch for the claim (one transaction on SQLite), each under its own guard.
@@ -416,7 +416,7 @@ class Poller:
         )
         for (schedule, plan), advanced in zip(plans, applied, strict=True):
             if not advanced:
-                self.stats.lost_leases += 1
+                self.stats.add("lost_leases")
             log.info(
                 "dispatched %d occurrence(s)",
                 len(plan.to_send),

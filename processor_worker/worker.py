@@ -11,12 +11,13 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
 
 from shared.backoff import Backoff
 from shared.calendar_reads import business_calendars
 from shared.changes import Change
+from shared.counts import Counts
 from shared.errors import Transient
 from shared.lifecycle import Shutdown
 from shared.messages import DefinitionMutation, decode_mutation
@@ -42,13 +43,11 @@ VISIBILITY_TIMEOUT_SECONDS = 30.0
 VISIBILITY_MARGIN_SECONDS = 2.0
 
 
-@dataclass
-class ProcessorStats:
-    applied: int = 0
-    ignored: int = 0
-    poisoned: int = 0
-    # Out of CPU budget: left on queue 1 for another try.
-    deferred: int = 0
+# What the processor counts (``Processor.stats``), each by its result in MUTATIONS; deferred:
+# out of CPU budget, left on queue 1 for another try.
+COUNTS = {
+    result: [(MUTATIONS, result)] for result in ("applied", "ignored", "poisoned", "deferred")
+}
 
 
 class Processor:
@@ -72,7 +71,7 @@ class Processor:
         self.batch_size = batch_size
         self.wait_seconds = wait_seconds
         self.clock = clock or SystemClock()
-        self.stats = ProcessorStats()
+        self.stats = Counts(COUNTS)
         self.on_applied = on_applied
         self.heartbeat = Heartbeat(max(30.0, 3 * wait_seconds))
         self.backoff = Backoff("processor")
@@ -187,11 +186,7 @@ class Processor:
             span.set({"scheduler.applied": applied})
             span.end()
         for (receipt, mutation, next_time), applied in zip(decoded, results, strict=True):
-            if applied:
-                self.stats.applied += 1
-            else:
-                self.stats.ignored += 1
-            MUTATIONS.labels("applied" if applied else "ignored").inc()
+            self.stats.add("applied" if applied else "ignored")
             log.info(
                 "definition %s",
                 "applied" if applied else "ignored (a newer one is stored)",
@@ -215,13 +210,11 @@ class Processor:
         receipt, to delete."""
         log.error("poison message on queue 1: %s", exc, extra={"event": "poison_message"})
         self.dead_letters.send([OutgoingMessage(message.body)])
-        self.stats.poisoned += 1
-        MUTATIONS.labels("poisoned").inc()
+        self.stats.add("poisoned")
         return message.receipt_handle
 
     def _left_for_later(self, mutation: DefinitionMutation, exc: TooMuchWork) -> None:
-        self.stats.deferred += 1
-        MUTATIONS.labels("deferred").inc()
+        self.stats.add("deferred")
         log.warning(
             "definition left for a later try: %s",
             exc,
