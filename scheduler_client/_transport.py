@@ -31,6 +31,15 @@ def api_base(url: str) -> str:
     return base.removesuffix(API_PREFIX).rstrip("/")
 
 
+class _Retry(Retry):
+    """urllib3's ``Retry``, which also repeats a 409 with ``Retry-After``: the API's answer to a
+    request whose ``Idempotency-Key`` a first request is still working on (repeated with the
+    key, it gets that one's answer). A 409 without it (a key reused with another body, a
+    conflict) is not repeated."""
+
+    RETRY_AFTER_STATUS_CODES = frozenset({*Retry.RETRY_AFTER_STATUS_CODES, 409})
+
+
 class Transport:
     """The connection to one scheduler API and the requests sent over it (``SchedulerClient``
     documents the arguments)."""
@@ -89,7 +98,7 @@ class Transport:
 
     def _retry(self, idempotent: bool) -> Retry:
         again = self.retries if idempotent else 0
-        return Retry(
+        return _Retry(
             total=self.retries,
             connect=self.retries,
             read=again,

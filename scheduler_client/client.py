@@ -4,14 +4,14 @@ Retries: a request that never reached the server (connection refused or reset be
 sent) is retried whatever the call. A call whose repeat cannot do anything twice is also retried
 after a timeout, a reset mid-answer, a 429, 502, 503 or 504, with exponential backoff that
 honours ``Retry-After``: reads, ``replace`` (a PUT), ``update`` (a PATCH), ``pause``,
-``resume``, ``preview``, ``backfill``, and ``create``, which sends an ``Idempotency-Key`` so
-that a repeat answers the same schedule.
+``resume``, ``preview``, ``backfill``, and ``create`` and ``rotate_signing_secret``, which
+send an ``Idempotency-Key`` so that a repeat answers the same schedule or secret.
 ``bulk`` sends one ``Idempotency-Key`` with each of its parts, so a retried part answers as it
-first did.
+first did. A call with an ``Idempotency-Key`` is also repeated after a 409 with
+``Retry-After`` (the first request with its key still at work), to get that one's answer.
 ``trigger`` (each call is one more run), ``delete``, ``replay`` and ``discard`` (a repeat of
-one that was applied answers 404), ``rotate_signing_secret`` (each call makes one more
-secret), ``create_calendar`` and ``delete_calendar`` are never repeated once sent;
-``replace_calendar`` (a PUT) is.
+one that was applied answers 404), ``create_calendar`` and ``delete_calendar`` are never
+repeated once sent; ``replace_calendar`` (a PUT) is.
 """
 
 from __future__ import annotations

@@ -78,7 +78,8 @@ class NotFound(ApiError):
 
 
 class Conflict(ApiError):
-    """409: an Idempotency-Key reused with another request."""
+    """409: an Idempotency-Key reused with another request, or still held by a first request
+    with it after the retries (its answer carries ``Retry-After``)."""
 
 
 class ServiceUnavailable(ApiError):

@@ -241,6 +241,14 @@ SAVE_IDEMPOTENCY = Write(
     created=(),
 )
 LIVE_IDEMPOTENCY = Field("expires_at") > Param("now")
+# The answer of a request that claimed its key before working (a record without an answer yet),
+# kept from then on: only that request's claim (its fingerprint, still unanswered) takes it.
+KEEP_IDEMPOTENT_ANSWER = Write(
+    "idempotency_keys",
+    IDEMPOTENCY_KEY,
+    (Field("fingerprint") == Param("fingerprint")) & (Field("answer") == None),
+    set_given("answer", "expires_at"),
+)
 FORGET_IDEMPOTENCY = Remove(
     "idempotency_keys", IDEMPOTENCY_KEY, Field("fingerprint") == Param("fingerprint")
 )

@@ -13,6 +13,7 @@ from scheduler_service.auth import AuthFailure
 from scheduler_service.presenting.schemas import ProblemSchema
 from scheduler_service.service.calendars import CalendarConflict, CalendarExists, NoCalendar
 from scheduler_service.service.creating import IdempotencyConflict, QuotaExceeded
+from scheduler_service.service.kept_answers import RETRY_AFTER_SECONDS, IdempotencyInProgress
 from scheduler_service.service.running import NoDeadLetter, NotReplayable
 from shared.errors import InvalidInput, NotFound, Transient
 from shared.ports import MessageTooLarge
@@ -130,6 +131,10 @@ def register_error_handlers(app: Flask) -> None:
         | CalendarConflict,
     ) -> Response:
         return problem(409, "Conflict", str(exc))
+
+    @app.errorhandler(IdempotencyInProgress)
+    def in_progress(exc: IdempotencyInProgress) -> Response:
+        return problem(409, "Conflict", str(exc), headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
 
     @app.errorhandler(NoCalendar)
     def no_calendar(exc: NoCalendar) -> Response:

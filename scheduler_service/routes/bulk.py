@@ -28,7 +28,12 @@ BULK_ANSWER = BulkAnswerSchema()
 @blp.arguments(IdempotencyHeader, location="headers", error_status_code=400)
 @blp.response(200, BulkAnswerSchema)
 @blp.doc(operationId="bulkSchedules")
-@blp.problems(400, 409, 413, 415)
+@blp.problem(
+    409,
+    "The Idempotency-Key was used with another request, or its first request is still at work "
+    "(with Retry-After: repeat it then for that one's answer)",
+)
+@blp.problems(400, 413, 415)
 def bulk_schedules(body: dict[str, Any], headers: dict[str, Any]) -> Response:
     """Pause, resume, delete or patch every schedule a selector matches
 
@@ -40,7 +45,9 @@ def bulk_schedules(body: dict[str, Any], headers: dict[str, Any]) -> Response:
     seconds per request, and answers what it did: `done` false with a `continue` token when
     more remain. Send the same body with `continue` set to it (and the same `Idempotency-Key`)
     until `done`; each part is stateless and safe to repeat: schedules already changed count
-    as `unchanged`, and with an `Idempotency-Key` a repeated part answers as it first did.
+    as `unchanged`, and with an `Idempotency-Key` a repeated part answers as it first did (a
+    repeat that comes while the first is still at work is a 409 naming the key, with
+    `Retry-After`: repeated then, it gets the first's answer).
     A `patch` is checked as `PATCH /schedule/{id}` checks it, on every schedule of the first
     page before anything changes (a 400 naming the field); a schedule of a later page that it
     does not fit is counted as failed, with its reason.

@@ -49,7 +49,8 @@ def list_signing_secrets() -> dict[str, Any]:
 @blp.problem(
     409,
     f"{MAX_SIGNING} secrets sign already (the most at once): rotate once the oldest retires; "
-    "or the Idempotency-Key was used with another request",
+    "or the Idempotency-Key was used with another request, or its first request is still at "
+    "work (with Retry-After: repeat it then for that one's answer)",
 )
 @blp.problems(400, 413, 415)
 def rotate_signing_secret(body: dict[str, Any], headers: dict[str, Any]) -> Response:
@@ -62,7 +63,9 @@ def rotate_signing_secret(body: dict[str, Any], headers: dict[str, Any]) -> Resp
     (10 s). Give the new secret to your receivers during the overlap.
 
     With an `Idempotency-Key`, a repeat of the request (same body) answers the same rotation,
-    secret included, and rotates nothing more; with another body under the key it is a 409."""
+    secret included, and rotates nothing more; with another body under the key it is a 409. A
+    repeat that comes while the first request with the key is still at work is a 409 naming
+    the key, with `Retry-After`: repeated then, it gets the first's answer."""
     seconds = body.get("overlap_seconds")
     overlap = None if seconds is None else timedelta(seconds=seconds)
     signing = service().signing

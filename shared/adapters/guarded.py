@@ -23,7 +23,13 @@ from shared.claim_rules import (
     late_check_params,
 )
 from shared.definition_codec import DefinitionCodec
-from shared.execution_rules import DISCARD, FORGET_IDEMPOTENCY, REOPEN, RESTORE
+from shared.execution_rules import (
+    DISCARD,
+    FORGET_IDEMPOTENCY,
+    KEEP_IDEMPOTENT_ANSWER,
+    REOPEN,
+    RESTORE,
+)
 from shared.guards import Remove, Write
 from shared.model import Execution, Schedule, ScheduleStatus
 from shared.overlap_rules import (
@@ -226,3 +232,15 @@ class GuardedWrites(ABC):
         return self.remove(
             FORGET_IDEMPOTENCY, {"tenant": tenant, "key": key, "fingerprint": fingerprint}
         )
+
+    def keep_idempotency_answer(
+        self, tenant: str, key: str, fingerprint: str, answer: str, expires_at: datetime
+    ) -> bool:
+        params = {
+            "tenant": tenant,
+            "key": key,
+            "fingerprint": fingerprint,
+            "answer": answer,
+            "expires_at": expires_at,
+        }
+        return self.write(KEEP_IDEMPOTENT_ANSWER, params) is Outcome.CHANGED

@@ -96,6 +96,15 @@ class IdempotencyStore(ABC):
         """Forget a record, only if it still has ``fingerprint`` (undo a save whose create
         could not be enqueued). Returns whether a record was deleted."""
 
+    @abstractmethod
+    def keep_idempotency_answer(
+        self, tenant: str, key: str, fingerprint: str, answer: str, expires_at: datetime
+    ) -> bool:
+        """Give the record a request saved without an answer (its claim of the key, before its
+        work) the work's ``answer``, kept until ``expires_at``; only if the record still has
+        ``fingerprint`` and no answer. Returns whether it did (``False``: the claim expired, or
+        was deleted)."""
+
 
 class ApiKeyStore(ABC):
     """The API keys issued by ``scheduler keys create``, keyed by their SHA-256: the key itself

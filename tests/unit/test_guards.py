@@ -65,6 +65,7 @@ DOMAINS: Mapping[str, list[Any]] = {
     "late_check_at": TIMES,
     "paused_until": TIMES,
     "skips_version": [None, 1, 2],
+    "answer": [None, "a"],
 }
 PARAMS = {
     "revision": 5,

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from scheduler_client import (
+    Conflict,
     ConnectionFailed,
     SchedulerClient,
     ServiceUnavailable,
@@ -73,6 +74,19 @@ def test_a_retried_rotation_repeats_its_idempotency_key() -> None:
         with pytest.raises(ServiceUnavailable):
             client.rotate_signing_secret(idempotency_key="rotate-1")
         assert server.calls[-1].headers["idempotency-key"] == "rotate-1"
+
+
+def test_a_409_with_retry_after_is_repeated_with_its_key_and_one_without_is_not() -> None:
+    # The API answers 409 with Retry-After to a request whose Idempotency-Key a first request
+    # still works on; then, repeated, the first's answer.
+    answers = iter([(409, {"Retry-After": "0"}), (201, {})])
+    with running_receiver(lambda call: next(answers)) as server:
+        client_of(server.url).rotate_signing_secret(idempotency_key="rotate-1")
+        assert [call.headers["idempotency-key"] for call in server.calls] == ["rotate-1"] * 2
+    with running_receiver(lambda call: (409, {})) as server:
+        with pytest.raises(Conflict):
+            client_of(server.url).rotate_signing_secret(idempotency_key="rotate-1")
+        assert len(server.calls) == 1
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
@@ -1499,6 +1500,22 @@ def test_deleting_an_idempotency_record_is_guarded_by_its_fingerprint(store: Sto
     assert store.delete_idempotency_record(TENANT, "k1", "fp-1")
     assert store.get_idempotency_record(TENANT, "k1", I0) is None
     assert store.save_idempotency_record(idempotency(fingerprint="fp-3"), I0)[1]
+
+
+def test_a_claimed_idempotency_key_takes_its_requests_answer_once(store: Store) -> None:
+    claim, won = store.save_idempotency_record(
+        dataclasses.replace(idempotency(), schedule_id="", expires_at=I0 + MINUTE), I0
+    )
+    assert won and claim.answer is None
+    # Another request's answer, or another tenant's, does not land on the claim.
+    assert not store.keep_idempotency_answer(TENANT, "k1", "fp-other", "no", I0 + 60 * MINUTE)
+    assert not store.keep_idempotency_answer("globex", "k1", "fp-1", "no", I0 + 60 * MINUTE)
+    assert store.keep_idempotency_answer(TENANT, "k1", "fp-1", '{"id":"a"}', I0 + 60 * MINUTE)
+    kept = dataclasses.replace(claim, answer='{"id":"a"}', expires_at=I0 + 60 * MINUTE)
+    # Kept past the claim's own expiry; once answered, it takes no other answer.
+    assert store.get_idempotency_record(TENANT, "k1", I0 + 2 * MINUTE) == kept
+    assert not store.keep_idempotency_answer(TENANT, "k1", "fp-1", '{"id":"b"}', I0 + MINUTE)
+    assert store.get_idempotency_record(TENANT, "k1", I0) == kept
 
 
 def test_concurrent_saves_of_one_idempotency_key_have_one_winner(store: Store) -> None:
