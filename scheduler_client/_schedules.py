@@ -156,15 +156,17 @@ class Schedules(Transport):
         """Every schedule that matches ``filters``, by id (or in the order ``sort`` names:
         ``name``, ``next``, ``created``, ``-`` before one for the other way round), fetching a
         page (of ``limit``) at a time as it is consumed; ``search`` looks for a text in names,
-        tags and URL hosts. ``list_page`` gives one page and its cursor."""
-        for item in self._pages("/schedules", _schedule_query(filters)):
-            yield cast(Schedule, item)
+        tags and URL hosts. ``list_page`` gives one page and its cursor. A keyword that is not
+        one of these is a ``TypeError`` (raised by the call, before any request)."""
+        only_known("list", filters, ScheduleFilters)
+        return cast(Iterator[Schedule], self._pages("/schedules", _schedule_query(filters)))
 
     def list_page(
         self, *, cursor: str | None = None, **filters: Unpack[ScheduleFilters]
     ) -> SchedulePage:
         """One page of ``list``: its ``items`` and the ``next_cursor`` to pass for the next
         (``None`` on the last), with the same ``sort``."""
+        only_known("list_page", filters, ScheduleFilters)
         return cast(SchedulePage, self._page("/schedules", _schedule_query(filters), cursor))
 
     def executions(
@@ -173,8 +175,9 @@ class Schedules(Transport):
         """The schedule's runs, newest first (with ``status``, its records in that status:
         ``skipped`` lists the superseded ones too), a page at a time as it is consumed."""
         only_known("executions", filters, ExecutionFilters)
-        for item in self._pages(self._path(schedule_id, "executions"), filters):
-            yield cast(Execution, item)
+        return cast(
+            Iterator[Execution], self._pages(self._path(schedule_id, "executions"), filters)
+        )
 
     def executions_page(
         self,

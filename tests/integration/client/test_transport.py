@@ -89,6 +89,42 @@ def test_a_409_with_retry_after_is_repeated_with_its_key_and_one_without_is_not(
         assert len(server.calls) == 1
 
 
+def test_every_filter_of_a_listing_is_sent_and_a_misspelt_one_is_refused_naming_it() -> None:
+    def listed(call: Call) -> tuple[int, dict[str, str]]:
+        return 200, {}
+
+    def page(call: Call) -> bytes:
+        return b'{"items": [], "next_cursor": null}'
+
+    filters = {
+        "status": "paused",
+        "name": "nightly",
+        "tag": "billing",
+        "next_after": "2026-01-01T00:00:00Z",
+        "next_before": "2026-02-01T00:00:00Z",
+        "sort": "-next",
+        "limit": 5,
+    }
+    with running_receiver(listed, page) as server:
+        client = client_of(server.url)
+        assert list(client.list(search="backup", **filters)) == []
+        client.list_page(search="backup", cursor="c1", **filters)
+        sent = {name: [str(value)] for name, value in filters.items()}
+        assert [call.query for call in server.calls] == [
+            {**sent, "q": ["backup"]},
+            {**sent, "q": ["backup"], "cursor": ["c1"]},
+        ]
+        # Refused by the call itself (not when the iterator is first consumed), nothing sent.
+        for misspelt, name in (
+            (lambda: client.list(tags="billing"), "tags"),  # type: ignore[call-arg]
+            (lambda: client.list_page(q="backup"), "q"),  # type: ignore[call-arg]
+            (lambda: client.executions("a", state="failed"), "state"),  # type: ignore[call-arg]
+        ):
+            with pytest.raises(TypeError, match=f"unexpected keyword argument '{name}'"):
+                misspelt()
+        assert len(server.calls) == 2
+
+
 @pytest.fixture
 def silent_server() -> Iterator[str]:
     """Accepts connections (the kernel's backlog) and never answers."""
