@@ -10,8 +10,11 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
-from shared.adapters.http_sender import HttpSender
+import pytest
+
+from shared.adapters.http_sender import HttpSender, _Request
 from shared.ports import WebhookError, WebhookRequest, WebhookResponse
 from shared.ssrf import TargetPolicy
 from tests.support.senders import send_all
@@ -184,3 +187,39 @@ def test_answers_are_asked_for_uncompressed_unless_the_webhook_says_otherwise() 
     assert not isinstance(first, WebhookError) and first.body_excerpt == plain
     assert b"accept-encoding: gzip\r\n" in seen[1].lower()
     assert not isinstance(second, WebhookError) and second.body_excerpt == gzip.compress(plain)
+
+
+def test_the_send_time_is_stamped_by_both_hooks_on_aiohttp_internals(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A run's start (and its lateness) is when its request was written: ``_Request`` overrides
+    aiohttp's ``ClientRequest.send`` (a request without a body) and ``write_bytes`` (with one,
+    its headers wait for the first chunk). These are aiohttp's internals (``write_bytes`` took
+    a third argument from 3.12.0, pyproject bounds aiohttp below 3.15): should a release stop
+    calling either, or call it otherwise, this fails, not the figures silently."""
+    hooks: list[str] = []
+    for name in ("send", "write_bytes"):
+        hooked = getattr(_Request, name)
+
+        async def spy(self: _Request, *args: Any, _name: str = name, _hooked: Any = hooked) -> Any:
+            hooks.append(_name)
+            return await _hooked(self, *args)
+
+        monkeypatch.setattr(_Request, name, spy)
+
+    def ok(connection: socket.socket) -> None:
+        connection.sendall(b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n")
+
+    seen: list[bytes] = []
+    with raw_server(ok, seen) as (url, _):
+        for request, called in (
+            (call(url), ["send"]),
+            (WebhookRequest("POST", url, {}, b'{"k": "v"}', 0.5), ["send", "write_bytes"]),
+        ):
+            hooks.clear()
+            before = time.perf_counter()
+            [answer] = asyncio.run(send_all(HttpSender(policy=LOOPBACK), request))
+            assert isinstance(answer, WebhookResponse), answer
+            assert hooks == called
+            assert answer.sent_at is not None and before < answer.sent_at < time.perf_counter()
+    assert [request.split(b" ", 1)[0] for request in seen] == [b"GET", b"POST"]
