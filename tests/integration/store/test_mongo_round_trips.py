@@ -127,6 +127,33 @@ def test_a_batch_costs_the_same_commands_whatever_its_size(
     assert large == {"claim": 3, "advance": 1, "version check": 1, "begin": 1, "settle": 2}
 
 
+def test_a_poller_behind_claims_from_a_window_of_slices_then_the_rest_from_all(
+    counted: tuple[MongoStore, Commands],
+) -> None:
+    # What bench.store_rounds counts (BENCHMARKS.md section 6): one poller claiming batch
+    # after batch until none is left, rather than the one claim of a poller that is not behind
+    # above.
+    store, commands = counted
+    for number in range(200):
+        create(store, f"behind-{number:03d}")
+    commands.take()
+
+    def claim() -> tuple[int, dict[str, int]]:
+        claimed = store.claim_due_schedules(ClaimRequest(T0, T0, 100, "poller-b", T0 + MINUTE))
+        sent = dict(commands.names)
+        commands.take()
+        return len(claimed), sent
+
+    # Not behind: one round (the candidates' ids, the guarded update, the read by token).
+    assert claim() == (100, {"find": 2, "update": 1})
+    # Behind (its last claim came back full): a window of an eighth of the slices first, which
+    # holds some of the 100 left (none: a chance of (7/8)^100) but fewer than 100; the rest
+    # from all slices, a second round.
+    assert claim() == (100, {"find": 4, "update": 2})
+    # Nothing left: the window, then all slices, read empty.
+    assert claim() == (0, {"find": 2})
+
+
 def test_a_batch_with_redeliveries_costs_a_few_commands_more_not_one_per_item(
     counted: tuple[MongoStore, Commands],
 ) -> None:
