@@ -3,6 +3,8 @@ values observed one by one (what a scrape of ``/metrics`` shows)."""
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 
@@ -39,3 +41,18 @@ def test_a_batch_is_exposed_as_the_values_one_by_one() -> None:
     assert 'scheduler_webhook_duration_seconds_bucket{le="0.001"} 12.0' in batched
     assert 'scheduler_webhook_duration_seconds_bucket{le="+Inf"} 33.0' in batched
     assert "scheduler_webhook_duration_seconds_count 33.0" in batched
+
+
+def test_the_private_attributes_observe_all_uses_are_there_and_used_by_observe() -> None:
+    """``observe_all`` writes where ``Histogram.observe`` does, through prometheus_client's
+    private attributes (see its docstring): should a release rename them or stop using them,
+    this says which, rather than the executor failing at its first settled batch or its
+    histograms missing what ``observe`` now keeps elsewhere."""
+    histogram = Histogram("guarded_seconds", "d", buckets=DURATION_BUCKETS, registry=None)
+    assert list(histogram._upper_bounds) == [*DURATION_BUCKETS, float("inf")]
+    assert len(histogram._buckets) == len(histogram._upper_bounds)
+    for value in (histogram._sum, *histogram._buckets):
+        assert callable(value.inc) and callable(value.get)
+    observe = inspect.getsource(Histogram.observe)
+    for used in ("self._sum.inc(amount)", "self._upper_bounds", "self._buckets[i].inc(1)"):
+        assert used in observe, f"Histogram.observe no longer uses {used}: check observe_all"

@@ -20,6 +20,7 @@ from bench import (
     delivery_cpu,
     dispatch,
     firing,
+    histograms,
     priority,
     slow_clients,
     storage,
@@ -249,3 +250,8 @@ def test_bulk_operations(nx_27017: Peer) -> None:
     # each costs 4 commands a schedule (3, and its change's insert).
     assert steps["pause"]["store_commands"] <= 4, steps["pause"]
     assert result["single_pause"]["store_commands_per_schedule"] == 4
+
+
+def test_histograms_times_both_ways_of_observing() -> None:
+    for observe in (histograms.observe_all, histograms.one_by_one):
+        assert histograms.microseconds_per_fire(observe, 10, 200) >= 0.0
