@@ -88,11 +88,16 @@ def counted(request: pytest.FixtureRequest) -> Iterator[tuple[MongoStore, Comman
         client.close()
 
 
-def fire_batch(store: MongoStore, commands: Commands, size: int, prefix: str) -> dict[str, int]:
-    """Commands of each step of ``size`` one-time schedules, claim to recorded success."""
+def created(store: MongoStore, commands: Commands, prefix: str, size: int) -> None:
+    """``size`` one-time schedules, ``<prefix>000`` on, due at T0; their commands not counted."""
     for number in range(size):
         create(store, f"{prefix}{number:03d}")
     commands.take()
+
+
+def fire_batch(store: MongoStore, commands: Commands, size: int, prefix: str) -> dict[str, int]:
+    """Commands of each step of ``size`` one-time schedules, claim to recorded success."""
+    created(store, commands, prefix, size)
     # A poller of its own: one whose last claim came back full claims from a window of slices.
     poller = f"poller-{prefix}"
     claimed = store.claim_due_schedules(ClaimRequest(T0, T0, size, poller, T0 + MINUTE))
@@ -134,9 +139,7 @@ def test_a_poller_behind_claims_from_a_window_of_slices_then_the_rest_from_all(
     # after batch until none is left, rather than the one claim of a poller that is not behind
     # above.
     store, commands = counted
-    for number in range(200):
-        create(store, f"behind-{number:03d}")
-    commands.take()
+    created(store, commands, "behind-", 200)
 
     def claim() -> tuple[int, dict[str, int]]:
         claimed = store.claim_due_schedules(ClaimRequest(T0, T0, 100, "poller-b", T0 + MINUTE))
@@ -342,9 +345,7 @@ def test_a_page_of_state_changes_costs_one_command_whatever_its_size(
     # A bulk operation's page (``POST /schedules/bulk``): one bulk write; one read more only
     # where some guard refused.
     store, commands = counted
-    for number in range(60):
-        create(store, f"b{number:03d}")
-    commands.take()
+    created(store, commands, "b", 60)
     pauses = [
         StateChange(TENANT, f"b{number:03d}", 10, ScheduleStatus.PAUSED, None, T0)
         for number in range(60)
