@@ -34,6 +34,7 @@ from tests.support.harness import API, FAST, TEST_SECRETS, Pipeline
 from tests.support.peers import WIRE_VARIANTS, fake_aws, wire_backends
 from tests.support.receiver import answers, lateness, running_receiver
 from tests.support.schedules import ON_TIME_SECONDS, every_second_body
+from tests.support.waiting import eventually
 
 
 class ProductionPipeline(Protocol):
@@ -148,7 +149,10 @@ def test_a_schedule_fires_every_second_through_mongodb_and_sqs(
             due = parse_iso(call.headers["x-scheduler-scheduled-time"]).timestamp()
             assert due <= call.received_at <= pipeline.latest_arrival(due), lateness(call)
         assert view(pipeline, schedule_id)["next_schedule_time"] > first_view["next_schedule_time"]
-        assert view(pipeline, schedule_id)["runs"] == len(calls)
+        # Each call the receiver had is counted once its answer is recorded (on the threaded
+        # variants a moment after the call came), and no run is counted that it did not have.
+        eventually(lambda: view(pipeline, schedule_id)["runs"] >= len(calls), what="runs")
+        assert view(pipeline, schedule_id)["runs"] <= len(receiver.calls)
 
         assert pipeline.client.delete(f"{API}/schedule/{schedule_id}").status_code == 202
         before = len(receiver.calls)
