@@ -48,7 +48,9 @@ class ExecutionSchema(Open):
     )
     error = nullable(fields.String())
     started_at = nullable(
-        Instant(), "when the latest attempt's request was sent (while it runs: when it was begun)"
+        Instant(),
+        "when the latest attempt's request was sent, answered or not (while it runs, or when "
+        "none was sent, as when the connection was refused: when the attempt was begun)",
     )
     finished_at = nullable(Instant())
     next_attempt_at = nullable(Instant())
@@ -67,7 +69,11 @@ class AttemptSchema(Open):
         ["succeeded", "retrying", "failed"],
         "how the attempt ended: retrying means another one followed",
     )
-    started_at = nullable(Instant(), "when its request was sent")
+    started_at = nullable(
+        Instant(),
+        "when its request was sent, answered or not (none was, as when the connection was "
+        "refused: when the attempt was begun)",
+    )
     finished_at = shown(Instant())
     duration_ms = nullable(Milliseconds())
     http_status = nullable(fields.Integer(attribute="answer.status"), "null: no answer")

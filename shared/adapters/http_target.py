@@ -25,6 +25,7 @@ from shared.adapters.oauth_tokens import TokenError, TokenSource
 from shared.answer_checks import judge_answer
 from shared.model import Answer, Occurrence, Payload
 from shared.ports import (
+    CallFailed,
     Clock,
     Delivered,
     DeliveryTarget,
@@ -92,7 +93,7 @@ class HttpTarget(DeliveryTarget[Payload]):
             try:
                 response = await self.sender.send(request)
             except WebhookError as exc:
-                return self._no_answer(exc.retryable, str(exc), now)
+                return self._no_answer(exc, now, _left_at(now, begun, exc.sent_at))
             return self._answered(response, payload, _left_at(now, begun, response.sent_at))
         deadline = time.monotonic() + payload.timeout_seconds
         try:
@@ -117,16 +118,20 @@ class HttpTarget(DeliveryTarget[Payload]):
                     trace,
                 )
                 response = await self.sender.send(_within(request, deadline))
-        except (TokenError, WebhookError) as exc:
-            return self._no_answer(exc.retryable, str(exc), now)
+        except WebhookError as exc:
+            return self._no_answer(exc, now, _left_at(now, begun, exc.sent_at))
+        except TokenError as exc:
+            return self._no_answer(exc, now, None)
         return self._answered(response, payload, _left_at(now, begun, response.sent_at))
 
-    def _no_answer(self, retryable: bool, reason: str, now: datetime) -> Delivered:
+    def _no_answer(self, error: CallFailed, now: datetime, left: datetime | None) -> Delivered:
+        """A call that got no answer; ``left``: when its request was written, if it was."""
         finished = self.clock.now()
         return Delivered(
-            Verdict(succeeded=False, retryable=retryable, reason=reason),
+            Verdict(succeeded=False, retryable=error.retryable, reason=str(error)),
             finished,
             (finished - now).total_seconds() * 1000.0,
+            started_at=left,
         )
 
     def _answered(

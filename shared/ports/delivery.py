@@ -67,7 +67,15 @@ class CallFailed(Exception):
 
 
 class WebhookError(CallFailed):
-    """The call produced no HTTP response: timeout, refused connection, refused target."""
+    """The call produced no HTTP response: timeout, refused connection, refused target. With
+    ``sent_at``, when its request was written (``time.perf_counter``, as
+    ``WebhookResponse.sent_at``): it was, and no answer came."""
+
+    def __init__(
+        self, message: str, *, retryable: bool = True, sent_at: float | None = None
+    ) -> None:
+        super().__init__(message, retryable=retryable)
+        self.sent_at = sent_at
 
 
 @dataclass(frozen=True)

@@ -223,3 +223,22 @@ def test_the_send_time_is_stamped_by_both_hooks_on_aiohttp_internals(
             assert hooks == called
             assert answer.sent_at is not None and before < answer.sent_at < time.perf_counter()
     assert [request.split(b" ", 1)[0] for request in seen] == [b"GET", b"POST"]
+
+
+def test_a_call_without_an_answer_says_whether_its_request_was_written() -> None:
+    def silent(connection: socket.socket) -> None:
+        time.sleep(1.0)
+
+    with raw_server(silent) as (url, _):
+        before = time.perf_counter()
+        [timed_out] = asyncio.run(send_all(HttpSender(policy=LOOPBACK), call(url, timeout=0.3)))
+    assert isinstance(timed_out, WebhookError) and "no answer within 0.3s" in str(timed_out)
+    assert timed_out.sent_at is not None and before < timed_out.sent_at < before + 0.3
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    listener.close()
+    [refused] = asyncio.run(
+        send_all(HttpSender(policy=LOOPBACK), call(f"http://127.0.0.1:{port}/hook"))
+    )
+    assert isinstance(refused, WebhookError) and "cannot connect" in str(refused)
+    assert refused.sent_at is None

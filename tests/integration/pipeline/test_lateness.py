@@ -168,3 +168,47 @@ def test_a_call_that_waits_for_its_connection_records_when_its_request_left(
     assert_seen(at_ms(record["started_at"]), call.received_at * 1000.0, record)
     [attempt] = record["attempt_log"]
     assert attempt["started_at"] == record["started_at"]
+
+
+def test_a_call_that_gets_no_answer_records_when_its_request_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No answer within the timeout, after a slow name (0.3 s): the failed run's start and
+    lateness are still when its request was written, as its receiver saw it."""
+
+    def slow_dns(host: str) -> list[str]:
+        time.sleep(SLOW_DNS_SECONDS)
+        return ["127.0.0.1"]
+
+    def too_late(call: Call) -> tuple[int, dict[str, str]]:
+        time.sleep(2.0)
+        return 200, {}
+
+    monkeypatch.setattr("shared.adapters.http_sender.system_resolver", slow_dns)
+    with (
+        running_receiver(too_late) as receiver,
+        running_pipeline(sqlite_settings(tmp_path)) as pipeline,
+    ):
+        port = urlsplit(receiver.url).port
+        schedule_id = create(
+            pipeline,
+            {
+                "schedule": {"at": at_in(1.0)},
+                "payload": {
+                    "method": "POST",
+                    "url": f"http://slow-dns.test:{port}/hook",
+                    "timeout_seconds": 1,
+                },
+                "retry": {"max_attempts": 1},
+            },
+        )
+        [call] = receiver.wait_for(1, timeout=15)
+        eventually(lambda: [r["status"] for r in history(pipeline, schedule_id)] == ["failed"])
+        [listed] = history(pipeline, schedule_id)
+        record = occurrence(pipeline, schedule_id, listed["occurrence_id"])
+    [attempt] = record["attempt_log"]
+    assert "no answer within 1s" in attempt["error"], attempt
+    assert seen_late_ms(call) >= SLOW_DNS_SECONDS * 1000.0
+    assert_seen(record["lateness_ms"], seen_late_ms(call), record)
+    assert_seen(at_ms(record["started_at"]), call.received_at * 1000.0, record)
+    assert attempt["started_at"] == record["started_at"]
