@@ -19,6 +19,7 @@ import threading
 from collections.abc import Sequence
 from datetime import datetime
 
+from shared.calendar_reads import business_calendars
 from shared.lateness import LATE, late_walk
 from shared.notifying import (
     NOTIFY_TIMEOUT_SECONDS,
@@ -97,9 +98,20 @@ class LateChecks:
     def check(self, now: datetime) -> int:
         """One check of the schedules due to be checked by ``now``; how many were late."""
         events: list[FailureEvent] = []
-        for schedule in self.store.late_schedules(now, LATE_BATCH):
+        schedules = self.store.late_schedules(now, LATE_BATCH)
+        # The calendars they name, as they are now: one read per tenant.
+        calendars = business_calendars(
+            self.store,
+            (
+                ((item.tenant, item.schedule_id), item.live_definition.calendar)
+                for item in schedules
+            ),
+        )
+        for schedule in schedules:
             try:
-                walk = late_walk(schedule, now)
+                walk = late_walk(
+                    schedule, now, calendars.get((schedule.tenant, schedule.schedule_id))
+                )
             except (TooMuchWork, ValueError) as exc:
                 log.warning(
                     "lateness of schedule %s not checked: %s",

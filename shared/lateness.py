@@ -19,10 +19,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from shared.calendars import BusinessCalendar
 from shared.executions import nominal_time
 from shared.formats import occurrence_id
 from shared.model import Occurrence, Schedule, ScheduleStatus
-from shared.notations import build_recurrence
+from shared.notations import schedule_recurrence
 from shared.recurrence import cpu_budget
 
 LATE = "occurrence.late"
@@ -58,9 +59,16 @@ class LateWalk:
     next_check_at: datetime | None
 
 
-def late_walk(schedule: Schedule, now: datetime, limit: int = MAX_CHECKED) -> LateWalk:
+def late_walk(
+    schedule: Schedule,
+    now: datetime,
+    calendar: BusinessCalendar | None,
+    limit: int = MAX_CHECKED,
+) -> LateWalk:
     """The occurrences of ``schedule`` from its cursor whose time + ``late_after_seconds`` is
-    at or before ``now`` (at most ``limit``), and where the cursor goes after them.
+    at or before ``now`` (at most ``limit``), and where the cursor goes after them: the times
+    it fires, on the business days of ``calendar`` (the calendars it names, as they are now):
+    a day off is never late.
 
     A schedule that has sent its last (``completed``) is walked only up to the last time it
     sent: what its rule would give after (beyond ``max_occurrences``) is never sent."""
@@ -74,7 +82,7 @@ def late_walk(schedule: Schedule, now: datetime, limit: int = MAX_CHECKED) -> La
     due: list[tuple[str, datetime]] = []
     moment: datetime | None = cursor - after
     with cpu_budget(CHECK_BUDGET_SECONDS):
-        recurrence = build_recurrence(definition.timing, schedule.accepted_at, schedule.schedule_id)
+        recurrence = schedule_recurrence(schedule, calendar)
         while moment is not None and moment + after <= now and len(due) < limit:
             if last_sent is not None and moment > last_sent:
                 moment = None

@@ -8,13 +8,16 @@ Its order is theirs (the API's members and messages, the console's choices).
 Here too, for a ``Timing`` whatever its notation: ``build_recurrence`` (its notation's engine,
 on business days only with a ``BusinessCalendar``, bounded by its start, end and
 max_occurrences), ``first_occurrence`` and ``upcoming_for_a_page``, each within the CPU
-budget.
+budget; and for a stored ``Schedule``, ``schedule_recurrence``: the times it fires, which every
+place that computes them (the poller's plan and lateness checks, backfill, skips, pauses and
+resumes, the console) builds from it, its calendar included.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 from importlib import import_module
+from typing import TYPE_CHECKING
 
 from shared.calendars import BusinessCalendar
 from shared.notations.base import (
@@ -29,6 +32,9 @@ from shared.recurrence import Bounded, Recurrence, cpu_budget, instant_in
 from shared.recurrence.business import BusinessDays
 from shared.timeutil import load_zone, utc_ms
 from shared.timing import Timing
+
+if TYPE_CHECKING:  # the model's records hold timings: it is read here, never imported at run
+    from shared.model import Schedule
 
 NOTATIONS: tuple[Notation, ...] = tuple(
     import_module(f"shared.notations.{module}").NOTATION
@@ -89,6 +95,23 @@ def build_recurrence(
     return Bounded(inner, start, end, timing.max_occurrences)
 
 
+def schedule_recurrence(schedule: Schedule, calendar: BusinessCalendar | None) -> Bounded:
+    """The times a stored schedule fires: its live timing, anchored at its acceptance and its
+    id (``build_recurrence``), on the business days of ``calendar``, the calendars its
+    ``calendar`` rule names as they are now (``shared.calendar_reads.business_calendars``).
+
+    A schedule whose rule names calendars is computed only with them: ``ValueError`` where
+    ``calendar`` is missing, so that no place computes times the schedule never fires."""
+    definition = schedule.live_definition
+    if definition.calendar is not None and calendar is None:
+        raise ValueError(
+            f"schedule {schedule.schedule_id} names calendars: its times need them read"
+        )
+    return build_recurrence(
+        definition.timing, schedule.accepted_at, schedule.schedule_id, calendar=calendar
+    )
+
+
 def first_occurrence(
     timing: Timing,
     accepted_at: datetime,
@@ -140,6 +163,7 @@ __all__ = [
     "build_recurrence",
     "first_occurrence",
     "notation_of",
+    "schedule_recurrence",
     "timing_notation",
     "upcoming_for_a_page",
 ]

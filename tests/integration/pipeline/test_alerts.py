@@ -10,10 +10,15 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 from prometheus_client import REGISTRY
 from standardwebhooks.webhooks import Webhook
 
+from scheduler_cli.components import build_poller, build_processor
+from scheduler_service.app import create_app
+from shared.backends import open_backends
 from shared.timeutil import iso_z, parse_iso
+from tests.support.clocks import FixedClock
 from tests.support.harness import API, FAST, pipeline_parts, running_pipeline, sqlite_settings
 from tests.support.receiver import Call, running_receiver
 from tests.support.schedules import history
@@ -152,3 +157,74 @@ def test_an_occurrence_past_its_grace_when_the_executor_takes_it_is_told_as_miss
         ]
         assert "grace" in record["error"]
         assert counted("default", "occurrence.missed") == before + 1
+
+
+@pytest.mark.parametrize(
+    ("timezone", "dates", "shift", "created", "sent", "checked", "late"),
+    [
+        # Europe/Berlin (CET, UTC+1) at the year end, holidays Th 31 Dec and Fr 1 Jan: from
+        # Wednesday's 09:00 the next business day is Monday 4 January.
+        (
+            "Europe/Berlin",
+            ["2026-12-24", "2026-12-25", "2026-12-31", "2027-01-01"],
+            "skip",
+            "2026-12-29T12:00:00Z",
+            "2026-12-30T07:59:55Z",  # Wednesday 08:59:55 CET
+            "2027-01-04T09:00:00Z",  # Monday 10:00 CET
+            ["2026-12-30T08:00:00.000Z", "2027-01-04T08:00:00.000Z"],
+        ),
+        # America/New_York across its spring change (Sunday 14 March 2027): Friday 09:00 EST;
+        # the weekend's 09:00s move to Monday 09:00 EDT, which fires once.
+        (
+            "America/New_York",
+            ["2027-07-05"],
+            "next_business_day",
+            "2027-03-11T15:00:00Z",  # Thursday 10:00 EST
+            "2027-03-12T13:59:55Z",  # Friday 08:59:55 EST
+            "2027-03-15T14:00:00Z",  # Monday 10:00 EDT
+            ["2027-03-12T14:00:00.000Z", "2027-03-15T13:00:00.000Z"],
+        ),
+    ],
+)
+def test_late_alerts_tell_only_of_the_times_the_business_calendar_fires(
+    tmp_path: Path,
+    timezone: str,
+    dates: list[str],
+    shift: str,
+    created: str,
+    sent: str,
+    checked: str,
+    late: list[str],
+) -> None:
+    """No executor runs: the poller's check at ``checked`` tells of each occurrence the schedule
+    had since the one it sent, and of none on a day off (a weekend or a holiday)."""
+    settings = sqlite_settings(tmp_path)
+    backends = open_backends(settings)
+    clock = FixedClock(parse_iso(created))
+    poller = build_poller(settings, backends, clock)
+    try:
+        with running_receiver() as receiver:
+            client = create_app(settings, backends, clock).test_client()
+            made = client.post(f"{API}/calendars", json={"name": "days-off", "dates": dates})
+            assert made.status_code == 201, made.get_json()
+            daily = body(
+                receiver.url,
+                schedule={"cron": "0 9 * * *", "timezone": timezone},
+                calendar={"exclude": ["days-off"], "shift": shift},
+                alert={"late_after_seconds": 60},
+            )
+            made = client.put(f"{API}/schedule/daily", json=daily)
+            assert made.status_code == 202, made.get_json()
+            build_processor(settings, backends, clock).process_batch()
+            clock.current = parse_iso(sent)
+            assert poller.poll_once() == 1
+            clock.current = parse_iso(checked)
+            assert poller.check_lateness() == len(late)
+            calls = receiver.wait_for(len(late), timeout=10)
+            events = [call.json() for call in alerts(calls, "occurrence.late")]
+            assert sorted(event["scheduled_time"] for event in events) == late
+            assert [call.path for call in receiver.calls] == ["/alerts"] * len(late)
+    finally:
+        if poller.alerts is not None:
+            poller.alerts.close()
+        backends.close()
