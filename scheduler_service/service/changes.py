@@ -21,7 +21,7 @@ from shared.changes import Actor, Change, ChangeAction, FieldChange
 from shared.errors import InvalidInput, NotFound, Transient
 from shared.jsonvalues import JSON
 from shared.model import PauseIntent, Schedule, ScheduleStatus
-from shared.notations import build_recurrence
+from shared.notations import schedule_recurrence
 from shared.ports import Clock, SkipsChange, StateChange, Store
 from shared.recurrence import Recurrence, cpu_budget
 from shared.timeutil import iso_z
@@ -84,12 +84,12 @@ class StateChanges:
     def _check_until(self, schedule: Schedule, until: datetime, now: datetime) -> None:
         if until <= now:
             raise InvalidInput({"until": f"{iso_z(until)} has passed: give a time to come"})
-        # Beyond the schedule's end: nothing left to resume to.
-        timing = schedule.live_definition.timing
+        # Beyond the schedule's end (its last time on its business days): nothing left to
+        # resume to.
+        calendar = self.reads.business_calendar(schedule)
         try:
             with cpu_budget():
-                recurrence = build_recurrence(timing, schedule.accepted_at, schedule.schedule_id)
-                after = recurrence.first_at_or_after(until)
+                after = schedule_recurrence(schedule, calendar).first_at_or_after(until)
         except ValueError:  # too costly to say: the pause ends by itself all the same
             return
         if after is None:
@@ -263,10 +263,11 @@ class StateChanges:
         raise Transient("the schedule's skips kept changing; try again")
 
     def _recurrence(self, schedule: Schedule, field: str) -> Recurrence:
-        timing = schedule.live_definition.timing
+        """The times the schedule fires, on its business days: those a skip names."""
+        calendar = self.reads.business_calendar(schedule)
         try:
             with cpu_budget():
-                return build_recurrence(timing, schedule.accepted_at, schedule.schedule_id)
+                return schedule_recurrence(schedule, calendar)
         except ValueError as exc:
             raise InvalidInput({field: f"its occurrences cannot be computed ({exc})"}) from None
 
@@ -327,10 +328,7 @@ def resume_time(
         return candidate
     try:
         with cpu_budget():
-            recurrence = build_recurrence(
-                timing, schedule.accepted_at, schedule.schedule_id, calendar=calendar
-            )
-            return recurrence.first_at_or_after(now)
+            return schedule_recurrence(schedule, calendar).first_at_or_after(now)
     except ValueError as exc:  # too costly (TooMuchWork), or no longer readable
         raise InvalidInput(
             {

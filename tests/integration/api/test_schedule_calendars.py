@@ -209,3 +209,59 @@ def test_a_backfill_runs_the_times_the_calendar_gave(api: ApiUnderTest) -> None:
         "report:2027-01-04T08:00:00.000Z",
         "report:2027-01-07T08:00:00.000Z",
     ]
+
+
+def test_a_skip_names_the_times_the_calendar_gives(api: ApiUnderTest) -> None:
+    # Thursdays 09:00 Berlin, moved to the next business day: Th 24 December (a holiday) fires
+    # Monday 28, Th 31 December Monday 4 January (Friday 1 is a holiday too), then Th 7.
+    make_calendar(api)
+    assert api.client.put(f"{API}/schedule/report", json=body(), headers=ACME).status_code == 202
+    api.apply()
+    skip = f"{API}/schedule/report/skip"
+    refused = api.client.post(skip, json={"at": "2026-12-24T08:00:00Z"}, headers=ACME)
+    assert errors_of(refused) == {
+        "at": "2026-12-24T08:00:00.000Z is not an occurrence of this schedule (the next is "
+        "2026-12-28T08:00:00.000Z)"
+    }
+    skipped = api.client.post(skip, json={"at": "2026-12-28T08:00:00Z"}, headers=ACME)
+    assert skipped.status_code == 202, skipped.get_json()
+    assert skipped.get_json()["skips"] == ["2026-12-28T08:00:00.000Z"]
+    assert api.client.delete(skip, headers=ACME).status_code == 202
+    counted = api.client.post(skip, json={"count": 3}, headers=ACME)
+    assert counted.status_code == 202, counted.get_json()
+    assert counted.get_json()["skips"] == [
+        "2026-12-28T08:00:00.000Z",
+        "2027-01-04T08:00:00.000Z",
+        "2027-01-07T08:00:00.000Z",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("shift", "end", "until", "status"),
+    [
+        # Ending with 2026: Th 24 December moves to Monday 28, Th 31 December to Monday
+        # 4 January, past the end: nothing is left after the 28th.
+        ("next_business_day", "2027-01-01T00:00:00", "2026-12-29T00:00:00Z", 400),
+        ("next_business_day", "2027-01-01T00:00:00", "2026-12-27T00:00:00Z", 202),
+        # Ending before Th 31 December 00:00: its 09:00, moved back to Wednesday 30, still fires.
+        ("previous_business_day", "2026-12-31T00:00:00", "2026-12-28T00:00:00Z", 202),
+        ("previous_business_day", "2026-12-31T00:00:00", "2026-12-30T09:00:00Z", 400),
+    ],
+)
+def test_a_pause_until_is_refused_only_after_the_last_time_the_calendar_gives(
+    api: ApiUnderTest, shift: str, end: str, until: str, status: int
+) -> None:
+    make_calendar(api)
+    ending = {**body(shift), "schedule": {**THURSDAYS, "end": end}}
+    assert api.client.put(f"{API}/schedule/report", json=ending, headers=ACME).status_code == 202
+    api.apply()
+    paused = api.client.post(
+        f"{API}/schedule/report/pause", json={"until": until, "note": "year end"}, headers=ACME
+    )
+    assert paused.status_code == status, paused.get_json()
+    if status == 400:
+        assert errors_of(paused) == {
+            "until": f"{until[:-1]}.000Z is after the schedule's last occurrence: delete it"
+        }
+    else:
+        assert paused.get_json()["paused_until"] == f"{until[:-1]}.000Z"
