@@ -19,7 +19,7 @@ import threading
 from collections.abc import Sequence
 from datetime import datetime
 
-from shared.calendar_reads import business_calendars
+from shared.calendar_reads import schedules_calendars
 from shared.lateness import LATE, late_walk
 from shared.notifying import (
     NOTIFY_TIMEOUT_SECONDS,
@@ -100,13 +100,7 @@ class LateChecks:
         events: list[FailureEvent] = []
         schedules = self.store.late_schedules(now, LATE_BATCH)
         # The calendars they name, as they are now: one read per tenant.
-        calendars = business_calendars(
-            self.store,
-            (
-                ((item.tenant, item.schedule_id), item.live_definition.calendar)
-                for item in schedules
-            ),
-        )
+        calendars = schedules_calendars(self.store, schedules)
         for schedule in schedules:
             try:
                 walk = late_walk(

@@ -24,7 +24,7 @@ from datetime import datetime, timedelta
 
 from polling_worker.alerts import AlertSender, LateChecks
 from shared.backoff import Backoff
-from shared.calendar_reads import business_calendars
+from shared.calendar_reads import schedules_calendars
 from shared.calendars import BusinessCalendar
 from shared.changes import SYSTEM, Change, ChangeAction, FieldChange
 from shared.counts import Counts, Series
@@ -259,10 +259,7 @@ class Poller:
                 overdue = (now - schedule.next_schedule_time).total_seconds()
                 CLAIM_LAG.observe(max(0.0, overdue))
         # The calendars the claimed schedules name, as they are now: one read per tenant.
-        calendars = business_calendars(
-            self.store,
-            (((item.tenant, item.schedule_id), item.live_definition.calendar) for item in claimed),
-        )
+        calendars = schedules_calendars(self.store, claimed)
         # A schedule whose times are costly to compute never holds back the others: each gets a
         # short budget first, and those that need more are planned after the others are sent.
         plans, costly = self._plan(claimed, now, horizon, QUICK_PLAN_SECONDS, calendars)

@@ -19,7 +19,7 @@ from typing import NamedTuple
 from shared.calendars import BusinessCalendar
 from shared.errors import InvalidInput
 from shared.model import Execution, ExecutionStatus, MisfirePolicy, Occurrence, Schedule
-from shared.notations import build_recurrence
+from shared.notations import schedule_recurrence
 from shared.recurrence import Bounded, TooMuchWork, cpu_budget
 from shared.timeutil import iso_z
 
@@ -82,14 +82,11 @@ def backfill_range(
         errors["from"] = f"the range is longer than {MAX_BACKFILL_DAYS} days; split it"
     if errors:
         raise InvalidInput(errors)
-    timing = schedule.live_definition.timing
-    limit = timing.max_occurrences
+    limit = schedule.live_definition.timing.max_occurrences
     # One budget for the range's times and for where max_occurrences ends.
     try:
         with cpu_budget():
-            recurrence = build_recurrence(
-                timing, schedule.accepted_at, schedule.schedule_id, calendar=calendar
-            )
+            recurrence = schedule_recurrence(schedule, calendar)
             moments = times_between(recurrence, start, end)
             try:
                 outside = outside_bounds(recurrence, schedule.accepted_at, limit, moments)

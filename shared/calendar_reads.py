@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from shared.calendars import BusinessCalendar, CalendarRule
+from shared.model import Schedule
 from shared.ports import CalendarStore
 
 # (tenant, schedule id)
@@ -32,3 +33,15 @@ def business_calendars(
         )
         for key, rule in wanted.items()
     }
+
+
+def schedules_calendars(
+    store: CalendarStore, schedules: Iterable[Schedule]
+) -> dict[Key, BusinessCalendar]:
+    """The business calendar of each stored schedule whose live definition names calendars,
+    by (tenant, schedule id): what its times are computed with
+    (``shared.notations.schedule_recurrence``)."""
+    return business_calendars(
+        store,
+        (((item.tenant, item.schedule_id), item.live_definition.calendar) for item in schedules),
+    )

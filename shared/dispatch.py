@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from shared.calendars import BusinessCalendar
 from shared.formats import occurrence_id
 from shared.model import MisfirePolicy, Occurrence, Schedule, ScheduleStatus
-from shared.notations import build_recurrence
+from shared.notations import schedule_recurrence
 from shared.recurrence import CPU_BUDGET_SECONDS, TooMuchWork, cpu_budget
 
 # How many missed occurrences one claim walks through; a longer outage is worked off over
@@ -98,9 +98,7 @@ def _plan(
     calendar: BusinessCalendar | None,
 ) -> DispatchPlan:
     definition = schedule.live_definition
-    recurrence = build_recurrence(
-        definition.timing, schedule.accepted_at, schedule.schedule_id, calendar=calendar
-    )
+    recurrence = schedule_recurrence(schedule, calendar)
     limit = definition.timing.max_occurrences
     policy = definition.misfire.policy
     missed_before = now - misfire_threshold

@@ -33,11 +33,8 @@ def next_times(
 ) -> list[dict[str, str | None]]:
     if schedule.status is ScheduleStatus.COMPLETED:
         return []
-    timing = schedule.live_definition.timing
-    times = upcoming_for_a_page(
-        timing, schedule.accepted_at, now, NEXT_TIMES, schedule.schedule_id, calendar
-    )
-    return [time_pair(moment, timing.timezone) for moment in times]
+    times = upcoming_for_a_page(schedule, calendar, now, NEXT_TIMES)
+    return [time_pair(moment, schedule.live_definition.timing.timezone) for moment in times]
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from datetime import datetime
 from scheduler_service.service.reading import Reads
 from scheduler_service.service.recording import ChangeRecorder, state_field
 from scheduler_service.service.revisions import RevisionClock
-from shared.calendar_reads import business_calendars
+from shared.calendar_reads import schedules_calendars
 from shared.calendars import BusinessCalendar
 from shared.changes import Actor, Change, ChangeAction, FieldChange
 from shared.errors import InvalidInput, NotFound, Transient
@@ -134,13 +134,8 @@ class StateChanges:
         changes: list[StateChange] = []
         # A resume's next time is on the business days of the calendars each names: read
         # together, once.
-        calendars = business_calendars(
-            self.store,
-            (
-                ((item.tenant, item.schedule_id), item.live_definition.calendar)
-                for item in schedules
-                if status is ScheduleStatus.ACTIVE
-            ),
+        calendars = schedules_calendars(
+            self.store, schedules if status is ScheduleStatus.ACTIVE else ()
         )
         for schedule in schedules:
             next_time = None

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from shared.calendar_reads import business_calendars
+from shared.calendar_reads import schedules_calendars
 from shared.calendars import BusinessCalendar
 from shared.changes import Change
 from shared.dispatch import next_fire_time
@@ -32,7 +32,7 @@ class Reads:
     def business_calendar(self, schedule: Schedule) -> BusinessCalendar | None:
         """The business days of the calendars the schedule names, as they are now."""
         key = (schedule.tenant, schedule.schedule_id)
-        return business_calendars(self.store, [(key, schedule.live_definition.calendar)]).get(key)
+        return schedules_calendars(self.store, [schedule]).get(key)
 
     def next_fire_time(self, schedule: Schedule) -> datetime | None:
         """When the schedule fires next, as of now, as the store keeps it

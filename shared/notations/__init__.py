@@ -129,21 +129,15 @@ def first_occurrence(
 
 
 def upcoming_for_a_page(
-    timing: Timing,
-    accepted_at: datetime,
-    moment: datetime,
-    count: int,
-    schedule_id: str | None = None,
-    calendar: BusinessCalendar | None = None,
+    schedule: Schedule, calendar: BusinessCalendar | None, moment: datetime, count: int
 ) -> list[datetime]:
-    """The first ``count`` occurrences from ``moment`` of a schedule accepted at
-    ``accepted_at``, for a page that shows what it can: those found within
-    ``PAGE_BUDGET_SECONDS`` of CPU (none for a timing that cannot be read)."""
+    """The first ``count`` times from ``moment`` of a stored schedule on the business days of
+    ``calendar`` (``schedule_recurrence``), for a page that shows what it can: those found
+    within ``PAGE_BUDGET_SECONDS`` of CPU (none for a timing that cannot be read)."""
     found: list[datetime] = []
     try:
         with cpu_budget(PAGE_BUDGET_SECONDS):
-            recurrence = build_recurrence(timing, accepted_at, schedule_id, calendar=calendar)
-            for occurrence in recurrence.upcoming(moment, count):
+            for occurrence in schedule_recurrence(schedule, calendar).upcoming(moment, count):
                 found.append(occurrence)
     except (ValueError, TypeError, OverflowError, IndexError):
         pass  # TooMuchWork is a ValueError

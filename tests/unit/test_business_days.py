@@ -24,7 +24,7 @@ from shared.calendars import BusinessCalendar, CalendarRule
 from shared.dispatch import plan_dispatch
 from shared.errors import InvalidInput
 from shared.model import Every, Payload, ScheduleDefinition, Timing, Unit
-from shared.notations import build_recurrence, first_occurrence
+from shared.notations import build_recurrence, first_occurrence, schedule_recurrence
 from shared.recurrence import TooMuchWork, cpu_budget
 from shared.recurrence.business import Shift
 from shared.timeutil import iso_z
@@ -292,3 +292,15 @@ def test_the_poller_checks_the_stored_next_time_against_the_calendar_as_it_is_no
         stored, now, horizon, 10, timedelta(minutes=1), calendar=BusinessCalendar(frozenset(), NEXT)
     )
     assert [item.scheduled_time for item in plan.to_send] == [utc("2026-12-24T08:00:00Z")]
+
+
+def test_a_stored_schedules_times_are_not_computed_without_the_calendars_it_names() -> None:
+    rule = CalendarRule(("holidays",), NEXT)
+    definition = ScheduleDefinition(
+        Timing(BERLIN, cron="0 9 * * 4"), Payload("POST", "https://example.com/"), calendar=rule
+    )
+    stored = make_schedule(definition, utc("2026-12-01T00:00:00Z"), utc("2026-12-24T08:00:00Z"))
+    with pytest.raises(ValueError, match="names calendars"):
+        schedule_recurrence(stored, None)
+    shifted = schedule_recurrence(stored, BusinessCalendar(HOLIDAYS, NEXT))
+    assert shifted.first_at_or_after(utc("2026-12-24T00:00:00Z")) == utc("2026-12-28T08:00:00Z")
