@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import re
+import statistics
 import time
 from pathlib import Path
 from typing import Any
@@ -21,11 +22,16 @@ from tests.support.receiver import Call, answers, running_receiver
 from tests.support.schedules import at_in, create, history
 from tests.support.waiting import eventually
 
-# How far before the receiver's clock a recorded figure may be: the start is stamped as the
-# request is written, then kept to the millisecond (truncated: up to 1 ms), mapped from the
-# clock of the attempt's start (itself to the millisecond: up to 1 ms more); the rest is the
-# way from the stamp to the receiving socket, and a busy machine's turn in between.
+# How far before the receiver's clock a recorded figure is, typically (the median of a test's
+# figures): the start is stamped as the request is written, then kept to the millisecond
+# (truncated: up to 1 ms), mapped from the clock of the attempt's start (itself to the
+# millisecond: up to 1 ms more); the rest is the way from the stamp to the receiving socket.
 WITHIN_MS = 5.0
+# How far before it any one figure may be: on a busy machine the sender may wait for a core
+# or for its interpreter lock between the stamp and the socket (12 ms seen at load ~16 on two
+# cores). Still far below what a stamp taken at the wrong moment is off by (the slow name's
+# 300 ms in the tests below).
+TURN_MS = 50.0
 # How long the name of the host of a call resolves for, in the test of a slow connection.
 SLOW_DNS_SECONDS = 0.3
 
@@ -40,10 +46,18 @@ def at_ms(text: str) -> float:
     return parse_iso(text).timestamp() * 1000.0
 
 
-def assert_seen(recorded_ms: float, seen_ms: float, record: dict[str, Any]) -> None:
+def assert_seen(recorded_ms: float, seen_ms: float, record: dict[str, Any]) -> float:
     """A recorded moment or lateness is the receiver's: never after it (a tenth of a
-    millisecond for rounding), at most ``WITHIN_MS`` before."""
-    assert -0.1 <= seen_ms - recorded_ms <= WITHIN_MS, (seen_ms - recorded_ms, record)
+    millisecond for rounding), at most ``TURN_MS`` before; how far before it is."""
+    before = seen_ms - recorded_ms
+    assert -0.1 <= before <= TURN_MS, (before, record)
+    return before
+
+
+def assert_typically_within(before: list[float]) -> None:
+    """The figures of several calls are typically (their median) ``WITHIN_MS`` or less
+    before the receiver's clock."""
+    assert statistics.median(before) <= WITHIN_MS, before
 
 
 def occurrence(pipeline: Pipeline, schedule_id: str, occurrence_id: str) -> dict[str, Any]:
@@ -79,17 +93,19 @@ def test_on_time_runs_record_the_lateness_their_receiver_saw(tmp_path: Path) -> 
         )
         records = [r for r in history(pipeline, schedule_id) if r["status"] == "succeeded"]
         details = [occurrence(pipeline, schedule_id, r["occurrence_id"]) for r in records]
+    before: list[float] = []
     for record in details:
         call = calls[record["occurrence_id"]]
         assert record["scheduled_time"] == call.headers["x-scheduler-scheduled-time"]
         # Never early, and what the receiver saw, give or take the call's way there.
         assert record["lateness_ms"] >= 0
-        assert_seen(record["lateness_ms"], seen_late_ms(call), record)
-        assert_seen(at_ms(record["started_at"]), call.received_at * 1000.0, record)
+        before.append(assert_seen(record["lateness_ms"], seen_late_ms(call), record))
+        before.append(assert_seen(at_ms(record["started_at"]), call.received_at * 1000.0, record))
         assert record["retry_delay_ms"] is None
         # The jitter is not lateness: it is in the scheduled time, and shown apart.
         assert 0 <= record["jitter_ms"] <= 300
         assert_rounded(record)
+    assert_typically_within(before)
 
 
 def test_a_retried_run_keeps_its_first_attempts_lateness_and_shows_the_delay_apart(
@@ -117,16 +133,18 @@ def test_a_retried_run_keeps_its_first_attempts_lateness_and_shows_the_delay_apa
     assert record["attempts"] == 2
     # The first attempt was on time: the run's lateness is its, not the retry's.
     assert record["lateness_ms"] >= 0
-    assert_seen(record["lateness_ms"], seen_late_ms(first), record)
+    late_before = assert_seen(record["lateness_ms"], seen_late_ms(first), record)
     retried_after = (second.received_at - first.received_at) * 1000.0
     assert retried_after >= 1000
-    assert abs(record["retry_delay_ms"] - retried_after) <= WITHIN_MS, record
+    # The difference of the two attempts' stamps: each up to ``TURN_MS`` before its arrival.
+    assert abs(record["retry_delay_ms"] - retried_after) <= TURN_MS, record
     assert listed["lateness_ms"] == record["lateness_ms"]
     assert listed["retry_delay_ms"] == record["retry_delay_ms"]
     # Each attempt's start is when its request left.
     one, two = record["attempt_log"]
-    assert_seen(at_ms(one["started_at"]), first.received_at * 1000.0, record)
-    assert_seen(at_ms(two["started_at"]), second.received_at * 1000.0, record)
+    first_before = assert_seen(at_ms(one["started_at"]), first.received_at * 1000.0, record)
+    second_before = assert_seen(at_ms(two["started_at"]), second.received_at * 1000.0, record)
+    assert_typically_within([late_before, first_before, second_before])
     assert_rounded(record)
     # The CLI's table and the console show the same figures.
     out = io.StringIO()
