@@ -21,11 +21,7 @@ from typing import Any, TextIO
 from scheduler_cli.manifests import Manifest, ManifestError, dump, load
 from scheduler_cli.operator import call_api, client_options
 from scheduler_client import InvalidRequest, Schedule, SchedulerClient
-from scheduler_service.requests.schedule import ScheduleBodySchema
 
-# The members of a schedule as the API shows it that a body sends back: those the body of a
-# PUT declares (the others are its state: status, runs, next time …).
-BODY_FIELDS = tuple(ScheduleBodySchema().fields)
 SIGNS = {"create": "+", "update": "~", "unchanged": "=", "delete": "-"}
 DONE = {"create": "created", "update": "updated", "delete": "deleted"}
 
@@ -185,10 +181,17 @@ def _managed(client: SchedulerClient, label: str | None) -> Iterator[Schedule]:
 
 
 def _export(args: argparse.Namespace, environ: dict[str, str], out: TextIO) -> int:
+    # The API's schema, imported here: the other commands start without the service's code.
+    from scheduler_service.requests.schedule import ScheduleBodySchema
+
+    # The members of a schedule as the API shows it that a body sends back: those the body of
+    # a PUT declares (the others are its state: status, runs, next time …).
+    body_fields = tuple(ScheduleBodySchema().fields)
+
     def schedules(client: SchedulerClient) -> list[dict[str, Any]]:
         found = client.list(tag=args.tag, name=args.name_prefix)
         return [
-            {name: schedule[name] for name in BODY_FIELDS if name in schedule}  # type: ignore[literal-required]
+            {name: schedule[name] for name in body_fields if name in schedule}  # type: ignore[literal-required]
             for schedule in found
             if args.managed_by is None or schedule.get("managed_by") == args.managed_by
         ]

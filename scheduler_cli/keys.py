@@ -12,19 +12,20 @@ import argparse
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from scheduler_cli.operator import command_group
-from scheduler_service.auth import hash_key, new_api_key
-from shared.adapters.sqlite.db import sqlite_path
-from shared.backends import opened_store
 from shared.ports import ApiKey, Role, SystemClock
-from shared.settings import PREFIX, TENANT_NAME, Settings
+
+if TYPE_CHECKING:
+    from shared.settings import Settings
 
 
 def keys_settings(args: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
     """The settings of the store the keys are in: ``SCHEDULER_STORE_URL``, or else the
     database of ``scheduler dev`` in ``--data-dir``, found as ``scheduler dev`` finds it."""
+    from shared.settings import PREFIX, Settings
+
     if PREFIX + "STORE_URL" in environ:
         return Settings.from_env(environ)
     url = f"sqlite:///{(Path(args.data_dir) / 'scheduler.db').resolve()}"
@@ -68,6 +69,12 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def run(args: argparse.Namespace, settings: Settings, out: TextIO | None = None) -> int:
+    # The store's code, imported here: the other commands start without it.
+    from scheduler_service.auth import hash_key, new_api_key
+    from shared.adapters.sqlite.db import sqlite_path
+    from shared.backends import opened_store
+    from shared.settings import TENANT_NAME
+
     out = out or sys.stdout
     if args.action == "create" and not TENANT_NAME.match(args.tenant):
         print("scheduler keys: a tenant is 1-64 letters, digits, . _ ~ -", file=sys.stderr)

@@ -10,8 +10,11 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
+# Only what every command needs is imported here: a command that calls a running API through
+# ``scheduler_client`` starts without the app, the workers and the store and queue adapters;
+# the commands that run them import them when they run.
 from scheduler_cli import (
     apply,
     calendars,
@@ -22,17 +25,14 @@ from scheduler_cli import (
     schedules,
     signing_secrets,
 )
-from scheduler_cli.components import build_executor, build_poller, build_processor
 from scheduler_cli.operator import Request, answer_command
-from scheduler_cli.serving import ApiProcess, run_api
-from shared.backends import KEY_FILE, Backends, open_backends, opened_store
 from shared.errors import ConfigurationError, Transient
-from shared.lifecycle import Shutdown, settle_heap
-from shared.logs import configure_logging
-from shared.metrics import Heartbeat, serve_worker_endpoint
-from shared.secrets import new_secret_key, write_private
-from shared.settings import PREFIX, BackendNotSet, Settings
-from shared.webhooks import new_webhook_secret
+
+if TYPE_CHECKING:
+    from shared.backends import Backends
+    from shared.lifecycle import Shutdown
+    from shared.metrics import Heartbeat
+    from shared.settings import Settings
 
 log = logging.getLogger("scheduler")
 
@@ -108,8 +108,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "receiver":
         return receiver.run(args)
     if args.command == "secret-key":
+        from shared.secrets import new_secret_key
+
         print(new_secret_key())
         return 0
+    return run_service(args)
+
+
+def run_service(args: argparse.Namespace) -> int:
+    """The commands that run a component (or all of them, ``dev``), or use the store."""
+    from scheduler_cli.components import build_executor, build_poller, build_processor
+    from scheduler_cli.serving import run_api
+    from shared.logs import configure_logging
+    from shared.settings import BackendNotSet, Settings
+
     try:
         if args.command == "dev":
             return run_dev(args.host, args.port, Path(args.data_dir))
@@ -164,6 +176,8 @@ def backends_hint(folder: Path) -> str:
 def reseal(settings: Settings) -> int:
     """After a new key was put first: once this has run (and queue 1 holds nothing older), the
     old keys can be dropped."""
+    from shared.backends import opened_store
+
     with opened_store(settings) as store:
         count = store.reseal_definitions()
     print(f"scheduler reseal: {count} schedules sealed anew with the first key")
@@ -171,6 +185,10 @@ def reseal(settings: Settings) -> int:
 
 
 def run_component(settings: Settings, build: Callable[[Settings, Backends], Worker]) -> int:
+    from shared.backends import open_backends
+    from shared.lifecycle import Shutdown, settle_heap
+    from shared.metrics import serve_worker_endpoint
+
     shutdown = Shutdown()
     shutdown.install_signal_handlers()
     try:
@@ -220,6 +238,10 @@ def private_folder(folder: Path) -> int | None:
 
 
 def dev_settings(host: str, port: int, data_dir: Path) -> Settings:
+    from shared.secrets import write_private
+    from shared.settings import PREFIX, Settings
+    from shared.webhooks import new_webhook_secret
+
     data_dir = data_dir.resolve()
     private_folder(data_dir)
     url = f"sqlite:///{data_dir / 'scheduler.db'}"
@@ -241,6 +263,13 @@ def dev_settings(host: str, port: int, data_dir: Path) -> Settings:
 
 def run_dev(host: str, port: int, data_dir: Path) -> int:
     """The four components on the embedded SQLite backends, the API in a child process."""
+    from scheduler_cli.components import build_executor, build_poller, build_processor
+    from scheduler_cli.serving import ApiProcess
+    from shared.backends import KEY_FILE, open_backends
+    from shared.lifecycle import Shutdown
+    from shared.logs import configure_logging
+    from shared.metrics import serve_worker_endpoint
+
     data_dir = data_dir.resolve()
     loosened = private_folder(data_dir)
     settings = dev_settings(host, port, data_dir)
