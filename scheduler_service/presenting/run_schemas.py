@@ -48,9 +48,7 @@ class ExecutionSchema(Open):
     )
     error = nullable(fields.String())
     started_at = nullable(
-        Instant(),
-        "when the latest attempt's request was sent, answered or not (while it runs, or when "
-        "none was sent, as when the connection was refused: when the attempt was begun)",
+        Instant(), "the latest attempt's started_at (while it runs: when it was begun)"
     )
     finished_at = nullable(Instant())
     next_attempt_at = nullable(Instant())
