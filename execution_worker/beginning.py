@@ -142,7 +142,12 @@ class CheckAndBegin:
         else:
             schedules = self.store.get_schedule_states(keys, carried)
         # Read before any call slot is taken: a store that fails here fails the batch whole.
-        retries = {id(item) for item in batch if self._is_retry(item)}
+        records = {id(item): self._delivered_before(item) for item in batch}
+        retries = {
+            id(item)
+            for item in batch
+            if item.occurrence.not_before is not None or _begun(records[id(item)])
+        }
         skips: list[tuple[Held, str]] = []
         # Dropped for their grace, of schedules with an alert (``occurrence.missed``).
         graced: list[tuple[Schedule, Occurrence]] = []
@@ -154,6 +159,12 @@ class CheckAndBegin:
         releases: list[tuple[str, str, str]] = []
         for item in batch:
             occurrence = item.occurrence
+            if _skipped_already(occurrence, records[id(item)]):
+                # An earlier delivery skipped it, and its executor died before deleting the
+                # message: skipped, it stays so (it would run late, out of its schedule's order).
+                plan.duplicates += 1
+                plan.to_delete.append(item.message.receipt_handle)
+                continue
             schedule = fresh.get(id(item)) or schedules.get(
                 (occurrence.tenant, occurrence.schedule_id)
             )
@@ -362,16 +373,15 @@ class CheckAndBegin:
         if waiter is not None:
             plan.due_again.append(waiter)
 
-    def _is_retry(self, item: Held) -> bool:
-        """Whether an attempt was made already: grace applies to the first attempt only (a
-        retry is late by its backoff). Only a redelivered message needs to look."""
-        if item.occurrence.not_before is not None:
-            return True
-        if item.message.receive_count <= 1:
-            return False
+    def _delivered_before(self, item: Held) -> Execution | None:
+        """The record of an occurrence whose message was delivered before (None for a first
+        delivery, or a retry sent on with its time, ``not_before``): whether an attempt was
+        made already (grace applies to the first attempt only, a retry is late by its
+        backoff), or it was skipped. Only a redelivered message needs to look."""
+        if item.occurrence.not_before is not None or item.message.receive_count <= 1:
+            return None
         occurrence = item.occurrence
-        record = self.store.get_execution(occurrence.tenant, occurrence.occurrence_id)
-        return record is not None and record.attempts > 0
+        return self.store.get_execution(occurrence.tenant, occurrence.occurrence_id)
 
     def _not_mine(
         self, item: Held, schedule: Schedule, now: datetime, timeout: float, plan: Plan
@@ -443,6 +453,23 @@ class CheckAndBegin:
         for item, reason in skips:
             plan.to_delete.append(item.message.receipt_handle)
             plan.skipped.append((item.occurrence, reason))
+
+
+def _begun(record: Execution | None) -> bool:
+    """Whether the record shows an attempt made already (a retry, or a run taken over)."""
+    return record is not None and record.attempts > 0
+
+
+def _skipped_already(occurrence: Occurrence, record: Execution | None) -> bool:
+    """Whether a recurring occurrence was skipped (overlap, grace) by an earlier delivery of
+    it: final. A superseded one is not (the same occurrence may come again at its schedule's
+    new revision), nor a manual run (a backfill runs what was skipped)."""
+    return (
+        record is not None
+        and record.status is ExecutionStatus.SKIPPED
+        and not record.superseded
+        and not occurrence.manual
+    )
 
 
 def _carried_guarded(

@@ -269,3 +269,47 @@ def _arrival(call: Call) -> float:
 
 def _epoch(text: str) -> float:
     return parse_iso(text).timestamp()
+
+
+@pytest.mark.parametrize("overlap", ["skip", "buffer_one"])
+def test_a_skipped_occurrence_delivered_again_is_not_run_once_the_schedule_is_free(
+    tmp_path: Path, overlap: str
+) -> None:
+    # An executor recorded an occurrence skipped for overlap and died before deleting its
+    # message (kill -9): the message comes back once the schedule is free. The occurrence was
+    # skipped: it stays so, and is not called late, out of its schedule's order.
+    with pipeline_parts(sqlite_settings(tmp_path)) as pipeline:
+        schedule_id = create(pipeline, body("http://127.0.0.1:9", overlap))
+        stored = pipeline.wait_until_stored(schedule_id)
+        executor = pipeline.another("executor")
+        assert isinstance(executor, Executor)
+        store = pipeline.backends.store
+        now = datetime.now(UTC)
+        earlier, waiting, skipped = (
+            Occurrence("default", schedule_id, stored["revision"], now - timedelta(seconds=n))
+            for n in (3, 2, 1)
+        )
+        # Another occurrence holds the schedule (and, for buffer_one, another waits) for 1 s.
+        until = now + timedelta(seconds=1)
+        held = store.take_overlaps(
+            [OverlapClaim("default", schedule_id, earlier.occurrence_id, until)], now
+        )
+        assert held == [OverlapTurn.HELD]
+        wait = OverlapClaim("default", schedule_id, waiting.occurrence_id, until, buffer=True)
+        assert store.take_overlaps([wait], now) == [OverlapTurn.WAITING]
+        pipeline.backends.queues.occurrences.send([OutgoingMessage(encode_occurrence(skipped))])
+        assert receive_once(executor, 1.0) == 1
+        first = executor.checking.check_and_begin(take_due(executor, 1.0))
+        assert [(o.occurrence_id, reason[:8]) for o, reason in first.skipped] == [
+            (skipped.occurrence_id, "overlap:")
+        ]
+        # Its executor died before deleting the message: it is visible again, after the
+        # schedule's hold and wait ended.
+        time.sleep((until - datetime.now(UTC)).total_seconds() + 0.2)
+        pipeline.backends.queues.occurrences.change_visibility(first.to_delete[0], 0)
+        assert receive_once(executor, 1.0) == 1
+        again = executor.checking.check_and_begin(take_due(executor, 1.0))
+        record = store.get_execution("default", skipped.occurrence_id)
+    assert again.calls == []
+    assert again.duplicates == 1 and len(again.to_delete) == 1
+    assert record is not None and (record.status.value, record.attempts) == ("skipped", 0)
