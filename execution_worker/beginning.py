@@ -162,6 +162,9 @@ class CheckAndBegin:
             if _skipped_already(occurrence, records[id(item)]):
                 # An earlier delivery skipped it, and its executor died before deleting the
                 # message: skipped, it stays so (it would run late, out of its schedule's order).
+                # The store refuses its begin anyway (``execution_rules.SKIPPED_FOR_GOOD``, which
+                # a first delivery of a copy meets); the record read here spares the overlap
+                # marker's take and release, the begin and a second read.
                 plan.duplicates += 1
                 plan.to_delete.append(item.message.receipt_handle)
                 continue
@@ -463,7 +466,8 @@ def _begun(record: Execution | None) -> bool:
 def _skipped_already(occurrence: Occurrence, record: Execution | None) -> bool:
     """Whether a recurring occurrence was skipped (overlap, grace) by an earlier delivery of
     it: final. A superseded one is not (the same occurrence may come again at its schedule's
-    new revision), nor a manual run (a backfill runs what was skipped)."""
+    new revision), nor a manual run (a backfill runs what was skipped). The record's side of
+    ``execution_rules.SKIPPED_FOR_GOOD``, on the record read already."""
     return (
         record is not None
         and record.status is ExecutionStatus.SKIPPED

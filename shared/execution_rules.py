@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from shared.guards import Append, Field, Inc, Param, Remove, Set, Write, set_given
+from shared.guards import Append, Field, Given, Inc, Param, Remove, Set, Write, set_given
 from shared.model import (
     KEPT_ATTEMPTS,
     Attempt,
@@ -39,9 +39,17 @@ EXPIRED_EXECUTION = STATUS.one_of(SUCCEEDED, FAILED, SKIPPED) & (
     Field("finished_at") < Param("before")
 )
 
-# The next attempt of an occurrence: of a record retrying or skipped, or running under a lease
-# that ran out (its executor died). A final record, or one under a live lease, takes none.
-TAKES_ATTEMPT = STATUS.one_of(RETRYING, SKIPPED) | (
+# The runs of a schedule: every record but the superseded (``None``: one written before
+# superseded records were kept).
+IS_RUN = Field("superseded").one_of(None, False)
+# A skip is final for the occurrence's scheduled deliveries (one sent twice, or come back after
+# its executor died before deleting it, would run late, out of its schedule's order); a manual
+# run (a backfill) runs it, and a superseded one may come again at its schedule's new revision.
+SKIPPED_FOR_GOOD = (STATUS == SKIPPED) & IS_RUN & ~Given(Param("manual"))
+# The next attempt of an occurrence: of a record retrying or skipped (not for good), or running
+# under a lease that ran out (its executor died). A final record, or one under a live lease,
+# takes none.
+TAKES_ATTEMPT = (STATUS.one_of(RETRYING, SKIPPED) & ~SKIPPED_FOR_GOOD) | (
     (STATUS == RUNNING) & (LEASE_UNTIL < Param("now"))
 )
 BEGIN = Write(
@@ -108,9 +116,6 @@ SKIP = Write(
         ("superseded", Param("superseded")),
     ),
 )
-# The runs of a schedule: every record but the superseded (``None``: one written before
-# superseded records were kept).
-IS_RUN = Field("superseded").one_of(None, False)
 # A dead letter: failed for good and not discarded.
 DEAD_LETTER = (STATUS == FAILED) & (Field("discarded_at") == None)
 REOPEN = Write(

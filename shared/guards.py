@@ -121,6 +121,14 @@ class Match(Condition):
 
 
 @dataclass(frozen=True)
+class Given(Condition):
+    """A parameter the caller gives true: what holds of the record for some callers only (a
+    manual run may begin what a scheduled delivery may not)."""
+
+    param: Param
+
+
+@dataclass(frozen=True)
 class After(Condition):
     """A keyset: the record comes after ``values`` in the order of ``fields`` (with
     ``descending``, before): the first field beyond its value, or equal and the next beyond."""
@@ -180,6 +188,8 @@ def holds(condition: Condition, fields: Mapping[str, Any], params: Mapping[str, 
         return fields.get(condition.field) in condition.values
     if isinstance(condition, Match):
         return _matches(condition, fields.get(condition.field), params[condition.operand.name])
+    if isinstance(condition, Given):
+        return bool(params[condition.param.name])
     if isinstance(condition, After):
         stored = tuple(fields.get(name) for name in condition.fields)
         given = tuple(params[value.name] for value in condition.values)
@@ -328,6 +338,8 @@ def param_fields(rule: Write | Remove | Condition) -> dict[str, str | None]:
             note(condition.field, condition.operand)
         elif isinstance(condition, Match):
             note(None if condition.how == "item" else condition.field, condition.operand)
+        elif isinstance(condition, Given):
+            note(None, condition.param)
         elif isinstance(condition, After):
             for name, value in zip(condition.fields, condition.values, strict=True):
                 note(name, value)

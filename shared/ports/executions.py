@@ -53,9 +53,11 @@ class ExecutionStore(ABC):
 
         Creates the record (``RUNNING``, attempt 1) or moves a ``RETRYING``/``SKIPPED`` one, or a
         ``RUNNING`` one whose lease expired (its executor died), to ``RUNNING`` with one more
-        attempt. ``None`` at a position when the occurrence is final (``SUCCEEDED``/``FAILED``),
-        another executor holds a live lease, or an earlier position of the batch took it: the
-        caller must not fire it. One write for the batch where the backend allows it.
+        attempt. ``None`` at a position when the occurrence is final (``SUCCEEDED``/``FAILED``,
+        or ``SKIPPED`` for good: not superseded, and this is not a manual run of it, such as a
+        backfill), another executor holds a live lease, or an earlier position of the batch
+        took it: the caller must not fire it. One write for the batch where the backend allows
+        it.
         """
 
     @abstractmethod

@@ -29,6 +29,7 @@ from shared.guards import (
     Comparison,
     Condition,
     Field,
+    Given,
     Not,
     OneOf,
     Remove,
@@ -42,7 +43,16 @@ MINUTE = timedelta(minutes=1)
 TIMES = [None, T - MINUTE, T, T + MINUTE]
 # The values of each field that tell the rules' cases apart; None where a record may lack it.
 DOMAINS: Mapping[str, list[Any]] = {
-    "status": ["active", "paused", "completed", "deleted", "running", "retrying", "failed"],
+    "status": [
+        "active",
+        "paused",
+        "completed",
+        "deleted",
+        "running",
+        "retrying",
+        "failed",
+        "skipped",
+    ],
     "revision": [0, 4, 5, 6],
     "state_revision": [0, 4, 5, 6],
     "attempts": [0, 1, 2],
@@ -82,7 +92,10 @@ PARAMS = {
     "checked": T,
     "read_state_revision": 5,
     "read_skips": 1,
+    "manual": False,
 }
+# A rule whose guard depends on what the caller gives (``Given``), under either value.
+GIVEN = [PARAMS, {**PARAMS, "manual": True}]
 # What every stored row needs (SQLite's NOT NULL columns), below the values a case gives.
 BASE: Mapping[str, Mapping[str, Any]] = {
     "schedules": {
@@ -144,6 +157,8 @@ def fields_of(condition: Condition) -> set[str]:
         return {condition.field} | extra
     if isinstance(condition, All | AnyOf):
         return set().union(*map(fields_of, condition.parts)) if condition.parts else set()
+    if isinstance(condition, Given):
+        return set()
     assert isinstance(condition, Not)
     return fields_of(condition.part)
 
@@ -174,12 +189,17 @@ def database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SqliteDatabas
     opened.close()
 
 
+@pytest.mark.parametrize("params", GIVEN, ids=["scheduled", "manual"])
 @pytest.mark.parametrize(("name", "table", "condition"), list(rules()), ids=lambda x: str(x)[:24])
 def test_a_rule_means_the_same_in_python_sql_and_mongodb(
-    name: str, table: str, condition: Condition, database: SqliteDatabase
+    name: str,
+    table: str,
+    condition: Condition,
+    params: Mapping[str, Any],
+    database: SqliteDatabase,
 ) -> None:
     made = records(table, condition)
-    expected = {record[NAME[table]] for record in made if holds(condition, record, PARAMS)}
+    expected = {record[NAME[table]] for record in made if holds(condition, record, params)}
     kinds = TABLES[table]
 
     with database.write() as connection:
@@ -191,7 +211,7 @@ def test_a_rule_means_the_same_in_python_sql_and_mongodb(
             connection.execute(
                 f"INSERT INTO {table} ({', '.join(row)}) VALUES ({marks})", list(row.values())
             )
-        bound = Params(condition, table).named(PARAMS)
+        bound = Params(condition, table).named(params)
         found = connection.execute(
             f"SELECT {NAME[table]} FROM {table} WHERE {where(table, condition)}", bound
         )
@@ -210,7 +230,7 @@ def test_a_rule_means_the_same_in_python_sql_and_mongodb(
             for record in made
         ]
     )
-    filters = Filters(table, PARAMS)
+    filters = Filters(table, params)
     assert {doc["_id"] for doc in collection.find(filters.filter(condition))} == expected, name
     # Each case alone (as an update's filter, without $or), and together, the whole rule.
     by_case = [
@@ -219,12 +239,15 @@ def test_a_rule_means_the_same_in_python_sql_and_mongodb(
     assert set().union(*by_case) == expected, name
 
 
+@pytest.mark.parametrize("params", GIVEN, ids=["scheduled", "manual"])
 @pytest.mark.parametrize("name", [n for n, v in RULES.items() if isinstance(v, Write)], ids=str)
-def test_a_write_splits_into_cases_that_cover_its_guard_once_each(name: str) -> None:
+def test_a_write_splits_into_cases_that_cover_its_guard_once_each(
+    name: str, params: Mapping[str, Any]
+) -> None:
     write = RULES[name]
     made = records(write.table, write.guard)
     for record in made:
-        matched = [case for case in write_cases(write) if holds(case.guard, record, PARAMS)]
-        assert len(matched) == (1 if holds(write.guard, record, PARAMS) else 0), (name, record)
+        matched = [case for case in write_cases(write) if holds(case.guard, record, params)]
+        assert len(matched) == (1 if holds(write.guard, record, params) else 0), (name, record)
     # Its statements are valid SQL.
     Statements(write)

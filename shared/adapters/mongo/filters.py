@@ -34,6 +34,7 @@ from shared.guards import (
     Comparison,
     Condition,
     Field,
+    Given,
     Inc,
     Match,
     Not,
@@ -103,6 +104,10 @@ class Filters:
                 self._test(selector, condition.field, "$regex", anchor + re.escape(given))
         elif isinstance(condition, After):
             self._after(selector, condition)
+        elif isinstance(condition, Given):
+            self._given(selector, condition.param, True)
+        elif isinstance(condition, Not) and isinstance(condition.part, Given):
+            self._given(selector, condition.part.param, False)
         elif isinstance(condition, Not) and _simple(condition.part):
             part = condition.part
             assert isinstance(part, Comparison)
@@ -116,6 +121,12 @@ class Filters:
             selector.setdefault("$and", []).append({"$or": either})
         else:
             raise TypeError(f"not a condition: {condition!r}")
+
+    def _given(self, selector: Document, param: Param, wanted: bool) -> None:
+        """A caller's parameter is known as the filter is made: a case that does not hold for
+        it matches no document (each has an ``_id``)."""
+        if bool(self.params[param.name]) is not wanted:
+            selector.setdefault("$and", []).append({"_id": {"$exists": False}})
 
     def _after(self, selector: Document, after: After) -> None:
         beyond = "$lt" if after.descending else "$gt"

@@ -31,6 +31,7 @@ from shared.guards import (
     Comparison,
     Condition,
     Field,
+    Given,
     Inc,
     Match,
     Not,
@@ -95,6 +96,8 @@ class Rendering:
             if condition.how == "prefix":
                 return f"substr({stored}, 1, length({given})) = {given}"
             return f"instr({stored}, {given}) > 0"
+        if isinstance(condition, Given):
+            return f"coalesce({self.param(condition.param.name)}, 0) != 0"
         if isinstance(condition, After):
             stored = ", ".join(map(self.column, condition.fields))
             given = ", ".join(self.param(value.name) for value in condition.values)

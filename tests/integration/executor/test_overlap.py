@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from execution_worker.beginning import OVERLAP_RECHECK
+from execution_worker.beginning import OVERLAP_RECHECK, Plan
 from execution_worker.worker import Executor
 from shared.adapters.mongo.store import MongoStore
 from shared.backends import Backends, open_backends
@@ -271,13 +271,13 @@ def _epoch(text: str) -> float:
     return parse_iso(text).timestamp()
 
 
-@pytest.mark.parametrize("overlap", ["skip", "buffer_one"])
-def test_a_skipped_occurrence_delivered_again_is_not_run_once_the_schedule_is_free(
+@contextmanager
+def skipped_for_overlap(
     tmp_path: Path, overlap: str
-) -> None:
-    # An executor recorded an occurrence skipped for overlap and died before deleting its
-    # message (kill -9): the message comes back once the schedule is free. The occurrence was
-    # skipped: it stays so, and is not called late, out of its schedule's order.
+) -> Iterator[tuple[Pipeline, Executor, Occurrence, Plan, datetime]]:
+    """A pipeline whose executor took one occurrence's message and skipped it for overlap:
+    another occurrence held the schedule (and, for buffer_one, another waited) for 1 s; with
+    that plan and the end of the hold."""
     with pipeline_parts(sqlite_settings(tmp_path)) as pipeline:
         schedule_id = create(pipeline, body("http://127.0.0.1:9", overlap))
         stored = pipeline.wait_until_stored(schedule_id)
@@ -289,7 +289,6 @@ def test_a_skipped_occurrence_delivered_again_is_not_run_once_the_schedule_is_fr
             Occurrence("default", schedule_id, stored["revision"], now - timedelta(seconds=n))
             for n in (3, 2, 1)
         )
-        # Another occurrence holds the schedule (and, for buffer_one, another waits) for 1 s.
         until = now + timedelta(seconds=1)
         held = store.take_overlaps(
             [OverlapClaim("default", schedule_id, earlier.occurrence_id, until)], now
@@ -303,13 +302,42 @@ def test_a_skipped_occurrence_delivered_again_is_not_run_once_the_schedule_is_fr
         assert [(o.occurrence_id, reason[:8]) for o, reason in first.skipped] == [
             (skipped.occurrence_id, "overlap:")
         ]
-        # Its executor died before deleting the message: it is visible again, after the
-        # schedule's hold and wait ended.
-        time.sleep((until - datetime.now(UTC)).total_seconds() + 0.2)
-        pipeline.backends.queues.occurrences.change_visibility(first.to_delete[0], 0)
-        assert receive_once(executor, 1.0) == 1
-        again = executor.checking.check_and_begin(take_due(executor, 1.0))
-        record = store.get_execution("default", skipped.occurrence_id)
+        yield pipeline, executor, skipped, first, until
+
+
+def stays_skipped(pipeline: Pipeline, executor: Executor, skipped: Occurrence) -> None:
+    """The occurrence's message taken again is not begun (no call): a duplicate, deleted, its
+    record skipped with no attempt."""
+    assert receive_once(executor, 1.0) == 1
+    again = executor.checking.check_and_begin(take_due(executor, 1.0))
+    record = pipeline.backends.store.get_execution("default", skipped.occurrence_id)
     assert again.calls == []
     assert again.duplicates == 1 and len(again.to_delete) == 1
     assert record is not None and (record.status.value, record.attempts) == ("skipped", 0)
+
+
+@pytest.mark.parametrize("overlap", ["skip", "buffer_one"])
+def test_a_skipped_occurrence_delivered_again_is_not_run_once_the_schedule_is_free(
+    tmp_path: Path, overlap: str
+) -> None:
+    # An executor recorded an occurrence skipped for overlap and died before deleting its
+    # message (kill -9): the message comes back once the schedule is free. The occurrence was
+    # skipped: it stays so, and is not called late, out of its schedule's order.
+    with skipped_for_overlap(tmp_path, overlap) as (pipeline, executor, skipped, first, until):
+        time.sleep((until - datetime.now(UTC)).total_seconds() + 0.2)
+        pipeline.backends.queues.occurrences.change_visibility(first.to_delete[0], 0)
+        stays_skipped(pipeline, executor, skipped)
+
+
+@pytest.mark.parametrize("overlap", ["skip", "buffer_one"])
+def test_a_second_copy_of_a_skipped_occurrence_is_not_run_once_the_schedule_is_free(
+    tmp_path: Path, overlap: str
+) -> None:
+    # The same occurrence sent twice (a poller that resent it after a crash): the first copy was
+    # skipped for overlap and deleted; the second, a first delivery of its own, comes once the
+    # schedule is free. The store refuses to begin the skip: no call.
+    with skipped_for_overlap(tmp_path, overlap) as (pipeline, executor, skipped, first, until):
+        pipeline.backends.queues.occurrences.delete(first.to_delete)
+        time.sleep((until - datetime.now(UTC)).total_seconds() + 0.2)
+        pipeline.backends.queues.occurrences.send([OutgoingMessage(encode_occurrence(skipped))])
+        stays_skipped(pipeline, executor, skipped)

@@ -6,6 +6,7 @@ store adapter, with the ``store`` fixture of the store contract.
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
 
 from shared.model import Answer, AttemptOutcome, ExecutionStatus, ScheduleStatus
@@ -165,6 +166,9 @@ def test_begin_attempts_takes_over_retries_skips_and_expired_leases_and_refuses_
     # Half a minute on: executor-1's lease on "live" holds; "expired" had a shorter one.
     assert store.begin_attempt(items["expired"], "executor-1", T0, T0 + SECOND) is not None
     now = T0 + 30 * SECOND
+    # A skip is taken over by a manual run of it (a backfill); a scheduled delivery is refused
+    # (tests/integration/store/test_store_contract.py).
+    items["skipped"] = dataclasses.replace(items["skipped"], manual=True)
     batch = store.begin_attempts(
         [items[name] for name in names] + [items["new"]], "executor-2", now, now + MINUTE
     )

@@ -25,6 +25,7 @@ from shared.model import (
     Answer,
     AttemptOutcome,
     Every,
+    Execution,
     ExecutionStatus,
     Occurrence,
     PauseIntent,
@@ -1180,10 +1181,45 @@ def test_record_skips_writes_new_and_retrying_records_only(store: Store) -> None
     assert skipped.error == "missed"
     assert skipped.finished_at == T0 + 5 * MINUTE
     assert store.record_skips([(fresh, "again")], T0) == 0  # skipped stays as it is
-    # A skipped occurrence may still be fired (e.g. a manual trigger): one more attempt.
-    taken = store.begin_attempt(fresh, "e", T0 + 6 * MINUTE, T0 + 7 * MINUTE)
+    # A skipped occurrence may still be fired by a manual run (a backfill): one more attempt.
+    taken = store.begin_attempt(manual(fresh), "e", T0 + 6 * MINUTE, T0 + 7 * MINUTE)
     assert taken is not None
     assert taken.attempts == 1
+
+
+def manual(item: Occurrence) -> Occurrence:
+    """A backfill of the occurrence: the same occurrence id, a manual run."""
+    return dataclasses.replace(item, manual=True)
+
+
+@pytest.mark.parametrize("batch", [False, True], ids=["one", "batch"])
+def test_a_skip_is_final_for_scheduled_deliveries_not_for_a_manual_run_or_a_superseded_one(
+    store: Store, batch: bool
+) -> None:
+    create(store, "s1")
+    skipped = occurrence("s1", T0)
+    superseded = occurrence("s1", T0 + MINUTE)
+    other = occurrence("s1", T0 + 2 * MINUTE)
+    assert store.record_skips([(skipped, "overlap")], T0) == 1
+    assert store.record_skips([(superseded, "changed")], T0, superseded=True) == 1
+    later = T0 + 5 * MINUTE
+
+    def begin(*items: Occurrence) -> list[Execution | None]:
+        # A batch of several takes another path on MongoDB than a batch of one.
+        if batch:
+            return store.begin_attempts([*items, other], "e", later, later + MINUTE)[:-1]
+        return [store.begin_attempt(item, "e", later, later + MINUTE) for item in items]
+
+    # The same occurrence delivered again (sent twice, or come back): not begun, stays skipped.
+    assert begin(skipped) == [None]
+    record = store.get_execution(TENANT, skipped.occurrence_id)
+    assert record is not None
+    assert (record.status, record.attempts, record.error) == (ExecutionStatus.SKIPPED, 0, "overlap")
+    # A superseded one comes again at its schedule's new revision; a backfill runs the skip.
+    again, backfilled = begin(dataclasses.replace(superseded, revision=2), manual(skipped))
+    assert again is not None and backfilled is not None
+    assert (again.status, again.attempts, again.revision) == (ExecutionStatus.RUNNING, 1, 2)
+    assert (backfilled.status, backfilled.attempts) == (ExecutionStatus.RUNNING, 1)
 
 
 def test_list_executions_newest_first_with_a_cursor(store: Store) -> None:
