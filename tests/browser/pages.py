@@ -7,6 +7,7 @@ import base64
 from pathlib import Path
 
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.wait import WebDriverWait
@@ -30,7 +31,10 @@ class Answers:
 
 
 def wait(browser: webdriver.Chrome, seconds: float = 15) -> WebDriverWait[webdriver.Chrome]:
-    return WebDriverWait(browser, seconds)
+    """Waits for a condition on the page, read again until it holds. A condition read while a
+    click's page replaces the old one may find an element of the old page that is gone by the
+    time it is read (stale): that reading is taken again, as one that found no element."""
+    return WebDriverWait(browser, seconds, ignored_exceptions=(StaleElementReferenceException,))
 
 
 def text_of(browser: webdriver.Chrome, selector: str) -> str:
